@@ -1,0 +1,151 @@
+//! Stage 0: the command line, as clap derive structs. No I/O and no logic here: the structs are
+//! resolved into settings by `config` and the orchestration functions in `commands`.
+
+mod hooks;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use hooks::{HooksArgs, HooksCommand};
+
+/// Run AI coding agents in rootless Podman containers.
+///
+/// Without a subcommand `ags` launches an agent: `ags --agent shell -- CMD…`.
+#[derive(Debug, Parser)]
+#[command(name = "ags", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Options every subcommand understands.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Podman service URL (unix:///path/podman.sock or tcp://host:port). Default: CONTAINER_HOST,
+    /// then $XDG_RUNTIME_DIR/podman/podman.sock, then /run/podman/podman.sock.
+    #[arg(long, global = true, value_name = "URL")]
+    pub url: Option<String>,
+    /// Primary config file instead of $XDG_CONFIG_HOME/ags/config.toml.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Do not load the project overlay (<git root>/.ags/config.toml).
+    #[arg(long, global = true)]
+    pub no_repo_config: bool,
+}
+
+/// Options of a launch (also accepted by `ags plan`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    /// Agent to run: pi, claude, codex, gemini, opencode or shell.
+    #[arg(long, default_value = "shell", value_name = "NAME")]
+    pub agent: String,
+    /// Project directory mounted into the container (default: the current directory).
+    #[arg(long, value_name = "PATH")]
+    pub workdir: Option<PathBuf>,
+    /// Container image (overrides [sandbox] image).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// Allocate a terminal: auto (when stdin and stdout are terminals), true or false.
+    #[arg(long, value_enum, default_value_t = TtyMode::Auto, num_args = 0..=1,
+          default_missing_value = "true", require_equals = true, value_name = "WHEN")]
+    pub tty: TtyMode,
+    /// Set an environment variable in the container (KEY=VALUE). Beats every hook.
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Mount another host directory read-write at the same path.
+    #[arg(long = "add-dir", value_name = "PATH")]
+    pub add_dirs: Vec<PathBuf>,
+    /// Load every field of a 1Password Secure Note as environment (VAULT/ITEM).
+    #[arg(long = "op-secret-set", value_name = "VAULT/ITEM")]
+    pub op_secret_sets: Vec<String>,
+    /// Refuse host bind mounts and 1Password references from hooks; tmpfs /tmp, /var/tmp, /run.
+    #[arg(long)]
+    pub lockdown: bool,
+    /// Command and arguments for the agent (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// When to allocate a terminal for the container.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum TtyMode {
+    /// A terminal when stdin and stdout are both terminals.
+    #[default]
+    Auto,
+    /// Always a terminal.
+    True,
+    /// Never a terminal.
+    False,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the effective launch plan without creating anything.
+    Plan(PlanArgs),
+    /// Inspect, test and manage prepare hooks.
+    Hooks(HooksArgs),
+    /// Remove containers and volumes left behind by `ags` processes that are gone.
+    Gc(GcArgs),
+}
+
+/// `ags plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Run hooks (after approval) to show their contributions; off by default.
+    #[arg(long)]
+    pub run_hooks: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `ags gc`.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Also remove leftovers of this launch id even if its owner looks alive.
+    #[arg(long, value_name = "LAUNCH_ID", hide = true)]
+    pub launch: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn trailing_command_after_double_dash() {
+        let cli = Cli::try_parse_from([
+            "ags",
+            "--agent",
+            "shell",
+            "--tty=false",
+            "--",
+            "sh",
+            "-c",
+            "exit 7",
+        ])
+        .unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.run.tty, TtyMode::False);
+        assert_eq!(cli.run.command, ["sh", "-c", "exit 7"]);
+    }
+
+    #[test]
+    fn bare_tty_flag_means_true() {
+        let cli = Cli::try_parse_from(["ags", "--tty"]).unwrap();
+        assert_eq!(cli.run.tty, TtyMode::True);
+    }
+}

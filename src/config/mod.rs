@@ -1,0 +1,280 @@
+//! Stage 1: configuration. Reads the global config (or the one named by `--config`), finds the
+//! project (git root or workdir) and its `.ags/config.toml` overlay, applies overlay trust, and
+//! resolves everything into a [`Config`] with no optional fields left for defaulted settings.
+//!
+//! I/O: reads config files and the overlay trust file; may ask on the controlling terminal and
+//! append to the trust file. Nothing here runs a hook or opens the Podman socket.
+
+mod decls;
+mod file;
+mod overlay;
+mod paths;
+
+use std::path::{Path, PathBuf};
+
+pub use decls::{HookDecl, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL};
+pub use file::{ConfigFile, HookDeclFile, SandboxFile};
+pub use paths::Paths;
+
+/// The built-in image name (built by `ags image build`).
+pub const DEFAULT_IMAGE: &str = "localhost/ags-agent:latest";
+/// The built-in pids limit.
+pub const DEFAULT_PIDS_LIMIT: i64 = 4096;
+
+/// Errors of the configuration stage.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("HOME is not set; ags needs it to find its config and state")]
+    NoHome,
+    #[error("workdir {}: {source}", path.display())]
+    Workdir { path: PathBuf, source: std::io::Error },
+    #[error("workdir {} is not a directory", .0.display())]
+    WorkdirNotDir(PathBuf),
+    #[error("config {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config {}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("config {}: {key} may only be set in the global config, not in a project overlay; move it to {}", path.display(), global.display())]
+    OverlayField {
+        path: PathBuf,
+        key: &'static str,
+        global: PathBuf,
+    },
+    #[error("config {}: {key}: {message}", path.display())]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+    #[error("project overlay {} declares prepare hooks but the repository {} is not trusted; run ags interactively in that repository and answer yes, add the repository to {}, or pass --no-repo-config", overlay.display(), root.display(), trust_file.display())]
+    OverlayHooksUntrusted {
+        overlay: PathBuf,
+        root: PathBuf,
+        trust_file: PathBuf,
+    },
+    #[error("overlay trust file {}: {message}", path.display())]
+    TrustFile { path: PathBuf, message: String },
+    #[error(
+        "{0} prepare hook declarations across the global config and the project overlay; at most {MAX_DECLS_TOTAL} are accepted"
+    )]
+    TooManyDecls(usize),
+}
+
+type Result<T> = std::result::Result<T, ConfigError>;
+
+/// What the command line says about configuration.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--config PATH`.
+    pub config: Option<PathBuf>,
+    /// `--no-repo-config`.
+    pub no_repo_config: bool,
+    /// `--workdir PATH` (default: the current directory).
+    pub workdir: Option<PathBuf>,
+    /// Whether an untrusted overlay may be offered for trust on the terminal.
+    pub ask_overlay_trust: bool,
+}
+
+/// The resolved configuration of one invocation.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Host locations.
+    pub paths: Paths,
+    /// Canonical working directory.
+    pub workdir: PathBuf,
+    /// Canonical project root: the git repository root, or the workdir outside git.
+    pub project: PathBuf,
+    /// Container image.
+    pub image: String,
+    /// Pids limit for the container.
+    pub pids_limit: i64,
+    /// Network mode.
+    pub network: Network,
+    /// Active hook declarations: global first, then project, in declaration order.
+    pub hooks: Vec<HookDecl>,
+    /// The primary config file that was read (None: built-in defaults).
+    pub primary: Option<PathBuf>,
+    /// The project overlay that was loaded, if any.
+    pub overlay: Option<PathBuf>,
+    /// Non-fatal notes for the user (skipped overlays…).
+    pub warnings: Vec<String>,
+}
+
+/// Container network mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// Podman's default (bridge when rootful, slirp4netns/pasta when rootless).
+    Default,
+    /// No network except loopback.
+    None,
+}
+
+/// Load the configuration for one invocation.
+pub fn load(opts: &LoadOptions) -> Result<Config> {
+    let paths = Paths::from_env()?;
+    load_with(paths, opts)
+}
+
+/// [`load`] with explicit host paths (tests use temp dirs).
+pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
+    let workdir = canonical_workdir(opts.workdir.as_deref())?;
+    let project = project_root(&workdir);
+    let overlay_path = project.join(".ags/config.toml");
+    let (primary_path, explicit) = match &opts.config {
+        Some(p) => (absolute(p)?, true),
+        None => (paths.global_config(), false),
+    };
+    let primary_is_overlay = same_file(&primary_path, &overlay_path);
+    let primary = read_config(&primary_path, explicit)?;
+
+    let mut warnings = Vec::new();
+    let mut overlay = None;
+    if !opts.no_repo_config && !primary_is_overlay && overlay_path.is_file() {
+        let file = parse_file(&overlay_path)?;
+        let decision = overlay::decide(&paths, &project, &overlay_path, &file, opts.ask_overlay_trust)?;
+        match decision {
+            overlay::Decision::Load => {
+                file::check_overlay_fields(&file).map_err(|key| ConfigError::OverlayField {
+                    path: overlay_path.clone(),
+                    key,
+                    global: paths.global_config(),
+                })?;
+                overlay = Some((overlay_path.clone(), file));
+            }
+            overlay::Decision::Skip(msg) => warnings.push(msg),
+        }
+    }
+
+    let primary_scope = if primary_is_overlay {
+        HookScope::Project {
+            root: project.clone(),
+        }
+    } else {
+        HookScope::Global
+    };
+    let mut hooks = Vec::new();
+    if let Some(file) = &primary {
+        hooks.extend(decls::resolve(&primary_path, &file.prepare_hook, &primary_scope)?);
+    }
+    if let Some((path, file)) = &overlay {
+        let scope = HookScope::Project {
+            root: project.clone(),
+        };
+        hooks.extend(decls::resolve(path, &file.prepare_hook, &scope)?);
+    }
+    if hooks.len() > MAX_DECLS_TOTAL {
+        return Err(ConfigError::TooManyDecls(hooks.len()));
+    }
+
+    let sandbox = primary
+        .as_ref()
+        .and_then(|f| f.sandbox.clone())
+        .unwrap_or_default();
+    let (image, pids_limit, network) = sandbox_settings(&primary_path, sandbox)?;
+    Ok(Config {
+        paths,
+        workdir,
+        project,
+        image,
+        pids_limit,
+        network,
+        hooks,
+        primary: primary.map(|_| primary_path),
+        overlay: overlay.map(|(p, _)| p),
+        warnings,
+    })
+}
+
+fn sandbox_settings(path: &Path, s: SandboxFile) -> Result<(String, i64, Network)> {
+    let invalid = |key: &str, message: &str| ConfigError::Invalid {
+        path: path.into(),
+        key: key.into(),
+        message: message.into(),
+    };
+    let image = s.image.unwrap_or_else(|| DEFAULT_IMAGE.into());
+    if image.trim().is_empty() {
+        return Err(invalid("sandbox.image", "must not be empty"));
+    }
+    let pids = s.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT);
+    if !(1..=1_000_000).contains(&pids) {
+        return Err(invalid("sandbox.pids_limit", "must be between 1 and 1000000"));
+    }
+    let network = match s.network.as_deref() {
+        None | Some("default") => Network::Default,
+        Some("none") => Network::None,
+        Some(_) => return Err(invalid("sandbox.network", "must be \"default\" or \"none\"")),
+    };
+    Ok((image, pids, network))
+}
+
+fn read_config(path: &Path, must_exist: bool) -> Result<Option<ConfigFile>> {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => Ok(None),
+        Err(e) => Err(ConfigError::Read {
+            path: path.into(),
+            source: e,
+        }),
+        Ok(_) => parse_file(path).map(Some),
+    }
+}
+
+/// Parse one config file strictly (unknown keys are errors naming the key).
+pub fn parse_file(path: &Path) -> Result<ConfigFile> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        path: path.into(),
+        source: e,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.into(),
+        message: e.to_string().trim_end().replace('\n', "\n  "),
+    })
+}
+
+fn canonical_workdir(p: Option<&Path>) -> Result<PathBuf> {
+    let raw = match p {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| ConfigError::Workdir {
+            path: ".".into(),
+            source: e,
+        })?,
+    };
+    let canon = raw.canonicalize().map_err(|e| ConfigError::Workdir {
+        path: raw.clone(),
+        source: e,
+    })?;
+    if !canon.is_dir() {
+        return Err(ConfigError::WorkdirNotDir(canon));
+    }
+    Ok(canon)
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    let cwd = std::env::current_dir().map_err(|e| ConfigError::Workdir {
+        path: ".".into(),
+        source: e,
+    })?;
+    Ok(cwd.join(p))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The git repository root containing `workdir` (a `.git` directory or file), else `workdir`.
+pub fn project_root(workdir: &Path) -> PathBuf {
+    workdir
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(workdir)
+        .to_path_buf()
+}
+
+#[cfg(test)]
+mod tests;

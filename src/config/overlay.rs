@@ -1,0 +1,104 @@
+//! Project overlay trust: `$XDG_CONFIG_HOME/ags/trusted-repo-overlays.txt` lists canonical
+//! repository roots, one per line. An untrusted overlay is offered on the terminal once; a
+//! refusal or a missing terminal skips it, unless it declares hooks, which is an error (hooks
+//! are never dropped silently).
+
+use std::io::Write;
+use std::path::Path;
+
+use super::{ConfigError, ConfigFile, Paths, Result};
+use crate::{fsutil, prompt};
+
+/// What to do with a discovered overlay.
+#[derive(Debug)]
+pub enum Decision {
+    /// Trusted: load it.
+    Load,
+    /// Not trusted and harmless to skip: the warning to show.
+    Skip(String),
+}
+
+/// Decide whether to load the overlay of `root`.
+pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask: bool) -> Result<Decision> {
+    let trust_file = paths.overlay_trust_file();
+    if is_trusted(&trust_file, root)? {
+        return Ok(Decision::Load);
+    }
+    let has_hooks = !file.prepare_hook.is_empty();
+    if ask {
+        let text = format!(
+            "ags: {} is a project config overlay{}.\n",
+            overlay.display(),
+            if has_hooks {
+                " that declares prepare hooks (each needs its own approval too)"
+            } else {
+                ""
+            },
+        );
+        match prompt::confirm(&text, &format!("Trust overlays of {}?", root.display())) {
+            Ok(true) => {
+                record(&trust_file, root)?;
+                return Ok(Decision::Load);
+            }
+            Ok(false) | Err(prompt::PromptError::NoTerminal) => {}
+            Err(e) => {
+                return Err(ConfigError::TrustFile {
+                    path: trust_file,
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    if has_hooks {
+        return Err(ConfigError::OverlayHooksUntrusted {
+            overlay: overlay.into(),
+            root: root.into(),
+            trust_file,
+        });
+    }
+    Ok(Decision::Skip(format!(
+        "skipping untrusted project overlay {} (trust it by running ags on a terminal in {}, or add that path to {})",
+        overlay.display(),
+        root.display(),
+        trust_file.display()
+    )))
+}
+
+/// Whether `root` is listed in the trust file. A missing file trusts nothing.
+pub fn is_trusted(trust_file: &Path, root: &Path) -> Result<bool> {
+    let text = match std::fs::read_to_string(trust_file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => {
+            return Err(ConfigError::TrustFile {
+                path: trust_file.into(),
+                message: e.to_string(),
+            });
+        }
+    };
+    Ok(text.lines().any(|l| Path::new(l.trim_end()) == root))
+}
+
+fn record(trust_file: &Path, root: &Path) -> Result<()> {
+    let err = |message: String| ConfigError::TrustFile {
+        path: trust_file.into(),
+        message,
+    };
+    let dir = trust_file.parent().expect("trust file has a parent");
+    std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+    let mut text = std::fs::read_to_string(trust_file).unwrap_or_default();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let line = root
+        .to_str()
+        .ok_or_else(|| err("repository path is not UTF-8".into()))?;
+    if line.contains('\n') {
+        return Err(err("repository path contains a newline".into()));
+    }
+    text.push_str(line);
+    text.push('\n');
+    fsutil::atomic_write(trust_file, text.as_bytes(), 0o600).map_err(|e| err(e.to_string()))?;
+    let _ = std::io::stderr().flush();
+    Ok(())
+}

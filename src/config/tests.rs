@@ -1,0 +1,188 @@
+use std::fs;
+
+use super::*;
+
+struct Env {
+    _dir: tempfile::TempDir,
+    paths: Paths,
+    project: PathBuf,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let home = root.join("home");
+    let project = root.join("repo");
+    fs::create_dir_all(project.join(".git")).unwrap();
+    fs::create_dir_all(project.join("sub")).unwrap();
+    let paths = Paths {
+        config_home: home.join(".config"),
+        state_home: home.join(".local/state"),
+        cache_home: home.join(".cache"),
+        runtime_dir: None,
+        home,
+    };
+    Env {
+        _dir: dir,
+        paths,
+        project,
+    }
+}
+
+fn opts(workdir: &Path) -> LoadOptions {
+    LoadOptions {
+        workdir: Some(workdir.into()),
+        ..Default::default()
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+#[test]
+fn missing_global_config_means_defaults() {
+    let e = env();
+    let cfg = load_with(e.paths.clone(), &opts(&e.project.join("sub"))).unwrap();
+    assert_eq!(cfg.image, DEFAULT_IMAGE);
+    assert_eq!(cfg.project, e.project);
+    assert_eq!(cfg.workdir, e.project.join("sub"));
+    assert!(cfg.primary.is_none() && cfg.hooks.is_empty());
+}
+
+#[test]
+fn unknown_key_is_named() {
+    let e = env();
+    write(
+        &e.paths.global_config(),
+        "[sandbox]\nimage = \"x\"\nimagee = \"y\"\n",
+    );
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("imagee"), "{err}");
+}
+
+#[test]
+fn hooks_resolve_relative_to_their_file_and_accumulate() {
+    let e = env();
+    write(
+        &e.paths.global_config(),
+        "[[prepare_hook]]\nname = \"g\"\nexecutable = \"./bin/g\"\n",
+    );
+    write(
+        &e.project.join(".ags/config.toml"),
+        "[[prepare_hook]]\nname = \"p\"\nexecutable = \"../hooks/p\"\nargs = [\"--x\"]\ntimeout_seconds = 5\n",
+    );
+    write(
+        &e.paths.overlay_trust_file(),
+        &format!("{}\n", e.project.display()),
+    );
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    let names: Vec<_> = cfg.hooks.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["g", "p"]);
+    assert_eq!(cfg.hooks[0].executable, e.paths.config_home.join("ags/bin/g"));
+    assert_eq!(cfg.hooks[0].timeout_seconds, 30);
+    assert_eq!(cfg.hooks[0].scope, HookScope::Global);
+    assert_eq!(cfg.hooks[1].executable, e.project.join("hooks/p"));
+    assert_eq!(
+        cfg.hooks[1].scope,
+        HookScope::Project {
+            root: e.project.clone()
+        }
+    );
+}
+
+#[test]
+fn untrusted_overlay_without_hooks_is_skipped_with_a_warning() {
+    let e = env();
+    write(&e.project.join(".ags/config.toml"), "");
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    assert!(cfg.overlay.is_none());
+    assert!(
+        cfg.warnings[0].contains("skipping untrusted project overlay"),
+        "{:?}",
+        cfg.warnings
+    );
+}
+
+#[test]
+fn untrusted_overlay_with_hooks_fails() {
+    let e = env();
+    write(
+        &e.project.join(".ags/config.toml"),
+        "[[prepare_hook]]\nname = \"p\"\nexecutable = \"x\"\n",
+    );
+    let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();
+    assert!(matches!(err, ConfigError::OverlayHooksUntrusted { .. }), "{err}");
+}
+
+#[test]
+fn overlay_may_not_set_the_image() {
+    let e = env();
+    write(
+        &e.project.join(".ags/config.toml"),
+        "[sandbox]\nimage = \"evil\"\n",
+    );
+    write(
+        &e.paths.overlay_trust_file(),
+        &format!("{}\n", e.project.display()),
+    );
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sandbox.image may only be set in the global config"),
+        "{err}"
+    );
+}
+
+#[test]
+fn explicit_overlay_as_primary_is_loaded_once_with_project_scope() {
+    let e = env();
+    let overlay = e.project.join(".ags/config.toml");
+    write(&overlay, "[[prepare_hook]]\nname = \"p\"\nexecutable = \"x\"\n");
+    let o = LoadOptions {
+        config: Some(overlay.clone()),
+        ..opts(&e.project)
+    };
+    let cfg = load_with(e.paths.clone(), &o).unwrap();
+    assert_eq!(cfg.hooks.len(), 1);
+    assert_eq!(
+        cfg.hooks[0].scope,
+        HookScope::Project {
+            root: e.project.clone()
+        }
+    );
+    assert!(cfg.overlay.is_none());
+}
+
+#[test]
+fn declaration_limits_and_timeouts() {
+    let e = env();
+    let many: String = (0..65)
+        .map(|i| format!("[[prepare_hook]]\nname = \"h{i}\"\nexecutable = \"x\"\n"))
+        .collect();
+    write(&e.paths.global_config(), &many);
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("at most 64 per config file"), "{err}");
+    write(
+        &e.paths.global_config(),
+        "[[prepare_hook]]\nname = \"h\"\nexecutable = \"x\"\ntimeout_seconds = 301\n",
+    );
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("prepare_hook[0].timeout_seconds"), "{err}");
+    write(
+        &e.paths.global_config(),
+        "[[prepare_hook]]\nname = \"a b\"\nexecutable = \"x\"\n",
+    );
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("prepare_hook[0].name"), "{err}");
+}

@@ -1,0 +1,66 @@
+//! The crate error: one variant per pipeline stage, and the exit-code policy.
+//!
+//! Exit codes follow `podman run`: 125 when `ags` itself fails, 126 when the agent command
+//! cannot be invoked, 127 when it cannot be found, otherwise the agent's own exit code.
+
+use crate::{
+    config::ConfigError, hooks::HookError, launch::LaunchError, plan::PlanError, podman::PodmanError,
+};
+
+/// Exit code for a failure of `ags` itself.
+pub const EXIT_AGS_FAILURE: u8 = 125;
+/// Exit code when the command exists but cannot be invoked.
+pub const EXIT_CANNOT_INVOKE: u8 = 126;
+/// Exit code when the command cannot be found.
+pub const EXIT_NOT_FOUND: u8 = 127;
+
+/// Any failure of an `ags` invocation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Configuration could not be loaded.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Prepare hooks failed or were refused.
+    #[error(transparent)]
+    Hooks(#[from] HookError),
+    /// The launch plan could not be built.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// Talking to Podman failed.
+    #[error(transparent)]
+    Podman(#[from] PodmanError),
+    /// The container launch failed.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// A command-line value is invalid.
+    #[error("{0}")]
+    Usage(String),
+    /// Writing output failed.
+    #[error("writing output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+impl Error {
+    /// The process exit code for this failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Launch(e) => e.exit_code(),
+            _ => EXIT_AGS_FAILURE,
+        }
+    }
+}
+
+/// Render an error with its cause chain (`a: b: c`), skipping causes already in the message.
+pub fn render(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut cur = err.source();
+    while let Some(e) = cur {
+        let s = e.to_string();
+        if !out.contains(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        cur = e.source();
+    }
+    out
+}

@@ -1,0 +1,173 @@
+//! Small filesystem helpers shared by the stages: atomic private writes and owner-only
+//! directory checks. Nothing here decides policy; callers say which mode they need.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Write `bytes` to `path` atomically: a temp file in the same directory with `mode`, fsync,
+/// rename over the target, fsync the directory. A crash leaves either the old or the new file.
+pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::other("path has no file name"))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", name.to_string_lossy()))
+        .suffix(".tmp")
+        .permissions(fs::Permissions::from_mode(mode))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    File::open(dir)?.sync_all()
+}
+
+/// Create `dir` (and missing parents) and make sure it is a real directory owned by the current
+/// user with mode 0700. Refuses a symlink or a directory with group/other permissions instead of
+/// silently changing them, so a misconfiguration is noticed.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
+    match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent() {
+                fs::create_dir_all(parent).map_err(|e| PrivateDirError::Io {
+                    path: dir.into(),
+                    source: e,
+                })?;
+            }
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .or_else(|e| {
+                    if e.kind() == io::ErrorKind::AlreadyExists {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(|e| PrivateDirError::Io {
+                    path: dir.into(),
+                    source: e,
+                })?;
+            check_private_dir(dir)
+        }
+        Err(e) => Err(PrivateDirError::Io {
+            path: dir.into(),
+            source: e,
+        }),
+        Ok(_) => check_private_dir(dir),
+    }
+}
+
+/// Check that `dir` is a directory (not a symlink), owned by us, mode 0700 exactly.
+pub fn check_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
+    let meta = fs::symlink_metadata(dir).map_err(|e| PrivateDirError::Io {
+        path: dir.into(),
+        source: e,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(PrivateDirError::Symlink(dir.into()));
+    }
+    if !meta.is_dir() {
+        return Err(PrivateDirError::NotDir(dir.into()));
+    }
+    check_owner_mode(dir, &meta, 0o700)
+}
+
+/// Check that `file` is a regular file (not a symlink) owned by us with no group/other bits.
+pub fn check_private_file(file: &Path) -> Result<(), PrivateDirError> {
+    let meta = fs::symlink_metadata(file).map_err(|e| PrivateDirError::Io {
+        path: file.into(),
+        source: e,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(PrivateDirError::Symlink(file.into()));
+    }
+    if !meta.is_file() {
+        return Err(PrivateDirError::NotFile(file.into()));
+    }
+    check_owner_mode(file, &meta, 0o600)
+}
+
+fn check_owner_mode(path: &Path, meta: &fs::Metadata, want: u32) -> Result<(), PrivateDirError> {
+    let uid = nix::unistd::geteuid().as_raw();
+    if meta.uid() != uid {
+        return Err(PrivateDirError::Owner {
+            path: path.into(),
+            owner: meta.uid(),
+            uid,
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(PrivateDirError::Mode {
+            path: path.into(),
+            mode,
+            want,
+        });
+    }
+    Ok(())
+}
+
+/// Open a file for appending with mode 0600 (created if missing), refusing symlinks.
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// A private directory or file is not what it must be.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivateDirError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{} is a symbolic link; replace it with a real directory or file owned by you", .0.display())]
+    Symlink(PathBuf),
+    #[error("{} is not a directory; move it away", .0.display())]
+    NotDir(PathBuf),
+    #[error("{} is not a regular file; move it away", .0.display())]
+    NotFile(PathBuf),
+    #[error("{} is owned by uid {owner}, not by you (uid {uid}); remove it or fix its owner", path.display())]
+    Owner { path: PathBuf, owner: u32, uid: u32 },
+    #[error("{} has mode {mode:04o}; it must be owner-only: run `chmod {want:o} {}`", path.display(), path.display())]
+    Mode { path: PathBuf, mode: u32, want: u32 },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_sets_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        atomic_write(&p, b"one", 0o600).unwrap();
+        atomic_write(&p, b"two", 0o600).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn private_dir_refuses_loose_mode_and_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("store");
+        ensure_private_dir(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+        let err = check_private_dir(&d).unwrap_err().to_string();
+        assert!(err.contains("chmod 700"), "{err}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        assert!(matches!(
+            check_private_dir(&link),
+            Err(PrivateDirError::Symlink(_))
+        ));
+    }
+}

@@ -1,0 +1,33 @@
+//! `ags` runs AI coding agents inside rootless Podman containers.
+//!
+//! Data flows one way through the stages; each stage is one module:
+//!
+//! ```text
+//! cli (clap, no I/O)
+//!   → config   (global config + trusted project overlay → Config)
+//!   → hooks    (declare, trust, run, validate, resolve → Resolved contributions)
+//!   → plan     (pure data, Serialize, no I/O → LaunchPlan)
+//!   → podman   (REST client: the only socket code)
+//!   → launch   (create → init → stage → attach → start → exit code → cleanup)
+//! ```
+//!
+//! `commands` is the only module that calls several stages. Process spawning lives in
+//! `hooks::runner`; socket I/O lives in `podman::transport`.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod fsutil;
+pub mod hooks;
+pub mod launch;
+pub mod plan;
+pub mod podman;
+pub mod prompt;
+
+pub use error::Error;
+
+/// Run one `ags` invocation and return the process exit code.
+pub fn run(cli: cli::Cli) -> Result<u8, Error> {
+    commands::dispatch(cli)
+}

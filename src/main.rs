@@ -1,0 +1,19 @@
+//! The `ags` binary: parse arguments, run, map the outcome to an exit code.
+//!
+//! Everything else lives in the library (`src/lib.rs`), so integration tests and the OCI hook
+//! program use the same types.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = ags::cli::Cli::parse();
+    match ags::run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("ags: {}", ags::error::render(&err));
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
