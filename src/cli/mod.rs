@@ -63,6 +63,9 @@ pub struct RunArgs {
     /// Load every field of a 1Password Secure Note as environment (VAULT/ITEM).
     #[arg(long = "op-secret-set", value_name = "VAULT/ITEM")]
     pub op_secret_sets: Vec<String>,
+    /// Add a label to the container and staging volume (KEY=VALUE; io.ags.* keys are reserved).
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
     /// Refuse host bind mounts and 1Password references from hooks; tmpfs /tmp, /var/tmp, /run.
     #[arg(long)]
     pub lockdown: bool,

@@ -1,9 +1,40 @@
-//! Stage 3: the launch plan, pure data.
+//! Stage 3: the launch plan — plain data, no I/O.
+//!
+//! [`build`] turns the resolved configuration, the run settings, facts about the Podman service
+//! and the resolved hook contributions into a [`LaunchPlan`]. The plan is everything the
+//! `launch` stage needs and everything `ags plan --json` prints; secret values are wrapped in
+//! [`Redacted`] so serializing or debug-printing a plan never shows them.
+
+pub mod agents;
+mod build;
+mod types;
+
+pub use build::{
+    HookLayer, LaunchIdentity, PlanInput, RunSettings, build, container_name, parse_env_arg, slug,
+};
+pub use types::*;
 
 /// Errors of the plan stage.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    /// Placeholder until the stage lands.
-    #[error("{0}")]
-    Other(String),
+    /// `--agent` names no known agent.
+    #[error("unknown agent {name:?}; known agents: {known}")]
+    UnknownAgent { name: String, known: String },
+    /// A `--env` value is malformed.
+    #[error("--env {arg:?}: {rule}; use --env KEY=VALUE with KEY matching [A-Za-z_][A-Za-z0-9_]*")]
+    BadEnv { arg: String, rule: &'static str },
+    /// A `--label` value is malformed or reserved.
+    #[error("--label {arg}: {rule}")]
+    BadLabel { arg: String, rule: &'static str },
+    /// Two mounts want the same or nested destinations.
+    #[error("mount {a} ({a_origin}) and mount {b} ({b_origin}) overlap; choose independent destinations")]
+    MountOverlap {
+        a: String,
+        a_origin: String,
+        b: String,
+        b_origin: String,
+    },
+    /// An `--add-dir` path is unusable.
+    #[error("--add-dir {path}: {rule}")]
+    BadAddDir { path: String, rule: &'static str },
 }

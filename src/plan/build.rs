@@ -1,0 +1,312 @@
+//! Building the plan: a pure function from resolved inputs to [`LaunchPlan`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::types::*;
+use super::{PlanError, agents};
+use crate::config::Config;
+
+/// The launch settings from the command line, already resolved (terminal detection done,
+/// paths canonicalized) by the caller.
+#[derive(Debug, Clone, Default)]
+pub struct RunSettings {
+    /// Agent name.
+    pub agent: String,
+    /// Arguments after `--`.
+    pub command: Vec<String>,
+    /// Allocate a terminal.
+    pub tty: bool,
+    /// `TERM` to give the agent when a terminal is allocated.
+    pub term: Option<String>,
+    /// `--image`.
+    pub image: Option<String>,
+    /// `--env KEY=VALUE`, as given.
+    pub env: Vec<String>,
+    /// `--add-dir`, canonicalized.
+    pub add_dirs: Vec<PathBuf>,
+    /// `--label KEY=VALUE`, as given.
+    pub labels: Vec<String>,
+    /// `--op-secret-set VAULT/ITEM`.
+    pub op_secret_sets: Vec<String>,
+    /// `--lockdown`.
+    pub lockdown: bool,
+}
+
+/// Who owns this launch (recorded in labels so leftovers can be attributed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchIdentity {
+    /// `ags-<pid>-<nanos>`.
+    pub launch_id: String,
+    /// Random hex suffix for resource names.
+    pub suffix: String,
+    /// Pid of this `ags` process.
+    pub pid: u32,
+    /// Start time of this process (clock ticks since boot, from /proc/self/stat).
+    pub start_time: u64,
+    /// Host name.
+    pub host: String,
+}
+
+/// Contributions from hooks, already resolved by precedence (the plan only places them).
+#[derive(Debug, Clone, Default)]
+pub struct HookLayer {
+    /// Environment (staged literals and op references) with origins.
+    pub env: Vec<(String, EnvSource, Origin)>,
+    /// Generated files.
+    pub files: Vec<PlanFile>,
+    /// Bind mounts (sources canonical and checked).
+    pub mounts: Vec<PlanMount>,
+}
+
+/// Everything [`build`] needs.
+#[derive(Debug, Clone)]
+pub struct PlanInput<'a> {
+    /// Resolved configuration.
+    pub config: &'a Config,
+    /// Resolved command line.
+    pub run: &'a RunSettings,
+    /// Launch identity.
+    pub identity: &'a LaunchIdentity,
+    /// Whether the Podman service is rootless.
+    pub rootless: bool,
+    /// Hook contributions.
+    pub hooks: &'a HookLayer,
+}
+
+/// Build the launch plan.
+pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
+    let run = input.run;
+    let profile = agents::find(&run.agent).ok_or_else(|| PlanError::UnknownAgent {
+        name: run.agent.clone(),
+        known: agents::names(),
+    })?;
+    let command = profile.argv(&run.command);
+    let env = build_env(input)?;
+    let staged = env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. }))
+        || !run.op_secret_sets.is_empty()
+        || !input.hooks.files.is_empty();
+    let staging = staged.then(|| Staging {
+        volume: format!("ags-stage-{}", input.identity.suffix),
+        mount_point: STAGING_MOUNT.into(),
+    });
+    let mounts = build_mounts(input, staging.as_ref())?;
+    let container_command = match &staging {
+        Some(_) => wrap_command(&command),
+        None => command.clone(),
+    };
+    Ok(LaunchPlan {
+        launch_id: input.identity.launch_id.clone(),
+        container_name: container_name(&input.config.project, &input.identity.suffix),
+        image: run.image.clone().unwrap_or_else(|| input.config.image.clone()),
+        agent: profile.name.into(),
+        command,
+        container_command,
+        workdir: input.config.workdir.clone(),
+        tty: run.tty,
+        user_namespace: if input.rootless {
+            UserNamespace::KeepId
+        } else {
+            UserNamespace::Default
+        },
+        security: Security {
+            cap_drop: vec!["ALL".into()],
+            no_new_privileges: true,
+            pids_limit: input.config.pids_limit,
+        },
+        network: input.config.network,
+        mounts,
+        env,
+        files: input.hooks.files.clone(),
+        op_secret_sets: run.op_secret_sets.clone(),
+        labels: build_labels(input)?,
+        annotations: BTreeMap::from([(ANNOTATION_LAUNCH.into(), input.identity.launch_id.clone())]),
+        staging,
+        lockdown: run.lockdown,
+    })
+}
+
+/// The command wrapper that loads the staged env file, then execs the agent. The file holds
+/// `export KEY='value'` lines; values are single-line and single-quote escaped.
+fn wrap_command(command: &[String]) -> Vec<String> {
+    let script = format!(". {STAGING_ENV_FILE} && exec \"$@\"");
+    ["/bin/sh".to_string(), "-c".into(), script, "ags-env".into()]
+        .into_iter()
+        .chain(command.iter().cloned())
+        .collect()
+}
+
+fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
+    let mut map: BTreeMap<String, PlanEnv> = BTreeMap::new();
+    if let Some(term) = input.run.term.as_ref().filter(|_| input.run.tty) {
+        let source = EnvSource::Plain { value: term.clone() };
+        map.insert(
+            "TERM".into(),
+            PlanEnv {
+                key: "TERM".into(),
+                source,
+                origin: Origin::Default,
+            },
+        );
+    }
+    for (key, source, origin) in &input.hooks.env {
+        map.insert(
+            key.clone(),
+            PlanEnv {
+                key: key.clone(),
+                source: source.clone(),
+                origin: origin.clone(),
+            },
+        );
+    }
+    for arg in &input.run.env {
+        let (key, value) = parse_env_arg(arg)?;
+        let source = EnvSource::Staged {
+            value: Redacted::new(value.into()),
+        };
+        map.insert(
+            key.into(),
+            PlanEnv {
+                key: key.into(),
+                source,
+                origin: Origin::Cli,
+            },
+        );
+    }
+    Ok(map.into_values().collect())
+}
+
+/// Split and check one `--env KEY=VALUE`. The value is never echoed in errors.
+pub fn parse_env_arg(arg: &str) -> Result<(&str, &str), PlanError> {
+    let bad = |rule| PlanError::BadEnv {
+        arg: arg.split('=').next().unwrap_or("").to_string(),
+        rule,
+    };
+    let (key, value) = arg.split_once('=').ok_or_else(|| bad("missing '='"))?;
+    let mut chars = key.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(bad("invalid variable name"));
+    }
+    if value.contains(['\n', '\r', '\0']) {
+        return Err(bad("the value must be a single line without NUL"));
+    }
+    Ok((key, value))
+}
+
+fn build_mounts(input: &PlanInput<'_>, staging: Option<&Staging>) -> Result<Vec<PlanMount>, PlanError> {
+    let bind = |path: &Path, origin: Origin, read_only: bool| PlanMount {
+        destination: path.into(),
+        kind: MountKind::Bind { source: path.into() },
+        read_only,
+        origin,
+    };
+    let mut mounts = vec![bind(&input.config.workdir, Origin::Default, false)];
+    for dir in &input.run.add_dirs {
+        if !dir.is_absolute() {
+            return Err(PlanError::BadAddDir {
+                path: dir.display().to_string(),
+                rule: "must be absolute",
+            });
+        }
+        mounts.push(bind(dir, Origin::Cli, false));
+    }
+    mounts.extend(input.hooks.mounts.iter().cloned());
+    check_overlaps(&mounts)?;
+    if input.run.lockdown {
+        for dest in ["/tmp", "/var/tmp", "/run"] {
+            let kind = MountKind::Tmpfs;
+            mounts.push(PlanMount {
+                destination: dest.into(),
+                kind,
+                read_only: false,
+                origin: Origin::Default,
+            });
+        }
+    }
+    if let Some(s) = staging {
+        mounts.push(PlanMount {
+            destination: s.mount_point.clone(),
+            kind: MountKind::Volume {
+                name: s.volume.clone(),
+            },
+            read_only: true,
+            origin: Origin::Default,
+        });
+    }
+    Ok(mounts)
+}
+
+/// Refuse equal or nested destinations among bind mounts (tmpfs system mounts are exempt).
+fn check_overlaps(mounts: &[PlanMount]) -> Result<(), PlanError> {
+    for (i, a) in mounts.iter().enumerate() {
+        for b in &mounts[i + 1..] {
+            if a.destination.starts_with(&b.destination) || b.destination.starts_with(&a.destination) {
+                return Err(PlanError::MountOverlap {
+                    a: a.destination.display().to_string(),
+                    a_origin: a.origin.to_string(),
+                    b: b.destination.display().to_string(),
+                    b_origin: b.origin.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn build_labels(input: &PlanInput<'_>) -> Result<BTreeMap<String, String>, PlanError> {
+    let id = input.identity;
+    let mut labels = BTreeMap::new();
+    for arg in &input.run.labels {
+        let (k, v) = arg.split_once('=').ok_or_else(|| PlanError::BadLabel {
+            arg: arg.clone(),
+            rule: "use KEY=VALUE",
+        })?;
+        if k.is_empty() || k == LABEL_MANAGED || k.starts_with("io.ags.owner") || k == LABEL_LAUNCH_ID {
+            return Err(PlanError::BadLabel {
+                arg: arg.clone(),
+                rule: "this key is reserved for ags",
+            });
+        }
+        labels.insert(k.to_string(), v.to_string());
+    }
+    labels.extend([
+        (LABEL_MANAGED.to_string(), "true".to_string()),
+        (LABEL_LAUNCH_ID.into(), id.launch_id.clone()),
+        (LABEL_OWNER_PID.into(), id.pid.to_string()),
+        (LABEL_OWNER_START.into(), id.start_time.to_string()),
+        (LABEL_OWNER_HOST.into(), id.host.clone()),
+        (LABEL_AGENT.into(), input.run.agent.clone()),
+        (LABEL_PROJECT.into(), input.config.project.display().to_string()),
+    ]);
+    Ok(labels)
+}
+
+/// `ags-<project-slug>-<suffix>`.
+pub fn container_name(project: &Path, suffix: &str) -> String {
+    format!("ags-{}-{suffix}", slug(project))
+}
+
+/// A short lowercase `[a-z0-9-]` slug of the project directory name.
+pub fn slug(project: &Path) -> String {
+    let base = project
+        .file_name()
+        .map(|s| s.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let mut out = String::new();
+    for c in base.chars() {
+        let c = if c.is_ascii_alphanumeric() { c } else { '-' };
+        if !(c == '-' && (out.is_empty() || out.ends_with('-'))) {
+            out.push(c);
+        }
+        if out.len() >= 24 {
+            break;
+        }
+    }
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() { "project".into() } else { out }
+}
+
+#[cfg(test)]
+#[path = "build_tests.rs"]
+mod tests;

@@ -1,0 +1,185 @@
+use std::path::PathBuf;
+
+use super::*;
+use crate::config::{Config, Network, Paths};
+use crate::plan::*;
+
+fn config() -> Config {
+    let home = PathBuf::from("/home/u");
+    Config {
+        paths: Paths {
+            config_home: home.join(".config"),
+            state_home: home.join(".local/state"),
+            cache_home: home.join(".cache"),
+            runtime_dir: None,
+            home,
+        },
+        workdir: "/src/My Project/sub".into(),
+        project: "/src/My Project".into(),
+        image: "localhost/img:1".into(),
+        pids_limit: 4096,
+        network: Network::None,
+        hooks: vec![],
+        primary: None,
+        overlay: None,
+        warnings: vec![],
+    }
+}
+
+fn identity() -> LaunchIdentity {
+    LaunchIdentity {
+        launch_id: "ags-1-2".into(),
+        suffix: "abc123".into(),
+        pid: 1,
+        start_time: 99,
+        host: "h".into(),
+    }
+}
+
+fn plan_with(run: &RunSettings, hooks: &HookLayer, rootless: bool) -> Result<LaunchPlan, PlanError> {
+    let cfg = config();
+    let id = identity();
+    build(&PlanInput {
+        config: &cfg,
+        run,
+        identity: &id,
+        rootless,
+        hooks,
+    })
+}
+
+fn shell(cmd: &[&str]) -> RunSettings {
+    RunSettings {
+        agent: "shell".into(),
+        command: cmd.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn minimal_plan() {
+    let plan = plan_with(&shell(&["true"]), &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.container_name, "ags-my-project-abc123");
+    assert_eq!(plan.container_command, ["true"]);
+    assert_eq!(plan.user_namespace, UserNamespace::KeepId);
+    assert_eq!(plan.security.cap_drop, ["ALL"]);
+    assert!(plan.security.no_new_privileges);
+    assert_eq!(plan.mounts.len(), 1);
+    assert_eq!(plan.mounts[0].destination, PathBuf::from("/src/My Project/sub"));
+    assert!(!plan.mounts[0].read_only);
+    assert!(plan.staging.is_none());
+    assert_eq!(plan.labels[LABEL_MANAGED], "true");
+    assert_eq!(plan.labels[LABEL_OWNER_START], "99");
+    assert_eq!(plan.annotations[ANNOTATION_LAUNCH], "ags-1-2");
+    let rootful = plan_with(&shell(&[]), &HookLayer::default(), false).unwrap();
+    assert_eq!(rootful.user_namespace, UserNamespace::Default);
+    assert_eq!(rootful.container_command, ["/bin/sh"]);
+}
+
+#[test]
+fn cli_env_is_staged_redacted_and_wraps_the_command() {
+    let mut run = shell(&["env"]);
+    run.env = vec!["TOKEN=s3cr3t".into()];
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.staging.as_ref().unwrap().volume, "ags-stage-abc123");
+    assert_eq!(plan.container_command[..2], ["/bin/sh", "-c"]);
+    assert_eq!(plan.container_command.last().unwrap(), "env");
+    let json = serde_json::to_string(&plan).unwrap();
+    assert!(!json.contains("s3cr3t"), "{json}");
+    assert!(!format!("{plan:?}").contains("s3cr3t"));
+    assert!(
+        plan.mounts
+            .iter()
+            .any(|m| m.destination == PathBuf::from(STAGING_MOUNT) && m.read_only)
+    );
+}
+
+#[test]
+fn cli_env_beats_hook_env() {
+    let mut run = shell(&[]);
+    run.env = vec!["K=cli".into()];
+    let hooks = HookLayer {
+        env: vec![(
+            "K".into(),
+            EnvSource::Staged {
+                value: Redacted::new("hook".into()),
+            },
+            Origin::GlobalHook("g".into()),
+        )],
+        ..Default::default()
+    };
+    let plan = plan_with(&run, &hooks, true).unwrap();
+    let k: Vec<_> = plan.env.iter().filter(|e| e.key == "K").collect();
+    assert_eq!(k.len(), 1);
+    assert_eq!(k[0].origin, Origin::Cli);
+}
+
+#[test]
+fn bad_env_and_agent_are_refused_without_echoing_values() {
+    let mut run = shell(&[]);
+    run.env = vec!["1X=secretvalue".into()];
+    let err = plan_with(&run, &HookLayer::default(), true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("invalid variable name") && !err.contains("secretvalue"),
+        "{err}"
+    );
+    run.env = vec!["X=a\nb".into()];
+    assert!(plan_with(&run, &HookLayer::default(), true).is_err());
+    let run = RunSettings {
+        agent: "vim".into(),
+        ..Default::default()
+    };
+    let err = plan_with(&run, &HookLayer::default(), true)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "unknown agent \"vim\"; known agents: pi, claude, codex, gemini, opencode, shell"
+    );
+}
+
+#[test]
+fn nested_add_dir_is_an_overlap() {
+    let mut run = shell(&[]);
+    run.add_dirs = vec!["/src/My Project/sub/inner".into()];
+    let err = plan_with(&run, &HookLayer::default(), true)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("overlap"), "{err}");
+    run.add_dirs = vec!["/data".into()];
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.mounts[1].origin, Origin::Cli);
+}
+
+#[test]
+fn lockdown_adds_tmpfs() {
+    let mut run = shell(&[]);
+    run.lockdown = true;
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    let tmpfs: Vec<_> = plan
+        .mounts
+        .iter()
+        .filter(|m| m.kind == MountKind::Tmpfs)
+        .map(|m| m.destination.clone())
+        .collect();
+    assert_eq!(tmpfs, [PathBuf::from("/tmp"), "/var/tmp".into(), "/run".into()]);
+}
+
+#[test]
+fn reserved_labels_are_refused() {
+    let mut run = shell(&[]);
+    run.labels = vec!["io.ags.managed=false".into()];
+    assert!(plan_with(&run, &HookLayer::default(), true).is_err());
+    run.labels = vec!["io.ags.test-id=t1".into()];
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.labels["io.ags.test-id"], "t1");
+}
+
+#[test]
+fn slugs() {
+    assert_eq!(slug("/a/Hello World!".as_ref()), "hello-world");
+    assert_eq!(slug("/".as_ref()), "project");
+    assert_eq!(slug("/x/___".as_ref()), "project");
+}

@@ -1,0 +1,244 @@
+//! The launch plan's types. Public and serialized by `ags plan --json`: field names are part of
+//! the user-visible contract.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Serialize, Serializer};
+
+use crate::config::Network;
+
+/// Label on everything `ags` creates.
+pub const LABEL_MANAGED: &str = "io.ags.managed";
+/// Label: the launch id.
+pub const LABEL_LAUNCH_ID: &str = "io.ags.launch-id";
+/// Label: pid of the owning `ags` process.
+pub const LABEL_OWNER_PID: &str = "io.ags.owner-pid";
+/// Label: start time (clock ticks since boot) of the owning process, to detect pid reuse.
+pub const LABEL_OWNER_START: &str = "io.ags.owner-start";
+/// Label: host name of the owning process.
+pub const LABEL_OWNER_HOST: &str = "io.ags.owner-host";
+/// Label: the agent name.
+pub const LABEL_AGENT: &str = "io.ags.agent";
+/// Label: the canonical project path.
+pub const LABEL_PROJECT: &str = "io.ags.project";
+/// Annotation selecting `ags`'s OCI hooks; its value is the launch id.
+pub const ANNOTATION_LAUNCH: &str = "io.ags.launch";
+/// Where the staging volume is mounted inside the container.
+pub const STAGING_MOUNT: &str = "/run/ags";
+/// The environment file inside the staging volume.
+pub const STAGING_ENV_FILE: &str = "/run/ags/env";
+
+/// A value that must never be shown: serializes and debug-prints as `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Redacted<T>(T);
+
+impl<T> Redacted<T> {
+    /// Wrap a secret.
+    pub fn new(v: T) -> Self {
+        Self(v)
+    }
+    /// The secret itself; only the launch stage calls this.
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> fmt::Debug for Redacted<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl<T> Serialize for Redacted<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("<redacted>")
+    }
+}
+
+/// Where a setting came from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "source", content = "name", rename_all = "kebab-case")]
+pub enum Origin {
+    /// Built into `ags`.
+    Default,
+    /// The config file.
+    Config,
+    /// A prepare hook from the global config.
+    GlobalHook(String),
+    /// A prepare hook from the project overlay.
+    ProjectHook(String),
+    /// The command line.
+    Cli,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::Config => f.write_str("config"),
+            Origin::GlobalHook(n) => write!(f, "global hook {n}"),
+            Origin::ProjectHook(n) => write!(f, "project hook {n}"),
+            Origin::Cli => f.write_str("cli"),
+        }
+    }
+}
+
+/// The user namespace of the container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UserNamespace {
+    /// Rootless: map the host user to the same uid inside (`keep-id`).
+    KeepId,
+    /// Rootful: Podman's default.
+    Default,
+}
+
+/// Security settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Security {
+    /// Capabilities dropped (always `ALL`).
+    pub cap_drop: Vec<String>,
+    /// `no_new_privileges`.
+    pub no_new_privileges: bool,
+    /// Maximum number of processes.
+    pub pids_limit: i64,
+}
+
+/// What backs a mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum MountKind {
+    /// A host path.
+    Bind {
+        /// Host path.
+        source: PathBuf,
+    },
+    /// A fresh tmpfs.
+    Tmpfs,
+    /// A named Podman volume.
+    Volume {
+        /// Volume name.
+        name: String,
+    },
+}
+
+/// One mount of the container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanMount {
+    /// Path inside the container.
+    pub destination: PathBuf,
+    /// What is mounted.
+    #[serde(flatten)]
+    pub kind: MountKind,
+    /// Mounted read-only.
+    pub read_only: bool,
+    /// Where the mount came from.
+    pub origin: Origin,
+}
+
+/// How an environment variable gets its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum EnvSource {
+    /// A literal, set directly in the container spec (only values `ags` itself chooses).
+    Plain {
+        /// The value (not secret).
+        value: String,
+    },
+    /// A literal delivered through the staged env file.
+    Staged {
+        /// The value.
+        value: Redacted<String>,
+    },
+    /// A 1Password reference resolved at launch and delivered through the env file.
+    OpRef {
+        /// The reference (`op://…`), shown: it names a secret, it is not one.
+        reference: String,
+    },
+}
+
+/// One environment variable of the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanEnv {
+    /// Variable name.
+    pub key: String,
+    /// Its value or how it is obtained.
+    #[serde(flatten)]
+    pub source: EnvSource,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+/// A generated read-only file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanFile {
+    /// Path inside the container.
+    pub destination: PathBuf,
+    /// Content (redacted in output; the size is shown).
+    pub content: Redacted<String>,
+    /// Size in bytes.
+    pub bytes: usize,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+/// The per-launch staging volume.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Staging {
+    /// Volume name.
+    pub volume: String,
+    /// Mount point inside the container.
+    pub mount_point: PathBuf,
+}
+
+/// Everything needed to launch one container.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaunchPlan {
+    /// Identifies this launch (labels, logs, hook context).
+    pub launch_id: String,
+    /// Container name (`ags-<project-slug>-<hex>`).
+    pub container_name: String,
+    /// Image reference.
+    pub image: String,
+    /// Agent name.
+    pub agent: String,
+    /// The agent's argv as the user asked for it.
+    pub command: Vec<String>,
+    /// The argv actually given to the container (wrapped to load the env file when needed).
+    pub container_command: Vec<String>,
+    /// Working directory inside the container (the same path as on the host).
+    pub workdir: PathBuf,
+    /// Whether a terminal is allocated.
+    pub tty: bool,
+    /// User namespace.
+    pub user_namespace: UserNamespace,
+    /// Security options.
+    pub security: Security,
+    /// Network mode.
+    pub network: Network,
+    /// Mounts, in the order they are applied.
+    pub mounts: Vec<PlanMount>,
+    /// Environment variables.
+    pub env: Vec<PlanEnv>,
+    /// Generated files.
+    pub files: Vec<PlanFile>,
+    /// 1Password Secure Notes loaded as environment (`--op-secret-set`).
+    pub op_secret_sets: Vec<String>,
+    /// Container labels.
+    pub labels: BTreeMap<String, String>,
+    /// Container annotations.
+    pub annotations: BTreeMap<String, String>,
+    /// The staging volume, when anything is staged.
+    pub staging: Option<Staging>,
+    /// Whether `--lockdown` is in effect.
+    pub lockdown: bool,
+}
+
+impl LaunchPlan {
+    /// Whether anything must be staged into the container before start.
+    pub fn needs_staging(&self) -> bool {
+        self.staging.is_some()
+    }
+}
