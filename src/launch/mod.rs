@@ -1,5 +1,8 @@
 //! Stage 5: the container lifecycle.
 
+pub mod identity;
+pub mod terminal;
+
 /// Errors of the launch stage.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
