@@ -103,9 +103,9 @@ pub struct PlanArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Run hooks (after approval) to show their contributions; off by default.
+    /// Do not run prepare hooks (their contributions are then missing from the plan).
     #[arg(long)]
-    pub run_hooks: bool,
+    pub no_hooks: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }

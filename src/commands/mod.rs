@@ -1,9 +1,30 @@
-//! Orchestration: one function per subcommand; the only module that calls several stages.
+//! Orchestration: one function per subcommand. This is the only module that calls several
+//! stages; each function reads as the sequence of stage calls it performs.
+
+mod gc;
+mod plan;
+mod run;
 
 use crate::Error;
-use crate::cli::Cli;
+use crate::cli::{Cli, Command};
 
 /// Run the subcommand selected on the command line.
-pub fn dispatch(_cli: Cli) -> Result<u8, Error> {
-    Err(Error::Usage("not wired yet".into()))
+pub fn dispatch(cli: Cli) -> Result<u8, Error> {
+    match cli.command {
+        None => run::run(&cli.global, &cli.run),
+        Some(Command::Plan(args)) => plan::plan(&cli.global, &args),
+        Some(Command::Gc(args)) => gc::gc(&cli.global, &args),
+        Some(Command::Hooks(_args)) => Err(Error::Usage("ags hooks: not available in this build".into())),
+    }
+}
+
+/// A single-threaded tokio runtime: `ags` is I/O-bound and small. Dropped without waiting
+/// for the blocking stdin reader (see [`finish`]).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::Output)
+}
+
+/// Shut the runtime down without waiting for a blocked stdin read.
+pub(crate) fn finish(rt: tokio::runtime::Runtime) {
+    rt.shutdown_background();
 }

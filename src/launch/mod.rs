@@ -1,19 +1,80 @@
-//! Stage 5: the container lifecycle.
+//! Stage 5: the container lifecycle — create → attach (initialises) → stage → resize → start →
+//! session → exit code → cleanup — plus the reconciliation of leftovers (`gc`).
+//!
+//! I/O: the Podman API (through `podman::Client`), the host terminal and signals. Nothing here
+//! spawns processes.
 
+pub mod cleanup;
+pub mod gc;
 pub mod identity;
+mod io;
+pub mod lifecycle;
+pub mod signals;
+pub mod stage;
 pub mod terminal;
+
+use crate::error::{EXIT_AGS_FAILURE, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
+use crate::podman::PodmanError;
 
 /// Errors of the launch stage.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
-    /// Placeholder until the stage lands.
-    #[error("{0}")]
-    Other(String),
+    /// A Podman API call failed.
+    #[error(transparent)]
+    Podman(#[from] PodmanError),
+    /// The image is not in the Podman service's storage (no pull is attempted).
+    #[error("image {image} is not present in the Podman service ({detail}); build it with `ags image build`, import it, or choose another with --image")]
+    ImageMissing { image: String, detail: String },
+    /// The agent command could not be started.
+    #[error("the agent command could not be started: {message}")]
+    Start { code: u8, message: String },
+    /// A termination signal arrived before the agent started.
+    #[error("interrupted by {} before the agent started; nothing was left behind", signals::name(*signal))]
+    Interrupted { signal: i32 },
+    /// The host terminal could not be configured.
+    #[error("terminal: {0}")]
+    Terminal(std::io::Error),
+    /// The attach stream broke.
+    #[error("attach stream: {0}")]
+    Stream(std::io::Error),
+    /// Writing the agent's output failed.
+    #[error("writing output: {0}")]
+    Output(std::io::Error),
+    /// Building the staging archive failed.
+    #[error("staging: {0}")]
+    Stage(std::io::Error),
 }
 
 impl LaunchError {
-    /// Exit code for this failure.
+    /// The exit code for this failure (podman run's convention).
     pub fn exit_code(&self) -> u8 {
-        crate::error::EXIT_AGS_FAILURE
+        match self {
+            LaunchError::Start { code, .. } => *code,
+            LaunchError::Interrupted { signal } => signals::exit_code_for(*signal),
+            _ => EXIT_AGS_FAILURE,
+        }
+    }
+
+    /// Classify a create failure (a missing image gets its own advice).
+    pub fn from_create(e: PodmanError, image: &str) -> Self {
+        let msg = e.to_string();
+        if e.is_not_found() || msg.contains("image not known") {
+            return LaunchError::ImageMissing { image: image.into(), detail: msg };
+        }
+        LaunchError::Podman(e)
+    }
+
+    /// Classify a start failure: 127 when the command is missing, 126 when it cannot be run.
+    pub fn from_start(e: PodmanError) -> Self {
+        let message = e.to_string();
+        let lower = message.to_lowercase();
+        let code = if lower.contains("executable file not found") || lower.contains("no such file or directory") {
+            EXIT_NOT_FOUND
+        } else if lower.contains("permission denied") || lower.contains("exec format error") {
+            EXIT_CANNOT_INVOKE
+        } else {
+            return LaunchError::Podman(e);
+        };
+        LaunchError::Start { code, message }
     }
 }

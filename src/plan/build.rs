@@ -70,6 +70,8 @@ pub struct PlanInput<'a> {
     pub identity: &'a LaunchIdentity,
     /// Whether the Podman service is rootless.
     pub rootless: bool,
+    /// The invoking user's uid and gid.
+    pub user: (u32, u32),
     /// Hook contributions.
     pub hooks: &'a HookLayer,
 }
@@ -109,6 +111,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         } else {
             UserNamespace::Default
         },
+        user: Some(format!("{}:{}", input.user.0, input.user.1)),
         security: Security {
             cap_drop: vec!["ALL".into()],
             no_new_privileges: true,

@@ -44,6 +44,7 @@ fn plan_with(run: &RunSettings, hooks: &HookLayer, rootless: bool) -> Result<Lau
         run,
         identity: &id,
         rootless,
+        user: (1000, 1000),
         hooks,
     })
 }

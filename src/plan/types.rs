@@ -214,6 +214,9 @@ pub struct LaunchPlan {
     pub tty: bool,
     /// User namespace.
     pub user_namespace: UserNamespace,
+    /// `uid:gid` the agent runs as: the invoking user's ids (with `keep-id` they are the same
+    /// numbers inside and outside), so files in the workdir keep their owner.
+    pub user: Option<String>,
     /// Security options.
     pub security: Security,
     /// Network mode.

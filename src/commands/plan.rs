@@ -1,0 +1,84 @@
+//! `ags plan`: the effective launch plan, creating nothing.
+
+use crate::cli::{GlobalArgs, PlanArgs};
+use crate::launch::identity;
+use crate::plan::{HookLayer, LaunchPlan};
+use crate::{Error, podman};
+
+/// Print the plan as JSON or text.
+pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
+    let config = super::run::load_config(global, args.run.workdir.clone())?;
+    let settings = super::run::settings(&args.run, crate::launch::terminal::both_are_terminals())?;
+    let rt = super::runtime()?;
+    let rootless = rt.block_on(rootless(global));
+    super::finish(rt);
+    let hooks = HookLayer::default();
+    let plan = super::run::build_plan(&config, &settings, &identity::current(), rootless, &hooks)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&plan).expect("a plan always serializes"));
+    } else {
+        print!("{}", render(&plan));
+    }
+    Ok(0)
+}
+
+/// Ask the service whether it is rootless; without a service, assume rootless unless root.
+async fn rootless(global: &GlobalArgs) -> bool {
+    match podman::connect(global.url.as_deref()).await {
+        Ok(client) => match client.info().await {
+            Ok(info) => return info.rootless(),
+            Err(e) => eprintln!("ags: warning: {e}"),
+        },
+        Err(e) => eprintln!("ags: warning: no Podman service answered; planning as if it were rootless unless root: {e}"),
+    }
+    !nix::unistd::geteuid().is_root()
+}
+
+fn render(plan: &LaunchPlan) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<16}{v}\n"));
+    line("launch id", plan.launch_id.clone());
+    line("container", plan.container_name.clone());
+    line("image", plan.image.clone());
+    line("agent", plan.agent.clone());
+    line("command", format!("{:?}", plan.command));
+    line("workdir", plan.workdir.display().to_string());
+    line("tty", plan.tty.to_string());
+    line("user namespace", serde_json::to_string(&plan.user_namespace).unwrap_or_default());
+    line("user", plan.user.clone().unwrap_or_default());
+    line("network", serde_json::to_string(&plan.network).unwrap_or_default());
+    line(
+        "security",
+        format!(
+            "cap-drop={} no-new-privileges={} pids-limit={}",
+            plan.security.cap_drop.join(","),
+            plan.security.no_new_privileges,
+            plan.security.pids_limit
+        ),
+    );
+    line("lockdown", plan.lockdown.to_string());
+    for m in &plan.mounts {
+        let what = match &m.kind {
+            crate::plan::MountKind::Bind { source } => format!("bind {}", source.display()),
+            crate::plan::MountKind::Tmpfs => "tmpfs".into(),
+            crate::plan::MountKind::Volume { name } => format!("volume {name}"),
+        };
+        let mode = if m.read_only { "ro" } else { "rw" };
+        line("mount", format!("{} <- {what} ({mode}) [{}]", m.destination.display(), m.origin));
+    }
+    for e in &plan.env {
+        let how = match &e.source {
+            crate::plan::EnvSource::Plain { value } => format!("= {value}"),
+            crate::plan::EnvSource::Staged { .. } => "= <redacted> (staged)".into(),
+            crate::plan::EnvSource::OpRef { reference } => format!("<- {reference} (1Password)"),
+        };
+        line("env", format!("{} {how} [{}]", e.key, e.origin));
+    }
+    for f in &plan.files {
+        line("file", format!("{} ({} bytes, read-only) [{}]", f.destination.display(), f.bytes, f.origin));
+    }
+    for s in &plan.op_secret_sets {
+        line("op secret set", s.clone());
+    }
+    out
+}

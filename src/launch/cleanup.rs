@@ -1,0 +1,69 @@
+//! Teardown: every resource a launch creates is recorded here as soon as it exists, and removed
+//! in reverse order at the end — on success, on failure and after a signal. Removal keeps going
+//! after an error and reports every failure; a resource that is already gone counts as removed.
+
+use std::path::PathBuf;
+
+use crate::podman::{Client, PodmanError};
+
+/// One thing to remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resource {
+    /// A container (by id or name).
+    Container(String),
+    /// A named volume.
+    Volume(String),
+    /// A private host directory (staged files).
+    HostDir(PathBuf),
+}
+
+/// Resources of one launch, in creation order.
+#[derive(Debug, Default)]
+pub struct Cleanup {
+    resources: Vec<Resource>,
+}
+
+/// A resource that could not be removed.
+#[derive(Debug, thiserror::Error)]
+#[error("could not remove {resource:?}: {message}; run `ags gc` to retry")]
+pub struct CleanupError {
+    /// What was left.
+    pub resource: Resource,
+    /// Why.
+    pub message: String,
+}
+
+impl Cleanup {
+    /// Record a resource that now exists.
+    pub fn push(&mut self, r: Resource) {
+        self.resources.push(r);
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.resources.is_empty()
+    }
+
+    /// Remove everything, newest first. Returns every failure.
+    pub async fn run(mut self, client: &Client) -> Vec<CleanupError> {
+        let mut errors = Vec::new();
+        while let Some(r) = self.resources.pop() {
+            if let Err(message) = remove(client, &r).await {
+                errors.push(CleanupError { resource: r, message });
+            }
+        }
+        errors
+    }
+}
+
+async fn remove(client: &Client, r: &Resource) -> Result<(), String> {
+    let gone = |e: PodmanError| if e.is_not_found() { Ok(()) } else { Err(e.to_string()) };
+    match r {
+        Resource::Container(id) => client.delete(id, true, true).await.or_else(gone),
+        Resource::Volume(name) => client.volume_delete(name, true).await.or_else(gone),
+        Resource::HostDir(dir) => match std::fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.to_string()),
+            _ => Ok(()),
+        },
+    }
+}

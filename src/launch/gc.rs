@@ -1,0 +1,87 @@
+//! Reconciliation of leftovers: containers and volumes labelled `io.ags.managed` whose owning
+//! `ags` process (same host, pid and start time) is gone. Runs at the start of every launch and
+//! on demand (`ags gc`). Resources of live launches and of other hosts are never touched.
+
+use std::collections::BTreeMap;
+
+use super::identity;
+use crate::plan::{LABEL_LAUNCH_ID, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START};
+use crate::podman::{Client, PodmanError};
+
+/// What a sweep removed and what it could not.
+#[derive(Debug, Default)]
+pub struct GcReport {
+    /// Containers removed (names).
+    pub containers: Vec<String>,
+    /// Volumes removed.
+    pub volumes: Vec<String>,
+    /// Failures (resource and reason).
+    pub errors: Vec<String>,
+}
+
+/// Whether the labels describe a launch whose owner on this host is gone.
+pub fn is_orphan(labels: &BTreeMap<String, String>, host: &str) -> bool {
+    if labels.get(LABEL_OWNER_HOST).map(String::as_str) != Some(host) {
+        return false;
+    }
+    let pid = labels.get(LABEL_OWNER_PID).and_then(|v| v.parse::<u32>().ok());
+    let start = labels.get(LABEL_OWNER_START).and_then(|v| v.parse::<u64>().ok());
+    match (pid, start) {
+        (Some(pid), Some(start)) => !identity::owner_alive(pid, start),
+        _ => false,
+    }
+}
+
+/// Remove orphaned containers and volumes (and, with `force_launch`, that launch's regardless of
+/// its owner).
+pub async fn sweep(client: &Client, force_launch: Option<&str>) -> Result<GcReport, PodmanError> {
+    let host = identity::host_name();
+    let wanted = |labels: &BTreeMap<String, String>| {
+        is_orphan(labels, &host) || force_launch.is_some_and(|l| labels.get(LABEL_LAUNCH_ID).map(String::as_str) == Some(l))
+    };
+    let mut report = GcReport::default();
+    let managed = format!("{LABEL_MANAGED}=true");
+    for c in client.list(&[&managed]).await? {
+        if wanted(&c.labels) {
+            let name = c.names.first().cloned().unwrap_or_else(|| c.id.clone());
+            match client.delete(&c.id, true, true).await {
+                Ok(()) => report.containers.push(name),
+                Err(e) if e.is_not_found() => {}
+                Err(e) => report.errors.push(format!("container {name}: {e}")),
+            }
+        }
+    }
+    for v in client.volume_list(&[&managed]).await? {
+        if wanted(&v.labels) {
+            match client.volume_delete(&v.name, true).await {
+                Ok(()) => report.volumes.push(v.name),
+                Err(e) if e.is_not_found() => {}
+                Err(e) => report.errors.push(format!("volume {}: {e}", v.name)),
+            }
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(host: &str, pid: u32, start: u64) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (LABEL_OWNER_HOST.to_string(), host.to_string()),
+            (LABEL_OWNER_PID.to_string(), pid.to_string()),
+            (LABEL_OWNER_START.to_string(), start.to_string()),
+        ])
+    }
+
+    #[test]
+    fn orphans_are_dead_owners_on_this_host_only() {
+        let me = identity::current();
+        let host = identity::host_name();
+        assert!(!is_orphan(&labels(&host, me.pid, me.start_time), &host), "live owner");
+        assert!(is_orphan(&labels(&host, me.pid, me.start_time + 7), &host), "pid reused");
+        assert!(!is_orphan(&labels("elsewhere", 1, 1), &host), "other host");
+        assert!(!is_orphan(&BTreeMap::new(), &host), "no owner labels");
+    }
+}

@@ -1,0 +1,76 @@
+//! The attached session: host stdin → container, container output → host stdout/stderr (kept
+//! separate without a tty), terminal resizes, and signal forwarding, until the output ends.
+
+use std::io::Write;
+
+use tokio::io::AsyncWriteExt;
+use tokio::signal::unix::{SignalKind, signal};
+
+use super::signals::{self, SignalWatch};
+use super::{LaunchError, terminal};
+use crate::podman::{AttachInput, AttachOutput, Client, Demux, StreamKind};
+
+/// Copy until the container's output ends. Stdin is forwarded in a task; without a tty its EOF
+/// is delivered by half-closing the connection.
+pub async fn pump(
+    client: &Client,
+    id: &str,
+    mut output: Demux<AttachOutput>,
+    input: AttachInput,
+    tty: bool,
+    signals: &mut SignalWatch,
+) -> Result<(), LaunchError> {
+    let stdin_task = tokio::spawn(forward_stdin(input, tty));
+    let mut winch = signal(SignalKind::window_change()).map_err(LaunchError::Terminal)?;
+    let mut sigs = signals.receiver();
+    sigs.mark_unchanged();
+    let result = loop {
+        tokio::select! {
+            frame = output.read_frame() => match frame {
+                Ok(Some((kind, data))) => write_out(kind, &data)?,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(LaunchError::Stream(e)),
+            },
+            _ = winch.recv(), if tty => {
+                if let Some((rows, cols)) = terminal::window_size() {
+                    let _ = client.resize(id, rows, cols).await;
+                }
+            }
+            changed = sigs.changed() => {
+                if changed.is_ok() && let Some(sig) = *sigs.borrow_and_update() {
+                    // Like `podman run --sig-proxy`: the agent decides what the signal means.
+                    let _ = client.kill(id, &signals::name(sig)).await;
+                }
+            }
+        }
+    };
+    stdin_task.abort();
+    result
+}
+
+fn write_out(kind: StreamKind, data: &[u8]) -> Result<(), LaunchError> {
+    let res = match kind {
+        StreamKind::Stderr => {
+            let mut e = std::io::stderr().lock();
+            e.write_all(data).and_then(|_| e.flush())
+        }
+        _ => {
+            let mut o = std::io::stdout().lock();
+            o.write_all(data).and_then(|_| o.flush())
+        }
+    };
+    match res {
+        // A closed stdout (e.g. `| head`) must not abort the session: the agent keeps running
+        // and its exit code still matters.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(LaunchError::Output),
+    }
+}
+
+async fn forward_stdin(mut input: AttachInput, tty: bool) {
+    let mut stdin = tokio::io::stdin();
+    let copied = tokio::io::copy(&mut stdin, &mut input).await;
+    if !tty || copied.is_err() {
+        let _ = input.close().await;
+    }
+}

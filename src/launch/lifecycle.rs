@@ -1,0 +1,73 @@
+//! The lifecycle of one container: create → attach (initialises) → stage → resize → start →
+//! session → exit code. Every created resource is recorded in [`Cleanup`] before the next step,
+//! and a termination signal between steps aborts the launch (the caller then cleans up).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::cleanup::{Cleanup, Resource};
+use super::signals::SignalWatch;
+use super::terminal::{self, RawModeGuard};
+use super::{LaunchError, io};
+use crate::plan::{LaunchPlan, STAGING_MOUNT};
+use crate::podman::{AttachOptions, Client, spec};
+
+/// Run the container of `plan` to completion and return the agent's exit code.
+/// `stage` is the tar archive for the staging volume (required when the plan stages anything).
+pub async fn run(
+    client: &Client,
+    plan: &LaunchPlan,
+    stage: Option<Bytes>,
+    signals: &mut SignalWatch,
+    cleanup: &mut Cleanup,
+) -> Result<u8, LaunchError> {
+    if let Some(staging) = &plan.staging {
+        let options = BTreeMap::from([
+            ("type".to_string(), "tmpfs".to_string()),
+            ("device".into(), "tmpfs".into()),
+            ("o".into(), "mode=0700,nosuid,nodev,noexec".into()),
+        ]);
+        client.volume_create(&staging.volume, plan.labels.clone(), options).await?;
+        cleanup.push(Resource::Volume(staging.volume.clone()));
+    }
+    check(signals)?;
+    let id = client.create(&spec::from_plan(plan)).await.map_err(|e| LaunchError::from_create(e, &plan.image))?;
+    cleanup.push(Resource::Container(id.clone()));
+    check(signals)?;
+    let opts = AttachOptions { stdin: true, stdout: true, stderr: true, tty: plan.tty };
+    let (output, input) = client.attach(&id, opts).await?.into_demux();
+    if let Some(tar) = stage {
+        client.put_archive(&id, STAGING_MOUNT, tar).await?;
+    }
+    let _raw = if plan.tty { Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?) } else { None };
+    if plan.tty && let Some((rows, cols)) = terminal::window_size() {
+        client.resize(&id, rows, cols).await?;
+    }
+    check(signals)?;
+    client.start(&id).await.map_err(LaunchError::from_start)?;
+    io::pump(client, &id, output, input, plan.tty, signals).await?;
+    exit_code(client, &id).await
+}
+
+fn check(signals: &SignalWatch) -> Result<(), LaunchError> {
+    match signals.received() {
+        Some(signal) => Err(LaunchError::Interrupted { signal }),
+        None => Ok(()),
+    }
+}
+
+/// Poll inspect until the container is no longer running (the attach stream can end a few ms
+/// before Podman records the exit), backing off from 1 ms to 100 ms.
+async fn exit_code(client: &Client, id: &str) -> Result<u8, LaunchError> {
+    let mut delay = Duration::from_millis(1);
+    loop {
+        let state = client.inspect(id).await?.state;
+        if !state.running && state.status != "running" && state.status != "stopping" {
+            return Ok(state.exit_code.clamp(0, 255) as u8);
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,66 @@
+//! Termination signals during a launch. Once installed, SIGINT, SIGTERM and SIGHUP no longer kill
+//! `ags` outright: they are recorded in a watch channel that the hook runner (to cancel hooks) and
+//! the lifecycle (to stop, forward or clean up) observe, so every exit path runs cleanup.
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+/// The first termination signal received, if any.
+#[derive(Debug, Clone)]
+pub struct SignalWatch {
+    rx: watch::Receiver<Option<i32>>,
+}
+
+impl SignalWatch {
+    /// Start listening (must be called inside a tokio runtime).
+    pub fn install() -> std::io::Result<Self> {
+        let (tx, rx) = watch::channel(None);
+        for (kind, num) in [
+            (SignalKind::interrupt(), libc::SIGINT),
+            (SignalKind::terminate(), libc::SIGTERM),
+            (SignalKind::hangup(), libc::SIGHUP),
+        ] {
+            let mut stream = signal(kind)?;
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    tx.send_modify(|v| *v = Some(num));
+                    // Keep the latest as a new event for listeners that forward every signal.
+                }
+            });
+        }
+        Ok(Self { rx })
+    }
+
+    /// The signal received so far, if any.
+    pub fn received(&self) -> Option<i32> {
+        *self.rx.borrow()
+    }
+
+    /// A receiver for components that wait on signals.
+    pub fn receiver(&self) -> watch::Receiver<Option<i32>> {
+        self.rx.clone()
+    }
+
+    /// Wait until a signal arrives (returns at once if one already did).
+    pub async fn wait(&mut self) -> i32 {
+        loop {
+            if let Some(sig) = *self.rx.borrow_and_update() {
+                return sig;
+            }
+            if self.rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+/// Conventional exit code for death by `signal` (128 + N).
+pub fn exit_code_for(signal: i32) -> u8 {
+    (128 + signal).clamp(0, 255) as u8
+}
+
+/// The name of a signal number (`SIGINT`), for messages.
+pub fn name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal).map(|s| s.as_str().to_string()).unwrap_or(format!("signal {signal}"))
+}

@@ -1,0 +1,87 @@
+//! What goes into the per-launch staging volume: the environment file, as one tar archive
+//! uploaded after the container is initialised (so it lands in the mounted tmpfs) and before it
+//! starts. Nothing here touches the disk: the archive is built in memory.
+
+use crate::plan::{EnvSource, LaunchPlan};
+
+/// Values resolved at the final handoff (1Password lookups), by env key.
+pub type ResolvedSecrets = std::collections::BTreeMap<String, String>;
+
+/// Build the env file: one `export KEY='value'` line per staged variable, in key order.
+/// Values are single-line (validated earlier); single quotes are escaped as `'\''`.
+pub fn env_file(plan: &LaunchPlan, secrets: &ResolvedSecrets) -> Vec<u8> {
+    let mut out = String::new();
+    for e in &plan.env {
+        let value = match &e.source {
+            EnvSource::Plain { .. } => continue,
+            EnvSource::Staged { value } => value.expose().as_str(),
+            EnvSource::OpRef { .. } => match secrets.get(&e.key) {
+                Some(v) => v.as_str(),
+                None => continue,
+            },
+        };
+        out.push_str(&format!("export {}={}\n", e.key, shell_quote(value)));
+    }
+    for (key, value) in secrets.iter().filter(|(k, _)| !plan.env.iter().any(|e| &e.key == *k)) {
+        out.push_str(&format!("export {key}={}\n", shell_quote(value)));
+    }
+    out.into_bytes()
+}
+
+/// Quote `s` for a POSIX shell as one word.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// A tar archive for the root of the staging volume: the directory itself (owner-only) and the
+/// env file (0400), owned by the container user.
+pub fn archive(env_file: &[u8], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut dir = tar::Header::new_ustar();
+    dir.set_entry_type(tar::EntryType::Directory);
+    dir.set_mode(0o500);
+    dir.set_uid(uid.into());
+    dir.set_gid(gid.into());
+    dir.set_size(0);
+    builder.append_data(&mut dir, "./", std::io::empty())?;
+    let mut file = tar::Header::new_ustar();
+    file.set_entry_type(tar::EntryType::Regular);
+    file.set_mode(0o400);
+    file.set_uid(uid.into());
+    file.set_gid(gid.into());
+    file.set_size(env_file.len() as u64);
+    builder.append_data(&mut file, "env", env_file)?;
+    builder.into_inner()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_a_shell() {
+        for v in ["plain", "it's", "a b  c", "$HOME `id` $(id) \\n", "'", ""] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_quote(v)))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn archive_has_dir_and_private_env() {
+        let tar = archive(b"export A='1'\n", 1000, 1000).unwrap();
+        let mut ar = tar::Archive::new(&tar[..]);
+        let entries: Vec<_> = ar
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.path().unwrap().display().to_string(), e.header().mode().unwrap(), e.header().uid().unwrap())
+            })
+            .collect();
+        assert_eq!(entries, [("./".into(), 0o500, 1000), ("env".into(), 0o400, 1000)]);
+    }
+}
