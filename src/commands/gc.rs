@@ -21,5 +21,9 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     for e in &report.errors {
         eprintln!("ags: gc: {e}");
     }
-    Ok(if report.errors.is_empty() { 0 } else { crate::error::EXIT_AGS_FAILURE })
+    Ok(if report.errors.is_empty() {
+        0
+    } else {
+        crate::error::EXIT_AGS_FAILURE
+    })
 }

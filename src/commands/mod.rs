@@ -21,7 +21,10 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
 /// A single-threaded tokio runtime: `ags` is I/O-bound and small. Dropped without waiting
 /// for the blocking stdin reader (see [`finish`]).
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::Output)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Output)
 }
 
 /// Shut the runtime down without waiting for a blocked stdin read.

@@ -15,7 +15,10 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let hooks = HookLayer::default();
     let plan = super::run::build_plan(&config, &settings, &identity::current(), rootless, &hooks)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&plan).expect("a plan always serializes"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&plan).expect("a plan always serializes")
+        );
     } else {
         print!("{}", render(&plan));
     }
@@ -26,10 +29,12 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
 async fn rootless(global: &GlobalArgs) -> bool {
     match podman::connect(global.url.as_deref()).await {
         Ok(client) => match client.info().await {
-            Ok(info) => return info.rootless(),
+            Ok(info) => return info.host.security.rootless,
             Err(e) => eprintln!("ags: warning: {e}"),
         },
-        Err(e) => eprintln!("ags: warning: no Podman service answered; planning as if it were rootless unless root: {e}"),
+        Err(e) => eprintln!(
+            "ags: warning: no Podman service answered; planning as if it were rootless unless root: {e}"
+        ),
     }
     !nix::unistd::geteuid().is_root()
 }
@@ -44,9 +49,15 @@ fn render(plan: &LaunchPlan) -> String {
     line("command", format!("{:?}", plan.command));
     line("workdir", plan.workdir.display().to_string());
     line("tty", plan.tty.to_string());
-    line("user namespace", serde_json::to_string(&plan.user_namespace).unwrap_or_default());
+    line(
+        "user namespace",
+        serde_json::to_string(&plan.user_namespace).unwrap_or_default(),
+    );
     line("user", plan.user.clone().unwrap_or_default());
-    line("network", serde_json::to_string(&plan.network).unwrap_or_default());
+    line(
+        "network",
+        serde_json::to_string(&plan.network).unwrap_or_default(),
+    );
     line(
         "security",
         format!(
@@ -64,7 +75,10 @@ fn render(plan: &LaunchPlan) -> String {
             crate::plan::MountKind::Volume { name } => format!("volume {name}"),
         };
         let mode = if m.read_only { "ro" } else { "rw" };
-        line("mount", format!("{} <- {what} ({mode}) [{}]", m.destination.display(), m.origin));
+        line(
+            "mount",
+            format!("{} <- {what} ({mode}) [{}]", m.destination.display(), m.origin),
+        );
     }
     for e in &plan.env {
         let how = match &e.source {
@@ -75,7 +89,15 @@ fn render(plan: &LaunchPlan) -> String {
         line("env", format!("{} {how} [{}]", e.key, e.origin));
     }
     for f in &plan.files {
-        line("file", format!("{} ({} bytes, read-only) [{}]", f.destination.display(), f.bytes, f.origin));
+        line(
+            "file",
+            format!(
+                "{} ({} bytes, read-only) [{}]",
+                f.destination.display(),
+                f.bytes,
+                f.origin
+            ),
+        );
     }
     for s in &plan.op_secret_sets {
         line("op secret set", s.clone());

@@ -46,9 +46,14 @@ pub(super) fn settings(args: &RunArgs, terminals: bool) -> Result<RunSettings, E
         .add_dirs
         .iter()
         .map(|d| {
-            let c = d.canonicalize().map_err(|e| Error::Usage(format!("--add-dir {}: {e}", d.display())))?;
+            let c = d
+                .canonicalize()
+                .map_err(|e| Error::Usage(format!("--add-dir {}: {e}", d.display())))?;
             if !c.is_dir() {
-                return Err(Error::Usage(format!("--add-dir {}: not a directory", d.display())));
+                return Err(Error::Usage(format!(
+                    "--add-dir {}: not a directory",
+                    d.display()
+                )));
             }
             Ok(c)
         })
@@ -62,7 +67,10 @@ pub(super) fn settings(args: &RunArgs, terminals: bool) -> Result<RunSettings, E
         agent: args.agent.clone(),
         command: args.command.clone(),
         tty,
-        term: std::env::var("TERM").ok().filter(|t| !t.is_empty()).or(Some("xterm".into())),
+        term: std::env::var("TERM")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .or(Some("xterm".into())),
         image: args.image.clone(),
         env: args.env.clone(),
         add_dirs,
@@ -101,7 +109,7 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     let client = podman::connect(global.url.as_deref()).await?;
     let info = client.info().await?;
     let identity = identity::current();
-    let plan = build_plan(config, settings, &identity, info.rootless(), &hooks)?;
+    let plan = build_plan(config, settings, &identity, info.host.security.rootless, &hooks)?;
     let stage = staging_archive(&plan, &Default::default())?;
     let sweeper = tokio::spawn({
         let client = client.clone();
@@ -123,6 +131,7 @@ fn staging_archive(plan: &LaunchPlan, secrets: &stage::ResolvedSecrets) -> Resul
         return Ok(None);
     }
     let (uid, gid) = user_ids();
-    let tar = stage::archive(&stage::env_file(plan, secrets), uid, gid).map_err(launch::LaunchError::Stage)?;
+    let tar =
+        stage::archive(&stage::env_file(plan, secrets), uid, gid).map_err(launch::LaunchError::Stage)?;
     Ok(Some(Bytes::from(tar)))
 }

@@ -57,7 +57,13 @@ impl Cleanup {
 }
 
 async fn remove(client: &Client, r: &Resource) -> Result<(), String> {
-    let gone = |e: PodmanError| if e.is_not_found() { Ok(()) } else { Err(e.to_string()) };
+    let gone = |e: PodmanError| {
+        if e.is_not_found() {
+            Ok(())
+        } else {
+            Err(e.to_string())
+        }
+    };
     match r {
         Resource::Container(id) => client.delete(id, true, true).await.or_else(gone),
         Resource::Volume(name) => client.volume_delete(name, true).await.or_else(gone),

@@ -37,7 +37,8 @@ pub fn is_orphan(labels: &BTreeMap<String, String>, host: &str) -> bool {
 pub async fn sweep(client: &Client, force_launch: Option<&str>) -> Result<GcReport, PodmanError> {
     let host = identity::host_name();
     let wanted = |labels: &BTreeMap<String, String>| {
-        is_orphan(labels, &host) || force_launch.is_some_and(|l| labels.get(LABEL_LAUNCH_ID).map(String::as_str) == Some(l))
+        is_orphan(labels, &host)
+            || force_launch.is_some_and(|l| labels.get(LABEL_LAUNCH_ID).map(String::as_str) == Some(l))
     };
     let mut report = GcReport::default();
     let managed = format!("{LABEL_MANAGED}=true");
@@ -79,8 +80,14 @@ mod tests {
     fn orphans_are_dead_owners_on_this_host_only() {
         let me = identity::current();
         let host = identity::host_name();
-        assert!(!is_orphan(&labels(&host, me.pid, me.start_time), &host), "live owner");
-        assert!(is_orphan(&labels(&host, me.pid, me.start_time + 7), &host), "pid reused");
+        assert!(
+            !is_orphan(&labels(&host, me.pid, me.start_time), &host),
+            "live owner"
+        );
+        assert!(
+            is_orphan(&labels(&host, me.pid, me.start_time + 7), &host),
+            "pid reused"
+        );
         assert!(!is_orphan(&labels("elsewhere", 1, 1), &host), "other host");
         assert!(!is_orphan(&BTreeMap::new(), &host), "no owner labels");
     }

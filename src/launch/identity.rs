@@ -9,7 +9,10 @@ use crate::plan::LaunchIdentity;
 /// The identity of a launch run by this process.
 pub fn current() -> LaunchIdentity {
     let pid = std::process::id();
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     LaunchIdentity {
         launch_id: format!("ags-{pid}-{nanos}"),
         suffix: random_hex(4),
@@ -23,8 +26,13 @@ pub fn current() -> LaunchIdentity {
 pub fn random_hex(n: usize) -> String {
     let mut buf = vec![0u8; n];
     if getrandom::fill(&mut buf).is_err() {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        buf.iter_mut().enumerate().for_each(|(i, b)| *b = (nanos >> (i % 4 * 8)) as u8);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        buf.iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (nanos >> (i % 4 * 8)) as u8);
     }
     hex::encode(buf)
 }
@@ -44,7 +52,9 @@ pub fn owner_alive(pid: u32, start_time: u64) -> bool {
 
 /// This machine's host name.
 pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

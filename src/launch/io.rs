@@ -3,7 +3,6 @@
 
 use std::io::Write;
 
-use tokio::io::AsyncWriteExt;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::signals::{self, SignalWatch};

@@ -12,7 +12,7 @@ use super::signals::SignalWatch;
 use super::terminal::{self, RawModeGuard};
 use super::{LaunchError, io};
 use crate::plan::{LaunchPlan, STAGING_MOUNT};
-use crate::podman::{AttachOptions, Client, spec};
+use crate::podman::{AttachOptions, Client, spec_from_plan};
 
 /// Run the container of `plan` to completion and return the agent's exit code.
 /// `stage` is the tar archive for the staging volume (required when the plan stages anything).
@@ -29,20 +29,41 @@ pub async fn run(
             ("device".into(), "tmpfs".into()),
             ("o".into(), "mode=0700,nosuid,nodev,noexec".into()),
         ]);
-        client.volume_create(&staging.volume, plan.labels.clone(), options).await?;
+        client
+            .volume_create(&staging.volume, plan.labels.clone(), options)
+            .await?;
         cleanup.push(Resource::Volume(staging.volume.clone()));
     }
     check(signals)?;
-    let id = client.create(&spec::from_plan(plan)).await.map_err(|e| LaunchError::from_create(e, &plan.image))?;
+    let id = client
+        .create(&spec_from_plan(plan))
+        .await
+        .map_err(|e| LaunchError::from_create(e, &plan.image))?;
     cleanup.push(Resource::Container(id.clone()));
     check(signals)?;
-    let opts = AttachOptions { stdin: true, stdout: true, stderr: true, tty: plan.tty };
-    let (output, input) = client.attach(&id, opts).await?.into_demux();
+    let opts = AttachOptions {
+        stdin: true,
+        stdout: true,
+        stderr: true,
+        tty: plan.tty,
+    };
+    // Attaching initialises the container (runc create), so a missing command fails here.
+    let (output, input) = client
+        .attach(&id, opts)
+        .await
+        .map_err(LaunchError::from_start)?
+        .into_demux();
     if let Some(tar) = stage {
         client.put_archive(&id, STAGING_MOUNT, tar).await?;
     }
-    let _raw = if plan.tty { Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?) } else { None };
-    if plan.tty && let Some((rows, cols)) = terminal::window_size() {
+    let _raw = if plan.tty {
+        Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?)
+    } else {
+        None
+    };
+    if plan.tty
+        && let Some((rows, cols)) = terminal::window_size()
+    {
         client.resize(&id, rows, cols).await?;
     }
     check(signals)?;

@@ -23,7 +23,9 @@ pub enum LaunchError {
     #[error(transparent)]
     Podman(#[from] PodmanError),
     /// The image is not in the Podman service's storage (no pull is attempted).
-    #[error("image {image} is not present in the Podman service ({detail}); build it with `ags image build`, import it, or choose another with --image")]
+    #[error(
+        "image {image} is not present in the Podman service ({detail}); build it with `ags image build`, import it, or choose another with --image"
+    )]
     ImageMissing { image: String, detail: String },
     /// The agent command could not be started.
     #[error("the agent command could not be started: {message}")]
@@ -59,7 +61,10 @@ impl LaunchError {
     pub fn from_create(e: PodmanError, image: &str) -> Self {
         let msg = e.to_string();
         if e.is_not_found() || msg.contains("image not known") {
-            return LaunchError::ImageMissing { image: image.into(), detail: msg };
+            return LaunchError::ImageMissing {
+                image: image.into(),
+                detail: msg,
+            };
         }
         LaunchError::Podman(e)
     }
@@ -68,13 +73,14 @@ impl LaunchError {
     pub fn from_start(e: PodmanError) -> Self {
         let message = e.to_string();
         let lower = message.to_lowercase();
-        let code = if lower.contains("executable file not found") || lower.contains("no such file or directory") {
-            EXIT_NOT_FOUND
-        } else if lower.contains("permission denied") || lower.contains("exec format error") {
-            EXIT_CANNOT_INVOKE
-        } else {
-            return LaunchError::Podman(e);
-        };
+        let code =
+            if lower.contains("executable file not found") || lower.contains("no such file or directory") {
+                EXIT_NOT_FOUND
+            } else if lower.contains("permission denied") || lower.contains("exec format error") {
+                EXIT_CANNOT_INVOKE
+            } else {
+                return LaunchError::Podman(e);
+            };
         LaunchError::Start { code, message }
     }
 }

@@ -62,5 +62,7 @@ pub fn exit_code_for(signal: i32) -> u8 {
 
 /// The name of a signal number (`SIGINT`), for messages.
 pub fn name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal).map(|s| s.as_str().to_string()).unwrap_or(format!("signal {signal}"))
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or(format!("signal {signal}"))
 }

@@ -22,7 +22,10 @@ pub fn env_file(plan: &LaunchPlan, secrets: &ResolvedSecrets) -> Vec<u8> {
         };
         out.push_str(&format!("export {}={}\n", e.key, shell_quote(value)));
     }
-    for (key, value) in secrets.iter().filter(|(k, _)| !plan.env.iter().any(|e| &e.key == *k)) {
+    for (key, value) in secrets
+        .iter()
+        .filter(|(k, _)| !plan.env.iter().any(|e| &e.key == *k))
+    {
         out.push_str(&format!("export {key}={}\n", shell_quote(value)));
     }
     out.into_bytes()
@@ -79,7 +82,11 @@ mod tests {
             .unwrap()
             .map(|e| {
                 let e = e.unwrap();
-                (e.path().unwrap().display().to_string(), e.header().mode().unwrap(), e.header().uid().unwrap())
+                (
+                    e.path().unwrap().display().to_string(),
+                    e.header().mode().unwrap(),
+                    e.header().uid().unwrap(),
+                )
             })
             .collect();
         assert_eq!(entries, [("./".into(), 0o500, 1000), ("env".into(), 0o400, 1000)]);

@@ -13,7 +13,9 @@ pub fn both_are_terminals() -> bool {
 
 /// The current size (rows, columns) of the terminal on stdout, else stdin.
 pub fn window_size() -> Option<(u16, u16)> {
-    let ws = tcgetwinsize(stdout().as_fd()).or_else(|_| tcgetwinsize(stdin().as_fd())).ok()?;
+    let ws = tcgetwinsize(stdout().as_fd())
+        .or_else(|_| tcgetwinsize(stdin().as_fd()))
+        .ok()?;
     (ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
 }
 

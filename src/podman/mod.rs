@@ -1,9 +1,41 @@
-//! Stage 4: the libpod REST client.
+//! Stage 4: the libpod REST client, and the only code in `ags` that talks to a socket.
+//!
+//! Input: a Podman API endpoint (discovered or given) and typed requests (a [`SpecGenerator`],
+//! container IDs, tar archives). Output: typed responses and [`PodmanError`]s that keep
+//! Podman's own message. Async (tokio); callers run it on a current-thread runtime with the I/O
+//! and time drivers enabled.
+//!
+//! - `transport`: endpoint URLs, connecting, the request funnel, the HTTP upgrade.
+//! - `discover`: which socket to use (`--url` → `CONTAINER_HOST` → XDG → system socket).
+//! - `api`: one short [`Client`] method per endpoint; `build`: image builds with progress.
+//! - `attach`: attach streams, stdin EOF and the stdout/stderr demultiplexer.
+//! - `spec`: the create body; `models`: response models; `error`: [`PodmanError`].
+//!
+//! Only `/v4.0.0/libpod` routes are used (answered by Podman 4 and 5); the podman CLI is never
+//! run. Why an own client: `docs/decisions/0001-own-libpod-client.md`.
 
-/// Errors talking to Podman.
-#[derive(Debug, thiserror::Error)]
-pub enum PodmanError {
-    /// Placeholder until the stage lands.
-    #[error("{0}")]
-    Other(String),
-}
+mod api;
+mod attach;
+mod build;
+mod discover;
+mod endpoint;
+mod error;
+mod from_plan;
+mod models;
+mod spec;
+mod transport;
+
+pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
+pub use build::{BuildOptions, BuildOutcome};
+pub use discover::{
+    Candidate, CandidateSource, PING_TIMEOUT, SYSTEM_SOCKET, candidates, connect, connect_candidates, hint,
+};
+pub use endpoint::Endpoint;
+pub use error::{PodmanError, Result, Tried};
+pub use from_plan::spec_from_plan;
+pub use models::{
+    ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
+    InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, VersionInfo, Volume, VolumeCreate,
+};
+pub use spec::{Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
+pub use transport::{API_PREFIX, Client};

@@ -1,79 +1,267 @@
-//! `LaunchPlan` → libpod `SpecGenerator`: the only code that knows how a plan is expressed in
-//! Podman's create body. Pure; no I/O.
+//! The libpod `SpecGenerator` subset `ags` sends to `POST /libpod/containers/create`.
+//!
+//! Part of stage 4 (`podman`); no I/O. This file is the only code that knows the create body's
+//! JSON shape. Podman silently ignores unknown or misspelled fields (another client once sent
+//! `no_new_privilages`, and containers ran without the bit), so every field here was checked on
+//! a real Podman 4.3.1 service by inspecting the created container and the process's view of
+//! itself: see `spec_fields_take_effect` in `tests/podman_client.rs`.
+//! Ref: <https://docs.podman.io/en/latest/_static/api.html#tag/containers/operation/ContainerCreateLibpod>
 
-use std::path::Path;
+use std::collections::BTreeMap;
 
-use super::models::{Mount, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
-use crate::config::Network;
-use crate::plan::{EnvSource, LaunchPlan, MountKind, UserNamespace};
+use serde::Serialize;
 
-/// Build the create body for `plan`. Only `Plain` env values (chosen by `ags`, never secrets)
-/// go into the spec; everything else is staged.
-pub fn from_plan(plan: &LaunchPlan) -> SpecGenerator {
-    SpecGenerator {
-        name: Some(plan.container_name.clone()),
-        image: plan.image.clone(),
-        command: plan.container_command.clone(),
-        env: plan
-            .env
-            .iter()
-            .filter_map(|e| match &e.source {
-                EnvSource::Plain { value } => Some((e.key.clone(), value.clone())),
-                _ => None,
-            })
-            .collect(),
-        work_dir: Some(path_str(&plan.workdir)),
-        terminal: plan.tty,
-        stdin: true,
-        labels: plan.labels.clone(),
-        annotations: plan.annotations.clone(),
-        cap_drop: plan.security.cap_drop.clone(),
-        no_new_privileges: plan.security.no_new_privileges,
-        userns: match plan.user_namespace {
-            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
-            UserNamespace::Default => None,
-        },
-        netns: match plan.network {
-            Network::Default => None,
-            Network::None => Some(Namespace::new(NsMode::None)),
-        },
-        mounts: mounts(plan),
-        volumes: volumes(plan),
-        resource_limits: Some(ResourceLimits { pids: Some(PidsLimit { limit: plan.security.pids_limit }) }),
-        user: plan.user.clone(),
-        ..SpecGenerator::default()
+/// The body of `POST /libpod/containers/create`: the subset of libpod's `SpecGenerator` that
+/// `ags` uses. Empty or `None` fields are omitted, so Podman applies its defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SpecGenerator {
+    /// Container name; Podman generates one when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Image reference (`localhost/ags-agent:latest`). Must exist locally: create never pulls.
+    pub image: String,
+    /// The command (argv), overriding the image's `CMD`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// The entrypoint, overriding the image's `ENTRYPOINT`; `Some(vec![])` clears it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrypoint: Option<Vec<String>>,
+    /// Environment variables added to the image's.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Working directory inside the container.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_dir: Option<String>,
+    /// Allocate a pseudo-terminal (the attach stream is then raw, not multiplexed).
+    #[serde(skip_serializing_if = "is_false")]
+    pub terminal: bool,
+    /// Keep stdin open (`podman run -i`). Without it, attached stdin is ignored and the
+    /// container's stdin is `/dev/null`.
+    #[serde(skip_serializing_if = "is_false")]
+    pub stdin: bool,
+    /// Container labels (used to find `ags` containers again).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// OCI annotations (visible to OCI hooks).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Capabilities to drop (`["all"]` drops every capability).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cap_drop: Vec<String>,
+    /// Capabilities to add back.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cap_add: Vec<String>,
+    /// Set the `no_new_privs` bit (`--security-opt=no-new-privileges`). Spelled exactly so.
+    #[serde(skip_serializing_if = "is_false")]
+    pub no_new_privileges: bool,
+    /// User namespace mode; `None` keeps Podman's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub userns: Option<Namespace>,
+    /// Network namespace mode; `None` keeps Podman's default network.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netns: Option<Namespace>,
+    /// Hostname inside the container.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Bind and tmpfs mounts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<Mount>,
+    /// Named volumes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<NamedVolume>,
+    /// Resource limits (OCI `LinuxResources` subset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_limits: Option<ResourceLimits>,
+    /// `user[:group]` to run as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Remove the container when it exits (`--rm`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub remove: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A namespace setting (`{"nsmode": "keep-id"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Namespace {
+    /// The mode.
+    pub nsmode: NsMode,
+    /// Mode options, e.g. `uid=1000,gid=1000` for `keep-id` on Podman 5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+impl Namespace {
+    /// A namespace with `mode` and no options.
+    pub fn new(nsmode: NsMode) -> Self {
+        Namespace { nsmode, value: None }
     }
 }
 
-fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
-    plan.mounts
-        .iter()
-        .filter_map(|m| {
-            let dest = path_str(&m.destination);
-            let mode = if m.read_only { "ro" } else { "rw" };
-            match &m.kind {
-                MountKind::Bind { source } => Some(Mount::bind(path_str(source), dest, &["rbind", mode])),
-                MountKind::Tmpfs => Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev"])),
-                MountKind::Volume { .. } => None,
-            }
-        })
-        .collect()
+/// Namespace modes accepted by libpod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NsMode {
+    /// Share the host's namespace.
+    Host,
+    /// A new private namespace.
+    Private,
+    /// Network: no network at all (loopback only).
+    None,
+    /// Network: the default bridge network.
+    Bridge,
+    /// Network: rootless user-mode networking.
+    Slirp4netns,
+    /// Network: rootless user-mode networking (Podman 5 default).
+    Pasta,
+    /// User namespace: map the calling user to the same uid inside (rootless only).
+    #[serde(rename = "keep-id")]
+    KeepId,
+    /// User namespace: an automatically chosen range.
+    Auto,
 }
 
-fn volumes(plan: &LaunchPlan) -> Vec<NamedVolume> {
-    plan.mounts
-        .iter()
-        .filter_map(|m| match &m.kind {
-            MountKind::Volume { name } => Some(NamedVolume {
-                name: name.clone(),
-                dest: path_str(&m.destination),
-                options: vec![if m.read_only { "ro" } else { "rw" }.into(), "nosuid".into(), "nodev".into()],
+/// A bind or tmpfs mount (`{"destination", "source", "type", "options"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mount {
+    /// Absolute path inside the container.
+    pub destination: String,
+    /// Host path for binds (must exist at create time); `tmpfs` for tmpfs.
+    pub source: String,
+    /// Mount type.
+    #[serde(rename = "type")]
+    pub kind: MountType,
+    /// Mount options: `ro`/`rw`, `rbind`, `nosuid`, `nodev`, `noexec`, `size=…`, ...
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+}
+
+/// Kind of [`Mount`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MountType {
+    /// A bind mount of a host path.
+    Bind,
+    /// A fresh tmpfs.
+    Tmpfs,
+}
+
+impl Mount {
+    /// A bind mount of `source` at `destination`.
+    pub fn bind(source: impl Into<String>, destination: impl Into<String>, options: &[&str]) -> Self {
+        Mount {
+            destination: destination.into(),
+            source: source.into(),
+            kind: MountType::Bind,
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+        }
+    }
+
+    /// A tmpfs at `destination`.
+    pub fn tmpfs(destination: impl Into<String>, options: &[&str]) -> Self {
+        Mount {
+            destination: destination.into(),
+            source: "tmpfs".to_owned(),
+            kind: MountType::Tmpfs,
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+        }
+    }
+}
+
+/// A named volume mounted into the container (libpod's `NamedVolume`, capitalised JSON names).
+/// Podman creates the volume if it does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamedVolume {
+    /// Volume name.
+    #[serde(rename = "Name")]
+    pub name: String,
+    /// Absolute path inside the container.
+    #[serde(rename = "Dest")]
+    pub dest: String,
+    /// Mount options (`ro`, `nosuid`, ...).
+    #[serde(rename = "Options", skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+}
+
+/// Resource limits (`resource_limits`, an OCI `LinuxResources` subset).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ResourceLimits {
+    /// Process-count limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pids: Option<PidsLimit>,
+}
+
+/// `{"limit": N}`: the maximum number of processes in the container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PidsLimit {
+    /// The limit.
+    pub limit: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn minimal_spec_omits_defaults() {
+        let spec = SpecGenerator {
+            image: "img".into(),
+            ..Default::default()
+        };
+        assert_eq!(serde_json::to_value(&spec).unwrap(), json!({"image": "img"}));
+    }
+
+    #[test]
+    fn full_spec_uses_libpod_names() {
+        let spec = SpecGenerator {
+            name: Some("n".into()),
+            image: "img".into(),
+            command: vec!["sh".into()],
+            entrypoint: Some(vec![]),
+            env: BTreeMap::from([("A".into(), "1".into())]),
+            work_dir: Some("/w".into()),
+            terminal: true,
+            stdin: true,
+            labels: BTreeMap::from([("l".into(), "1".into())]),
+            annotations: BTreeMap::from([("a".into(), "2".into())]),
+            cap_drop: vec!["all".into()],
+            cap_add: vec![],
+            no_new_privileges: true,
+            userns: Some(Namespace {
+                nsmode: NsMode::KeepId,
+                value: Some("uid=1".into()),
             }),
-            _ => None,
-        })
-        .collect()
-}
-
-fn path_str(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
+            netns: Some(Namespace::new(NsMode::None)),
+            hostname: Some("h".into()),
+            mounts: vec![Mount::bind("/s", "/d", &["ro", "rbind"]), Mount::tmpfs("/t", &[])],
+            volumes: vec![NamedVolume {
+                name: "v".into(),
+                dest: "/v".into(),
+                options: vec!["ro".into()],
+            }],
+            resource_limits: Some(ResourceLimits {
+                pids: Some(PidsLimit { limit: 4096 }),
+            }),
+            user: Some("1000:1000".into()),
+            remove: true,
+        };
+        let expected = json!({
+            "name": "n", "image": "img", "command": ["sh"], "entrypoint": [], "env": {"A": "1"},
+            "work_dir": "/w", "terminal": true, "stdin": true, "labels": {"l": "1"},
+            "annotations": {"a": "2"}, "cap_drop": ["all"], "no_new_privileges": true,
+            "userns": {"nsmode": "keep-id", "value": "uid=1"}, "netns": {"nsmode": "none"},
+            "hostname": "h",
+            "mounts": [
+                {"destination": "/d", "source": "/s", "type": "bind", "options": ["ro", "rbind"]},
+                {"destination": "/t", "source": "tmpfs", "type": "tmpfs"}
+            ],
+            "volumes": [{"Name": "v", "Dest": "/v", "Options": ["ro"]}],
+            "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true
+        });
+        assert_eq!(serde_json::to_value(&spec).unwrap(), expected);
+    }
 }

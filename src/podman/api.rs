@@ -1,0 +1,209 @@
+//! The libpod endpoints `ags` uses, one short method each on [`Client`].
+//!
+//! Part of stage 4 (`podman`). Every method builds a request and passes it through the funnel in
+//! `transport.rs`, which checks the status and decodes Podman's error body; no method touches a
+//! socket itself. Status quirks observed on Podman 4.3.1 are handled here: `start` of a running
+//! container answers 304 (success), `resize` before the container is initialised answers 409,
+//! `kill` of an exited container answers 500 "container state improper", and deleting a missing
+//! container, volume or image answers 404 ([`PodmanError::is_not_found`]).
+//! Ref: <https://docs.podman.io/en/latest/_static/api.html>
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use http::Method;
+
+use super::attach::{AttachOptions, AttachStream};
+use super::error::{Excerpt, PodmanError, Result};
+use super::models::{
+    ContainerInspect, ContainerSummary, CreateResponse, ImportResponse, Info, VersionInfo, Volume,
+    VolumeCreate,
+};
+use super::spec::SpecGenerator;
+use super::transport::{Client, Request, image_ref, segment};
+
+fn container(id: &str, action: &str) -> String {
+    format!("/containers/{}{action}", segment(id))
+}
+
+fn bool_str(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+/// `{"label": ["k=v", ...]}`, the libpod list filter for labels (all must match).
+fn label_filter<'a>(labels: &[&'a str]) -> BTreeMap<&'static str, Vec<&'a str>> {
+    BTreeMap::from([("label", labels.to_vec())])
+}
+
+impl Client {
+    /// Check that a libpod service answers (`GET /libpod/_ping`).
+    pub async fn ping(&self) -> Result<()> {
+        let (_, body) = self.call(Request::new(Method::GET, "/_ping")).await?;
+        if body.as_ref() == b"OK" {
+            return Ok(());
+        }
+        Err(PodmanError::Decode {
+            what: "ping answer".into(),
+            error: "expected the body OK".into(),
+            excerpt: Excerpt(&body).to_string(),
+            endpoint: self.shared_url(),
+        })
+    }
+
+    /// Podman's version (`GET /libpod/version`).
+    pub async fn version(&self) -> Result<VersionInfo> {
+        self.call_json(Request::new(Method::GET, "/version"), "version")
+            .await
+    }
+
+    /// Host facts: rootless, OCI runtime, cgroup version (`GET /libpod/info`).
+    pub async fn info(&self) -> Result<Info> {
+        self.call_json(Request::new(Method::GET, "/info"), "info").await
+    }
+
+    /// Create a container; returns its ID. The image must exist locally.
+    pub async fn create(&self, spec: &SpecGenerator) -> Result<String> {
+        let req = Request::new(Method::POST, "/containers/create").json(spec)?;
+        let resp: CreateResponse = self.call_json(req, "container create response").await?;
+        Ok(resp.id)
+    }
+
+    /// Initialise a created container (mounts its volumes) without starting it.
+    pub async fn init(&self, id: &str) -> Result<()> {
+        self.call(Request::new(Method::POST, container(id, "/init")))
+            .await
+            .map(drop)
+    }
+
+    /// Attach to a container (HTTP upgrade). Attaching initialises a created container; attach
+    /// before `start` so no output is lost. See `attach.rs` for the stream format and stdin EOF.
+    pub async fn attach(&self, id: &str, opts: AttachOptions) -> Result<AttachStream> {
+        let req = Request::new(Method::POST, container(id, "/attach"))
+            .query("stream", "true")
+            .query("stdin", bool_str(opts.stdin))
+            .query("stdout", bool_str(opts.stdout))
+            .query("stderr", bool_str(opts.stderr))
+            .query("detachKeys", "");
+        Ok(AttachStream::new(self.upgrade(req).await?, opts.tty))
+    }
+
+    /// Set the tty size (rows `h`, columns `w`). Answers 409 before the container is initialised.
+    pub async fn resize(&self, id: &str, h: u16, w: u16) -> Result<()> {
+        let req = Request::new(Method::POST, container(id, "/resize"))
+            .query("h", h.to_string())
+            .query("w", w.to_string());
+        self.call(req).await.map(drop)
+    }
+
+    /// Start a container; starting one that already runs (304) is success.
+    pub async fn start(&self, id: &str) -> Result<()> {
+        self.call(Request::new(Method::POST, container(id, "/start")))
+            .await
+            .map(drop)
+    }
+
+    /// Inspect a container. Its `Config.Env` may hold secrets: do not print it.
+    pub async fn inspect(&self, id: &str) -> Result<ContainerInspect> {
+        let (_, body) = self
+            .call(Request::new(Method::GET, container(id, "/json")))
+            .await?;
+        self.decode(&body, "container inspect response", true)
+    }
+
+    /// Send `signal` (`SIGTERM`, `KILL`, `15`) to a running container.
+    pub async fn kill(&self, id: &str, signal: &str) -> Result<()> {
+        let req = Request::new(Method::POST, container(id, "/kill")).query("signal", signal);
+        self.call(req).await.map(drop)
+    }
+
+    /// Delete a container without waiting (`timeout=0`); `force` kills it first, `volumes` also
+    /// removes its anonymous volumes. A missing container is an error with
+    /// [`PodmanError::is_not_found`].
+    pub async fn delete(&self, id: &str, force: bool, volumes: bool) -> Result<()> {
+        let req = Request::new(Method::DELETE, container(id, ""))
+            .query("force", bool_str(force))
+            .query("v", bool_str(volumes))
+            .query("timeout", "0");
+        self.call(req).await.map(drop)
+    }
+
+    /// All containers (running or not) carrying every label filter (`key` or `key=value`).
+    pub async fn list(&self, labels: &[&str]) -> Result<Vec<ContainerSummary>> {
+        let req = Request::new(Method::GET, "/containers/json")
+            .query("all", "true")
+            .query_json("filters", &label_filter(labels))?;
+        self.call_json(req, "container list").await
+    }
+
+    /// Extract `tar` into the container at directory `path`. Works on a created container, and
+    /// into a read-only named volume once the container is initialised.
+    pub async fn put_archive(&self, id: &str, path: &str, tar: Bytes) -> Result<()> {
+        let req = Request::new(Method::PUT, container(id, "/archive"))
+            .query("path", path)
+            .tar(tar);
+        self.call(req).await.map(drop)
+    }
+
+    /// Create a named volume with `labels` and driver `options` (driver `local`).
+    pub async fn volume_create(
+        &self,
+        name: &str,
+        labels: BTreeMap<String, String>,
+        options: BTreeMap<String, String>,
+    ) -> Result<Volume> {
+        let body = VolumeCreate {
+            name: name.to_owned(),
+            driver: "local".to_owned(),
+            labels,
+            options,
+        };
+        let req = Request::new(Method::POST, "/volumes/create").json(&body)?;
+        self.call_json(req, "volume create response").await
+    }
+
+    /// Delete a named volume; `force` also removes containers using it.
+    pub async fn volume_delete(&self, name: &str, force: bool) -> Result<()> {
+        let req = Request::new(Method::DELETE, format!("/volumes/{}", segment(name)))
+            .query("force", bool_str(force));
+        self.call(req).await.map(drop)
+    }
+
+    /// Volumes carrying every label filter (`key` or `key=value`).
+    pub async fn volume_list(&self, labels: &[&str]) -> Result<Vec<Volume>> {
+        let req = Request::new(Method::GET, "/volumes/json").query_json("filters", &label_filter(labels))?;
+        self.call_json(req, "volume list").await
+    }
+
+    /// True when the image exists locally (204), false when it does not (404).
+    pub async fn image_exists(&self, name: &str) -> Result<bool> {
+        match self
+            .call(Request::new(
+                Method::GET,
+                format!("/images/{}/exists", image_ref(name)),
+            ))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Import a root-filesystem tar as image `reference`, applying Containerfile `changes`
+    /// (`CMD ["/bin/sh"]`, `ENV PATH=/bin`, ...). Returns the image ID.
+    pub async fn image_import(&self, tar: Bytes, reference: &str, changes: &[&str]) -> Result<String> {
+        let mut req = Request::new(Method::POST, "/images/import").query("reference", reference);
+        for change in changes {
+            req = req.query("changes", change);
+        }
+        let resp: ImportResponse = self.call_json(req.tar(tar), "image import response").await?;
+        Ok(resp.id)
+    }
+
+    /// Remove an image by name or ID; `force` also removes containers using it.
+    pub async fn image_delete(&self, name: &str, force: bool) -> Result<()> {
+        let req = Request::new(Method::DELETE, format!("/images/{}", image_ref(name)))
+            .query("force", bool_str(force));
+        self.call(req).await.map(drop)
+    }
+}

@@ -1,0 +1,87 @@
+//! `LaunchPlan` → libpod [`SpecGenerator`]: how a plan is expressed in Podman's create body.
+//! Pure; no I/O. (`spec.rs` owns the body's JSON shape; this file owns the mapping.)
+
+use std::path::Path;
+
+use super::spec::{Mount, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
+use crate::config::Network;
+use crate::plan::{EnvSource, LaunchPlan, MountKind, UserNamespace};
+
+/// Build the create body for `plan`. Only `Plain` env values (chosen by `ags`, never secrets)
+/// go into the spec; everything else is staged.
+pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
+    SpecGenerator {
+        name: Some(plan.container_name.clone()),
+        image: plan.image.clone(),
+        command: plan.container_command.clone(),
+        env: plan
+            .env
+            .iter()
+            .filter_map(|e| match &e.source {
+                EnvSource::Plain { value } => Some((e.key.clone(), value.clone())),
+                _ => None,
+            })
+            .collect(),
+        work_dir: Some(path_str(&plan.workdir)),
+        terminal: plan.tty,
+        stdin: true,
+        labels: plan.labels.clone(),
+        annotations: plan.annotations.clone(),
+        cap_drop: plan.security.cap_drop.clone(),
+        no_new_privileges: plan.security.no_new_privileges,
+        userns: match plan.user_namespace {
+            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
+            UserNamespace::Default => None,
+        },
+        netns: match plan.network {
+            Network::Default => None,
+            Network::None => Some(Namespace::new(NsMode::None)),
+        },
+        mounts: mounts(plan),
+        volumes: volumes(plan),
+        resource_limits: Some(ResourceLimits {
+            pids: Some(PidsLimit {
+                limit: plan.security.pids_limit,
+            }),
+        }),
+        user: plan.user.clone(),
+        ..SpecGenerator::default()
+    }
+}
+
+fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
+    plan.mounts
+        .iter()
+        .filter_map(|m| {
+            let dest = path_str(&m.destination);
+            let mode = if m.read_only { "ro" } else { "rw" };
+            match &m.kind {
+                MountKind::Bind { source } => Some(Mount::bind(path_str(source), dest, &["rbind", mode])),
+                MountKind::Tmpfs => Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev"])),
+                MountKind::Volume { .. } => None,
+            }
+        })
+        .collect()
+}
+
+fn volumes(plan: &LaunchPlan) -> Vec<NamedVolume> {
+    plan.mounts
+        .iter()
+        .filter_map(|m| match &m.kind {
+            MountKind::Volume { name } => Some(NamedVolume {
+                name: name.clone(),
+                dest: path_str(&m.destination),
+                options: vec![
+                    if m.read_only { "ro" } else { "rw" }.into(),
+                    "nosuid".into(),
+                    "nodev".into(),
+                ],
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
