@@ -99,6 +99,7 @@ pub(super) fn build_plan(
         identity,
         rootless,
         user: user_ids(),
+        host_stage_dir: &config.paths.stage_root().join(format!("stage-{}", identity.suffix)),
         hooks,
     })?)
 }

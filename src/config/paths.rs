@@ -58,6 +58,16 @@ impl Paths {
         self.state_dir().join("hooks.jsonl")
     }
 
+    /// Where launches keep private, short-lived host files (generated files bind-mounted into
+    /// the container): `$XDG_RUNTIME_DIR/ags` (RAM-backed on systemd hosts), else
+    /// `<state>/ags/run`.
+    pub fn stage_root(&self) -> PathBuf {
+        match &self.runtime_dir {
+            Some(dir) => dir.join("ags"),
+            None => self.state_dir().join("run"),
+        }
+    }
+
     /// `ags`'s cache directory.
     pub fn cache_dir(&self) -> PathBuf {
         self.cache_home.join("ags")

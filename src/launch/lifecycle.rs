@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::cleanup::{Cleanup, Resource};
 use super::signals::SignalWatch;
 use super::terminal::{self, RawModeGuard};
-use super::{LaunchError, io};
+use super::{LaunchError, io, stage};
 use crate::plan::{LaunchPlan, STAGING_MOUNT};
 use crate::podman::{AttachOptions, Client, spec_from_plan};
 
@@ -34,6 +34,13 @@ pub async fn run(
             .await?;
         cleanup.push(Resource::Volume(staging.volume.clone()));
     }
+    if let Some(dir) = &plan.host_stage_dir {
+        if !client.is_unix() {
+            return Err(LaunchError::RemoteFiles { url: client.url().to_string() });
+        }
+        cleanup.push(Resource::HostDir(dir.clone()));
+        stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;
+    }
     check(signals)?;
     let id = client
         .create(&spec_from_plan(plan))
@@ -53,6 +60,10 @@ pub async fn run(
         .await
         .map_err(LaunchError::from_start)?
         .into_demux();
+    if let Some(dir) = &plan.host_stage_dir {
+        // Initialised: the read-only binds now hold the files; drop the host copies.
+        let _ = std::fs::remove_dir_all(dir);
+    }
     if let Some(tar) = stage {
         client.put_archive(&id, STAGING_MOUNT, tar).await?;
     }

@@ -72,6 +72,8 @@ pub struct PlanInput<'a> {
     pub rootless: bool,
     /// The invoking user's uid and gid.
     pub user: (u32, u32),
+    /// Private host directory for this launch's generated files (used only when there are any).
+    pub host_stage_dir: &'a Path,
     /// Hook contributions.
     pub hooks: &'a HookLayer,
 }
@@ -85,14 +87,14 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     })?;
     let command = profile.argv(&run.command);
     let env = build_env(input)?;
-    let staged = env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. }))
-        || !run.op_secret_sets.is_empty()
-        || !input.hooks.files.is_empty();
+    let staged =
+        env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. })) || !run.op_secret_sets.is_empty();
+    let files = place_files(&input.hooks.files, input.host_stage_dir);
     let staging = staged.then(|| Staging {
         volume: format!("ags-stage-{}", input.identity.suffix),
         mount_point: STAGING_MOUNT.into(),
     });
-    let mounts = build_mounts(input, staging.as_ref())?;
+    let mounts = build_mounts(input, &files, staging.as_ref())?;
     let container_command = match &staging {
         Some(_) => wrap_command(&command),
         None => command.clone(),
@@ -120,7 +122,8 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         network: input.config.network,
         mounts,
         env,
-        files: input.hooks.files.clone(),
+        host_stage_dir: (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf()),
+        files,
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,
         annotations: BTreeMap::from([(ANNOTATION_LAUNCH.into(), input.identity.launch_id.clone())]),
@@ -197,7 +200,20 @@ pub fn parse_env_arg(arg: &str) -> Result<(&str, &str), PlanError> {
     Ok((key, value))
 }
 
-fn build_mounts(input: &PlanInput<'_>, staging: Option<&Staging>) -> Result<Vec<PlanMount>, PlanError> {
+/// Give every generated file its private host path (`<stage dir>/files/<n>`).
+fn place_files(files: &[PlanFile], dir: &Path) -> Vec<PlanFile> {
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| PlanFile { host_path: dir.join("files").join(i.to_string()), ..f.clone() })
+        .collect()
+}
+
+fn build_mounts(
+    input: &PlanInput<'_>,
+    files: &[PlanFile],
+    staging: Option<&Staging>,
+) -> Result<Vec<PlanMount>, PlanError> {
     let bind = |path: &Path, origin: Origin, read_only: bool| PlanMount {
         destination: path.into(),
         kind: MountKind::Bind { source: path.into() },
@@ -215,6 +231,14 @@ fn build_mounts(input: &PlanInput<'_>, staging: Option<&Staging>) -> Result<Vec<
         mounts.push(bind(dir, Origin::Cli, false));
     }
     mounts.extend(input.hooks.mounts.iter().cloned());
+    // Generated files: read-only binds of private host files. A bind mount point cannot be
+    // written, unlinked or replaced from inside the container (docs/decisions/0002).
+    mounts.extend(files.iter().map(|f| PlanMount {
+        destination: f.destination.clone(),
+        kind: MountKind::Bind { source: f.host_path.clone() },
+        read_only: true,
+        origin: f.origin.clone(),
+    }));
     check_overlaps(&mounts)?;
     if input.run.lockdown {
         for dest in ["/tmp", "/var/tmp", "/run"] {

@@ -45,6 +45,7 @@ fn plan_with(run: &RunSettings, hooks: &HookLayer, rootless: bool) -> Result<Lau
         identity: &id,
         rootless,
         user: (1000, 1000),
+        host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-abc123"),
         hooks,
     })
 }

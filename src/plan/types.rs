@@ -182,6 +182,9 @@ pub struct PlanFile {
     pub bytes: usize,
     /// Where it came from.
     pub origin: Origin,
+    /// The private host file it is staged in (0600, inside the launch's host staging
+    /// directory) and bind-mounted read-only from; set by the plan.
+    pub host_path: PathBuf,
 }
 
 /// The per-launch staging volume.
@@ -233,8 +236,10 @@ pub struct LaunchPlan {
     pub labels: BTreeMap<String, String>,
     /// Container annotations.
     pub annotations: BTreeMap<String, String>,
-    /// The staging volume, when anything is staged.
+    /// The staging volume, when environment values are staged.
     pub staging: Option<Staging>,
+    /// The private host directory holding generated files, when there are any.
+    pub host_stage_dir: Option<PathBuf>,
     /// Whether `--lockdown` is in effect.
     pub lockdown: bool,
 }
