@@ -12,6 +12,10 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     });
     super::finish(rt);
     let report = result?;
+    let paths = crate::config::Paths::from_env()?;
+    for dir in launch::gc::sweep_host(&paths.stage_root()) {
+        println!("removed host staging directory {}", dir.display());
+    }
     for c in &report.containers {
         println!("removed container {c}");
     }

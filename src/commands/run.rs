@@ -99,7 +99,7 @@ pub(super) fn build_plan(
         identity,
         rootless,
         user: user_ids(),
-        host_stage_dir: &config.paths.stage_root().join(format!("stage-{}", identity.suffix)),
+        host_stage_dir: &config.paths.stage_root().join(gc::stage_dir_name(identity)),
         hooks,
     })?)
 }
@@ -112,6 +112,7 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     let identity = identity::current();
     let plan = build_plan(config, settings, &identity, info.host.security.rootless, &hooks)?;
     let stage = staging_archive(&plan, &Default::default())?;
+    gc::sweep_host(&config.paths.stage_root());
     let sweeper = tokio::spawn({
         let client = client.clone();
         async move { gc::sweep(&client, None).await }

@@ -64,9 +64,53 @@ pub async fn sweep(client: &Client, force_launch: Option<&str>) -> Result<GcRepo
     Ok(report)
 }
 
+/// Name of a launch's private host staging directory: `stage-<pid>-<start>-<suffix>`, so a
+/// sweep can tell whether its owner is alive.
+pub fn stage_dir_name(id: &crate::plan::LaunchIdentity) -> String {
+    format!("stage-{}-{}-{}", id.pid, id.start_time, id.suffix)
+}
+
+/// Remove host staging directories under `root` whose owning process is gone. Returns the
+/// directories removed.
+pub fn sweep_host(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let mut parts = name.strip_prefix("stage-").unwrap_or("").split('-');
+        let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
+        let start = parts.next().and_then(|s| s.parse::<u64>().ok());
+        if let (Some(pid), Some(start)) = (pid, start)
+            && !identity::owner_alive(pid, start)
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_sweep_removes_only_dead_owners() {
+        let root = tempfile::tempdir().unwrap();
+        let me = identity::current();
+        let live = root.path().join(stage_dir_name(&me));
+        let dead = root
+            .path()
+            .join(format!("stage-{}-{}-ffff", me.pid, me.start_time + 1));
+        let other = root.path().join("unrelated");
+        for d in [&live, &dead, &other] {
+            std::fs::create_dir_all(d.join("files")).unwrap();
+        }
+        assert_eq!(sweep_host(root.path()), std::slice::from_ref(&dead));
+        assert!(live.exists() && other.exists() && !dead.exists());
+    }
 
     fn labels(host: &str, pid: u32, start: u64) -> BTreeMap<String, String> {
         BTreeMap::from([

@@ -36,7 +36,9 @@ pub async fn run(
     }
     if let Some(dir) = &plan.host_stage_dir {
         if !client.is_unix() {
-            return Err(LaunchError::RemoteFiles { url: client.url().to_string() });
+            return Err(LaunchError::RemoteFiles {
+                url: client.url().to_string(),
+            });
         }
         cleanup.push(Resource::HostDir(dir.clone()));
         stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;

@@ -43,7 +43,9 @@ pub enum LaunchError {
     #[error("writing output: {0}")]
     Output(std::io::Error),
     /// Generated files need a local service (they are bind-mounted from host files).
-    #[error("hook-generated files are bind-mounted from private host files, which a remote Podman service ({url}) cannot see; use a local unix socket service, or remove the files from the hook response")]
+    #[error(
+        "hook-generated files are bind-mounted from private host files, which a remote Podman service ({url}) cannot see; use a local unix socket service, or remove the files from the hook response"
+    )]
     RemoteFiles { url: String },
     /// Writing generated files to the host staging directory failed.
     #[error("staging generated files: {0}")]

@@ -57,6 +57,39 @@ pub fn archive(env_file: &[u8], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> 
     builder.into_inner()
 }
 
+/// Write the plan's generated files into its private host staging directory (0700 directories,
+/// 0600 files), ready to be bind-mounted read-only. The caller records the directory for
+/// cleanup before calling this, and removes it as soon as the container is initialised: the
+/// mounts keep the content reachable inside the container, the host copy disappears.
+pub fn write_host_files(plan: &LaunchPlan) -> Result<(), crate::fsutil::PrivateDirError> {
+    use crate::fsutil::{PrivateDirError, ensure_private_dir};
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(dir) = &plan.host_stage_dir else {
+        return Ok(());
+    };
+    if let Some(root) = dir.parent() {
+        ensure_private_dir(root)?;
+    }
+    ensure_private_dir(dir)?;
+    ensure_private_dir(&dir.join("files"))?;
+    for f in &plan.files {
+        let io = |source| PrivateDirError::Io {
+            path: f.host_path.clone(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&f.host_path)
+            .map_err(io)?;
+        file.write_all(f.content.expose().as_bytes()).map_err(io)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,32 +124,4 @@ mod tests {
             .collect();
         assert_eq!(entries, [("./".into(), 0o500, 1000), ("env".into(), 0o400, 1000)]);
     }
-}
-
-/// Write the plan's generated files into its private host staging directory (0700 directories,
-/// 0600 files), ready to be bind-mounted read-only. The caller records the directory for
-/// cleanup before calling this, and removes it as soon as the container is initialised: the
-/// mounts keep the content reachable inside the container, the host copy disappears.
-pub fn write_host_files(plan: &LaunchPlan) -> Result<(), crate::fsutil::PrivateDirError> {
-    use crate::fsutil::{PrivateDirError, ensure_private_dir};
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let Some(dir) = &plan.host_stage_dir else { return Ok(()) };
-    if let Some(root) = dir.parent() {
-        ensure_private_dir(root)?;
-    }
-    ensure_private_dir(dir)?;
-    ensure_private_dir(&dir.join("files"))?;
-    for f in &plan.files {
-        let io = |source| PrivateDirError::Io { path: f.host_path.clone(), source };
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&f.host_path)
-            .map_err(io)?;
-        file.write_all(f.content.expose().as_bytes()).map_err(io)?;
-    }
-    Ok(())
 }

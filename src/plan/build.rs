@@ -205,7 +205,10 @@ fn place_files(files: &[PlanFile], dir: &Path) -> Vec<PlanFile> {
     files
         .iter()
         .enumerate()
-        .map(|(i, f)| PlanFile { host_path: dir.join("files").join(i.to_string()), ..f.clone() })
+        .map(|(i, f)| PlanFile {
+            host_path: dir.join("files").join(i.to_string()),
+            ..f.clone()
+        })
         .collect()
 }
 
@@ -235,7 +238,9 @@ fn build_mounts(
     // written, unlinked or replaced from inside the container (docs/decisions/0002).
     mounts.extend(files.iter().map(|f| PlanMount {
         destination: f.destination.clone(),
-        kind: MountKind::Bind { source: f.host_path.clone() },
+        kind: MountKind::Bind {
+            source: f.host_path.clone(),
+        },
         read_only: true,
         origin: f.origin.clone(),
     }));
