@@ -9,6 +9,7 @@
 //! Ref: <https://docs.podman.io/en/latest/_static/api.html>
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::Method;
@@ -16,8 +17,8 @@ use http::Method;
 use super::attach::{AttachOptions, AttachStream};
 use super::error::{Excerpt, PodmanError, Result};
 use super::models::{
-    ContainerInspect, ContainerSummary, CreateResponse, ImportResponse, Info, VersionInfo, Volume,
-    VolumeCreate,
+    ContainerInspect, ContainerState, ContainerSummary, CreateResponse, ImportResponse, Info, VersionInfo,
+    Volume, VolumeCreate,
 };
 use super::spec::SpecGenerator;
 use super::transport::{Client, Request, image_ref, segment};
@@ -108,6 +109,20 @@ impl Client {
             .call(Request::new(Method::GET, container(id, "/json")))
             .await?;
         self.decode(&body, "container inspect response", true)
+    }
+
+    /// After `start`, poll `inspect` every `interval` until the container has exited, and return
+    /// its final state (exit code). Faster than `POST …/wait`, which answers only after Podman's
+    /// cleanup (≥ 250 ms here). Inspect may still say running for a few ms after the attach
+    /// stream ends, hence the polling. Wrap it in `tokio::time::timeout` to bound it.
+    pub async fn wait_exited(&self, id: &str, interval: Duration) -> Result<ContainerState> {
+        loop {
+            let state = self.inspect(id).await?.state;
+            if !state.running && matches!(state.status.as_str(), "exited" | "stopped") {
+                return Ok(state);
+            }
+            tokio::time::sleep(interval).await;
+        }
     }
 
     /// Send `signal` (`SIGTERM`, `KILL`, `15`) to a running container.
