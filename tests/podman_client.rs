@@ -597,7 +597,7 @@ async fn tmpfs_volume_upload_after_init() {
     assert!(
         listed
             .iter()
-            .any(|v| v.name == vol && v.labels.get("io.ags.test").is_some())
+            .any(|v| v.name == vol && v.labels.contains_key("io.ags.test"))
     );
 
     let mut s = spec(
