@@ -486,6 +486,19 @@ async fn tty_is_raw_and_resize_is_seen() {
     assert_eq!(r.exit_code, 3, "{out:?}");
 }
 
+/// With a tty, half-closing the input does not end `cat` (observed: it keeps running); EOF is
+/// the terminal's ^D.
+#[tokio::test]
+async fn tty_eof_is_ctrl_d() {
+    let client = client_or_skip!();
+    let mut g = Guard::new(&client);
+    let mut s = spec(&g.container("ttyeof"), &["cat"]);
+    s.terminal = true;
+    s.stdin = true;
+    let r = run(&client, &s, Some(b"abc\n\x04"), None).await;
+    assert_eq!((r.out().as_str(), r.exit_code), ("abc\r\nabc\r\n", 0));
+}
+
 #[tokio::test]
 async fn resize_before_init_conflicts() {
     let client = client_or_skip!();
