@@ -49,7 +49,7 @@ pub enum PodmanError {
     },
 
     /// Connecting to the socket failed.
-    #[error("cannot connect to the Podman service at {endpoint}: {source}")]
+    #[error("cannot connect to the Podman service at {endpoint}: {source}; is the service still running?")]
     Connect {
         /// The endpoint URL.
         endpoint: Arc<str>,
@@ -59,7 +59,10 @@ pub enum PodmanError {
     },
 
     /// The HTTP exchange failed (connection reset, malformed response, ...).
-    #[error("HTTP exchange {method} {path} with the Podman service at {endpoint} failed: {source}")]
+    #[error(
+        "HTTP exchange {method} {path} with the Podman service at {endpoint} failed: {source}; \
+         the service may have stopped or restarted"
+    )]
     Http {
         /// Request method.
         method: String,
@@ -70,29 +73,6 @@ pub enum PodmanError {
         /// The hyper error.
         #[source]
         source: hyper::Error,
-    },
-
-    /// Reading or writing a stream (attach, build progress) failed.
-    #[error("{what} with the Podman service at {endpoint} failed: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// The endpoint URL.
-        endpoint: Arc<str>,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-
-    /// A request did not finish in time.
-    #[error("{what} at {endpoint} got no answer within {seconds} s")]
-    Timeout {
-        /// What was attempted.
-        what: String,
-        /// The endpoint URL.
-        endpoint: Arc<str>,
-        /// The limit that expired.
-        seconds: u64,
     },
 
     /// Podman answered with an error status.

@@ -5,7 +5,8 @@
 //! Podman's own message. Async (tokio); callers run it on a current-thread runtime with the I/O
 //! and time drivers enabled.
 //!
-//! - `transport`: endpoint URLs, connecting, the request funnel, the HTTP upgrade.
+//! - `endpoint`: `unix://` and `tcp://` URLs; `transport`: connecting, the request funnel and
+//!   the HTTP upgrade.
 //! - `discover`: which socket to use (`--url` → `CONTAINER_HOST` → XDG → system socket).
 //! - `api`: one short [`Client`] method per endpoint; `build`: image builds with progress.
 //! - `attach`: attach streams, stdin EOF and the stdout/stderr demultiplexer.
