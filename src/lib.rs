@@ -20,6 +20,7 @@ pub mod config;
 pub mod error;
 pub mod fsutil;
 pub mod hooks;
+pub mod image;
 pub mod launch;
 pub mod plan;
 pub mod podman;

@@ -2,12 +2,14 @@
 //! resolved into settings by `config` and the orchestration functions in `commands`.
 
 mod hooks;
+mod image;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use hooks::{HooksArgs, HooksCommand};
+pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImportArgs};
 
 /// Run AI coding agents in rootless Podman containers.
 ///
@@ -95,6 +97,10 @@ pub enum Command {
     Hooks(HooksArgs),
     /// Remove containers and volumes left behind by `ags` processes that are gone.
     Gc(GcArgs),
+    /// Build or import images through the Podman API.
+    Image(ImageArgs),
+    /// Check the Podman service, the image and ags's files; print a fix for each problem.
+    Doctor(DoctorArgs),
 }
 
 /// `ags plan`.

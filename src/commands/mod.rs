@@ -1,7 +1,9 @@
 //! Orchestration: one function per subcommand. This is the only module that calls several
 //! stages; each function reads as the sequence of stage calls it performs.
 
+mod doctor;
 mod gc;
+mod image;
 mod plan;
 mod run;
 
@@ -14,6 +16,8 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         None => run::run(&cli.global, &cli.run),
         Some(Command::Plan(args)) => plan::plan(&cli.global, &args),
         Some(Command::Gc(args)) => gc::gc(&cli.global, &args),
+        Some(Command::Image(args)) => image::image(&cli.global, &args),
+        Some(Command::Doctor(args)) => doctor::doctor(&cli.global, &args),
         Some(Command::Hooks(_args)) => Err(Error::Usage("ags hooks: not available in this build".into())),
     }
 }
