@@ -34,8 +34,9 @@ fn build_streams_progress_and_second_build_is_a_cache_hit() {
         images: vec![tag.clone()],
     };
     let marker = unique("marker");
-    let containerfile =
-        format!("FROM localhost/ags-busybox:latest\nLABEL io.ags.test=1\nRUN echo {marker} > /marker\n");
+    let containerfile = format!(
+        "FROM localhost/ags-busybox:latest\nLABEL io.ags.test=1 io.ags.test-marker={marker}\nRUN echo {marker} > /marker\n"
+    );
     std::fs::write(ctx.path().join("Containerfile"), containerfile).unwrap();
     let u = url();
     let ctx_dir = ctx.path().to_str().unwrap();
@@ -210,4 +211,25 @@ fn busybox_rootfs() -> Vec<u8> {
     l.set_mode(0o777);
     b.append_link(&mut l, "bin/sh", "busybox").unwrap();
     b.into_inner().unwrap()
+}
+
+#[test]
+fn launch_with_a_missing_image_says_how_to_make_it() {
+    if client().is_none() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let image = format!("localhost/{}:latest", unique("missing"));
+    let out = ags(
+        home.path(),
+        home.path(),
+        &["--url", &url(), "--image", &image, "--tty=false", "--", "true"],
+    );
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains(&format!("image {image} is not present")), "{err}");
+    assert!(
+        err.contains("`ags image build`") && err.contains("scripts/bootstrap-base-image"),
+        "{err}"
+    );
 }
