@@ -294,7 +294,7 @@ async fn mount_volume(
     spec.volumes = vec![NamedVolume {
         name: volume.to_owned(),
         dest: "/run/ags-doctor".to_owned(),
-        options: vec!["ro".into(), "nosuid".into(), "nodev".into()],
+        options: vec!["ro".into(), "nosuid".into(), "nodev".into(), "noexec".into()],
     }];
     let id = client.create(&spec).await?;
     let result = client.init(&id).await;
