@@ -186,11 +186,19 @@ async fn runtime_check(
     let ms = started.elapsed().as_millis();
     let runtime = &info.host.oci_runtime.name;
     match result {
-        Ok(0) => Check::ok(
+        Ok(Some(0)) => Check::ok(
             "runtime",
             format!("{runtime} ran `true` in {image} in {ms} ms (network none)"),
         ),
-        Ok(code) => Check::fail(
+        Ok(None) => Check::fail(
+            "runtime",
+            format!(
+                "`true` in {image} did not exit within {} s",
+                RUN_TIMEOUT.as_secs()
+            ),
+            "check the Podman service's log and the OCI runtime (conmon, runc or crun)",
+        ),
+        Ok(Some(code)) => Check::fail(
             "runtime",
             format!("`true` in {image} exited with {code}"),
             format!("check that {image} has a working `true` on its PATH"),
@@ -207,14 +215,15 @@ async fn runtime_check(
     }
 }
 
-/// create → start → poll until exited → delete (also after a failure).
-async fn run_trivial(client: &Client, spec: &SpecGenerator) -> Result<i32, PodmanError> {
+/// create → start → poll until exited → delete (also after a failure). The exit code, or
+/// None when the container did not exit within [`RUN_TIMEOUT`].
+async fn run_trivial(client: &Client, spec: &SpecGenerator) -> Result<Option<i32>, PodmanError> {
     let id = client.create(spec).await?;
     let result = async {
         client.start(&id).await?;
         match tokio::time::timeout(RUN_TIMEOUT, client.wait_exited(&id, Duration::from_millis(10))).await {
-            Ok(state) => Ok(state?.exit_code),
-            Err(_) => Ok(-1),
+            Ok(state) => Ok(Some(state?.exit_code)),
+            Err(_) => Ok(None),
         }
     }
     .await;
