@@ -7,6 +7,7 @@
 //! (`warn`) do not change it. Nothing is left behind: the trivial container and the tmpfs
 //! volume it creates carry `io.ags.doctor=1` and the owner labels that `ags gc` sweeps.
 
+mod container;
 mod host;
 mod service;
 

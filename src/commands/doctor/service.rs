@@ -1,21 +1,10 @@
-//! Doctor checks that talk to the Podman service: socket, version, image, OCI runtime (a
-//! trivial container) and tmpfs volumes. Each resource created here is removed before the
-//! check returns, and carries owner labels so `ags gc` removes it if `ags doctor` is killed.
+//! Doctor checks that talk to the Podman service: socket, version, storage driver and image;
+//! the checks that run a container are in `container.rs`.
 
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
-
-use super::{Check, image, no_service_detail};
+use super::{Check, container, image, no_service_detail};
 use crate::config::Config;
 use crate::image::{BOOTSTRAP_SCRIPT, DEFAULT_BASE};
-use crate::launch::identity;
-use crate::plan::{LABEL_LAUNCH_ID, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START};
-use crate::podman::{self, Client, Info, NamedVolume, Namespace, NsMode, PodmanError, SpecGenerator};
-
-/// Label that marks what `ags doctor` creates.
-const LABEL_DOCTOR: &str = "io.ags.doctor";
-/// How long the trivial container may take to exit.
-const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::podman::{self, Client, Info};
 
 /// The service checks and what they learnt.
 pub(super) struct Outcome {
@@ -33,6 +22,7 @@ pub(super) async fn check(url: Option<&str>, config: Option<&Config>) -> Outcome
             let checks = vec![
                 *fail,
                 skip("podman"),
+                skip("storage"),
                 skip("image"),
                 skip("runtime"),
                 skip("tmpfs volume"),
@@ -45,19 +35,14 @@ pub(super) async fn check(url: Option<&str>, config: Option<&Config>) -> Outcome
     };
     let rootless = info.host.security.rootless;
     let image = image(config);
-    let mut checks = vec![socket_check(&client, url, rootless), version_check(&info)];
+    let mut checks = vec![
+        socket_check(&client, url, rootless),
+        version_check(&info),
+        storage_check(&info),
+    ];
     let (image_check, present) = image_check(&client, &image).await;
     checks.push(image_check);
-    let labels = labels();
-    checks.push(if present {
-        runtime_check(&client, &info, &image, &labels).await
-    } else {
-        Check::skip(
-            "runtime",
-            format!("image {image} is missing (see the image check)"),
-        )
-    });
-    checks.push(tmpfs_check(&client, present.then_some(image.as_str()), rootless, &labels).await);
+    checks.extend(container::check(&client, &info, present.then_some(image.as_str())).await);
     Outcome {
         checks,
         rootless: Some(rootless),
@@ -113,6 +98,30 @@ fn version_check(info: &Info) -> Check {
     Check::ok("podman", detail)
 }
 
+/// The storage driver: `vfs` copies the whole image for every container (a launch of the
+/// agent image then takes tens of seconds).
+fn storage_check(info: &Info) -> Check {
+    let store = &info.store;
+    let detail = format!("driver {} at {}", store.graph_driver_name, store.graph_root);
+    if store.graph_driver_name != "vfs" {
+        return Check::ok("storage", detail);
+    }
+    let conf = if info.host.security.rootless {
+        "~/.config/containers/storage.conf"
+    } else {
+        "/etc/containers/storage.conf"
+    };
+    Check::warn(
+        "storage",
+        format!(
+            "{detail}: every container gets a full copy of its image (about 50 s per launch of the 1.9 GB agent image)"
+        ),
+        format!(
+            "use overlay: `[storage] driver = \"overlay\"` in {conf} (native on kernel >= 5.13, else `[storage.options.overlay] mount_program = \"/usr/bin/fuse-overlayfs\"`); switching needs `podman system reset`, which deletes the existing images and containers"
+        ),
+    )
+}
+
 /// Whether the image a launch uses is present; the fix says how to make it (and its base).
 async fn image_check(client: &Client, image: &str) -> (Check, bool) {
     match client.image_exists(image).await {
@@ -143,170 +152,33 @@ async fn image_check(client: &Client, image: &str) -> (Check, bool) {
     }
 }
 
-/// Labels of doctor resources: managed, doctor, and the owner labels `ags gc` reads.
-fn labels() -> BTreeMap<String, String> {
-    let id = identity::current();
-    BTreeMap::from([
-        (LABEL_MANAGED.to_owned(), "true".to_owned()),
-        (LABEL_DOCTOR.to_owned(), "1".to_owned()),
-        (LABEL_LAUNCH_ID.to_owned(), id.launch_id),
-        (LABEL_OWNER_PID.to_owned(), id.pid.to_string()),
-        (LABEL_OWNER_START.to_owned(), id.start_time.to_string()),
-        (LABEL_OWNER_HOST.to_owned(), id.host),
-    ])
-}
+#[cfg(test)]
+mod tests {
+    use super::super::Status;
+    use super::*;
 
-/// A container like a launch's (same user, user namespace and security options), network
-/// none, running `true`.
-fn trivial_spec(image: &str, rootless: bool, labels: &BTreeMap<String, String>) -> SpecGenerator {
-    let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
-    SpecGenerator {
-        name: Some(format!("ags-doctor-{}", identity::random_hex(4))),
-        image: image.to_owned(),
-        command: vec!["true".to_owned()],
-        labels: labels.clone(),
-        netns: Some(Namespace::new(NsMode::None)),
-        userns: rootless.then(|| Namespace::new(NsMode::KeepId)),
-        user: Some(format!("{uid}:{gid}")),
-        cap_drop: vec!["ALL".to_owned()],
-        no_new_privileges: true,
-        ..SpecGenerator::default()
+    fn info(version: &str, driver: &str, rootless: bool) -> Info {
+        let mut i = Info::default();
+        i.version.version = version.into();
+        i.store.graph_driver_name = driver.into();
+        i.host.security.rootless = rootless;
+        i
     }
-}
 
-async fn runtime_check(
-    client: &Client,
-    info: &Info,
-    image: &str,
-    labels: &BTreeMap<String, String>,
-) -> Check {
-    let spec = trivial_spec(image, info.host.security.rootless, labels);
-    let started = Instant::now();
-    let result = run_trivial(client, &spec).await;
-    let ms = started.elapsed().as_millis();
-    let runtime = &info.host.oci_runtime.name;
-    match result {
-        Ok(Some(0)) => Check::ok(
-            "runtime",
-            format!("{runtime} ran `true` in {image} in {ms} ms (network none)"),
-        ),
-        Ok(None) => Check::fail(
-            "runtime",
-            format!(
-                "`true` in {image} did not exit within {} s",
-                RUN_TIMEOUT.as_secs()
-            ),
-            "check the Podman service's log and the OCI runtime (conmon, runc or crun)",
-        ),
-        Ok(Some(code)) => Check::fail(
-            "runtime",
-            format!("`true` in {image} exited with {code}"),
-            format!("check that {image} has a working `true` on its PATH"),
-        ),
-        Err(e) => {
-            let message = e.to_string();
-            let fix = runtime_fix(&message);
-            Check::fail(
-                "runtime",
-                format!("{runtime} could not run a container: {message}"),
-                fix,
-            )
-        }
+    #[test]
+    fn vfs_storage_is_a_warning_with_the_right_file() {
+        assert_eq!(storage_check(&info("4.3.1", "overlay", true)).status, Status::Ok);
+        let c = storage_check(&info("4.3.1", "vfs", true));
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.fix.unwrap().contains("~/.config/containers/storage.conf"));
+        let c = storage_check(&info("4.3.1", "vfs", false));
+        assert!(c.fix.unwrap().contains("/etc/containers/storage.conf"));
     }
-}
 
-/// create → start → poll until exited → delete (also after a failure). The exit code, or
-/// None when the container did not exit within [`RUN_TIMEOUT`].
-async fn run_trivial(client: &Client, spec: &SpecGenerator) -> Result<Option<i32>, PodmanError> {
-    let id = client.create(spec).await?;
-    let result = async {
-        client.start(&id).await?;
-        match tokio::time::timeout(RUN_TIMEOUT, client.wait_exited(&id, Duration::from_millis(10))).await {
-            Ok(state) => Ok(Some(state?.exit_code)),
-            Err(_) => Ok(None),
-        }
+    #[test]
+    fn old_podman_is_a_warning() {
+        assert_eq!(version_check(&info("4.3.1", "", false)).status, Status::Ok);
+        assert_eq!(version_check(&info("5.4.2", "", false)).status, Status::Ok);
+        assert_eq!(version_check(&info("3.4.4", "", false)).status, Status::Warn);
     }
-    .await;
-    let _ = client.delete(&id, true, true).await;
-    result
-}
-
-/// A concrete fix for the OCI runtime failures seen on these machines.
-fn runtime_fix(message: &str) -> String {
-    if message.contains("cgroups in hybrid mode") {
-        "crun does not support this hybrid cgroup layout: set `[engine] runtime = \"runc\"` in containers.conf and restart the service".into()
-    } else if message.contains("setrlimit") {
-        "lower the default rlimits: `[containers] default_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]` in containers.conf, and restart the service".into()
-    } else if message.contains("newuidmap") || message.contains("subuid") {
-        "give the user subordinate ids (see the userns check) and run `podman system migrate`".into()
-    } else {
-        "read the error above; `scripts/setup-podman` configures Podman on Debian".into()
-    }
-}
-
-/// Create a tmpfs volume as a launch does; when the image is present, mount it in a container
-/// (`init` mounts it without starting); delete both.
-async fn tmpfs_check(
-    client: &Client,
-    image: Option<&str>,
-    rootless: bool,
-    labels: &BTreeMap<String, String>,
-) -> Check {
-    let name = format!("ags-doctor-{}", identity::random_hex(4));
-    let options = BTreeMap::from([
-        ("type".to_owned(), "tmpfs".to_owned()),
-        ("device".to_owned(), "tmpfs".to_owned()),
-        ("o".to_owned(), "mode=0700,nosuid,nodev,noexec".to_owned()),
-    ]);
-    if let Err(e) = client.volume_create(&name, labels.clone(), options).await {
-        let fix = "check that the service may mount tmpfs (rootless: the user namespace check)";
-        return Check::fail(
-            "tmpfs volume",
-            format!("creating a tmpfs volume failed: {e}"),
-            fix,
-        );
-    }
-    let mounted = match image {
-        Some(image) => mount_volume(client, image, &name, rootless, labels)
-            .await
-            .map(Some),
-        None => Ok(None),
-    };
-    let deleted = client.volume_delete(&name, true).await;
-    match (mounted, deleted) {
-        (Err(e), _) => Check::fail(
-            "tmpfs volume",
-            format!("a tmpfs volume could not be mounted: {e}"),
-            "check the Podman service's log; launches stage secrets in such a volume",
-        ),
-        (Ok(_), Err(e)) => Check::fail(
-            "tmpfs volume",
-            format!("deleting the tmpfs volume {name} failed: {e}"),
-            format!("remove it with `ags gc` or by hand (label {LABEL_DOCTOR}=1)"),
-        ),
-        (Ok(Some(())), Ok(())) => Check::ok("tmpfs volume", "created, mounted and removed a tmpfs volume"),
-        (Ok(None), Ok(())) => Check::ok(
-            "tmpfs volume",
-            "created and removed a tmpfs volume (not mounted: the image is missing)",
-        ),
-    }
-}
-
-async fn mount_volume(
-    client: &Client,
-    image: &str,
-    volume: &str,
-    rootless: bool,
-    labels: &BTreeMap<String, String>,
-) -> Result<(), PodmanError> {
-    let mut spec = trivial_spec(image, rootless, labels);
-    spec.volumes = vec![NamedVolume {
-        name: volume.to_owned(),
-        dest: "/run/ags-doctor".to_owned(),
-        options: vec!["ro".into(), "nosuid".into(), "nodev".into(), "noexec".into()],
-    }];
-    let id = client.create(&spec).await?;
-    let result = client.init(&id).await;
-    let _ = client.delete(&id, true, true).await;
-    result
 }
