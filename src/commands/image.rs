@@ -14,6 +14,9 @@ use crate::image::{self, BuildStats, Context, ImageError};
 use crate::podman::{BuildOptions, Client};
 use crate::{Error, podman};
 
+/// Printed when a failed build refused a certificate chain.
+const UNTRUSTED_TLS_HINT: &str = "ags: a build step did not trust a TLS certificate chain; behind a TLS-intercepting proxy, pass its CA with --ca-cert FILE (PEM), e.g. each /usr/local/share/ca-certificates/*.crt of this host";
+
 /// Run an `ags image` subcommand.
 pub fn image(global: &GlobalArgs, args: &ImageArgs) -> Result<u8, Error> {
     let rt = super::runtime()?;
@@ -52,7 +55,12 @@ async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> 
             stats.observe(line);
             let _ = writeln!(stderr, "{line}");
         })
-        .await?;
+        .await
+        .inspect_err(|_| {
+            if stats.untrusted_tls {
+                eprintln!("{UNTRUSTED_TLS_HINT}");
+            }
+        })?;
     let id = outcome.image_id.unwrap_or_default();
     eprintln!(
         "ags: built {} ({}) in {:.1} s: {}",

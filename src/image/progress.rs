@@ -1,5 +1,6 @@
 //! What a build's progress lines say about it: how many steps ran and how many came from the
-//! layer cache (`--> Using cache <id>`), for the summary after `ags image build`.
+//! layer cache (`--> Using cache <id>`), for the summary after `ags image build`, and whether
+//! a TLS certificate was refused (a TLS-intercepting proxy whose CA the image lacks).
 
 /// Counters over the progress lines of one build.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -8,7 +9,17 @@ pub struct BuildStats {
     pub steps: u32,
     /// Steps whose layer came from the cache.
     pub cached: u32,
+    /// A step reported an untrusted TLS certificate chain.
+    pub untrusted_tls: bool,
 }
+
+/// What npm, curl and git print when a certificate chain is not trusted.
+const UNTRUSTED_TLS: &[&str] = &[
+    "SELF_SIGNED_CERT_IN_CHAIN",
+    "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+    "self-signed certificate in certificate chain",
+    "unable to get local issuer certificate",
+];
 
 impl BuildStats {
     /// Account for one progress line.
@@ -17,6 +28,8 @@ impl BuildStats {
             self.steps = total;
         } else if line.starts_with("--> Using cache ") {
             self.cached += 1;
+        } else if UNTRUSTED_TLS.iter().any(|m| line.contains(m)) {
+            self.untrusted_tls = true;
         }
     }
 
@@ -51,7 +64,16 @@ mod tests {
         ] {
             s.observe(l);
         }
-        assert_eq!(s, BuildStats { steps: 3, cached: 2 });
+        assert_eq!(
+            s,
+            BuildStats {
+                steps: 3,
+                cached: 2,
+                untrusted_tls: false
+            }
+        );
+        s.observe("npm ERR! code SELF_SIGNED_CERT_IN_CHAIN");
+        assert!(s.untrusted_tls);
         assert_eq!(s.summary(), "3 steps, 2 from cache");
         assert_eq!(step_total("STEP x/y: z"), None);
     }
