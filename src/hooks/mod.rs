@@ -1,6 +1,7 @@
 //! Stage 2: prepare hooks — declare, trust, run, validate, resolve.
 
 pub mod json_de;
+pub mod mount_source;
 pub mod policy;
 pub mod protocol;
 pub mod schema;
