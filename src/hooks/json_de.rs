@@ -44,7 +44,10 @@ pub struct DeError {
 
 impl DeError {
     fn new(kind: JsonErrorKind) -> Self {
-        Self { segs: Vec::new(), kind }
+        Self {
+            segs: Vec::new(),
+            kind,
+        }
     }
 
     fn within(mut self, seg: Seg) -> Self {
@@ -133,7 +136,11 @@ fn word_list(words: &[&str]) -> String {
     if words.is_empty() {
         return "none".into();
     }
-    words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+    words
+        .iter()
+        .map(|w| format!("`{w}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A [`Node`] as a serde `Deserializer`.
@@ -151,8 +158,14 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de> {
             Node::Float(n) => v.visit_f64(n),
             Node::Str(Cow::Borrowed(s)) => v.visit_borrowed_str(s),
             Node::Str(Cow::Owned(s)) => v.visit_string(s),
-            Node::Array(items) => v.visit_seq(Seq { items: items.into_iter(), index: 0 }),
-            Node::Object(members) => v.visit_map(Map { members: members.into_iter(), current: None }),
+            Node::Array(items) => v.visit_seq(Seq {
+                items: items.into_iter(),
+                index: 0,
+            }),
+            Node::Object(members) => v.visit_map(Map {
+                members: members.into_iter(),
+                current: None,
+            }),
         }
     }
 
@@ -261,7 +274,8 @@ impl<'de> de::MapAccess<'de> for Map<'de> {
             .current
             .take()
             .ok_or_else(|| <DeError as de::Error>::custom("value requested before key"))?;
-        seed.deserialize(NodeDe(node)).map_err(|e| e.within(Seg::Key(key)))
+        seed.deserialize(NodeDe(node))
+            .map_err(|e| e.within(Seg::Key(key)))
     }
 
     fn size_hint(&self) -> Option<usize> {

@@ -4,8 +4,10 @@ pub mod json_de;
 pub mod mount_source;
 pub mod policy;
 pub mod protocol;
+pub mod resolve;
 pub mod schema;
 pub mod strict_json;
+pub mod summary;
 pub mod validate;
 
 /// Errors of the hook stage.
@@ -20,4 +22,13 @@ pub enum HookError {
     /// A prepare context document was refused.
     #[error(transparent)]
     Context(#[from] protocol::ContextError),
+    /// Contributions conflict after precedence.
+    #[error(transparent)]
+    Resolve(#[from] resolve::ResolveError),
+    /// `--lockdown` refused surviving contributions.
+    #[error(transparent)]
+    Lockdown(#[from] resolve::LockdownError),
+    /// A hook mount source is unusable on this host.
+    #[error(transparent)]
+    MountSource(#[from] mount_source::MountSourceError),
 }

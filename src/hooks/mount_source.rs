@@ -115,7 +115,10 @@ pub enum MountSourceError {
 }
 
 /// Check a hook mount source on the host and return its canonical path.
-pub fn check_mount_source(source: &HostSource, protected: &ProtectedHostPaths) -> Result<PathBuf, MountSourceError> {
+pub fn check_mount_source(
+    source: &HostSource,
+    protected: &ProtectedHostPaths,
+) -> Result<PathBuf, MountSourceError> {
     let source_path = source.to_string();
     let canonical = std::fs::canonicalize(source.as_path()).map_err(|cause| match cause.kind() {
         io::ErrorKind::NotFound => MountSourceError::Missing {
@@ -186,7 +189,11 @@ pub fn resolve_through_existing_ancestor(path: &Path) -> PathBuf {
     for ancestor in path.ancestors() {
         if let Ok(canonical) = std::fs::canonicalize(ancestor) {
             let rest = path.strip_prefix(ancestor).unwrap_or(Path::new(""));
-            return if rest.as_os_str().is_empty() { canonical } else { canonical.join(rest) };
+            return if rest.as_os_str().is_empty() {
+                canonical
+            } else {
+                canonical.join(rest)
+            };
         }
     }
     path.to_path_buf()

@@ -55,7 +55,10 @@ fn existing_files_and_directories_pass_with_canonical_path() {
     std::fs::write(h.path("data/file.txt"), "x").unwrap();
     symlink(h.path("data/file.txt"), h.path("link.txt")).unwrap();
     assert_eq!(check(&h.path("data"), &h.protected()), Ok(h.path("data")));
-    assert_eq!(check(&h.path("link.txt"), &h.protected()), Ok(h.path("data/file.txt")));
+    assert_eq!(
+        check(&h.path("link.txt"), &h.protected()),
+        Ok(h.path("data/file.txt"))
+    );
 }
 
 #[test]
@@ -70,7 +73,11 @@ fn missing_source_is_refused() {
         ))
     );
     symlink(h.path("data/nope"), h.path("dangling")).unwrap();
-    assert!(check(&h.path("dangling"), &h.protected()).unwrap_err().contains("does not exist"));
+    assert!(
+        check(&h.path("dangling"), &h.protected())
+            .unwrap_err()
+            .contains("does not exist")
+    );
 }
 
 #[test]
@@ -86,7 +93,11 @@ fn special_files_are_refused_by_type() {
         ))
     );
     symlink(&sock, h.path("sock-link")).unwrap();
-    assert!(check(&h.path("sock-link"), &h.protected()).unwrap_err().contains("is a socket"));
+    assert!(
+        check(&h.path("sock-link"), &h.protected())
+            .unwrap_err()
+            .contains("is a socket")
+    );
     if Path::new("/dev/null").exists() {
         let err = check(Path::new("/dev/null"), &h.protected()).unwrap_err();
         assert!(err.contains("is a character device"), "{err}");
@@ -107,9 +118,17 @@ fn approval_store_inside_alias_and_ancestor_are_refused() {
             t = trust.display()
         ))
     );
-    for refused in [trust.join("ags-hook-exec-1"), h.path("data/alias"), h.path("home/.local"), h.root.clone()] {
+    for refused in [
+        trust.join("ags-hook-exec-1"),
+        h.path("data/alias"),
+        h.path("home/.local"),
+        h.root.clone(),
+    ] {
         let err = check(&refused, &h.protected()).unwrap_err();
-        assert!(err.contains("overlaps the hook approval store"), "{refused:?}: {err}");
+        assert!(
+            err.contains("overlaps the hook approval store"),
+            "{refused:?}: {err}"
+        );
     }
 }
 
@@ -153,6 +172,9 @@ fn overlay_trust_file_aliases_are_caught_before_it_exists() {
 fn resolution_through_nearest_existing_ancestor() {
     let h = Home::new();
     symlink(h.path("data"), h.path("d")).unwrap();
-    assert_eq!(resolve_through_existing_ancestor(&h.path("d/x/y")), h.path("data/x/y"));
+    assert_eq!(
+        resolve_through_existing_ancestor(&h.path("d/x/y")),
+        h.path("data/x/y")
+    );
     assert_eq!(resolve_through_existing_ancestor(&h.path("d")), h.path("data"));
 }

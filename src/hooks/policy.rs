@@ -13,6 +13,7 @@ use std::fmt;
 
 /// Exact environment names a hook may not set: runtime, guard, host-auth and agent-config
 /// redirectors. Provider API keys (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …) are allowed.
+#[rustfmt::skip]
 pub const RESERVED_ENV_NAMES: &[&str] = &[
     "HOME", "PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "CDPATH", "IFS", "NODE_OPTIONS",
     "NODE_PATH", "PYTHONPATH", "PYTHONHOME", "RUSTUP_HOME", "CARGO_HOME", "GOPATH", "GOCACHE",
@@ -20,14 +21,16 @@ pub const RESERVED_ENV_NAMES: &[&str] = &[
     "GLIMPSE_BINARY_PATH", "DOCKER_HOST", "TESTCONTAINERS_HOST_OVERRIDE", "PSP_SESSION_ID",
     "DISABLE_AUTOUPDATER", "OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_CONFIG_CONTENT", "OPENCODE_CONFIG",
     "OPENCODE_CONFIG_DIR", "OPENCODE_TUI_CONFIG", "CODEX_HOME", "GEMINI_CLI_HOME",
-    "GEMINI_CLI_SYSTEM_SETTINGS_PATH", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
-    "PI_CODING_AGENT_DIR", "NPM_CONFIG_PREFIX", "WAYLAND_DISPLAY", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR",
-    "XDG_SESSION_TYPE",
+    "GEMINI_CLI_SYSTEM_SETTINGS_PATH", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+    "GEMINI_CLI_TRUSTED_FOLDERS_PATH", "PI_CODING_AGENT_DIR", "NPM_CONFIG_PREFIX", "WAYLAND_DISPLAY",
+    "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "XDG_SESSION_TYPE",
 ];
 
 /// Environment name prefixes a hook may not use (case-sensitive, like the names themselves).
-pub const RESERVED_ENV_PREFIXES: &[&str] =
-    &["AGS_", "OP_", "PNPM_", "MISE_", "LD_", "DCG_", "PI_GUARD_", "GIT_CONFIG_", "CLAUDE_"];
+#[rustfmt::skip]
+pub const RESERVED_ENV_PREFIXES: &[&str] = &[
+    "AGS_", "OP_", "PNPM_", "MISE_", "LD_", "DCG_", "PI_GUARD_", "GIT_CONFIG_", "CLAUDE_",
+];
 
 /// Container directories below which hook destinations may live (never the directory itself).
 pub const DESTINATION_ROOTS: &[&str] = &["/tmp", "/workspace", "/home/dev"];
@@ -41,9 +44,11 @@ pub const RESERVED_TMP_PREFIX: &str = "ags-";
 /// Agent configuration, credential and cache entries directly under [`CONTAINER_HOME`]; a
 /// destination may not equal, lie inside or contain any of them. (Every hidden entry is refused
 /// as well; this list is what matters should that rule ever be relaxed.)
+#[rustfmt::skip]
 pub const PROTECTED_HOME_ENTRIES: &[&str] = &[
     ".config", ".local", ".pi", ".claude", ".claude.json", ".gitconfig", ".npmrc", ".codex", ".gemini",
-    ".opencode", ".cargo", ".cache", ".ssh", ".npm-global", "go", ".bashrc", ".bash_profile", ".profile",
+    ".opencode", ".cargo", ".cache", ".ssh", ".npm-global", "go", ".bashrc", ".bash_profile",
+    ".profile",
 ];
 
 /// Longest destination or mount source, in bytes (Linux `PATH_MAX` minus the NUL).
@@ -392,131 +397,5 @@ fn check_host_source(s: &str) -> Result<(), HostSourceError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn dest(s: &str) -> String {
-        match Destination::try_from(s) {
-            Ok(_) => "ok".into(),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    #[test]
-    fn env_keys() {
-        assert!(EnvKey::try_from("SERVICE_URL").is_ok());
-        assert!(EnvKey::try_from("_x9").is_ok());
-        for allowed in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENCODE_API_KEY", "AGS", "home"] {
-            assert!(EnvKey::try_from(allowed).is_ok(), "{allowed}");
-        }
-        for bad in ["", "9A", "A-B", "A B", "É"] {
-            assert_eq!(EnvKey::try_from(bad), Err(EnvKeyError::Syntax), "{bad:?}");
-        }
-        assert_eq!(
-            EnvKey::try_from("HOME").unwrap_err().to_string(),
-            "`HOME` is reserved for AGS and the agent runtime; hooks cannot set it, choose another name"
-        );
-        assert_eq!(
-            EnvKey::try_from("AGS_X").unwrap_err().to_string(),
-            "names starting with `AGS_` are reserved for AGS and its tools; choose another name"
-        );
-        assert!(matches!(
-            EnvKey::try_from("CLAUDE_CODE_X"),
-            Err(EnvKeyError::ReservedPrefix { prefix: "CLAUDE_" })
-        ));
-    }
-
-    #[test]
-    fn env_literals() {
-        assert!(EnvLiteral::try_from("").is_ok());
-        assert!(EnvLiteral::try_from("a b\tc ünï").is_ok());
-        assert_eq!(
-            EnvLiteral::try_from("s3cr3t\nx").unwrap_err().to_string(),
-            "literal values must be a single line without NUL; this one contains a line feed (value not \
-             shown), remove it or deliver multi-line data as a generated file"
-        );
-        assert!(EnvLiteral::try_from("a\rb").is_err());
-        assert!(EnvLiteral::try_from("a\0b").is_err());
-    }
-
-    #[test]
-    fn op_refs() {
-        for ok in ["op://Dev/service/password", "op://My Vault/it.em/sec_tion/f-i%20eld"] {
-            assert!(OpRef::try_from(ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "op://a/b",
-            "op://a/b/c/d/e",
-            "op://a//c",
-            "op://a/b/c/",
-            "OP://a/b/c",
-            "op://a/b/$HOME",
-            "op://a/b/{c}",
-            " op://a/b/c",
-            "op://a/b/c\n",
-        ] {
-            assert_eq!(OpRef::try_from(bad), Err(OpRefError::Syntax), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn destinations_accepted() {
-        for ok in [
-            "/tmp/x",
-            "/tmp/ags",
-            "/tmp/x/ags-y",
-            "/workspace/service-data",
-            "/home/dev/data/.env",
-            "/home/dev/golang",
-            "/tmp/...",
-            "/tmp/a b",
-        ] {
-            assert_eq!(dest(ok), "ok", "{ok}");
-        }
-    }
-
-    #[test]
-    fn destinations_refused_with_rule() {
-        let cases = [
-            ("/etc/passwd", "destination must be strictly below /tmp, /workspace or /home/dev; choose a data path there"),
-            ("/tmp", "destination must be strictly below /tmp, /workspace or /home/dev; choose a data path there"),
-            ("/home/dev", "destination must be strictly below /tmp, /workspace or /home/dev; choose a data path there"),
-            ("/home/x", "destination must be strictly below /tmp, /workspace or /home/dev; choose a data path there"),
-            ("tmp/x", "destination must be an absolute path starting with `/`"),
-            ("/workspace/../etc", "destination must be normalized: a `..` segment; write the path without it"),
-            ("/workspace/./x", "destination must be normalized: a `.` segment; write the path without it"),
-            ("/workspace//x", "destination must be normalized: an empty segment (`//`); write the path without it"),
-            ("/workspace/x/", "destination must be normalized: a trailing `/`; write the path without it"),
-            ("/tmp/a:b", "destination must not contain NUL, line breaks or `:`; this one contains a colon"),
-            ("/tmp/a\nb", "destination must not contain NUL, line breaks or `:`; this one contains a line feed"),
-            ("/tmp/ags-runtime/x", "destinations under /tmp/ags-* are AGS runtime resources; choose another /tmp name"),
-            ("/home/dev/.ssh/x", "destination overlaps the protected agent configuration path /home/dev/.ssh; choose a data path"),
-            ("/home/dev/go", "destination overlaps the protected agent configuration path /home/dev/go; choose a data path"),
-            ("/home/dev/.env", "hidden entries directly under /home/dev are agent/home settings; choose a non-hidden path"),
-        ];
-        for (input, message) in cases {
-            assert_eq!(dest(input), message, "{input:?}");
-        }
-        let long = format!("/tmp/{}", "a".repeat(256));
-        assert!(dest(&long).contains("too long"));
-    }
-
-    #[test]
-    fn host_sources() {
-        assert!(HostSource::try_from("/").is_ok());
-        assert!(HostSource::try_from("/absolute/host/generated-data").is_ok());
-        assert_eq!(
-            HostSource::try_from("relative").unwrap_err().to_string(),
-            "mount source must be an absolute path starting with `/`"
-        );
-        assert!(HostSource::try_from("/a:b").is_err());
-        assert!(HostSource::try_from("/a/../b").is_err());
-        assert!(HostSource::try_from("/a/").is_err());
-    }
-
-    #[test]
-    fn escaping_for_display() {
-        assert_eq!(display_escaped("/tmp/a\u{1b}[31m"), "/tmp/a\\u{1b}[31m");
-        assert_eq!(display_escaped("/tmp/plain ü"), "/tmp/plain ü");
-    }
-}
+#[path = "policy_tests.rs"]
+mod tests;

@@ -121,7 +121,12 @@ impl HookContext {
     /// the version, the event, absolute paths and non-empty names.
     pub fn parse_strict(bytes: &[u8]) -> Result<Self, ContextError> {
         let ctx: Self = json_de::from_slice(bytes)?;
-        let fail = |path: &str, rule| Err(ContextError { path: path.into(), rule });
+        let fail = |path: &str, rule| {
+            Err(ContextError {
+                path: path.into(),
+                rule,
+            })
+        };
         if ctx.version != PROTOCOL_VERSION {
             return fail("$.version", ContextRule::Version);
         }

@@ -194,7 +194,9 @@ mod tests {
 
     /// Compare (or, with `AGS_BLESS=1`, rewrite) one committed schema file.
     fn check_committed(side: SchemaSide) {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/schemas").join(side.file_name());
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/schemas")
+            .join(side.file_name());
         let fresh = prepare_schema_text(side);
         if std::env::var_os("AGS_BLESS").is_some_and(|v| v == "1") {
             std::fs::write(&path, &fresh).expect("write schema");
@@ -225,13 +227,22 @@ mod tests {
         assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
         assert_eq!(schema["additionalProperties"], false);
         assert_eq!(schema["required"], serde_json::json!(["version"]));
-        assert_eq!(schema["properties"]["env"]["propertyNames"]["pattern"], ENV_KEY_PATTERN);
+        assert_eq!(
+            schema["properties"]["env"]["propertyNames"]["pattern"],
+            ENV_KEY_PATTERN
+        );
         assert_eq!(schema["$defs"]["FileWire"]["additionalProperties"], false);
         assert_eq!(schema["$defs"]["MountWire"]["additionalProperties"], false);
-        assert_eq!(schema["$defs"]["OpRefWire"]["properties"]["op"]["pattern"], OP_REF_PATTERN);
+        assert_eq!(
+            schema["$defs"]["OpRefWire"]["properties"]["op"]["pattern"],
+            OP_REF_PATTERN
+        );
         let text = schema.to_string();
         assert!(text.contains(r#"^/home/dev/(\\.config|\\.local|"#), "{text}");
-        assert!(!text.contains("\"null\""), "sections must not be nullable: {text}");
+        assert!(
+            !text.contains("\"null\""),
+            "sections must not be nullable: {text}"
+        );
     }
 
     #[test]

@@ -218,14 +218,19 @@ pub fn parse(bytes: &[u8]) -> Result<Node<'_>, JsonError> {
             limit: MAX_DOCUMENT_BYTES,
         }));
     }
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| JsonError::at_root(JsonErrorKind::NotUtf8 { offset: e.valid_up_to() }))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        JsonError::at_root(JsonErrorKind::NotUtf8 {
+            offset: e.valid_up_to(),
+        })
+    })?;
     let mut trace = None;
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = NodeSeed { trace: &mut trace }.deserialize(&mut de).and_then(|node| {
-        de.end()?;
-        Ok(node)
-    });
+    let parsed = NodeSeed { trace: &mut trace }
+        .deserialize(&mut de)
+        .and_then(|node| {
+            de.end()?;
+            Ok(node)
+        });
     parsed.map_err(|e| match trace {
         Some(mut segs) => {
             segs.reverse();
@@ -285,7 +290,11 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<Node<'de>, E> {
-        Ok(if v >= 0 { Node::UInt(v as u64) } else { Node::Int(v) })
+        Ok(if v >= 0 {
+            Node::UInt(v as u64)
+        } else {
+            Node::Int(v)
+        })
     }
 
     fn visit_f64<E>(self, v: f64) -> Result<Node<'de>, E> {
@@ -454,7 +463,9 @@ mod tests {
     #[test]
     fn builds_the_tree_in_document_order() {
         let node = parse(br#"{"b":[1,-2,1.5,null,true],"a":"x\ny"}"#).unwrap();
-        let Node::Object(members) = node else { panic!("object") };
+        let Node::Object(members) = node else {
+            panic!("object")
+        };
         assert_eq!(members[0].0, "b");
         assert_eq!(
             members[0].1,

@@ -21,8 +21,8 @@ use std::fmt;
 
 use super::json_de;
 use super::policy::{
-    Destination, DestinationError, EnvKey, EnvKeyError, EnvLiteral, EnvLiteralError, HostSource, HostSourceError,
-    OpRef, OpRefError, display_escaped,
+    Destination, DestinationError, EnvKey, EnvKeyError, EnvLiteral, EnvLiteralError, HostSource,
+    HostSourceError, OpRef, OpRefError, display_escaped,
 };
 use super::protocol::{EnvValueWire, FileWire, MountMode, MountWire, PROTOCOL_VERSION, PrepareResponse};
 use super::strict_json::{JsonError, JsonErrorKind, JsonPath, MAX_DOCUMENT_BYTES};
@@ -167,7 +167,11 @@ pub fn validate(wire: PrepareResponse) -> Result<Contribution, ResponseError> {
     if wire.version != PROTOCOL_VERSION {
         return Err(fail(&root.key("version"), Rule::Version));
     }
-    let env = wire.env.unwrap_or_default().into_iter().map(|(k, v)| env_entry(&root, k, v));
+    let env = wire
+        .env
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| env_entry(&root, k, v));
     let env = env.collect::<Result<Vec<_>, _>>()?;
     let files = wire.files.unwrap_or_default().into_iter().enumerate();
     let files = files.map(|(i, f)| file_entry(&root.key("files").index(i), f));
@@ -244,7 +248,12 @@ fn surviving_entries(files: &[GeneratedFile], mounts: &[HookMount]) -> Result<Ve
         .iter()
         .enumerate()
         .map(|(i, f)| (f.destination.as_str(), root.key("files").index(i)))
-        .chain(mounts.iter().enumerate().map(|(i, m)| (m.destination.as_str(), root.key("mounts").index(i))))
+        .chain(
+            mounts
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.destination.as_str(), root.key("mounts").index(i))),
+        )
         .collect();
     let last: HashMap<&str, usize> = order.iter().enumerate().map(|(i, (d, _))| (*d, i)).collect();
     let keep: Vec<bool> = order.iter().enumerate().map(|(i, (d, _))| last[d] == i).collect();

@@ -16,7 +16,10 @@ fn error_of(bytes: &[u8]) -> String {
 fn spec_example_parses() {
     let c = parse_response(&fixture("valid-spec-example.json")).unwrap();
     let keys: Vec<(&str, &str)> = c.env.iter().map(|(k, v)| (k.as_str(), v.kind_name())).collect();
-    assert_eq!(keys, [("SERVICE_TOKEN", "op reference"), ("SERVICE_URL", "literal")]);
+    assert_eq!(
+        keys,
+        [("SERVICE_TOKEN", "op reference"), ("SERVICE_URL", "literal")]
+    );
     match &c.env[0].1 {
         EnvValue::Op(r) => assert_eq!(r.as_str(), "op://Development/service/password"),
         other => panic!("{other:?}"),
@@ -36,7 +39,10 @@ fn spec_example_parses() {
 
 #[test]
 fn minimal_response_is_empty() {
-    assert_eq!(parse_response(&fixture("valid-minimal.json")).unwrap(), Contribution::default());
+    assert_eq!(
+        parse_response(&fixture("valid-minimal.json")).unwrap(),
+        Contribution::default()
+    );
 }
 
 #[test]
@@ -137,7 +143,10 @@ fn every_fixture_is_covered() {
 
 #[test]
 fn shape_errors() {
-    assert_eq!(error_of(b"[]"), "$: wrong type: found an array, expected struct PrepareResponse");
+    assert_eq!(
+        error_of(b"[]"),
+        "$: wrong type: found an array, expected struct PrepareResponse"
+    );
     assert_eq!(error_of(b"{}"), "$: missing required field `version`");
     assert_eq!(
         error_of(br#"{"version":1,"env":{"A":5}}"#),
@@ -182,7 +191,10 @@ fn nested_destinations_in_either_order_and_exact_repeats() {
 fn file_size_bound() {
     let content = "x".repeat(MAX_FILE_BYTES - 100);
     let doc = format!(r#"{{"version":1,"files":[{{"destination":"/tmp/big","content":"{content}"}}]}}"#);
-    assert_eq!(parse_response(doc.as_bytes()).unwrap().files[0].content.len(), MAX_FILE_BYTES - 100);
+    assert_eq!(
+        parse_response(doc.as_bytes()).unwrap().files[0].content.len(),
+        MAX_FILE_BYTES - 100
+    );
     let wire = PrepareResponse {
         version: 1,
         env: None,
