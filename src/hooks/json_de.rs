@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
+use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Expected, IntoDeserializer, Unexpected, Visitor};
 
 use super::strict_json::{self, JsonError, JsonErrorKind, JsonPath, Node, Seg};
@@ -251,7 +252,7 @@ impl<'de> de::SeqAccess<'de> for Seq<'de> {
 
 struct Map<'de> {
     members: std::vec::IntoIter<(Cow<'de, str>, Node<'de>)>,
-    current: Option<(String, Node<'de>)>,
+    current: Option<(Cow<'de, str>, Node<'de>)>,
 }
 
 impl<'de> de::MapAccess<'de> for Map<'de> {
@@ -261,10 +262,11 @@ impl<'de> de::MapAccess<'de> for Map<'de> {
         let Some((key, node)) = self.members.next() else {
             return Ok(None);
         };
-        let key = key.into_owned();
-        let decoded = seed
-            .deserialize(key.as_str().into_deserializer())
-            .map_err(|e: DeError| e.within(Seg::Key(key.clone())))?;
+        let decoded = match &key {
+            Cow::Borrowed(k) => seed.deserialize(BorrowedStrDeserializer::new(k)),
+            Cow::Owned(k) => seed.deserialize(k.as_str().into_deserializer()),
+        };
+        let decoded = decoded.map_err(|e: DeError| e.within(Seg::Key(key.to_string())))?;
         self.current = Some((key, node));
         Ok(Some(decoded))
     }
@@ -275,7 +277,7 @@ impl<'de> de::MapAccess<'de> for Map<'de> {
             .take()
             .ok_or_else(|| <DeError as de::Error>::custom("value requested before key"))?;
         seed.deserialize(NodeDe(node))
-            .map_err(|e| e.within(Seg::Key(key)))
+            .map_err(|e| e.within(Seg::Key(key.into_owned())))
     }
 
     fn size_hint(&self) -> Option<usize> {

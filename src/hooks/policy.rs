@@ -9,6 +9,7 @@
 //! and op references may be secrets). Contextual checks (does a mount source exist, does it
 //! expose AGS storage) live in [`super::mount_source`].
 
+use std::cmp::Ordering;
 use std::fmt;
 
 /// Exact environment names a hook may not set: runtime, guard, host-auth and agent-config
@@ -82,6 +83,15 @@ macro_rules! string_newtype {
             /// The validated text.
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+
+            /// Like `try_from`, but hands the rejected text back (so the caller can locate it
+            /// without copying every accepted value first).
+            pub fn try_new(s: String) -> Result<Self, ($err, String)> {
+                match $check(&s) {
+                    Ok(()) => Ok(Self(s)),
+                    Err(e) => Err((e, s)),
+                }
             }
         }
 
@@ -306,8 +316,8 @@ pub enum PathSyntaxError {
     },
 }
 
-/// Check the shared static path rules and return the components after the leading `/`.
-fn path_segments(s: &str) -> Result<Vec<&str>, PathSyntaxError> {
+/// Check the shared static path rules; return the text after the leading `/`.
+fn check_path(s: &str) -> Result<&str, PathSyntaxError> {
     let rest = s.strip_prefix('/').ok_or(PathSyntaxError::NotAbsolute)?;
     if let Some(what) = forbidden_char(s, true) {
         return Err(PathSyntaxError::Forbidden { what });
@@ -316,21 +326,26 @@ fn path_segments(s: &str) -> Result<Vec<&str>, PathSyntaxError> {
         return Err(PathSyntaxError::TooLong);
     }
     if rest.is_empty() {
-        return Ok(Vec::new());
+        return Ok(rest);
     }
-    let segs: Vec<&str> = rest.split('/').collect();
-    for (i, seg) in segs.iter().enumerate() {
-        let problem = match *seg {
-            "" if i + 1 == segs.len() => "a trailing `/`",
-            "" => "an empty segment (`//`)",
-            "." => "a `.` segment",
-            ".." => "a `..` segment",
-            _ if seg.len() > MAX_COMPONENT_BYTES => return Err(PathSyntaxError::TooLong),
-            _ => continue,
+    let bytes = rest.as_bytes();
+    let mut start = 0;
+    // One byte pass (deep paths have thousands of segments; `split` costs more per segment).
+    for end in (0..=bytes.len()).filter(|&i| i == bytes.len() || bytes[i] == b'/') {
+        let problem = match &bytes[start..end] {
+            b"" if end == bytes.len() => "a trailing `/`",
+            b"" => "an empty segment (`//`)",
+            b"." => "a `.` segment",
+            b".." => "a `..` segment",
+            seg if seg.len() > MAX_COMPONENT_BYTES => return Err(PathSyntaxError::TooLong),
+            _ => {
+                start = end + 1;
+                continue;
+            }
         };
         return Err(PathSyntaxError::NotNormalized { problem });
     }
-    Ok(segs)
+    Ok(rest)
 }
 
 /// Why a path cannot be a hook destination.
@@ -357,22 +372,23 @@ pub enum DestinationError {
 }
 
 fn check_destination(s: &str) -> Result<(), DestinationError> {
-    let segs = path_segments(s)?;
-    let (root_len, under_home) = match segs.as_slice() {
-        ["tmp" | "workspace", ..] => (1, false),
-        ["home", "dev", ..] => (2, true),
+    let mut segs = check_path(s)?.split('/');
+    let top = segs.next();
+    let under_home = match top {
+        Some("tmp" | "workspace") => false,
+        Some("home") if segs.next() == Some("dev") => true,
         _ => return Err(DestinationError::OutsideRoots),
     };
-    let Some(first) = segs.get(root_len) else {
+    let Some(first) = segs.next() else {
         return Err(DestinationError::OutsideRoots);
     };
-    if segs[0] == "tmp" && first.starts_with(RESERVED_TMP_PREFIX) {
+    if top == Some("tmp") && first.starts_with(RESERVED_TMP_PREFIX) {
         return Err(DestinationError::AgsRuntime);
     }
     if !under_home {
         return Ok(());
     }
-    if let Some(entry) = PROTECTED_HOME_ENTRIES.iter().find(|e| **e == *first) {
+    if let Some(entry) = PROTECTED_HOME_ENTRIES.iter().find(|e| **e == first) {
         return Err(DestinationError::AgentConfig {
             protected: format!("{CONTAINER_HOME}/{entry}"),
         });
@@ -392,8 +408,60 @@ pub enum HostSourceError {
 }
 
 fn check_host_source(s: &str) -> Result<(), HostSourceError> {
-    path_segments(s)?;
+    check_path(s)?;
     Ok(())
+}
+
+/// Order normalized paths component by component (`/a` < `/a/b` < `/a-b`): byte order with `/`
+/// ranked below every other byte. In this order every descendant of a path directly follows it.
+pub fn component_cmp(a: &str, b: &str) -> Ordering {
+    let rank = |c: u8| if c == b'/' { 0 } else { c };
+    let common = common_prefix(a.as_bytes(), b.as_bytes());
+    match (a.as_bytes().get(common), b.as_bytes().get(common)) {
+        (Some(x), Some(y)) => rank(*x).cmp(&rank(*y)),
+        (x, y) => x.is_some().cmp(&y.is_some()),
+    }
+}
+
+/// Length of the common prefix, compared 16 bytes at a time (deep paths share long prefixes).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 16 <= n && a[i..i + 16] == b[i..i + 16] {
+        i += 16;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// Whether normalized path `inner` lies strictly inside `outer`.
+pub fn is_strictly_inside(inner: &str, outer: &str) -> bool {
+    let base = outer.strip_suffix('/').unwrap_or(outer);
+    inner.len() > base.len() + 1 && inner.starts_with(base) && inner.as_bytes()[base.len()] == b'/'
+}
+
+/// Given distinct normalized paths sorted by [`component_cmp`], find a pair
+/// `(ancestor, descendant)` of indices, nearest ancestor first, for which `counts` holds.
+///
+/// Linear after sorting whatever the depth: a stack keeps the chain of ancestors of the current
+/// path, so thousands of 4 KiB-deep destinations cost no more than flat ones.
+pub fn find_nesting(sorted: &[&str], counts: impl Fn(usize, usize) -> bool) -> Option<(usize, usize)> {
+    let mut stack: Vec<usize> = Vec::new();
+    for (i, path) in sorted.iter().enumerate() {
+        while stack
+            .last()
+            .is_some_and(|&top| !is_strictly_inside(path, sorted[top]))
+        {
+            stack.pop();
+        }
+        if let Some(&ancestor) = stack.iter().rev().find(|&&a| counts(a, i)) {
+            return Some((ancestor, i));
+        }
+        stack.push(i);
+    }
+    None
 }
 
 #[cfg(test)]

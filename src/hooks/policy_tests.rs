@@ -196,3 +196,35 @@ fn published_roots_match_the_rule() {
         }
     }
 }
+
+#[test]
+fn component_order_and_nesting() {
+    let mut paths = vec!["/t/a-b", "/t/a/c", "/t", "/t/a", "/", "/t/a/c/d", "/s"];
+    paths.sort_by(|a, b| component_cmp(a, b));
+    assert_eq!(paths, ["/", "/s", "/t", "/t/a", "/t/a/c", "/t/a/c/d", "/t/a-b"]);
+    assert!(is_strictly_inside("/t/a", "/t") && is_strictly_inside("/t", "/"));
+    assert!(
+        !is_strictly_inside("/t", "/t") && !is_strictly_inside("/ta", "/t") && !is_strictly_inside("/", "/")
+    );
+    let find = |paths: &[&'static str], hooks: &[bool]| {
+        let mut sorted: Vec<(&str, bool)> = paths.iter().copied().zip(hooks.iter().copied()).collect();
+        sorted.sort_by(|a, b| component_cmp(a.0, b.0));
+        let only: Vec<&str> = sorted.iter().map(|(p, _)| *p).collect();
+        find_nesting(&only, |a, d| sorted[a].1 || sorted[d].1).map(|(a, d)| (only[a], only[d]))
+    };
+    assert_eq!(
+        find(&["/t/a", "/t/a-b", "/t/a/c"], &[true; 3]),
+        Some(("/t/a", "/t/a/c"))
+    );
+    assert_eq!(find(&["/t/a", "/t/ab", "/t/b"], &[true; 3]), None);
+    // A non-counting pair (/w, /w/a) sits between the counting ancestor and its descendant.
+    assert_eq!(
+        find(&["/w", "/w/a", "/w/x"], &[false, false, true]),
+        Some(("/w", "/w/x"))
+    );
+    assert_eq!(
+        find(&["/w", "/w/a", "/w/a/b"], &[false, false, true]),
+        Some(("/w/a", "/w/a/b"))
+    );
+    assert_eq!(find(&["/w", "/w/a", "/x"], &[false, false, true]), None);
+}

@@ -17,7 +17,6 @@
 //!  "workdir":"/work/project/subdir","agent":"pi"}
 //! ```
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -163,7 +162,7 @@ pub struct PrepareResponse {
     /// Literals and references share one keyspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "s::env_map_schema")]
-    pub env: Option<BTreeMap<String, EnvValueWire>>,
+    pub env: Option<EnvMap>,
     /// Generated read-only files. Later entries with the same destination win.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Vec<FileWire>")]
@@ -172,6 +171,41 @@ pub struct PrepareResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Vec<MountWire>")]
     pub mounts: Option<Vec<MountWire>>,
+}
+
+/// The `env` object: entries in document order. Keys are unique when decoded through the strict
+/// pass (plain serde decoders would silently keep repeats).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvMap(pub Vec<(String, EnvValueWire)>);
+
+impl Serialize for EnvMap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl<'de> Deserialize<'de> for EnvMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(EnvMapVisitor)
+    }
+}
+
+struct EnvMapVisitor;
+
+impl<'de> Visitor<'de> for EnvMapVisitor {
+    type Value = EnvMap;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EnvMap, A::Error> {
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some(entry) = map.next_entry()? {
+            entries.push(entry);
+        }
+        Ok(EnvMap(entries))
+    }
 }
 
 /// One environment value on the wire: a literal string, or a 1Password reference object.

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::config::{HookDecl, HookScope};
 
-use super::policy::{Destination, EnvKey, EnvLiteral, OpRef, display_escaped};
+use super::policy::{Destination, EnvKey, EnvLiteral, OpRef, component_cmp, display_escaped, find_nesting};
 use super::validate::{Contribution, EnvValue, GeneratedFile, HookMount};
 
 /// Where a contribution came from; orders precedence.
@@ -240,7 +240,7 @@ fn env_kind(v: &EnvValue) -> EntryKind {
 #[derive(Default)]
 struct Merge {
     env: BTreeMap<EnvKey, (EnvValue, Origin)>,
-    destinations: BTreeMap<PathBuf, (Entry, Origin)>,
+    destinations: BTreeMap<String, (Entry, Origin)>,
     eliminated: Vec<Eliminated>,
 }
 
@@ -268,7 +268,7 @@ impl Merge {
     }
 
     fn place(&mut self, dest: &Destination, entry: Entry, origin: &Origin) {
-        let key = PathBuf::from(dest.as_str());
+        let key = dest.as_str().to_owned();
         if let Some((old, loser)) = self.destinations.insert(key, (entry, origin.clone())) {
             self.eliminate(dest.to_string(), old.kind(), loser, origin.clone());
         }
@@ -308,9 +308,9 @@ impl Merge {
     }
 }
 
-/// Component-wise form of a path (drops `//`, trailing `/` and inner `.`).
-fn lexical(p: &Path) -> PathBuf {
-    p.components().collect()
+/// Component-wise form of a path (drops `//`, trailing `/` and inner `.`), as text.
+fn lexical(p: &Path) -> String {
+    p.components().collect::<PathBuf>().to_string_lossy().into_owned()
 }
 
 fn display_path(p: &Path) -> String {
@@ -340,42 +340,36 @@ impl Owner<'_> {
 }
 
 fn check_destinations(
-    placed: &BTreeMap<PathBuf, (Entry, Origin)>,
+    placed: &BTreeMap<String, (Entry, Origin)>,
     overrides: &LaunchOverrides,
 ) -> Result<(), ResolveError> {
-    let mut all: BTreeMap<PathBuf, Owner<'_>> = placed
+    let mut all: Vec<(String, Owner<'_>)> = placed
         .iter()
         .map(|(p, (e, o))| (p.clone(), Owner::Hook(e.kind(), o)))
         .collect();
-    for fixed in &overrides.fixed_destinations {
-        let key = lexical(fixed);
-        if let Some(owner) = all.get(&key).filter(|o| o.is_hook()) {
+    for fixed in overrides.fixed_destinations.iter().map(|p| lexical(p)) {
+        if let Some((entry, origin)) = placed.get(&fixed) {
             return Err(ResolveError::ReplacesPlanMount {
-                destination: display_path(&key),
-                owner: owner.describe(),
+                owner: Owner::Hook(entry.kind(), origin).describe(),
+                destination: display_escaped(&fixed),
             });
         }
-        all.entry(key).or_insert(Owner::Plan);
+        all.push((fixed, Owner::Plan));
     }
-    for cli in &overrides.cli_mounts {
-        all.entry(lexical(cli)).or_insert(Owner::Cli);
+    all.extend(overrides.cli_mounts.iter().map(|p| (lexical(p), Owner::Cli)));
+    all.sort_by(|a, b| component_cmp(&a.0, &b.0));
+    all.dedup_by(|later, earlier| later.0 == earlier.0);
+    let paths: Vec<&str> = all.iter().map(|(p, _)| p.as_str()).collect();
+    let owner = |i: usize| &all[i].1;
+    match find_nesting(&paths, |a, d| owner(a).is_hook() || owner(d).is_hook()) {
+        Some((outer, inner)) => Err(ResolveError::Nested {
+            inner: display_escaped(paths[inner]),
+            inner_owner: owner(inner).describe(),
+            outer: display_escaped(paths[outer]),
+            outer_owner: owner(outer).describe(),
+        }),
+        None => Ok(()),
     }
-    for (path, owner) in &all {
-        for ancestor in path.ancestors().skip(1) {
-            match all.get(ancestor) {
-                Some(outer) if owner.is_hook() || outer.is_hook() => {
-                    return Err(ResolveError::Nested {
-                        inner: display_path(path),
-                        inner_owner: owner.describe(),
-                        outer: display_path(ancestor),
-                        outer_owner: outer.describe(),
-                    });
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A `--lockdown` refusal: every surviving op reference and hook bind mount.

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::protocol::MountMode;
 use super::resolve::{Eliminated, EntryKind, Origin, Resolved};
-use super::validate::{Contribution, EnvValue, GeneratedFile, HookMount};
+use super::validate::{Contribution, EnvValue, GeneratedFile, HookMount, ResponseError, parse_response};
 
 /// A redacted view of contributions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -108,6 +108,13 @@ pub fn summarize_contribution(c: &Contribution) -> Summary {
     }
 }
 
+/// `ags hooks validate`: decode and validate a response (static rules only; mount sources are
+/// checked at materialization) and summarize it. The caller reads at most
+/// `MAX_DOCUMENT_BYTES + 1` bytes so an oversized file is refused without reading it whole.
+pub fn validate_and_summarize(bytes: &[u8]) -> Result<Summary, ResponseError> {
+    parse_response(bytes).map(|c| summarize_contribution(&c))
+}
+
 /// Summarize the merged result, with origins and eliminated entries.
 pub fn summarize_resolved(r: &Resolved) -> Summary {
     Summary {
@@ -192,23 +199,22 @@ mod tests {
 
     use super::*;
     use crate::hooks::resolve::{HookOutput, LaunchOverrides, resolve};
-    use crate::hooks::validate::parse_response;
 
     const SPEC: &str = include_str!("../../tests/fixtures/responses/valid-spec-example.json");
 
     #[test]
     fn contribution_text_and_json() {
-        let s = summarize_contribution(&parse_response(SPEC.as_bytes()).unwrap());
+        let s = validate_and_summarize(SPEC.as_bytes()).unwrap();
         assert_eq!(
             s.to_string(),
-            "env (2):\n  SERVICE_TOKEN  op reference\n  SERVICE_URL  literal\n\
+            "env (2):\n  SERVICE_URL  literal\n  SERVICE_TOKEN  op reference\n\
              files (1):\n  /tmp/development-client.json  15 bytes\n\
              mounts (1):\n  /workspace/service-data  ro  from host /absolute/host/generated-data\n"
         );
         assert_eq!(
             s.to_json(),
             serde_json::json!({
-                "env": [{"key": "SERVICE_TOKEN", "kind": "op_reference"}, {"key": "SERVICE_URL", "kind": "literal"}],
+                "env": [{"key": "SERVICE_URL", "kind": "literal"}, {"key": "SERVICE_TOKEN", "kind": "op_reference"}],
                 "files": [{"destination": "/tmp/development-client.json", "bytes": 15}],
                 "mounts": [{"destination": "/workspace/service-data", "source": "/absolute/host/generated-data", "mode": "ro"}]
             })

@@ -16,13 +16,12 @@
 //!
 //! Errors never contain env values, op references or file content.
 
-use std::collections::HashMap;
 use std::fmt;
 
 use super::json_de;
 use super::policy::{
     Destination, DestinationError, EnvKey, EnvKeyError, EnvLiteral, EnvLiteralError, HostSource,
-    HostSourceError, OpRef, OpRefError, display_escaped,
+    HostSourceError, OpRef, OpRefError, component_cmp, display_escaped, find_nesting,
 };
 use super::protocol::{EnvValueWire, FileWire, MountMode, MountWire, PROTOCOL_VERSION, PrepareResponse};
 use super::strict_json::{JsonError, JsonErrorKind, JsonPath, MAX_DOCUMENT_BYTES};
@@ -81,7 +80,7 @@ pub struct HookMount {
 /// What one hook contributes, after its own within-response precedence.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Contribution {
-    /// Env entries, sorted by key (keys are unique).
+    /// Env entries in response order (keys are unique).
     pub env: Vec<(EnvKey, EnvValue)>,
     /// Surviving generated files, in response order.
     pub files: Vec<GeneratedFile>,
@@ -163,51 +162,77 @@ pub fn parse_response(bytes: &[u8]) -> Result<Contribution, ResponseError> {
 
 /// Validate an already decoded response.
 pub fn validate(wire: PrepareResponse) -> Result<Contribution, ResponseError> {
-    let root = JsonPath::root();
     if wire.version != PROTOCOL_VERSION {
-        return Err(fail(&root.key("version"), Rule::Version));
+        return Err(fail(JsonPath::root().key("version"), Rule::Version));
     }
     let env = wire
         .env
         .unwrap_or_default()
+        .0
         .into_iter()
-        .map(|(k, v)| env_entry(&root, k, v));
+        .map(|(k, v)| env_entry(k, v));
     let env = env.collect::<Result<Vec<_>, _>>()?;
     let files = wire.files.unwrap_or_default().into_iter().enumerate();
-    let files = files.map(|(i, f)| file_entry(&root.key("files").index(i), f));
-    let files = files.collect::<Result<Vec<_>, _>>()?;
+    let files = files
+        .map(|(i, f)| file_entry(i, f))
+        .collect::<Result<Vec<_>, _>>()?;
     let mounts = wire.mounts.unwrap_or_default().into_iter().enumerate();
-    let mounts = mounts.map(|(i, m)| mount_entry(&root.key("mounts").index(i), m));
-    let mounts = mounts.collect::<Result<Vec<_>, _>>()?;
+    let mounts = mounts
+        .map(|(i, m)| mount_entry(i, m))
+        .collect::<Result<Vec<_>, _>>()?;
     let (files, mounts) = apply_within_response(files, mounts)?;
     Ok(Contribution { env, files, mounts })
 }
 
-fn fail(path: &JsonPath, rule: impl Into<Rule>) -> ResponseError {
+fn fail(path: JsonPath, rule: impl Into<Rule>) -> ResponseError {
     ResponseError {
         path: path.to_string(),
         rule: rule.into(),
     }
 }
 
-fn env_entry(root: &JsonPath, key: String, value: EnvValueWire) -> Result<(EnvKey, EnvValue), ResponseError> {
-    let path = root.key("env").key(&key);
-    let key = EnvKey::try_from(key).map_err(|e| fail(&path, e))?;
+/// The two entry arrays of a response. Paths are only built when an error is reported.
+#[derive(Debug, Clone, Copy)]
+enum Section {
+    Files,
+    Mounts,
+}
+
+impl Section {
+    fn path(self, index: usize, field: &str) -> JsonPath {
+        let name = match self {
+            Section::Files => "files",
+            Section::Mounts => "mounts",
+        };
+        JsonPath::root().key(name).index(index).key(field)
+    }
+}
+
+fn env_path(key: &str) -> JsonPath {
+    JsonPath::root().key("env").key(key)
+}
+
+fn env_entry(key: String, value: EnvValueWire) -> Result<(EnvKey, EnvValue), ResponseError> {
+    let key = EnvKey::try_new(key).map_err(|(e, key)| fail(env_path(&key), e))?;
     let value = match value {
-        EnvValueWire::Literal(s) => EnvValue::Literal(EnvLiteral::try_from(s).map_err(|e| fail(&path, e))?),
-        EnvValueWire::Op(r) => EnvValue::Op(OpRef::try_from(r.op).map_err(|e| fail(&path.key("op"), e))?),
+        EnvValueWire::Literal(s) => EnvLiteral::try_from(s)
+            .map(EnvValue::Literal)
+            .map_err(|e| fail(env_path(key.as_str()), e))?,
+        EnvValueWire::Op(r) => OpRef::try_from(r.op)
+            .map(EnvValue::Op)
+            .map_err(|e| fail(env_path(key.as_str()).key("op"), e))?,
     };
     Ok((key, value))
 }
 
-fn file_entry(path: &JsonPath, f: FileWire) -> Result<GeneratedFile, ResponseError> {
-    let destination = destination(path, f.destination)?;
+fn file_entry(i: usize, f: FileWire) -> Result<GeneratedFile, ResponseError> {
+    let destination = destination(Section::Files, i, f.destination)?;
     if f.content.len() > MAX_FILE_BYTES {
         let rule = Rule::FileTooLarge {
             size: f.content.len(),
             limit: MAX_FILE_BYTES,
         };
-        return Err(fail(&path.key("content"), rule));
+        return Err(fail(Section::Files.path(i, "content"), rule));
     }
     Ok(GeneratedFile {
         destination,
@@ -215,17 +240,17 @@ fn file_entry(path: &JsonPath, f: FileWire) -> Result<GeneratedFile, ResponseErr
     })
 }
 
-fn mount_entry(path: &JsonPath, m: MountWire) -> Result<HookMount, ResponseError> {
-    let source = HostSource::try_from(m.source).map_err(|e| fail(&path.key("source"), e))?;
+fn mount_entry(i: usize, m: MountWire) -> Result<HookMount, ResponseError> {
+    let source = HostSource::try_from(m.source).map_err(|e| fail(Section::Mounts.path(i, "source"), e))?;
     Ok(HookMount {
         source,
-        destination: destination(path, m.destination)?,
+        destination: destination(Section::Mounts, i, m.destination)?,
         mode: m.mode,
     })
 }
 
-fn destination(entry: &JsonPath, s: String) -> Result<Destination, ResponseError> {
-    Destination::try_from(s).map_err(|e| fail(&entry.key("destination"), e))
+fn destination(section: Section, i: usize, s: String) -> Result<Destination, ResponseError> {
+    Destination::try_from(s).map_err(|e| fail(section.path(i, "destination"), e))
 }
 
 /// Drop entries replaced by a later one at the same destination (mounts come after files), then
@@ -242,43 +267,46 @@ fn apply_within_response(
 }
 
 /// For files then mounts, whether each entry survives; an error if two survivors nest.
+///
+/// One sort in component order groups equal destinations (the last entry of a group wins) and
+/// puts every descendant right after its ancestors for [`find_nesting`].
 fn surviving_entries(files: &[GeneratedFile], mounts: &[HookMount]) -> Result<Vec<bool>, ResponseError> {
-    let root = JsonPath::root();
-    let order: Vec<(&str, JsonPath)> = files
+    let order: Vec<(&str, Section, usize)> = files
         .iter()
         .enumerate()
-        .map(|(i, f)| (f.destination.as_str(), root.key("files").index(i)))
+        .map(|(i, f)| (f.destination.as_str(), Section::Files, i))
         .chain(
             mounts
                 .iter()
                 .enumerate()
-                .map(|(i, m)| (m.destination.as_str(), root.key("mounts").index(i))),
+                .map(|(i, m)| (m.destination.as_str(), Section::Mounts, i)),
         )
         .collect();
-    let last: HashMap<&str, usize> = order.iter().enumerate().map(|(i, (d, _))| (*d, i)).collect();
-    let keep: Vec<bool> = order.iter().enumerate().map(|(i, (d, _))| last[d] == i).collect();
-    for (dest, path) in order.iter().zip(&keep).filter(|(_, k)| **k).map(|(e, _)| e) {
-        if let Some((outer, j)) = nearest_listed_ancestor(dest, &last) {
-            let rule = Rule::Nested {
-                inner: display_escaped(dest),
-                outer: display_escaped(outer),
-                outer_path: order[j].1.key("destination").to_string(),
-            };
-            return Err(fail(&path.key("destination"), rule));
-        }
+    let mut sorted: Vec<usize> = (0..order.len()).collect();
+    sorted.sort_by(|&a, &b| component_cmp(order[a].0, order[b].0).then(a.cmp(&b)));
+    let is_last = |pos: usize| {
+        sorted
+            .get(pos + 1)
+            .is_none_or(|&next| order[next].0 != order[sorted[pos]].0)
+    };
+    let winners: Vec<usize> = (0..sorted.len())
+        .filter(|&pos| is_last(pos))
+        .map(|pos| sorted[pos])
+        .collect();
+    let paths: Vec<&str> = winners.iter().map(|&w| order[w].0).collect();
+    if let Some((outer, inner)) = find_nesting(&paths, |_, _| true) {
+        let ((_, in_section, in_index), (_, out_section, out_index)) =
+            (order[winners[inner]], order[winners[outer]]);
+        let rule = Rule::Nested {
+            inner: display_escaped(paths[inner]),
+            outer: display_escaped(paths[outer]),
+            outer_path: out_section.path(out_index, "destination").to_string(),
+        };
+        return Err(fail(in_section.path(in_index, "destination"), rule));
     }
+    let mut keep = vec![false; order.len()];
+    winners.into_iter().for_each(|w| keep[w] = true);
     Ok(keep)
-}
-
-fn nearest_listed_ancestor<'a>(dest: &str, listed: &HashMap<&'a str, usize>) -> Option<(&'a str, usize)> {
-    let mut cut = dest;
-    while let Some(pos) = cut.rfind('/') {
-        cut = &cut[..pos];
-        if let Some((k, v)) = listed.get_key_value(cut) {
-            return Some((k, *v));
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -18,9 +18,9 @@ fn spec_example_parses() {
     let keys: Vec<(&str, &str)> = c.env.iter().map(|(k, v)| (k.as_str(), v.kind_name())).collect();
     assert_eq!(
         keys,
-        [("SERVICE_TOKEN", "op reference"), ("SERVICE_URL", "literal")]
+        [("SERVICE_URL", "literal"), ("SERVICE_TOKEN", "op reference")]
     );
-    match &c.env[0].1 {
+    match &c.env[1].1 {
         EnvValue::Op(r) => assert_eq!(r.as_str(), "op://Development/service/password"),
         other => panic!("{other:?}"),
     }
