@@ -45,6 +45,7 @@ pub enum HookEvent {
 /// It carries no credentials, no resolved secret values and nothing from other hooks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a prepare context object")]
 #[schemars(title = "ags prepare hook input")]
 pub struct HookContext {
     /// Protocol version; always `1`.
@@ -153,6 +154,7 @@ impl HookContext {
 /// between destinations; host existence of mount sources is checked when the launch is built.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a prepare response object")]
 #[schemars(title = "ags prepare hook output")]
 pub struct PrepareResponse {
     /// Protocol version; must be `1`.
@@ -220,7 +222,10 @@ pub enum EnvValueWire {
 
 /// `{"op": "op://VAULT/ITEM/[SECTION/]FIELD"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = r#"an object {"op": "op://VAULT/ITEM/FIELD"}"#
+)]
 pub struct OpRefWire {
     /// The reference; interpolation and commands are not supported.
     #[schemars(schema_with = "s::op_ref_schema")]
@@ -257,7 +262,10 @@ impl<'de> Visitor<'de> for EnvValueVisitor {
 
 /// A generated file: UTF-8 `content` staged privately and mounted read-only at `destination`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a file object with `destination` and `content`"
+)]
 pub struct FileWire {
     /// Normalized absolute container path strictly below /tmp, /workspace or /home/dev.
     #[schemars(schema_with = "s::destination_schema")]
@@ -268,7 +276,10 @@ pub struct FileWire {
 
 /// A bind mount of an existing host file or directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mount object with `source`, `destination` and `mode`"
+)]
 pub struct MountWire {
     /// Absolute, normalized host path of an existing regular file or directory. `ags` does not
     /// create it.

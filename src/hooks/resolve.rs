@@ -120,7 +120,7 @@ pub enum EntryKind {
 /// An entry that lost to a higher-precedence one (for the plan view; never carries values).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Eliminated {
-    /// The env key or destination.
+    /// The env key or destination (raw text; escape control characters before printing).
     pub target: String,
     /// What was removed.
     pub kind: EntryKind,
@@ -270,14 +270,15 @@ impl Merge {
     fn place(&mut self, dest: &Destination, entry: Entry, origin: &Origin) {
         let key = dest.as_str().to_owned();
         if let Some((old, loser)) = self.destinations.insert(key, (entry, origin.clone())) {
-            self.eliminate(dest.to_string(), old.kind(), loser, origin.clone());
+            self.eliminate(dest.as_str().to_owned(), old.kind(), loser, origin.clone());
         }
     }
 
     fn apply_cli_mounts(&mut self, cli_mounts: &[PathBuf]) {
         for path in cli_mounts {
-            if let Some((old, loser)) = self.destinations.remove(&lexical(path)) {
-                self.eliminate(display_path(path), old.kind(), loser, Origin::Cli);
+            let key = lexical(path);
+            if let Some((old, loser)) = self.destinations.remove(&key) {
+                self.eliminate(key, old.kind(), loser, Origin::Cli);
             }
         }
     }
@@ -311,10 +312,6 @@ impl Merge {
 /// Component-wise form of a path (drops `//`, trailing `/` and inner `.`), as text.
 fn lexical(p: &Path) -> String {
     p.components().collect::<PathBuf>().to_string_lossy().into_owned()
-}
-
-fn display_path(p: &Path) -> String {
-    display_escaped(&p.to_string_lossy())
 }
 
 /// Who placed a destination, for conflict messages.

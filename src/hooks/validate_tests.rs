@@ -145,9 +145,13 @@ fn every_fixture_is_covered() {
 fn shape_errors() {
     assert_eq!(
         error_of(b"[]"),
-        "$: wrong type: found an array, expected struct PrepareResponse"
+        "$: wrong type: found an array, expected a prepare response object"
     );
     assert_eq!(error_of(b"{}"), "$: missing required field `version`");
+    assert_eq!(
+        error_of(br#"{"version":1,"files":["/tmp/x"]}"#),
+        "$.files[0]: wrong type: found a string, expected a file object with `destination` and `content`"
+    );
     assert_eq!(
         error_of(br#"{"version":1,"env":{"A":5}}"#),
         "$.env.A: wrong type: found a number, expected a string or an object {\"op\": \
