@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use hooks::{HooksArgs, HooksCommand};
+pub use hooks::{EventArg, HookTestArgs, HooksArgs, HooksCommand, SchemaSide};
 
 /// Run AI coding agents in rootless Podman containers.
 ///

@@ -2,6 +2,7 @@
 //! stages; each function reads as the sequence of stage calls it performs.
 
 mod gc;
+mod hooks;
 mod plan;
 mod run;
 
@@ -14,7 +15,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         None => run::run(&cli.global, &cli.run),
         Some(Command::Plan(args)) => plan::plan(&cli.global, &args),
         Some(Command::Gc(args)) => gc::gc(&cli.global, &args),
-        Some(Command::Hooks(_args)) => Err(Error::Usage("ags hooks: not available in this build".into())),
+        Some(Command::Hooks(args)) => hooks::hooks(&cli.global, &args),
     }
 }
 
