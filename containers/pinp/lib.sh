@@ -87,14 +87,14 @@ import_tar() {
         --data-binary "@$tar" | jq -r '(.Id // .id // "") | ltrimstr("sha256:")'
 }
 
-# pinp_recipe: a hash of everything the pinp image is built from (the files of containers/pinp
-# and the image changes), recorded in the image's PINP_RECIPE_LABEL. A changed recipe means a
-# rebuild. Debian trixie itself moves on: `build-pinp-image --force` picks up new packages.
+# pinp_recipe: a hash of everything the pinp image is built from (build-rootfs, packages and
+# rootfs/ of containers/pinp, and the image changes), recorded in the image's PINP_RECIPE_LABEL.
+# A changed recipe means a rebuild. Debian trixie itself moves on: `build-pinp-image --force`
+# picks up new packages.
 pinp_recipe() {
     (
         cd "$PINP_DIR" || exit 1
-        find . -type f ! -name '*.md' -print0 | LC_ALL=C sort -z |
-            xargs -0 sha256sum
+        find build-rootfs packages rootfs -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
         stat -c '%a %n' rootfs/usr/local/bin/ags-pinp-init build-rootfs
         printf '%s\n' "${PINP_CHANGES[@]}"
     ) | sha256sum | cut -c1-64
