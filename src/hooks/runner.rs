@@ -1,0 +1,584 @@
+//! Stage 2 (run): the prepare-hook runner — the ONLY place in `ags` that spawns processes.
+//!
+//! Input: approved [`PreparedHook`]s in declaration order, the JSON context, [`Limits`], an
+//! [`Interrupt`] and a `parse` callback (the response validator). Output: one [`HookRun`] per hook
+//! in declaration order, or a [`RunError`] naming the first real failure, with a [`HookReport`]
+//! per hook for the run log either way. I/O: execution copies in the approval store, child
+//! processes, their pipes, and hook diagnostics on `ags`'s stderr.
+//!
+//! Rules enforced here:
+//! - at most `concurrency` hooks run at once; the phase deadline bounds running AND queued hooks;
+//! - each hook's timeout comes from its declaration;
+//! - every hook runs from a freshly verified private copy, in its own process group, with a
+//!   scrubbed environment, `workdir` as cwd, and the context on stdin followed by EOF;
+//! - when the entrypoint ends (for any reason) its whole process group is SIGKILLed before the
+//!   entrypoint is reaped, so the group id cannot have been reused;
+//! - the first failure, the phase deadline or an interrupt cancels everything else; the real
+//!   cause is returned, never a peer's secondary "cancelled"; there are no retries.
+
+mod child;
+mod output;
+
+use std::error::Error as StdError;
+use std::fmt::Write as _;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, sleep_until};
+
+pub use output::{StderrSink, escape_controls, stderr_to_terminal};
+
+use super::entrypoint::PreparedHook;
+use super::exec_copy::ExecCopyError;
+use super::trust::{TrustError, TrustStore};
+
+/// Default number of hooks running at once.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+/// Default bound on the whole execution phase, queueing included.
+pub const DEFAULT_PHASE_DEADLINE: Duration = Duration::from_secs(60);
+/// Default stdout cap per hook (1 MiB).
+pub const DEFAULT_STDOUT_CAP: usize = 1024 * 1024;
+/// Default stderr cap per hook (64 KiB); the excess is read and discarded.
+pub const DEFAULT_STDERR_CAP: usize = 64 * 1024;
+/// How long to keep reading pipes after the hook's group was killed (a re-grouped daemon may hold
+/// them open forever).
+pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Environment variables passed through to hooks (when set); everything else is scrubbed.
+pub const PASSED_ENV: [&str; 6] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "XDG_RUNTIME_DIR",
+    "DBUS_SESSION_BUS_ADDRESS",
+];
+
+/// Resource limits of one prepare phase. `Default` gives the production values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Hooks running at once (at least 1).
+    pub concurrency: usize,
+    /// Deadline of the whole phase, measured from the start of [`run_hooks`].
+    pub phase_deadline: Duration,
+    /// Stdout bytes accepted per hook; more kills the hook.
+    pub stdout_cap: usize,
+    /// Stderr bytes shown per hook; more is discarded (and counted).
+    pub stderr_cap: usize,
+    /// Pipe draining after the group was killed.
+    pub drain_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            concurrency: DEFAULT_CONCURRENCY,
+            phase_deadline: DEFAULT_PHASE_DEADLINE,
+            stdout_cap: DEFAULT_STDOUT_CAP,
+            stderr_cap: DEFAULT_STDERR_CAP,
+            drain_grace: DEFAULT_DRAIN_GRACE,
+        }
+    }
+}
+
+/// Everything a phase needs besides the hooks and the response parser.
+pub struct RunSetup {
+    /// The approval store (rechecked right before each execution; holds the execution copies).
+    pub store: TrustStore,
+    /// The canonical workdir: each hook's cwd.
+    pub workdir: PathBuf,
+    /// The UTF-8 JSON context written to every hook's stdin.
+    pub context: Arc<[u8]>,
+    /// Limits.
+    pub limits: Limits,
+    /// Cancellation by the user (SIGINT/SIGTERM/SIGHUP).
+    pub interrupt: Interrupt,
+    /// Where escaped, name-prefixed stderr lines go.
+    pub stderr: StderrSink,
+}
+
+impl RunSetup {
+    /// Production defaults: default limits, no interrupt source, stderr to the terminal.
+    pub fn new(store: TrustStore, workdir: PathBuf, context: Arc<[u8]>) -> Self {
+        Self {
+            store,
+            workdir,
+            context,
+            limits: Limits::default(),
+            interrupt: Interrupt::never(),
+            stderr: stderr_to_terminal(),
+        }
+    }
+}
+
+/// Cancellation input of a phase: triggered with the number of the signal that asked for it.
+#[derive(Debug, Clone)]
+pub struct Interrupt {
+    rx: Option<watch::Receiver<Option<i32>>>,
+}
+
+/// The triggering side of an [`Interrupt`].
+#[derive(Debug, Clone)]
+pub struct InterruptHandle {
+    tx: Arc<watch::Sender<Option<i32>>>,
+}
+
+/// A connected trigger and interrupt.
+pub fn interrupt_channel() -> (InterruptHandle, Interrupt) {
+    let (tx, rx) = watch::channel(None);
+    (InterruptHandle { tx: Arc::new(tx) }, Interrupt { rx: Some(rx) })
+}
+
+impl InterruptHandle {
+    /// Cancel the phase as if `signal` had been received (the first trigger wins).
+    pub fn trigger(&self, signal: i32) {
+        self.tx
+            .send_if_modified(|v| v.is_none() && v.replace(signal).is_none());
+    }
+}
+
+impl Interrupt {
+    /// An interrupt that never fires.
+    pub fn never() -> Self {
+        Self { rx: None }
+    }
+
+    /// Fire on SIGINT, SIGTERM or SIGHUP. Must be called inside a Tokio runtime. Note: once
+    /// Tokio handles a signal, its default action (terminating `ags`) is not restored for the
+    /// rest of the process; the caller must act on it afterwards too.
+    pub fn on_signals() -> io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (handle, interrupt) = interrupt_channel();
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut term = signal(SignalKind::terminate())?;
+        let mut hup = signal(SignalKind::hangup())?;
+        tokio::spawn(async move {
+            let sig = tokio::select! {
+                _ = int.recv() => libc::SIGINT,
+                _ = term.recv() => libc::SIGTERM,
+                _ = hup.recv() => libc::SIGHUP,
+                () = handle.tx.closed() => return,
+            };
+            handle.trigger(sig);
+        });
+        Ok(interrupt)
+    }
+
+    async fn wait(&mut self) -> i32 {
+        if let Some(rx) = &mut self.rx
+            && let Ok(sig) = rx.wait_for(Option::is_some).await
+        {
+            return sig.unwrap_or(libc::SIGINT);
+        }
+        std::future::pending().await
+    }
+}
+
+/// How one hook execution ended (the run log's `outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Exit 0 and an accepted response.
+    Ok,
+    /// Non-zero exit, death by signal, or an I/O failure talking to it.
+    Failed,
+    /// Its own timeout or the phase deadline.
+    Timeout,
+    /// Killed because a peer failed or the user interrupted.
+    Cancelled,
+    /// Never started (queued when the phase stopped).
+    NotStarted,
+    /// Exit 0 but the response was rejected.
+    Rejected,
+    /// Could not be started (copy, approval recheck, exec).
+    SpawnError,
+    /// Wrote more than the stdout cap.
+    OutputTooLarge,
+    /// Its approval disappeared before execution.
+    NotApproved,
+}
+
+/// How the entrypoint process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitInfo {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+/// What happened to one hook (for the run log): no output content, only sizes.
+#[derive(Debug, Clone)]
+pub struct HookReport {
+    /// Hook name.
+    pub name: String,
+    /// Approval hash.
+    pub hash: String,
+    /// When it was started (None: never started).
+    pub started_at: Option<SystemTime>,
+    /// Spawn to reap.
+    pub duration: Duration,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// How the entrypoint ended, when it was started and reaped.
+    pub exit: Option<ExitInfo>,
+    /// Bytes read from stdout.
+    pub stdout_bytes: u64,
+    /// Bytes read from stderr (including discarded ones).
+    pub stderr_bytes: u64,
+}
+
+impl HookReport {
+    fn not_started(hook: &PreparedHook) -> Self {
+        Self {
+            name: hook.decl.name.clone(),
+            hash: hook.hash.clone(),
+            started_at: None,
+            duration: Duration::ZERO,
+            outcome: Outcome::NotStarted,
+            exit: None,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+        }
+    }
+}
+
+/// A successful hook: its report and what `parse` made of its stdout.
+#[derive(Debug)]
+pub struct HookRun<T> {
+    /// The report.
+    pub report: HookReport,
+    /// The parsed response.
+    pub value: T,
+}
+
+/// Why one hook failed (shown under [`RunError::Failed`], which names the hook).
+#[derive(Debug, thiserror::Error)]
+pub enum HookFailure {
+    /// The approval token disappeared between the approval check and execution.
+    #[error("its approval (hash {hash}) is gone; nothing was run. Rerun to approve it again")]
+    NotApproved {
+        /// The approval hash.
+        hash: String,
+    },
+    /// Rechecking approval failed.
+    #[error(transparent)]
+    Trust(#[from] TrustError),
+    /// The private execution copy failed.
+    #[error(transparent)]
+    ExecCopy(#[from] ExecCopyError),
+    /// `exec` failed.
+    #[error("cannot execute {}: {source}; {hint}", program.display())]
+    Spawn {
+        /// The execution copy.
+        program: PathBuf,
+        /// The OS error.
+        source: io::Error,
+        /// What to check.
+        hint: String,
+    },
+    /// Its per-hook timeout expired.
+    #[error("timed out after {seconds} s (its timeout_seconds); its process group was killed")]
+    Timeout {
+        /// The declared timeout.
+        seconds: u32,
+    },
+    /// Non-zero exit.
+    #[error("exited with code {code}{detail}")]
+    NonZeroExit {
+        /// Exit code.
+        code: i32,
+        /// `: <message>` from an `{"error": "..."}` stdout, or a note that there was none.
+        detail: String,
+    },
+    /// Death by signal.
+    #[error("killed by signal {signal} ({signal_name})")]
+    Signaled {
+        /// Signal number.
+        signal: i32,
+        /// Signal name (`SIGTERM`).
+        signal_name: String,
+    },
+    /// More stdout than the cap.
+    #[error("wrote more than {cap} bytes to stdout (the limit); it was killed")]
+    OutputTooLarge {
+        /// The cap.
+        cap: usize,
+    },
+    /// Exit 0 but `parse` rejected the response.
+    #[error("invalid response: {source}")]
+    Rejected {
+        /// The validator's error.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// Talking to the process failed.
+    #[error("{what} failed: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+impl HookFailure {
+    fn outcome(&self) -> Outcome {
+        match self {
+            Self::NotApproved { .. } => Outcome::NotApproved,
+            Self::Trust(_) | Self::ExecCopy(_) | Self::Spawn { .. } => Outcome::SpawnError,
+            Self::Timeout { .. } => Outcome::Timeout,
+            Self::OutputTooLarge { .. } => Outcome::OutputTooLarge,
+            Self::Rejected { .. } => Outcome::Rejected,
+            Self::NonZeroExit { .. } | Self::Signaled { .. } | Self::Io { .. } => Outcome::Failed,
+        }
+    }
+}
+
+/// The phase failed; every variant carries a report per hook, in declaration order.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A hook failed first; the others were cancelled.
+    #[error("prepare hook {name} failed: {cause}{}", stopped_note(cancelled))]
+    Failed {
+        /// The first failing hook.
+        name: String,
+        /// Why.
+        cause: Box<HookFailure>,
+        /// Hooks killed or never started because of it.
+        cancelled: Vec<String>,
+        /// Per-hook reports.
+        reports: Vec<HookReport>,
+    },
+    /// The phase deadline expired.
+    #[error(
+        "prepare hooks did not finish within the {}-second phase deadline{}; make the hooks faster or declare fewer of them",
+        seconds,
+        stopped_note(unfinished)
+    )]
+    PhaseDeadline {
+        /// The deadline in seconds.
+        seconds: u64,
+        /// Hooks killed or never started.
+        unfinished: Vec<String>,
+        /// Per-hook reports.
+        reports: Vec<HookReport>,
+    },
+    /// SIGINT/SIGTERM/SIGHUP (or the caller's interrupt) arrived.
+    #[error("prepare hooks interrupted by signal {signal} ({}){}", signal_name(*signal), stopped_note(unfinished))]
+    Interrupted {
+        /// Signal number.
+        signal: i32,
+        /// Hooks killed or never started.
+        unfinished: Vec<String>,
+        /// Per-hook reports.
+        reports: Vec<HookReport>,
+    },
+}
+
+impl RunError {
+    /// Per-hook reports, in declaration order (for the run log).
+    pub fn reports(&self) -> &[HookReport] {
+        match self {
+            Self::Failed { reports, .. }
+            | Self::PhaseDeadline { reports, .. }
+            | Self::Interrupted { reports, .. } => reports,
+        }
+    }
+}
+
+fn stopped_note(names: &[String]) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    format!("; stopped without result: {}", names.join(", "))
+}
+
+/// `SIGTERM` for 15; `signal N` when unknown.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
+}
+
+/// Why running hooks are being killed by the coordinator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AbortReason {
+    /// A peer failed or the user interrupted.
+    Cancel,
+    /// The phase deadline expired.
+    PhaseDeadline,
+}
+
+/// Shared, read-only inputs of every hook task.
+struct TaskEnv {
+    store: TrustStore,
+    workdir: PathBuf,
+    context: Arc<[u8]>,
+    limits: Limits,
+    sink: StderrSink,
+}
+
+enum Stop {
+    Failed(usize, HookFailure),
+    Deadline,
+    Interrupted(i32),
+}
+
+/// Run `hooks` (already approved) concurrently and hand each successful stdout to `parse`.
+/// Results come back in declaration order, whatever the completion order. A `parse` error is
+/// that hook's failure and cancels its peers.
+pub async fn run_hooks<T, E, F>(
+    hooks: Vec<PreparedHook>,
+    setup: RunSetup,
+    mut parse: F,
+) -> Result<Vec<HookRun<T>>, RunError>
+where
+    F: FnMut(&PreparedHook, &[u8]) -> Result<T, E>,
+    E: Into<Box<dyn StdError + Send + Sync>>,
+{
+    let RunSetup {
+        store,
+        workdir,
+        context,
+        limits,
+        mut interrupt,
+        stderr,
+    } = setup;
+    let deadline = Instant::now() + limits.phase_deadline;
+    let hooks: Vec<Arc<PreparedHook>> = hooks.into_iter().map(Arc::new).collect();
+    let mut reports: Vec<HookReport> = hooks.iter().map(|h| HookReport::not_started(h)).collect();
+    let mut values: Vec<Option<T>> = hooks.iter().map(|_| None).collect();
+    let env = Arc::new(TaskEnv {
+        store,
+        workdir,
+        context,
+        limits: limits.clone(),
+        sink: stderr,
+    });
+    let (abort_tx, _) = watch::channel(None);
+    let mut set = JoinSet::new();
+    let mut next = 0;
+    let mut stop: Option<Stop> = None;
+    loop {
+        while stop.is_none() && next < hooks.len() && set.len() < limits.concurrency.max(1) {
+            let task = child::run_one(next, hooks[next].clone(), env.clone(), abort_tx.subscribe());
+            set.spawn(task);
+            next += 1;
+        }
+        if set.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            joined = set.join_next() => {
+                let done = joined
+                    .expect("the join set is not empty")
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+                let index = done.index;
+                reports[index] = done.report;
+                let failure = match done.failure {
+                    Some(f) => Some(f),
+                    None if stop.is_none() && reports[index].outcome == Outcome::Ok => {
+                        match parse(&hooks[index], &done.stdout) {
+                            Ok(v) => { values[index] = Some(v); None }
+                            Err(e) => Some(HookFailure::Rejected { source: e.into() }),
+                        }
+                    }
+                    None => None,
+                };
+                if let Some(f) = failure {
+                    reports[index].outcome = f.outcome();
+                    if stop.is_none() {
+                        stop = Some(Stop::Failed(index, f));
+                        abort_tx.send_replace(Some(AbortReason::Cancel));
+                    }
+                }
+            }
+            sig = interrupt.wait(), if stop.is_none() => {
+                stop = Some(Stop::Interrupted(sig));
+                abort_tx.send_replace(Some(AbortReason::Cancel));
+            }
+            () = sleep_until(deadline), if stop.is_none() => {
+                stop = Some(Stop::Deadline);
+                abort_tx.send_replace(Some(AbortReason::PhaseDeadline));
+            }
+        }
+    }
+    finish(stop, reports, values, &limits)
+}
+
+fn finish<T>(
+    stop: Option<Stop>,
+    reports: Vec<HookReport>,
+    values: Vec<Option<T>>,
+    limits: &Limits,
+) -> Result<Vec<HookRun<T>>, RunError> {
+    let unfinished = |reports: &[HookReport]| -> Vec<String> {
+        let stopped = [Outcome::Cancelled, Outcome::NotStarted, Outcome::Timeout];
+        reports
+            .iter()
+            .filter(|r| stopped.contains(&r.outcome))
+            .map(|r| r.name.clone())
+            .collect()
+    };
+    match stop {
+        None => Ok(reports
+            .into_iter()
+            .zip(values)
+            .map(|(report, value)| HookRun {
+                report,
+                value: value.expect("every hook succeeded when the phase did not stop"),
+            })
+            .collect()),
+        Some(Stop::Failed(index, cause)) => {
+            let mut cancelled = unfinished(&reports);
+            cancelled.retain(|n| *n != reports[index].name);
+            Err(RunError::Failed {
+                name: reports[index].name.clone(),
+                cause: Box::new(cause),
+                cancelled,
+                reports,
+            })
+        }
+        Some(Stop::Deadline) => Err(RunError::PhaseDeadline {
+            seconds: limits.phase_deadline.as_secs(),
+            unfinished: unfinished(&reports),
+            reports,
+        }),
+        Some(Stop::Interrupted(signal)) => Err(RunError::Interrupted {
+            signal,
+            unfinished: unfinished(&reports),
+            reports,
+        }),
+    }
+}
+
+/// `: <message>` from a non-zero exit's `{"error": "..."}` stdout (escaped, at most 1000
+/// characters), or a note that stdout held no such object.
+fn error_detail(stdout: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct ErrorBody {
+        error: String,
+    }
+    const MAX_CHARS: usize = 1000;
+    if stdout.iter().all(u8::is_ascii_whitespace) {
+        return String::new();
+    }
+    match serde_json::from_slice::<ErrorBody>(stdout) {
+        Ok(body) => {
+            let mut msg: String = body.error.chars().take(MAX_CHARS).collect();
+            if body.error.chars().count() > MAX_CHARS {
+                msg.push('…');
+            }
+            let mut out = String::from(": ");
+            let _ = write!(out, "{}", escape_controls(&msg).replace('\n', "\\n"));
+            out
+        }
+        Err(e) => format!(" (stdout is not an {{\"error\": \"...\"}} object: {e})"),
+    }
+}
