@@ -219,7 +219,10 @@ fn run_log_appends_private_lines_reads_back_and_rotates() {
     let second = Record::new("ags-1-3", &decl, &report("svc", Outcome::Failed), vec![], vec![]);
     RunLog::append(&env.paths, &second).unwrap();
     assert!(log.with_extension("jsonl.1").exists());
-    assert_eq!(RunLog::read_last(&env.paths, 1).unwrap(), [second.clone()]);
+    assert_eq!(
+        RunLog::read_last(&env.paths, 1).unwrap(),
+        std::slice::from_ref(&second)
+    );
     assert_eq!(
         RunLog::read_last(&env.paths, 5).unwrap(),
         [rec, second],
