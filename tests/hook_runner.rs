@@ -366,3 +366,71 @@ async fn env_probe_child() {
     }
     println!("env probe passed");
 }
+
+/// Timing by hand (not an assertion): `cargo test --release --test hook_runner -- --ignored
+/// measure_spawn_overhead --nocapture`. Reports medians of 5 rounds and the CPU time spent by
+/// this process (the runner) and by its children (the hooks).
+#[tokio::test]
+#[ignore = "measurement, run by hand in release mode"]
+async fn measure_spawn_overhead() {
+    let env = TestEnv::new();
+    for fixture in ["ok", "ignores-stdin"] {
+        let hook = env.approved(env.decl("trivial", fixture, &[], 30));
+        let run = |n: usize, concurrency: usize| {
+            let (mut setup, _) = env.setup(Limits::default());
+            setup.limits.concurrency = concurrency;
+            run_hooks(vec![hook.clone(); n], setup, hook_support::text)
+        };
+        run(4, 4).await.unwrap(); // warm-up
+        let (mut one, mut sixteen, mut sixty_four) = (vec![], vec![], vec![]);
+        let (mut cpu16, mut cpu64) = ((0, 0), (0, 0));
+        for _ in 0..5 {
+            let (cpu, start) = (cpu_ticks(), Instant::now());
+            for _ in 0..16 {
+                let t = Instant::now();
+                run(1, 1).await.unwrap();
+                one.push(t.elapsed());
+            }
+            sixteen.push(start.elapsed());
+            cpu16 = add(cpu16, since(cpu));
+            let (cpu, start) = (cpu_ticks(), Instant::now());
+            run(64, 4).await.unwrap();
+            sixty_four.push(start.elapsed());
+            cpu64 = add(cpu64, since(cpu));
+        }
+        let median = |v: &mut Vec<Duration>| {
+            v.sort();
+            v[v.len() / 2]
+        };
+        let (one, sixteen, sixty_four) = (median(&mut one), median(&mut sixteen), median(&mut sixty_four));
+        println!(
+            "{fixture}: 1 hook {one:?}; 16 sequential {sixteen:?}; 64 at concurrency 4 {sixty_four:?}; \
+             ratio {:.2}; CPU ticks (runner, hooks) over 5 rounds: 16 seq {cpu16:?}, 64 conc {cpu64:?}",
+            sixty_four.as_secs_f64() / sixteen.as_secs_f64()
+        );
+    }
+}
+
+/// (this process, its reaped children) CPU time in clock ticks, from /proc/self/stat.
+fn cpu_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let f: Vec<u64> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (f[0] + f[1], f[2] + f[3])
+}
+
+fn since(before: (u64, u64)) -> (u64, u64) {
+    let now = cpu_ticks();
+    (now.0 - before.0, now.1 - before.1)
+}
+
+fn add(a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+    (a.0 + b.0, a.1 + b.1)
+}

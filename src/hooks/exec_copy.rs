@@ -1,19 +1,25 @@
 //! Stage 2 (run): private execution copies of approved entrypoint bytes.
 //!
-//! Input: a [`PreparedHook`] (declaration, bytes read once, approval hash) and the approval store
-//! directory. Output: an [`ExecCopy`], a `0700` file `<store>/ags-hook-exec-<pid>-<random>/<basename>`
-//! holding exactly the approved bytes, re-hashed from disk before use. I/O: creates, reads and
-//! removes that directory; never executes anything (only `runner` spawns).
+//! Input: [`PreparedHook`]s (declaration, bytes read once, approval hash) and the approval store
+//! directory. Output: per phase an [`ExecDir`], `<store>/ags-hook-exec-<pid>-<random>/`, holding
+//! `0700` files `<basename>` with exactly the approved bytes, re-hashed from disk before each use.
+//! I/O: creates, reads and removes that directory; never executes anything (only `runner` spawns).
 //!
 //! Copies live in the approval store (owner-only, normally under `~/.local/state`), not in the
 //! system temporary directory, so a `noexec` `/tmp` does not matter. The directory is removed
-//! when the [`ExecCopy`] is dropped, on every path (success, failure, timeout, cancellation);
-//! [`sweep_stale`] removes what a crashed `ags` left behind.
+//! when the [`ExecDir`] is dropped at the end of the phase, on every path (success, failure,
+//! timeout, cancellation); [`sweep_stale`] removes what a crashed `ags` left behind.
+//!
+//! One directory per phase rather than per hook: each directory costs an inode allocation and an
+//! `rmdir`, which took milliseconds on a busy ext4 journal in measurements.
 
+use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime};
 
 use nix::errno::Errno;
@@ -25,6 +31,17 @@ use super::trust::approval_hash;
 
 /// Name prefix of execution-copy directories.
 pub const EXEC_DIR_PREFIX: &str = "ags-hook-exec-";
+
+/// Writing a copy (exclusive) never overlaps a fork (shared). A child forked while a copy is open
+/// for writing inherits that descriptor until its own `exec`, and an `exec` of the copy during
+/// that window fails with ETXTBSY ("text file busy"). Forks may overlap each other.
+static FORK_VS_WRITE: RwLock<()> = RwLock::new(());
+
+/// Hold this while forking/spawning a process (the runner does): no execution copy is open for
+/// writing meanwhile.
+pub fn fork_guard() -> RwLockReadGuard<'static, ()> {
+    FORK_VS_WRITE.read().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The execution copy could not be made or verified.
 #[derive(Debug, thiserror::Error)]
@@ -53,103 +70,142 @@ pub enum ExecCopyError {
     },
 }
 
-/// A verified private copy; its directory is removed on drop.
+/// The private execution directory of one prepare phase, `<store>/ags-hook-exec-<pid>-<random>`:
+/// created at the first copy, removed with everything in it on drop. Each distinct approved hash
+/// gets one copy, `<dir>/<basename>` (or `<dir>/alt-N/<basename>` when another hook of the phase
+/// already uses that basename); hooks with the same hash share it.
 #[derive(Debug)]
-pub struct ExecCopy {
+pub struct ExecDir {
     dir: PathBuf,
-    program: PathBuf,
+    state: Mutex<DirState>,
 }
 
-impl ExecCopy {
-    /// Write `hook`'s approved bytes into a fresh private directory inside `store_dir`, then
-    /// re-read the copy and check that it hashes (with the declaration) to `hook.hash`.
-    pub fn create(store_dir: &Path, hook: &PreparedHook) -> Result<Self, ExecCopyError> {
-        let name = &hook.decl.name;
-        let dir = store_dir.join(format!(
-            "{EXEC_DIR_PREFIX}{}-{}",
-            std::process::id(),
-            random_hex()
-        ));
-        let write_err = |path: &Path| {
-            let (name, path) = (name.clone(), path.to_path_buf());
-            move |source| ExecCopyError::Write { name, path, source }
-        };
-        DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(write_err(&dir))?;
-        // From here on the guard removes the directory, whatever happens.
-        let copy = Self {
-            program: dir.join(basename(&hook.decl.executable)),
-            dir,
-        };
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o700)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&copy.program)
-            .map_err(write_err(&copy.program))?;
-        file.write_all(&hook.entrypoint)
-            .map_err(write_err(&copy.program))?;
-        drop(file); // no writable descriptor may outlive this point (ETXTBSY on exec)
-        copy.verify(hook)?;
-        Ok(copy)
+#[derive(Debug, Default)]
+struct DirState {
+    created: bool,
+    by_hash: HashMap<String, PathBuf>,
+    names: HashSet<OsString>,
+}
+
+impl ExecDir {
+    /// Choose a fresh directory name inside `store_dir` (nothing is created yet).
+    pub fn new(store_dir: &Path) -> Self {
+        let name = format!("{EXEC_DIR_PREFIX}{}-{}", std::process::id(), random_hex());
+        Self {
+            dir: store_dir.join(name),
+            state: Mutex::default(),
+        }
     }
 
-    /// The file to execute (keeps the declared entrypoint's basename).
-    pub fn program(&self) -> &Path {
-        &self.program
-    }
-
-    /// The private directory holding the copy.
-    pub fn dir(&self) -> &Path {
+    /// The directory (it exists once a copy was made).
+    pub fn path(&self) -> &Path {
         &self.dir
     }
 
-    fn verify(&self, hook: &PreparedHook) -> Result<(), ExecCopyError> {
-        let mismatch = |found: String| ExecCopyError::Mismatch {
-            name: hook.decl.name.clone(),
-            path: self.program.clone(),
-            expected: hook.hash.clone(),
-            found,
-        };
-        let read_err = |source| ExecCopyError::Write {
-            name: hook.decl.name.clone(),
-            path: self.program.clone(),
-            source,
-        };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.program)
-            .map_err(read_err)?;
-        let meta = file.metadata().map_err(read_err)?;
-        if !meta.is_file() || meta.mode() & 0o7777 != 0o700 {
-            return Err(mismatch(format!("a file of mode {:04o}", meta.mode() & 0o7777)));
+    /// The path of a private 0700 copy of `hook`'s approved bytes, written on first use for
+    /// its hash and re-read and re-hashed against `hook.hash` on every call (fail closed).
+    pub fn copy(&self, hook: &PreparedHook) -> Result<PathBuf, ExecCopyError> {
+        let program = self.materialize(hook)?;
+        verify(&program, hook)?;
+        Ok(program)
+    }
+
+    fn materialize(&self, hook: &PreparedHook) -> Result<PathBuf, ExecCopyError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(program) = state.by_hash.get(&hook.hash) {
+            return Ok(program.clone());
         }
-        let mut bytes = Vec::with_capacity(hook.entrypoint.len());
-        file.read_to_end(&mut bytes).map_err(read_err)?;
-        let found = approval_hash(&hook.decl, &bytes);
-        if found != hook.hash {
-            return Err(mismatch(found));
+        let write_err = |path: &Path| {
+            let (name, path) = (hook.decl.name.clone(), path.to_path_buf());
+            move |source| ExecCopyError::Write { name, path, source }
+        };
+        if !state.created {
+            private_dir(&self.dir).map_err(write_err(&self.dir))?;
+            state.created = true;
         }
-        Ok(())
+        let base = hook.decl.executable.file_name().unwrap_or(OsStr::new("hook"));
+        let parent = if state.names.insert(base.to_owned()) {
+            self.dir.clone()
+        } else {
+            let alt = (1..)
+                .map(|k| OsString::from(format!("alt-{k}")))
+                .find(|n| !state.names.contains(n))
+                .expect("an unused name exists");
+            state.names.insert(alt.clone());
+            let sub = self.dir.join(alt);
+            private_dir(&sub).map_err(write_err(&sub))?;
+            sub
+        };
+        let program = parent.join(base);
+        write_private(&program, &hook.entrypoint).map_err(write_err(&program))?;
+        state.by_hash.insert(hook.hash.clone(), program.clone());
+        Ok(program)
     }
 }
 
-impl Drop for ExecCopy {
+impl Drop for ExecDir {
     fn drop(&mut self) {
+        let created = self.state.get_mut().map(|s| s.created).unwrap_or(true);
+        if !created {
+            return;
+        }
         if let Err(e) = fs::remove_dir_all(&self.dir)
             && e.kind() != io::ErrorKind::NotFound
         {
-            eprintln!("ags: could not remove execution copy {}: {e}", self.dir.display());
+            eprintln!(
+                "ags: could not remove execution copies {}: {e}",
+                self.dir.display()
+            );
         }
     }
 }
 
-fn basename(executable: &Path) -> &std::ffi::OsStr {
-    executable.file_name().unwrap_or(std::ffi::OsStr::new("hook"))
+/// Re-read `program` and check that, with the declaration, it hashes to the approved hash.
+fn verify(program: &Path, hook: &PreparedHook) -> Result<(), ExecCopyError> {
+    let mismatch = |found: String| ExecCopyError::Mismatch {
+        name: hook.decl.name.clone(),
+        path: program.into(),
+        expected: hook.hash.clone(),
+        found,
+    };
+    let read_err = |source| ExecCopyError::Write {
+        name: hook.decl.name.clone(),
+        path: program.into(),
+        source,
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(program)
+        .map_err(read_err)?;
+    let meta = file.metadata().map_err(read_err)?;
+    if !meta.is_file() || meta.mode() & 0o7777 != 0o700 {
+        return Err(mismatch(format!("a file of mode {:04o}", meta.mode() & 0o7777)));
+    }
+    let mut bytes = Vec::with_capacity(hook.entrypoint.len());
+    file.read_to_end(&mut bytes).map_err(read_err)?;
+    let found = approval_hash(&hook.decl, &bytes);
+    if found != hook.hash {
+        return Err(mismatch(found));
+    }
+    Ok(())
+}
+
+fn private_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().mode(0o700).create(dir)
+}
+
+/// Create `path` (0700, never following a symlink) holding `bytes`, with no fork in between.
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let _no_fork = FORK_VS_WRITE.write().unwrap_or_else(PoisonError::into_inner);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o700)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    file.write_all(bytes)
+    // `file` is closed here, before the lock is released
 }
 
 fn random_hex() -> String {
@@ -209,6 +265,52 @@ fn process_exists(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{HookDecl, HookScope};
+
+    fn hook(exe: &str, bytes: &[u8]) -> PreparedHook {
+        let decl = HookDecl {
+            name: "h".into(),
+            executable: exe.into(),
+            args: vec![],
+            timeout_seconds: 30,
+            scope: HookScope::Global,
+            config_path: "/c.toml".into(),
+        };
+        let hash = approval_hash(&decl, bytes);
+        PreparedHook {
+            decl,
+            entrypoint: bytes.to_vec().into(),
+            hash,
+        }
+    }
+
+    #[test]
+    fn copies_keep_basename_share_by_hash_and_vanish_on_drop() {
+        let store = tempfile::tempdir().unwrap();
+        let dir = ExecDir::new(store.path());
+        let (a, b) = (hook("/x/prep", b"one"), hook("/y/prep", b"two"));
+        let pa = dir.copy(&a).unwrap();
+        assert_eq!(pa, dir.path().join("prep"));
+        assert_eq!(fs::read(&pa).unwrap(), b"one");
+        assert_eq!(fs::metadata(&pa).unwrap().mode() & 0o7777, 0o700);
+        assert_eq!(dir.copy(&a).unwrap(), pa, "same hash, same copy");
+        let pb = dir.copy(&b).unwrap();
+        assert_eq!(pb, dir.path().join("alt-1/prep"));
+        let path = dir.path().to_path_buf();
+        drop(dir);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn tampered_copy_fails_closed() {
+        let store = tempfile::tempdir().unwrap();
+        let dir = ExecDir::new(store.path());
+        let a = hook("/x/prep", b"one");
+        let pa = dir.copy(&a).unwrap();
+        fs::write(&pa, b"evil").unwrap();
+        let err = dir.copy(&a).unwrap_err().to_string();
+        assert!(err.contains("does not match the approved hash"), "{err}");
+    }
 
     #[test]
     fn creator_pid_parses_only_our_names() {

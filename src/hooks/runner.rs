@@ -34,6 +34,7 @@ pub use output::{StderrSink, escape_controls, stderr_to_terminal};
 pub use report::{ExitInfo, HookFailure, HookReport, HookRun, Outcome, RunError, signal_name};
 
 use super::entrypoint::PreparedHook;
+use super::exec_copy::ExecDir;
 use super::trust::TrustStore;
 use report::error_detail;
 
@@ -191,6 +192,7 @@ enum AbortReason {
 /// Shared, read-only inputs of every hook task.
 struct TaskEnv {
     store: TrustStore,
+    exec_dir: ExecDir,
     workdir: PathBuf,
     context: Arc<[u8]>,
     limits: Limits,
@@ -228,6 +230,7 @@ where
     let mut reports: Vec<HookReport> = hooks.iter().map(|h| HookReport::not_started(h)).collect();
     let mut values: Vec<Option<T>> = hooks.iter().map(|_| None).collect();
     let env = Arc::new(TaskEnv {
+        exec_dir: ExecDir::new(store.dir()),
         store,
         workdir,
         context,
@@ -283,6 +286,8 @@ where
             }
         }
     }
+    // Every task is done: remove the execution copies (off the executor: rmdir can be slow).
+    let _ = tokio::task::spawn_blocking(move || drop(env)).await;
     finish(stop, reports, values, &limits)
 }
 

@@ -2,6 +2,9 @@
 //! `ags`), feed stdin, read stdout/stderr, enforce the hook's timeout, kill its process group,
 //! reap it, and classify how it ended.
 //!
+//! Blocking filesystem work (the copy, `spawn`, removing the copy) runs on Tokio's blocking
+//! pool, so a slow `rmdir` on a busy journal never stalls the other hooks' pipes.
+//!
 //! Why `std::process` and a blocking `waitid(WNOWAIT)` instead of `tokio::process`: Tokio reaps a
 //! child as soon as it exits, after which its process-group id may in theory be reused, so a
 //! later `killpg` could hit a stranger. `WNOWAIT` lets us see the exit while the entrypoint is
@@ -10,8 +13,9 @@
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use nix::errno::Errno;
@@ -27,12 +31,7 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 use super::output::{StderrSummary, StdoutCapture, forward_stderr, read_stdout};
 use super::{AbortReason, ExitInfo, HookFailure, HookReport, Outcome, PASSED_ENV, TaskEnv, error_detail};
 use crate::hooks::entrypoint::PreparedHook;
-use crate::hooks::exec_copy::ExecCopy;
-
-/// Serializes "write an execution copy" and "spawn": while a copy is open for writing, no other
-/// thread may fork, or the forked child would inherit the writable descriptor and a concurrent
-/// `exec` of that copy would fail with ETXTBSY ("text file busy").
-static SPAWN_LOCK: Mutex<()> = Mutex::new(());
+use crate::hooks::exec_copy;
 
 /// What a hook task hands back to the coordinator.
 pub(super) struct TaskResult {
@@ -61,7 +60,12 @@ pub(super) async fn run_one(
     let mut report = HookReport::not_started(&hook);
     report.started_at = Some(SystemTime::now());
     let t0 = Instant::now();
-    let (copy, child) = match spawn(&hook, &env) {
+    let spawned = {
+        let (hook, env) = (hook.clone(), env.clone());
+        // If this task is aborted meanwhile, dropping the result kills the group.
+        joined_blocking(tokio::task::spawn_blocking(move || spawn(&hook, &env)).await)
+    };
+    let group = match spawned {
         Ok(spawned) => spawned,
         Err(failure) => {
             report.outcome = failure.outcome();
@@ -74,8 +78,7 @@ pub(super) async fn run_one(
             };
         }
     };
-    let done = supervise(&hook, &env, child, abort).await;
-    drop(copy); // after reaping: the entrypoint no longer needs it
+    let done = supervise(&hook, &env, group, abort).await;
     report.duration = t0.elapsed();
     report.stdout_bytes = done.stdout.total;
     report.stderr_bytes = done.stderr.total;
@@ -90,18 +93,23 @@ pub(super) async fn run_one(
     }
 }
 
-fn spawn(hook: &PreparedHook, env: &TaskEnv) -> Result<(ExecCopy, Child), HookFailure> {
-    let _lock = SPAWN_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+fn joined_blocking<R>(r: Result<R, tokio::task::JoinError>) -> R {
+    r.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// Recheck approval, make and verify the copy, and start it. Blocking.
+fn spawn(hook: &PreparedHook, env: &TaskEnv) -> Result<GroupGuard, HookFailure> {
     if !env.store.is_approved(&hook.hash)? {
         return Err(HookFailure::NotApproved {
             hash: hook.hash.clone(),
         });
     }
-    let copy = ExecCopy::create(env.store.dir(), hook)?;
+    let program = env.exec_dir.copy(hook)?;
     let passed = PASSED_ENV
         .iter()
         .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)));
-    let child = Command::new(copy.program())
+    let fork_guard = exec_copy::fork_guard();
+    let child = Command::new(&program)
         .args(&hook.decl.args)
         .current_dir(&env.workdir)
         .env_clear()
@@ -111,11 +119,12 @@ fn spawn(hook: &PreparedHook, env: &TaskEnv) -> Result<(ExecCopy, Child), HookFa
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|source| spawn_failure(&copy, env, source))?;
-    Ok((copy, child))
+        .map_err(|source| spawn_failure(program, env, source))?;
+    drop(fork_guard);
+    Ok(GroupGuard::new(child))
 }
 
-fn spawn_failure(copy: &ExecCopy, env: &TaskEnv, source: io::Error) -> HookFailure {
+fn spawn_failure(program: PathBuf, env: &TaskEnv, source: io::Error) -> HookFailure {
     let hint = match source.raw_os_error() {
         Some(libc::EACCES | libc::EPERM) => format!(
             "execution was denied: check that the filesystem of the approval store {} is not mounted \
@@ -131,7 +140,7 @@ fn spawn_failure(copy: &ExecCopy, env: &TaskEnv, source: io::Error) -> HookFailu
         _ => "check the entrypoint and its interpreter".into(),
     };
     HookFailure::Spawn {
-        program: copy.program().into(),
+        program,
         source,
         hint,
     }
@@ -149,10 +158,9 @@ struct Done {
 async fn supervise(
     hook: &PreparedHook,
     env: &TaskEnv,
-    child: Child,
+    mut group: GroupGuard,
     mut abort: watch::Receiver<Option<AbortReason>>,
 ) -> Done {
-    let mut group = GroupGuard::new(child);
     let (stop_tx, stop_rx) = watch::channel(false);
     let pipes = match group.take_pipes() {
         Ok(p) => p,
