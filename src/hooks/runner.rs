@@ -170,6 +170,11 @@ impl Interrupt {
         Ok(interrupt)
     }
 
+    /// The signal, if the interrupt has fired already.
+    fn fired(&self) -> Option<i32> {
+        self.rx.as_ref().and_then(|rx| *rx.borrow())
+    }
+
     async fn wait(&mut self) -> i32 {
         if let Some(rx) = &mut self.rx
             && let Ok(sig) = rx.wait_for(Option::is_some).await
@@ -242,6 +247,10 @@ where
     let mut next = 0;
     let mut stop: Option<Stop> = None;
     loop {
+        if let (None, Some(sig)) = (&stop, interrupt.fired()) {
+            stop = Some(Stop::Interrupted(sig));
+            abort_tx.send_replace(Some(AbortReason::Cancel));
+        }
         while stop.is_none() && next < hooks.len() && set.len() < limits.concurrency.max(1) {
             let task = child::run_one(next, hooks[next].clone(), env.clone(), abort_tx.subscribe());
             set.spawn(task);
