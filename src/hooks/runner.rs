@@ -231,9 +231,7 @@ where
         stderr,
     } = setup;
     let deadline = Instant::now() + limits.phase_deadline;
-    let hooks: Vec<Arc<PreparedHook>> = hooks.into_iter().map(Arc::new).collect();
-    let mut reports: Vec<HookReport> = hooks.iter().map(|h| HookReport::not_started(h)).collect();
-    let mut values: Vec<Option<T>> = hooks.iter().map(|_| None).collect();
+    let mut phase = Phase::new(hooks);
     let env = Arc::new(TaskEnv {
         exec_dir: ExecDir::new(store.dir()),
         store,
@@ -242,106 +240,133 @@ where
         limits: limits.clone(),
         sink: stderr,
     });
-    let (abort_tx, _) = watch::channel(None);
     let mut set = JoinSet::new();
     let mut next = 0;
-    let mut stop: Option<Stop> = None;
     loop {
-        if let (None, Some(sig)) = (&stop, interrupt.fired()) {
-            stop = Some(Stop::Interrupted(sig));
-            abort_tx.send_replace(Some(AbortReason::Cancel));
+        if let Some(sig) = interrupt.fired() {
+            phase.halt(Stop::Interrupted(sig), AbortReason::Cancel);
         }
-        while stop.is_none() && next < hooks.len() && set.len() < limits.concurrency.max(1) {
-            let task = child::run_one(next, hooks[next].clone(), env.clone(), abort_tx.subscribe());
-            set.spawn(task);
+        while phase.stop.is_none() && next < phase.hooks.len() && set.len() < limits.concurrency.max(1) {
+            let abort = phase.abort_tx.subscribe();
+            set.spawn(child::run_one(
+                next,
+                phase.hooks[next].clone(),
+                env.clone(),
+                abort,
+            ));
             next += 1;
         }
-        if set.is_empty() {
-            break;
-        }
+        let running = phase.stop.is_none();
         tokio::select! {
             biased;
-            joined = set.join_next() => {
-                let done = joined
-                    .expect("the join set is not empty")
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-                let index = done.index;
-                reports[index] = done.report;
-                let failure = match done.failure {
-                    Some(f) => Some(f),
-                    None if stop.is_none() && reports[index].outcome == Outcome::Ok => {
-                        match parse(&hooks[index], &done.stdout) {
-                            Ok(v) => { values[index] = Some(v); None }
-                            Err(e) => Some(HookFailure::Rejected { source: e.into() }),
-                        }
-                    }
-                    None => None,
-                };
-                if let Some(f) = failure {
-                    reports[index].outcome = f.outcome();
-                    if stop.is_none() {
-                        stop = Some(Stop::Failed(index, f));
-                        abort_tx.send_replace(Some(AbortReason::Cancel));
-                    }
-                }
-            }
-            sig = interrupt.wait(), if stop.is_none() => {
-                stop = Some(Stop::Interrupted(sig));
-                abort_tx.send_replace(Some(AbortReason::Cancel));
-            }
-            () = sleep_until(deadline), if stop.is_none() => {
-                stop = Some(Stop::Deadline);
-                abort_tx.send_replace(Some(AbortReason::PhaseDeadline));
-            }
+            joined = set.join_next() => match joined {
+                None => break,
+                Some(done) => phase.record(child::joined_blocking(done), &mut parse),
+            },
+            sig = interrupt.wait(), if running => phase.halt(Stop::Interrupted(sig), AbortReason::Cancel),
+            () = sleep_until(deadline), if running => phase.halt(Stop::Deadline, AbortReason::PhaseDeadline),
         }
     }
     // Every task is done: remove the execution copies (off the executor: rmdir can be slow).
     let _ = tokio::task::spawn_blocking(move || drop(env)).await;
-    finish(stop, reports, values, &limits)
+    phase.finish(&limits)
 }
 
-fn finish<T>(
-    stop: Option<Stop>,
+/// The coordinator's bookkeeping: per-hook reports and values in declaration order, and why the
+/// phase stopped early (the first cause only).
+struct Phase<T> {
+    hooks: Vec<Arc<PreparedHook>>,
     reports: Vec<HookReport>,
     values: Vec<Option<T>>,
-    limits: &Limits,
-) -> Result<Vec<HookRun<T>>, RunError> {
-    let unfinished = |reports: &[HookReport]| -> Vec<String> {
-        let stopped = [Outcome::Cancelled, Outcome::NotStarted, Outcome::Timeout];
-        reports
-            .iter()
-            .filter(|r| stopped.contains(&r.outcome))
-            .map(|r| r.name.clone())
-            .collect()
-    };
-    match stop {
-        None => Ok(reports
-            .into_iter()
-            .zip(values)
-            .map(|(report, value)| HookRun {
-                report,
-                value: value.expect("every hook succeeded when the phase did not stop"),
-            })
-            .collect()),
-        Some(Stop::Failed(index, cause)) => {
-            let mut cancelled = unfinished(&reports);
-            cancelled.retain(|n| *n != reports[index].name);
-            Err(RunError::Failed {
-                name: reports[index].name.clone(),
-                cause: Box::new(cause),
-                cancelled,
-                reports,
-            })
+    stop: Option<Stop>,
+    abort_tx: watch::Sender<Option<AbortReason>>,
+}
+
+impl<T> Phase<T> {
+    fn new(hooks: Vec<PreparedHook>) -> Self {
+        let hooks: Vec<Arc<PreparedHook>> = hooks.into_iter().map(Arc::new).collect();
+        Self {
+            reports: hooks.iter().map(|h| HookReport::not_started(h)).collect(),
+            values: hooks.iter().map(|_| None).collect(),
+            hooks,
+            stop: None,
+            abort_tx: watch::channel(None).0,
         }
-        Some(Stop::Deadline) => Err(RunError::PhaseDeadline {
-            seconds: limits.phase_deadline.as_secs(),
-            unfinished: unfinished(&reports),
-            reports,
-        }),
-        Some(Stop::Interrupted(signal)) => Err(RunError::Interrupted {
-            signal,
-            unfinished: unfinished(&reports),
-            reports,
-        }),
+    }
+
+    /// Stop the phase (first cause wins) and tell running hooks to die.
+    fn halt(&mut self, stop: Stop, reason: AbortReason) {
+        if self.stop.is_none() {
+            self.stop = Some(stop);
+            self.abort_tx.send_replace(Some(reason));
+        }
+    }
+
+    /// Take a finished hook's result; parse its stdout while the phase is still going.
+    fn record<E, F>(&mut self, done: child::TaskResult, parse: &mut F)
+    where
+        F: FnMut(&PreparedHook, &[u8]) -> Result<T, E>,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let index = done.index;
+        self.reports[index] = done.report;
+        let failure = match done.failure {
+            Some(f) => Some(f),
+            None if self.stop.is_none() && self.reports[index].outcome == Outcome::Ok => {
+                match parse(&self.hooks[index], &done.stdout) {
+                    Ok(v) => {
+                        self.values[index] = Some(v);
+                        None
+                    }
+                    Err(e) => Some(HookFailure::Rejected { source: e.into() }),
+                }
+            }
+            None => None,
+        };
+        if let Some(f) = failure {
+            self.reports[index].outcome = f.outcome();
+            self.halt(Stop::Failed(index, f), AbortReason::Cancel);
+        }
+    }
+
+    /// Hooks that produced no result because the phase stopped (except `except`).
+    fn unfinished(&self, except: Option<usize>) -> Vec<String> {
+        let stopped = [Outcome::Cancelled, Outcome::NotStarted, Outcome::Timeout];
+        self.reports
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| Some(*i) != except && stopped.contains(&r.outcome))
+            .map(|(_, r)| r.name.clone())
+            .collect()
+    }
+
+    fn finish(mut self, limits: &Limits) -> Result<Vec<HookRun<T>>, RunError> {
+        match self.stop.take() {
+            None => Ok(self
+                .reports
+                .into_iter()
+                .zip(self.values)
+                .map(|(report, value)| HookRun {
+                    report,
+                    value: value.expect("every hook succeeded when the phase did not stop"),
+                })
+                .collect()),
+            Some(Stop::Failed(index, cause)) => Err(RunError::Failed {
+                name: self.reports[index].name.clone(),
+                cause: Box::new(cause),
+                cancelled: self.unfinished(Some(index)),
+                reports: self.reports,
+            }),
+            Some(Stop::Deadline) => Err(RunError::PhaseDeadline {
+                seconds: limits.phase_deadline.as_secs(),
+                unfinished: self.unfinished(None),
+                reports: self.reports,
+            }),
+            Some(Stop::Interrupted(signal)) => Err(RunError::Interrupted {
+                signal,
+                unfinished: self.unfinished(None),
+                reports: self.reports,
+            }),
+        }
     }
 }

@@ -2,8 +2,8 @@
 //! `ags`), feed stdin, read stdout/stderr, enforce the hook's timeout, kill its process group,
 //! reap it, and classify how it ended.
 //!
-//! Blocking filesystem work (the copy, `spawn`, removing the copy) runs on Tokio's blocking
-//! pool, so a slow `rmdir` on a busy journal never stalls the other hooks' pipes.
+//! Blocking work (the approval recheck, the copy, `spawn`, waiting for the exit) runs on Tokio's
+//! blocking pool, so slow filesystem metadata operations never stall the other hooks' pipes.
 //!
 //! Why `std::process` and a blocking `waitid(WNOWAIT)` instead of `tokio::process`: Tokio reaps a
 //! child as soon as it exits, after which its process-group id may in theory be reused, so a
@@ -93,7 +93,7 @@ pub(super) async fn run_one(
     }
 }
 
-fn joined_blocking<R>(r: Result<R, tokio::task::JoinError>) -> R {
+pub(super) fn joined_blocking<R>(r: Result<R, tokio::task::JoinError>) -> R {
     r.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
@@ -175,6 +175,11 @@ async fn supervise(
         env.sink.clone(),
         stop_rx,
     ));
+    let _helpers = HelperTasks([
+        writer.abort_handle(),
+        stdout.abort_handle(),
+        stderr.abort_handle(),
+    ]);
     let pid = group.pgid;
     let mut exited = tokio::task::spawn_blocking(move || wait_exit(pid));
     let hook_deadline = Instant::now() + std::time::Duration::from_secs(hook.decl.timeout_seconds.into());
@@ -222,6 +227,16 @@ async fn supervise(
         stdout,
         stderr,
         write_error,
+    }
+}
+
+/// Stops a hook's pipe tasks if supervision is dropped midway (the task was aborted); the
+/// [`GroupGuard`] kills the processes, this stops the readers and the writer.
+struct HelperTasks([tokio::task::AbortHandle; 3]);
+
+impl Drop for HelperTasks {
+    fn drop(&mut self) {
+        self.0.iter().for_each(tokio::task::AbortHandle::abort);
     }
 }
 
