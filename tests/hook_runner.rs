@@ -76,14 +76,15 @@ async fn kills_the_group_after_a_successful_exit() {
 async fn timeout_kills_hook_and_grandchild() {
     let env = TestEnv::new();
     let pidfile = env.file("pids");
-    let hook = env.approved(env.decl("sleepy", "daemon-grandchild", &[&pidfile], 1));
+    // 3 s leave a loaded machine time to start the grandchild before the timeout.
+    let hook = env.approved(env.decl("sleepy", "daemon-grandchild", &[&pidfile], 3));
     let start = Instant::now();
     let (result, _) = env.run(vec![hook]).await;
     assert!(start.elapsed() < Duration::from_secs(30));
     let err = result.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "prepare hook sleepy failed: timed out after 1 s (its timeout_seconds); its process group was killed"
+        "prepare hook sleepy failed: timed out after 3 s (its timeout_seconds); its process group was killed"
     );
     assert_eq!(err.reports()[0].outcome, Outcome::Timeout);
     assert_eq!(
@@ -116,7 +117,7 @@ async fn phase_deadline_bounds_running_and_queued_hooks() {
     assert_eq!(outcomes[..4], [Outcome::Timeout; 4]);
     assert_eq!(outcomes[4], Outcome::NotStarted);
     assert!(err.to_string().starts_with(
-        "prepare hooks did not finish within the 1-second phase deadline; stopped without result: slow0, slow1, slow2, slow3, slow4"
+        "prepare hooks did not finish within the 1.5s phase deadline; stopped without result: slow0, slow1, slow2, slow3, slow4"
     ));
     files.iter().flat_map(|f| pids_in(f)).for_each(assert_gone);
 }

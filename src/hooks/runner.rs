@@ -358,7 +358,7 @@ impl<T> Phase<T> {
                 reports: self.reports,
             }),
             Some(Stop::Deadline) => Err(RunError::PhaseDeadline {
-                seconds: limits.phase_deadline.as_secs(),
+                deadline: limits.phase_deadline,
                 unfinished: self.unfinished(None),
                 reports: self.reports,
             }),

@@ -191,13 +191,12 @@ pub enum RunError {
     },
     /// The phase deadline expired.
     #[error(
-        "prepare hooks did not finish within the {}-second phase deadline{}; make the hooks faster or declare fewer of them",
-        seconds,
+        "prepare hooks did not finish within the {deadline:?} phase deadline{}; make the hooks faster or declare fewer of them",
         stopped_note(unfinished)
     )]
     PhaseDeadline {
-        /// The deadline in seconds.
-        seconds: u64,
+        /// The phase deadline.
+        deadline: Duration,
         /// Hooks killed or never started.
         unfinished: Vec<String>,
         /// Per-hook reports.
