@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 
 use super::entrypoint::PreparedHook;
+use super::runner::escape_controls;
 use super::trust::{ApprovalRecord, TrustError, TrustStore};
 use crate::config::HookScope;
 use crate::prompt::{self, PromptError};
@@ -137,6 +138,8 @@ pub fn prompt_text(hook: &PreparedHook) -> String {
         HookScope::Global => "global (all projects)".to_string(),
         HookScope::Project { root } => format!("project {}", root.display()),
     };
+    // Declarations come from config files: never let them drive the terminal of the prompt.
+    let shown = |s: &str| escape_controls(s).replace('\n', "\\n");
     format!(
         "\nNew or changed prepare hook: {name}\n\
          \x20 declared in: {config}\n\
@@ -151,9 +154,11 @@ pub fn prompt_text(hook: &PreparedHook) -> String {
          Approval covers only the entrypoint bytes and this declaration (name, argv, timeout,\n\
          scope). It does NOT cover interpreters, shared libraries, sourced or imported files, files\n\
          passed to an interpreter, or anything else the program loads; changes there are not noticed.\n",
-        name = crate::hooks::runner::escape_controls(&d.name),
-        config = d.config_path.display(),
-        exe = d.executable.display(),
+        name = shown(&d.name),
+        config = shown(&d.config_path.to_string_lossy()),
+        exe = shown(&d.executable.to_string_lossy()),
+        argv = shown(&argv),
+        scope = shown(&scope),
         timeout = d.timeout_seconds,
         hash = hook.hash,
     )
@@ -195,7 +200,7 @@ mod tests {
             decl: HookDecl {
                 name: "svc".into(),
                 executable: "/opt/my hooks/prepare".into(),
-                args: vec!["--profile".into(), "it's".into()],
+                args: vec!["--profile".into(), "it's".into(), "\x1b[2Khidden\rx".into()],
                 timeout_seconds: 12,
                 scope,
                 config_path: "/p/.ags/config.toml".into(),
@@ -211,7 +216,7 @@ mod tests {
         for needle in [
             "svc",
             "/opt/my hooks/prepare",
-            "'/opt/my hooks/prepare' --profile 'it'\\''s'",
+            "'/opt/my hooks/prepare' --profile 'it'\\''s' '\\u{1b}[2Khidden\\rx'",
             "project /p",
             "12 s",
             &"ab".repeat(32),
