@@ -127,7 +127,7 @@ impl Record {
             self.duration_ms,
             self.stdout_bytes,
             self.stderr_bytes,
-            &self.hash[..self.hash.len().min(12)],
+            self.hash.chars().take(12).collect::<String>(),
             self.keys.join(","),
             self.destinations.join(","),
         );
