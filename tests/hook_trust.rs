@@ -106,6 +106,18 @@ fn loose_permissions_are_refused_with_the_fix() {
         "{err}"
     );
 
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    if nix::unistd::geteuid().is_root() {
+        // Only root can give a file away; elsewhere this part is skipped.
+        std::os::unix::fs::chown(&token, Some(65534), None).unwrap();
+        let err = env.store.is_approved(&hook.hash).unwrap_err().to_string();
+        assert!(err.contains("is owned by uid 65534, not by you"), "{err}");
+        assert!(
+            err.contains(&format!("remove it with `rm {}`", token.display())),
+            "{err}"
+        );
+    }
+
     let dir = env.store.dir().to_path_buf();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let err = TrustStore::open(&env.paths, None).unwrap_err().to_string();
@@ -129,7 +141,12 @@ fn store_symlink_is_refused() {
         ..env.paths.clone()
     };
     let err = TrustStore::open(&paths, None).unwrap_err().to_string();
+    let link = paths.hook_trust_dir();
     assert!(err.contains("is a symbolic link"), "{err}");
+    assert!(
+        err.contains(&format!("(fix: `rm {}` removes only the link", link.display())),
+        "{err}"
+    );
 }
 
 #[test]

@@ -109,12 +109,14 @@ impl ApprovalRecord {
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
     /// The store directory failed a safety check (symlink, owner, mode) or cannot be created.
-    #[error("hook approval store {}: {source}", dir.display())]
+    #[error("hook approval store {}: {source}{fix}", dir.display())]
     Dir {
         /// The store directory.
         dir: PathBuf,
-        /// What is wrong, with the fix.
+        /// What is wrong.
         source: PrivateDirError,
+        /// The command that fixes it, when the check's own message does not say.
+        fix: String,
     },
     /// The store lies inside the active project.
     #[error("hook approval store {} is inside the project {}; approvals must live outside the repository: set XDG_STATE_HOME to a directory outside it", dir.display(), project.display())]
@@ -197,6 +199,7 @@ impl TrustStore {
             refuse_inside_project(&dir, project)?;
         }
         fsutil::ensure_private_dir(&dir).map_err(|source| TrustError::Dir {
+            fix: dir_fix(&dir, &source),
             dir: dir.clone(),
             source,
         })?;
@@ -272,6 +275,24 @@ impl TrustStore {
             return Err(TrustError::BadHash { hash: hash.into() });
         }
         Ok(self.dir.join(hash))
+    }
+}
+
+/// The exact command for store-directory problems whose message does not already carry one
+/// (a wrong mode says `chmod 700 …` itself).
+fn dir_fix(dir: &Path, err: &PrivateDirError) -> String {
+    let d = dir.display();
+    match err {
+        PrivateDirError::Symlink(_) => {
+            format!(" (fix: `rm {d}` removes only the link; ags then creates a private directory there)")
+        }
+        PrivateDirError::NotDir(_) | PrivateDirError::NotFile(_) => format!(" (fix: `mv {d} {d}.old`)"),
+        PrivateDirError::Owner { .. } => {
+            format!(
+                " (fix: `mv {d} {d}.old` and let ags create a new one; its approvals must be given again)"
+            )
+        }
+        PrivateDirError::Mode { .. } | PrivateDirError::Io { .. } => String::new(),
     }
 }
 
