@@ -9,6 +9,19 @@ AGS_API_PREFIX=/v4.0.0/libpod
 # PATH for processes started with a clean environment (as another user, or services).
 AGS_CLEAN_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
+# complete_path: append the standard directories missing from PATH. Podman and netavark run
+# helpers from /usr/sbin (iptables…), and the services started here inherit this PATH.
+complete_path() {
+    local dir
+    for dir in ${AGS_CLEAN_PATH//:/ }; do
+        case ":$PATH:" in
+            *":$dir:"*) ;;
+            *) PATH=$PATH:$dir ;;
+        esac
+    done
+    export PATH
+}
+
 # say STEP MESSAGE...: one progress line, prefixed with the script's name and the step.
 say() {
     local step=$1
