@@ -55,6 +55,23 @@ fn binary_copy_runs_and_prints_version() {
 }
 
 #[test]
+fn env_without_podman_runs_as_the_test_user() {
+    let env = TestEnv::without_podman();
+    let out = env.run(["--version"]);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(
+        stdout_of(&env, "id", &["-u"]).trim(),
+        nix::unistd::geteuid().to_string()
+    );
+    assert_eq!(
+        env.url(),
+        format!("unix://{}/run/none.sock", env.root().display())
+    );
+    assert_eq!(env.runtime_dir(), env.root().join("run"));
+    assert!(env.runtime_dir().is_dir());
+}
+
+#[test]
 fn commands_get_exactly_the_clean_environment() {
     each_mode(|env| {
         let printed: BTreeMap<String, String> = stdout_of(env, "env", &[])

@@ -352,45 +352,82 @@ pub fn ags_bin() -> &'static Path {
 ///   home/.config/                XDG_CONFIG_HOME
 ///   home/.local/state/           XDG_STATE_HOME
 ///   home/.cache/                 XDG_CACHE_HOME
-///   run/                         XDG_RUNTIME_DIR (rootful; rootless uses /run/user/<uid>)
+///   run/                         XDG_RUNTIME_DIR (not rootless: that uses /run/user/<uid>)
 ///   work/                        the project directory and cwd of every command
 /// ```
 #[derive(Debug)]
 pub struct TestEnv {
-    mode: Mode,
+    /// `None` for [`TestEnv::without_podman`].
+    mode: Option<Mode>,
     id: String,
     root: PathBuf,
+    account: Account,
+    switch_user: bool,
+    url: String,
 }
 
 impl TestEnv {
     /// A fresh environment for the running test in `mode` (which must come from [`modes`]).
     pub fn new(mode: Mode) -> Self {
+        let service = mode.service();
+        let env = Self::create(Some(mode), service.account.clone(), service.switch_user, |_| {
+            mode.url()
+        });
+        cleanup_label(mode, &env.label());
+        env
+    }
+
+    /// An environment for tests that need no Podman (e.g. `ags plan`): `ags` runs as the test
+    /// process's user and `CONTAINER_HOST` names a socket that does not exist (`root/run/none.sock`).
+    pub fn without_podman() -> Self {
+        let euid = nix::unistd::geteuid().as_raw();
+        let account = account_by_uid(euid).unwrap_or_else(|e| panic!("{e}"));
+        Self::create(None, account, false, |root| {
+            format!("unix://{}/run/none.sock", root.display())
+        })
+    }
+
+    fn create(
+        mode: Option<Mode>,
+        account: Account,
+        switch_user: bool,
+        url: impl Fn(&Path) -> String,
+    ) -> Self {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let id = format!("{}-{}-{n}", run_id(), std::process::id());
         let root = PathBuf::from(format!("/tmp/ags-test-{id}"));
-        let env = Self { mode, id, root };
+        let url = url(&root);
+        let env = Self {
+            mode,
+            id,
+            root,
+            account,
+            switch_user,
+            url,
+        };
         fs::create_dir(&env.root).unwrap_or_else(|e| panic!("creating {}: {e}", env.root.display()));
         env.chown_mode(&env.root, 0o700);
-        for dir in [
+        let dirs = [
             "home",
             "home/.config",
             "home/.local",
             "home/.local/state",
             "home/.cache",
             "work",
-        ] {
+        ];
+        for dir in dirs {
             env.mkdir(dir, 0o700);
         }
-        if mode == Mode::Rootful {
+        if mode != Some(Mode::Rootless) {
             env.mkdir("run", 0o700);
         }
-        cleanup_label(mode, &env.label());
         env
     }
 
+    /// The Podman mode (panics for [`TestEnv::without_podman`]).
     pub fn mode(&self) -> Mode {
-        self.mode
+        self.mode.expect("this TestEnv was made without Podman")
     }
 
     /// The unique id of this test environment (`<run id>-<pid>-<n>`).
@@ -415,12 +452,12 @@ impl TestEnv {
 
     /// The service URL of this mode (also `CONTAINER_HOST` of every command).
     pub fn url(&self) -> String {
-        self.mode.url()
+        self.url.clone()
     }
 
     /// The account `ags` runs as.
-    pub fn account(&self) -> &'static Account {
-        self.mode.account()
+    pub fn account(&self) -> &Account {
+        &self.account
     }
 
     pub fn uid(&self) -> u32 {
@@ -459,8 +496,8 @@ impl TestEnv {
     /// XDG_RUNTIME_DIR: /run/user/<uid> for rootless (where its socket lives), else `root/run`.
     pub fn runtime_dir(&self) -> PathBuf {
         match self.mode {
-            Mode::Rootless => PathBuf::from(format!("/run/user/{}", self.uid())),
-            Mode::Rootful => self.root.join("run"),
+            Some(Mode::Rootless) => PathBuf::from(format!("/run/user/{}", self.uid())),
+            _ => self.root.join("run"),
         }
     }
 
@@ -538,7 +575,7 @@ impl TestEnv {
         cmd.args(["--ctty", "-w"]).arg(program).args(args);
         self.prepare(&mut cmd);
         cmd.env("TERM", "xterm");
-        let owner = self.mode.service().switch_user.then(|| (self.uid(), self.gid()));
+        let owner = self.switch_user.then(|| (self.uid(), self.gid()));
         PtySession::spawn(cmd, rows, cols, owner).expect("spawning on a pty")
     }
 
@@ -622,13 +659,13 @@ impl TestEnv {
 
     /// Everything in Podman labelled with this test's id (`container:NAME`, `volume:NAME`).
     pub fn leftovers(&self) -> Vec<String> {
-        list_by_label(self.mode, &self.label())
+        list_by_label(self.mode(), &self.label())
     }
 
     /// Panic if anything labelled with this test's id is still in Podman.
     pub fn assert_no_leftovers(&self) {
         let left = self.leftovers();
-        assert!(left.is_empty(), "{}: left in Podman: {left:?}", self.mode);
+        assert!(left.is_empty(), "{}: left in Podman: {left:?}", self.mode());
     }
 
     fn inside(&self, rel: &Path) -> PathBuf {
@@ -661,7 +698,7 @@ impl TestEnv {
     fn chown_mode(&self, path: &Path, mode: u32) {
         fs::set_permissions(path, fs::Permissions::from_mode(mode))
             .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
-        if self.mode.service().switch_user {
+        if self.switch_user {
             std::os::unix::fs::chown(path, Some(self.uid()), Some(self.gid()))
                 .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
         }
@@ -670,19 +707,20 @@ impl TestEnv {
     /// Clean environment, cwd and user of every command.
     fn prepare(&self, cmd: &mut Command) {
         cmd.env_clear().envs(self.envs()).current_dir(self.work_dir());
-        let service = self.mode.service();
-        if service.switch_user {
+        if self.switch_user {
             // std drops supplementary groups, then sets gid and uid (no unsafe pre_exec).
-            cmd.gid(service.account.gid).uid(service.account.uid);
+            cmd.gid(self.account.gid).uid(self.account.uid);
         }
     }
 }
 
 impl Drop for TestEnv {
     fn drop(&mut self) {
-        let removed = cleanup_label(self.mode, &self.label());
-        if !removed.is_empty() {
-            println!("cleanup of {} removed: {removed:?}", self.id);
+        if let Some(mode) = self.mode {
+            let removed = cleanup_label(mode, &self.label());
+            if !removed.is_empty() {
+                println!("cleanup of {} removed: {removed:?}", self.id);
+            }
         }
         if var("AGS_TEST_KEEP").is_some() {
             loud(&format!("AGS_TEST_KEEP: kept {}", self.root.display()));
