@@ -39,7 +39,7 @@ pub struct TestEnv {
 }
 
 impl TestEnv {
-    /// A fresh environment for the running test in `mode` (which must come from [`modes`]).
+    /// A fresh environment for the running test in `mode` (which must come from [`super::modes`]).
     pub fn new(mode: Mode) -> Self {
         let service = mode.service();
         let env = Self::create(Some(mode), service.account.clone(), service.switch_user, |_| {

@@ -25,7 +25,7 @@ pub mod pty;
 use std::fmt;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -328,6 +328,12 @@ pub fn ags_bin() -> &'static Path {
     BIN.get_or_init(|| {
         let base = PathBuf::from(format!("/tmp/ags-test-bin-{}", nix::unistd::geteuid()));
         fs::create_dir_all(&base).expect("creating the binary copy directory");
+        let meta = fs::symlink_metadata(&base).expect("stat of the binary copy directory");
+        assert!(
+            meta.is_dir() && meta.uid() == nix::unistd::geteuid().as_raw(),
+            "{} is not a directory of ours",
+            base.display()
+        );
         fs::set_permissions(&base, fs::Permissions::from_mode(0o755)).expect("chmod binary dir");
         for entry in fs::read_dir(&base).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
