@@ -13,6 +13,24 @@
 //! - `AGS_TEST_RUN_ID`: prefix of every test id, so `scripts/test` can find this run's leftovers.
 //! - `AGS_TEST_KEEP=1`: keep each test's temporary directory (printed) for debugging.
 //!
+//! A live test looks like this (`each_mode` gives a fresh [`TestEnv`] per usable mode; its drop
+//! removes the temporary directory and every container/volume labelled [`TestEnv::label`]):
+//!
+//! ```ignore
+//! mod common;
+//! use common::{each_mode, show};
+//!
+//! #[test]
+//! fn exit_code_passes_through() {
+//!     each_mode(|env| {
+//!         let image = env.image();
+//!         let out = env.run(["--image", image.as_str(), "--", "sh", "-c", "exit 7"]);
+//!         assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+//!         env.assert_no_leftovers();
+//!     });
+//! }
+//! ```
+//!
 //! I/O: spawns curl, setsid, stty and the `ags` binary; writes under /tmp. Style: STYLE.md 14, 15.
 
 #![allow(dead_code)] // each test file uses a different part of the harness
