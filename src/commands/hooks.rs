@@ -32,7 +32,7 @@ pub fn hooks(global: &GlobalArgs, args: &HooksArgs) -> Result<u8, Error> {
             Ok(0)
         }
         HooksCommand::Validate { file } => validate(file),
-        _ => Err(Error::Usage(format!("{global:?}: not yet"))),
+        other => super::hooks_admin::run(global, other),
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod gc;
 mod hooks;
+mod hooks_admin;
 mod plan;
 mod run;
 

@@ -10,10 +10,18 @@ use bytes::Bytes;
 
 use crate::cli::{GlobalArgs, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
+use crate::hooks::prepare::{self, PrepareInput, Prepared};
+use crate::hooks::protocol::{HookContext, MountMode};
+use crate::hooks::resolve::{LaunchOverrides, Origin as HookOrigin};
+use crate::hooks::runner::Interrupt;
+use crate::hooks::validate::EnvValue;
 use crate::launch::cleanup::Cleanup;
 use crate::launch::signals::SignalWatch;
 use crate::launch::{self, gc, identity, lifecycle, stage};
-use crate::plan::{self, HookLayer, LaunchIdentity, LaunchPlan, RunSettings};
+use crate::plan::{
+    self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, Origin, PlanFile, PlanMount, Redacted,
+    RunSettings, STAGING_MOUNT,
+};
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code.
@@ -106,11 +114,24 @@ pub(super) fn build_plan(
 
 async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettings) -> Result<u8, Error> {
     let mut signals = SignalWatch::install().map_err(Error::Output)?;
-    let hooks = HookLayer::default();
+    let identity = identity::current();
+    let prepared = prepare_hooks(config, settings, &identity, &signals).await?;
+    let hooks = hook_layer(&prepared);
     let client = podman::connect(global.url.as_deref()).await?;
     let info = client.info().await?;
-    let identity = identity::current();
     let plan = build_plan(config, settings, &identity, info.host.security.rootless, &hooks)?;
+    if plan
+        .env
+        .iter()
+        .any(|e| matches!(e.source, EnvSource::OpRef { .. }))
+        || !plan.op_secret_sets.is_empty()
+    {
+        return Err(Error::Usage(
+            "1Password references need the op integration, which this build does not include yet; \
+             override the key with --env KEY=VALUE or remove the reference"
+                .into(),
+        ));
+    }
     let stage = staging_archive(&plan, &Default::default())?;
     gc::sweep_host(&config.paths.stage_root());
     let sweeper = tokio::spawn({
@@ -126,6 +147,94 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     }
     sweeper.abort();
     Ok(result?)
+}
+
+/// Run the prepare phase for a launch (also used by `ags plan`).
+pub(super) async fn prepare_hooks(
+    config: &Config,
+    settings: &RunSettings,
+    identity: &LaunchIdentity,
+    signals: &SignalWatch,
+) -> Result<Prepared, Error> {
+    let cli_env = settings
+        .env
+        .iter()
+        .map(|arg| plan::parse_env_arg(arg).map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect::<Result<_, _>>()?;
+    let context = HookContext::new(
+        identity.launch_id.clone(),
+        config.project.clone(),
+        config.workdir.clone(),
+        settings.agent.clone(),
+    );
+    let input = PrepareInput {
+        paths: &config.paths,
+        hooks: &config.hooks,
+        context,
+        interactive: prompt::has_terminal(),
+        interrupt: Interrupt::from_receiver(signals.receiver()),
+        overrides: LaunchOverrides {
+            cli_env,
+            cli_mounts: settings.add_dirs.clone(),
+            fixed_destinations: vec![config.workdir.clone(), STAGING_MOUNT.into()],
+        },
+        lockdown: settings.lockdown,
+    };
+    Ok(prepare::prepare(input).await?)
+}
+
+/// Express the merged hook contributions in the plan's terms.
+pub(super) fn hook_layer(prepared: &Prepared) -> HookLayer {
+    let r = &prepared.resolved;
+    let env = r
+        .env
+        .iter()
+        .map(|(key, (value, origin))| {
+            let source = match value {
+                EnvValue::Literal(l) => EnvSource::Staged {
+                    value: Redacted::new(l.as_str().to_string()),
+                },
+                EnvValue::Op(op) => EnvSource::OpRef {
+                    reference: op.as_str().to_string(),
+                },
+            };
+            (key.as_str().to_string(), source, plan_origin(origin))
+        })
+        .collect();
+    let files = r
+        .files
+        .iter()
+        .map(|(f, origin)| PlanFile {
+            destination: f.destination.as_path().to_path_buf(),
+            bytes: f.content.len(),
+            content: Redacted::new(f.content.clone()),
+            origin: plan_origin(origin),
+            host_path: PathBuf::new(),
+        })
+        .collect();
+    let mounts = r
+        .mounts
+        .iter()
+        .zip(&prepared.mount_sources)
+        .map(|((m, origin), source)| PlanMount {
+            destination: m.destination.as_path().to_path_buf(),
+            kind: MountKind::Bind {
+                source: source.clone(),
+            },
+            read_only: m.mode == MountMode::Ro,
+            origin: plan_origin(origin),
+        })
+        .collect();
+    HookLayer { env, files, mounts }
+}
+
+fn plan_origin(o: &HookOrigin) -> Origin {
+    match o {
+        HookOrigin::Default => Origin::Default,
+        HookOrigin::GlobalHook { name, .. } => Origin::GlobalHook(name.clone()),
+        HookOrigin::ProjectHook { name, .. } => Origin::ProjectHook(name.clone()),
+        HookOrigin::Cli => Origin::Cli,
+    }
 }
 
 fn staging_archive(plan: &LaunchPlan, secrets: &stage::ResolvedSecrets) -> Result<Option<Bytes>, Error> {

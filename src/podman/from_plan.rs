@@ -71,10 +71,13 @@ fn volumes(plan: &LaunchPlan) -> Vec<NamedVolume> {
             MountKind::Volume { name } => Some(NamedVolume {
                 name: name.clone(),
                 dest: path_str(&m.destination),
+                // The flags the tmpfs volume is created with: in a user namespace a bind
+                // remount cannot clear a locked flag such as noexec (EPERM).
                 options: vec![
                     if m.read_only { "ro" } else { "rw" }.into(),
                     "nosuid".into(),
                     "nodev".into(),
+                    "noexec".into(),
                 ],
             }),
             _ => None,
