@@ -117,8 +117,11 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     let identity = identity::current();
     let prepared = prepare_hooks(config, settings, &identity, &signals).await?;
     let hooks = hook_layer(&prepared);
+    crate::trace::mark("hooks done");
     let client = podman::connect(global.url.as_deref()).await?;
+    crate::trace::mark("connected");
     let info = client.info().await?;
+    crate::trace::mark("info");
     let plan = build_plan(config, settings, &identity, info.host.security.rootless, &hooks)?;
     if plan
         .env
@@ -140,11 +143,13 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     });
     let mut cleanup = Cleanup::default();
     let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup).await;
+    crate::trace::mark("exit code known");
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     for e in cleanup.run(&client).await {
         eprintln!("ags: {e}");
     }
+    crate::trace::mark("cleaned up");
     sweeper.abort();
     Ok(result?)
 }

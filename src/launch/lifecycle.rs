@@ -49,6 +49,7 @@ pub async fn run(
         .await
         .map_err(|e| LaunchError::from_create(e, &plan.image))?;
     cleanup.push(Resource::Container(id.clone()));
+    crate::trace::mark("created");
     check(signals)?;
     let opts = AttachOptions {
         stdin: true,
@@ -68,6 +69,7 @@ pub async fn run(
     }
     if let Some(tar) = stage {
         client.put_archive(&id, STAGING_MOUNT, tar).await?;
+        crate::trace::mark("staged");
     }
     let _raw = if plan.tty {
         Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?)
@@ -80,8 +82,11 @@ pub async fn run(
         client.resize(&id, rows, cols).await?;
     }
     check(signals)?;
+    crate::trace::mark("attached");
     client.start(&id).await.map_err(LaunchError::from_start)?;
+    crate::trace::mark("started");
     io::pump(client, &id, output, input, plan.tty, signals).await?;
+    crate::trace::mark("output ended");
     exit_code(client, &id).await
 }
 
