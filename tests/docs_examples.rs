@@ -543,3 +543,46 @@ fn the_parser_finds_indented_fences() {
     assert_eq!(found[0].body, "$ a\nb\n");
     assert_eq!(found[0].line, 4);
 }
+
+#[test]
+fn security_doc_names_the_real_labels() {
+    use ags::plan::{
+        LABEL_AGENT, LABEL_LAUNCH_ID, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START,
+        LABEL_PROJECT,
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/security.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let known = [
+        LABEL_MANAGED,
+        LABEL_LAUNCH_ID,
+        LABEL_OWNER_PID,
+        LABEL_OWNER_START,
+        LABEL_OWNER_HOST,
+        LABEL_AGENT,
+        LABEL_PROJECT,
+    ];
+    let named: BTreeSet<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| w.starts_with("io.ags."))
+        .collect();
+    for label in &named {
+        assert!(
+            known.contains(label),
+            "docs/security.md names unknown label {label}"
+        );
+    }
+    for label in [
+        LABEL_MANAGED,
+        LABEL_OWNER_PID,
+        LABEL_OWNER_START,
+        LABEL_OWNER_HOST,
+    ] {
+        assert!(named.contains(label), "docs/security.md does not explain {label}");
+    }
+    assert!(
+        !text.contains("```json"),
+        "docs/security.md: json examples belong in prepare-hooks.md, where they are checked"
+    );
+}
