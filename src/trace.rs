@@ -7,7 +7,11 @@ use std::time::Instant;
 
 fn state() -> &'static Option<Instant> {
     static STATE: OnceLock<Option<Instant>> = OnceLock::new();
-    STATE.get_or_init(|| std::env::var_os("AGS_TRACE").filter(|v| v == "1").map(|_| Instant::now()))
+    STATE.get_or_init(|| {
+        std::env::var_os("AGS_TRACE")
+            .filter(|v| v == "1")
+            .map(|_| Instant::now())
+    })
 }
 
 /// Start the clock (call first thing in `main`; later marks are relative to it).
@@ -18,6 +22,9 @@ pub fn init() {
 /// Print a mark when tracing is on.
 pub fn mark(step: &str) {
     if let Some(start) = state() {
-        eprintln!("ags-trace: {:.1} ms {step}", start.elapsed().as_secs_f64() * 1000.0);
+        eprintln!(
+            "ags-trace: {:.1} ms {step}",
+            start.elapsed().as_secs_f64() * 1000.0
+        );
     }
 }

@@ -120,9 +120,8 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     crate::trace::mark("hooks done");
     let client = podman::connect(global.url.as_deref()).await?;
     crate::trace::mark("connected");
-    let info = client.info().await?;
-    crate::trace::mark("info");
-    let plan = build_plan(config, settings, &identity, info.host.security.rootless, &hooks)?;
+    let rootless = client.rootless().await?;
+    let plan = build_plan(config, settings, &identity, rootless, &hooks)?;
     if plan
         .env
         .iter()
@@ -137,20 +136,27 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     }
     let stage = staging_archive(&plan, &Default::default())?;
     gc::sweep_host(&config.paths.stage_root());
+    // The sweep of other launches' leftovers runs once the agent has started: off the path to
+    // the agent's first instruction.
+    let (started, on_start) = tokio::sync::oneshot::channel();
     let sweeper = tokio::spawn({
         let client = client.clone();
-        async move { gc::sweep(&client, None).await }
+        async move {
+            // Started, or failed before starting (the sender is dropped): sweep either way.
+            let _ = on_start.await;
+            gc::sweep(&client, None).await
+        }
     });
     let mut cleanup = Cleanup::default();
-    let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup).await;
+    let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup, started).await;
     crate::trace::mark("exit code known");
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    for e in cleanup.run(&client).await {
+    let (errors, _) = tokio::join!(cleanup.run(&client), sweeper);
+    for e in errors {
         eprintln!("ags: {e}");
     }
     crate::trace::mark("cleaned up");
-    sweeper.abort();
     Ok(result?)
 }
 
