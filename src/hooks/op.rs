@@ -105,7 +105,11 @@ impl OpEnv {
     }
 
     fn get(&self, key: &str) -> Option<&OsStr> {
-        self.vars.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_os_str())
+        self.vars
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_os_str())
     }
 }
 
@@ -159,21 +163,33 @@ impl OpCli {
     /// Credential-free check that the installed `op` has a usable `op inject`.
     pub async fn check_capability(&self, interrupt: &Interrupt) -> Result<(), OpError> {
         let action = "op inject --help";
-        let ran = self.run(action, &["inject", "--help"], Vec::new(), interrupt).await?;
+        let ran = self
+            .run(action, &["inject", "--help"], Vec::new(), interrupt)
+            .await?;
         let unsupported = |detail: String| OpError::Unsupported {
             program: ran.program.clone(),
             detail,
         };
         if !ran.status.success() {
-            return Err(unsupported(format!("`{action}` ended with {}", describe(ran.status))));
+            return Err(unsupported(format!(
+                "`{action}` ended with {}",
+                describe(ran.status)
+            )));
         }
-        let help = format!("{}\n{}", String::from_utf8_lossy(&ran.stdout), ran.stderr.join("\n"));
+        let help = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&ran.stdout),
+            ran.stderr.join("\n")
+        );
         let missing: Vec<&str> = ["--in-file", "--out-file"]
             .into_iter()
             .filter(|flag| !help.contains(flag))
             .collect();
         if !missing.is_empty() {
-            return Err(unsupported(format!("`{action}` does not mention {}", missing.join(" and "))));
+            return Err(unsupported(format!(
+                "`{action}` does not mention {}",
+                missing.join(" and ")
+            )));
         }
         Ok(())
     }
@@ -202,11 +218,20 @@ impl OpCli {
             return Ok(BTreeMap::new());
         }
         let template = Template::build(by_ref.keys().copied()).map_err(|i| OpError::UnsafeReference {
-            key: by_ref.values().nth(i).map(|keys| keys[0].clone()).unwrap_or_default(),
+            key: by_ref
+                .values()
+                .nth(i)
+                .map(|keys| keys[0].clone())
+                .unwrap_or_default(),
         })?;
         let action = "op inject";
         let ran = self
-            .run(action, &["inject"], template.text().as_bytes().to_vec(), interrupt)
+            .run(
+                action,
+                &["inject"],
+                template.text().as_bytes().to_vec(),
+                interrupt,
+            )
             .await?;
         let keys: Vec<&str> = by_key.keys().map(String::as_str).collect();
         let context = format!("resolving the 1Password references of {}", keys.join(", "));
@@ -229,9 +254,21 @@ impl OpCli {
     }
 
     /// Load one Secure Note's fields with `op item get ITEM --vault VAULT --format json`.
-    pub async fn load_secret_set(&self, name: &SecretSetName, interrupt: &Interrupt) -> Result<SecretSet, OpError> {
+    pub async fn load_secret_set(
+        &self,
+        name: &SecretSetName,
+        interrupt: &Interrupt,
+    ) -> Result<SecretSet, OpError> {
         let action = "op item get";
-        let args = ["item", "get", name.item(), "--vault", name.vault(), "--format", "json"];
+        let args = [
+            "item",
+            "get",
+            name.item(),
+            "--vault",
+            name.vault(),
+            "--format",
+            "json",
+        ];
         let ran = self.run(action, &args, Vec::new(), interrupt).await?;
         let output = ran.success(action, format!("loading --op-secret-set {name}"))?;
         item::parse_item(name, &output)
@@ -252,7 +289,13 @@ impl OpCli {
 
     /// Run `op ARGS` with `stdin` until it exits; a timeout, an interrupt or too much output kill
     /// its group and become errors. The exit status is left to the caller.
-    async fn run(&self, action: &str, args: &[&str], stdin: Vec<u8>, interrupt: &Interrupt) -> Result<Ran, OpError> {
+    async fn run(
+        &self,
+        action: &str,
+        args: &[&str],
+        stdin: Vec<u8>,
+        interrupt: &Interrupt,
+    ) -> Result<Ran, OpError> {
         let program = tokio::task::spawn_blocking({
             let this = self.clone();
             move || this.locate()
@@ -362,13 +405,20 @@ fn describe(status: ExitStatus) -> String {
 
 /// Stderr lines (already escaped by the reader), indented, at most [`SHOWN_STDERR_CHARS`].
 fn shown_stderr(lines: &[String]) -> String {
-    let all = lines.iter().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+    let all = lines
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n");
     let total = all.chars().count();
     if total <= SHOWN_STDERR_CHARS {
         return all;
     }
     let kept: String = all.chars().take(SHOWN_STDERR_CHARS).collect();
-    format!("{kept}\n    [… {} more characters not shown]", total - SHOWN_STDERR_CHARS)
+    format!(
+        "{kept}\n    [… {} more characters not shown]",
+        total - SHOWN_STDERR_CHARS
+    )
 }
 
 fn is_executable_file(path: &Path) -> bool {

@@ -18,8 +18,8 @@
 //!   cause is returned, never a peer's secondary "cancelled"; there are no retries.
 
 mod child;
-pub(crate) mod process;
 mod output;
+pub(crate) mod process;
 mod report;
 
 use std::error::Error as StdError;

@@ -134,8 +134,10 @@ pub enum OpError {
         problem: &'static str,
     },
     /// `op item get` did not return a readable item.
-    #[error("--op-secret-set {set}: `op item get` returned {problem} (output not shown); update the \
-             1Password CLI (op)")]
+    #[error(
+        "--op-secret-set {set}: `op item get` returned {problem} (output not shown); update the \
+             1Password CLI (op)"
+    )]
     ItemJson {
         /// `VAULT/ITEM`.
         set: String,

@@ -58,7 +58,9 @@ impl FromStr for SecretSetName {
             return Err(refuse("the vault and the item must both be non-empty"));
         }
         if item.contains('/') {
-            return Err(refuse("only one `/` is allowed; name an item with a `/` in its title by its ID"));
+            return Err(refuse(
+                "only one `/` is allowed; name an item with a `/` in its title by its ID",
+            ));
         }
         if vault.starts_with('-') || item.starts_with('-') {
             return Err(refuse("a vault or item may not start with `-`; use its ID"));
@@ -153,7 +155,9 @@ pub(super) fn parse_item(name: &SecretSetName, json: &[u8]) -> Result<SecretSet,
     };
     let item: Value = serde_json::from_slice(json)
         .map_err(|e| bad(format!("invalid JSON (line {}, column {})", e.line(), e.column())))?;
-    let item = item.as_object().ok_or_else(|| bad("JSON that is not an object".into()))?;
+    let item = item
+        .as_object()
+        .ok_or_else(|| bad("JSON that is not an object".into()))?;
     match item.get("category").and_then(Value::as_str) {
         Some("SECURE_NOTE") => {}
         Some(other) => {
@@ -166,7 +170,9 @@ pub(super) fn parse_item(name: &SecretSetName, json: &[u8]) -> Result<SecretSet,
     }
     let fields = match item.get("fields") {
         None => &Vec::new(),
-        Some(f) => f.as_array().ok_or_else(|| bad("`fields` that is not a list".into()))?,
+        Some(f) => f
+            .as_array()
+            .ok_or_else(|| bad("`fields` that is not a list".into()))?,
     };
     let mut values = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -241,7 +247,17 @@ mod tests {
         let n: SecretSetName = "My Vault/item one".parse().unwrap();
         assert_eq!((n.vault(), n.item()), ("My Vault", "item one"));
         assert_eq!(n.to_string(), "My Vault/item one");
-        for bad in ["", "vault", "/item", "vault/", "a/b/c", "a\n/b", "a/b\0", "-v/i", "v/--format"] {
+        for bad in [
+            "",
+            "vault",
+            "/item",
+            "vault/",
+            "a/b/c",
+            "a\n/b",
+            "a/b\0",
+            "-v/i",
+            "v/--format",
+        ] {
             let e = bad.parse::<SecretSetName>().unwrap_err();
             assert!(matches!(e, OpError::SecretSetSyntax { .. }), "{bad:?}: {e}");
             assert!(!e.to_string().contains('\n'), "{e}");
@@ -263,7 +279,8 @@ mod tests {
         let set = parse_item(&name(), json).unwrap();
         let got: Vec<(&str, &str)> = set.values.iter().map(|(k, v)| (k.as_str(), v.expose())).collect();
         assert_eq!(got, [("API_KEY", "k1"), ("_under_1", "it's $ok")]);
-        let skipped: Vec<(&str, SkipReason)> = set.skipped.iter().map(|s| (s.label.as_str(), s.reason)).collect();
+        let skipped: Vec<(&str, SkipReason)> =
+            set.skipped.iter().map(|s| (s.label.as_str(), s.reason)).collect();
         assert_eq!(
             skipped,
             [

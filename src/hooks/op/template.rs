@@ -86,7 +86,7 @@ fn template_safe(r: &str) -> bool {
 }
 
 /// `haystack` split at every occurrence of `sep` (non-empty).
-fn split<'h, 's>(haystack: &'h [u8], sep: &'s [u8]) -> impl Iterator<Item = &'h [u8]> {
+fn split<'h>(haystack: &'h [u8], sep: &[u8]) -> impl Iterator<Item = &'h [u8]> {
     let mut rest = Some(haystack);
     std::iter::from_fn(move || {
         let h = rest?;
@@ -145,12 +145,22 @@ mod tests {
         assert_eq!(lines[2], format!("{}end", t.marker));
         assert!(!t.text().contains('$'));
         assert_eq!(t.marker.len(), "ags-.".len() + 32);
-        assert_ne!(t.marker, Template::build(&rs).unwrap().marker, "a fresh nonce per template");
+        assert_ne!(
+            t.marker,
+            Template::build(&rs).unwrap().marker,
+            "a fresh nonce per template"
+        );
     }
 
     #[test]
     fn refuses_characters_outside_the_reference_charset() {
-        for bad in ["op://a/b/$X", "op://a/b/{{c}}", "op://a/b/c\n", "op://a/b/${HOME}", "http://a/b/c"] {
+        for bad in [
+            "op://a/b/$X",
+            "op://a/b/{{c}}",
+            "op://a/b/c\n",
+            "op://a/b/${HOME}",
+            "http://a/b/c",
+        ] {
             assert!(!template_safe(bad), "{bad:?}");
         }
         assert!(template_safe("op://a b/c_d/e-f.g%2F"));

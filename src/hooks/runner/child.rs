@@ -195,4 +195,3 @@ fn io_failure(what: &'static str, e: &io::Error) -> HookFailure {
         source: io::Error::new(e.kind(), e.to_string()),
     }
 }
-

@@ -29,8 +29,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until, timeout_at};
 
-pub(crate) use super::output::{StderrSummary, StdoutCapture};
 use super::output::{StderrSink, forward_stderr, read_stdout};
+pub(crate) use super::output::{StderrSummary, StdoutCapture};
 use crate::hooks::exec_copy;
 
 /// What to start. The environment is complete: nothing of `ags`'s own is inherited.
@@ -127,7 +127,11 @@ pub(crate) fn joined_blocking<R>(r: Result<R, tokio::task::JoinError>) -> R {
 
 /// Feed, read and watch `running` until it exits, times out, overflows stdout or `abort`
 /// completes; then kill its group, reap it and drain its pipes (bounded by the drain grace).
-pub(crate) async fn supervise<A>(mut running: Running, io: &Io, abort: impl Future<Output = A>) -> Finished<A> {
+pub(crate) async fn supervise<A>(
+    mut running: Running,
+    io: &Io,
+    abort: impl Future<Output = A>,
+) -> Finished<A> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let pipes = match running.take_pipes() {
         Ok(p) => p,
