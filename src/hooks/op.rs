@@ -19,9 +19,9 @@
 //!   requires success and the `--in-file`/`--out-file` flags of the v2 `inject` command, whose
 //!   stdin-template / stdout-result mode is what is used here.
 //! - **References**: deduplicated, one `op inject` call for all of them, template built only from
-//!   validated references (see [`template`]); values must be single-line, NUL-free UTF-8.
+//!   validated references (see `op::template`); values must be single-line, NUL-free UTF-8.
 //! - **Secret sets** (`--op-secret-set VAULT/ITEM`): one `op item get ITEM --vault VAULT
-//!   --format json` per set; the Secure Note's env-named fields become variables (see [`item`]).
+//!   --format json` per set; the Secure Note's env-named fields become variables (see `op::item`).
 //!   Their field names are unknown until the final handoff, so they cannot prune hook lookups;
 //!   they have final-process overwrite precedence: applied after everything else, they replace a
 //!   same-key hook literal, resolved reference AND CLI `--env` value, and a later set replaces an
