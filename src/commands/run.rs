@@ -117,9 +117,11 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     let identity = identity::current();
     let prepared = prepare_hooks(config, settings, &identity, &signals).await?;
     let hooks = hook_layer(&prepared);
+    crate::trace::mark("hooks done");
     let client = podman::connect(global.url.as_deref()).await?;
-    let info = client.info().await?;
-    let plan = build_plan(config, settings, &identity, info.host.security.rootless, &hooks)?;
+    crate::trace::mark("connected");
+    let rootless = client.rootless().await?;
+    let plan = build_plan(config, settings, &identity, rootless, &hooks)?;
     if plan
         .env
         .iter()
@@ -134,18 +136,27 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     }
     let stage = staging_archive(&plan, &Default::default())?;
     gc::sweep_host(&config.paths.stage_root());
+    // The sweep of other launches' leftovers runs once the agent has started: off the path to
+    // the agent's first instruction.
+    let (started, on_start) = tokio::sync::oneshot::channel();
     let sweeper = tokio::spawn({
         let client = client.clone();
-        async move { gc::sweep(&client, None).await }
+        async move {
+            // Started, or failed before starting (the sender is dropped): sweep either way.
+            let _ = on_start.await;
+            gc::sweep(&client, None).await
+        }
     });
     let mut cleanup = Cleanup::default();
-    let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup).await;
+    let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup, started).await;
+    crate::trace::mark("exit code known");
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    for e in cleanup.run(&client).await {
+    let (errors, _) = tokio::join!(cleanup.run(&client), sweeper);
+    for e in errors {
         eprintln!("ags: {e}");
     }
-    sweeper.abort();
+    crate::trace::mark("cleaned up");
     Ok(result?)
 }
 

@@ -16,12 +16,15 @@ use crate::podman::{AttachOptions, Client, spec_from_plan};
 
 /// Run the container of `plan` to completion and return the agent's exit code.
 /// `stage` is the tar archive for the staging volume (required when the plan stages anything).
+/// `started` fires once the agent runs, so work that must not delay the launch (the leftover
+/// sweep) can begin then.
 pub async fn run(
     client: &Client,
     plan: &LaunchPlan,
     stage: Option<Bytes>,
     signals: &mut SignalWatch,
     cleanup: &mut Cleanup,
+    started: tokio::sync::oneshot::Sender<()>,
 ) -> Result<u8, LaunchError> {
     if let Some(staging) = &plan.staging {
         let options = BTreeMap::from([
@@ -49,6 +52,7 @@ pub async fn run(
         .await
         .map_err(|e| LaunchError::from_create(e, &plan.image))?;
     cleanup.push(Resource::Container(id.clone()));
+    crate::trace::mark("created");
     check(signals)?;
     let opts = AttachOptions {
         stdin: true,
@@ -68,6 +72,7 @@ pub async fn run(
     }
     if let Some(tar) = stage {
         client.put_archive(&id, STAGING_MOUNT, tar).await?;
+        crate::trace::mark("staged");
     }
     let _raw = if plan.tty {
         Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?)
@@ -80,8 +85,12 @@ pub async fn run(
         client.resize(&id, rows, cols).await?;
     }
     check(signals)?;
+    crate::trace::mark("attached");
     client.start(&id).await.map_err(LaunchError::from_start)?;
+    crate::trace::mark("started");
+    let _ = started.send(());
     io::pump(client, &id, output, input, plan.tty, signals).await?;
+    crate::trace::mark("output ended");
     exit_code(client, &id).await
 }
 
