@@ -129,17 +129,7 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     gc::sweep_host(&config.paths.stage_root());
-    // The sweep of other launches' leftovers runs once the agent has started: off the path to
-    // the agent's first instruction.
-    let (started, on_start) = tokio::sync::oneshot::channel();
-    let sweeper = tokio::spawn({
-        let client = client.clone();
-        async move {
-            // Started, or failed before starting (the sender is dropped): sweep either way.
-            let _ = on_start.await;
-            gc::sweep(&client, None).await
-        }
-    });
+    let (started, sweeper) = spawn_sweeper(&client);
     let mut cleanup = Cleanup::default();
     let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup, started).await;
     crate::trace::mark("exit code known");
@@ -151,6 +141,23 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     }
     crate::trace::mark("cleaned up");
     Ok(result?)
+}
+
+/// The sweep of other launches' leftovers: it waits until the agent has started (off the path
+/// to the agent's first instruction), or until the launch failed before that, then runs.
+fn spawn_sweeper(
+    client: &podman::Client,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<gc::GcReport, podman::PodmanError>>,
+) {
+    let (started, on_start) = tokio::sync::oneshot::channel();
+    let client = client.clone();
+    let task = tokio::spawn(async move {
+        let _ = on_start.await;
+        gc::sweep(&client, None).await
+    });
+    (started, task)
 }
 
 /// The final handoff: resolve the surviving 1Password references in one `op inject` batch and
