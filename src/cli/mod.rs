@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use hooks::{HooksArgs, HooksCommand};
+pub use hooks::{EventArg, HookTestArgs, HooksArgs, HooksCommand, SchemaSide};
 pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImportArgs};
 
 /// Run AI coding agents in rootless Podman containers.

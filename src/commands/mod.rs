@@ -3,6 +3,8 @@
 
 mod doctor;
 mod gc;
+mod hooks;
+mod hooks_admin;
 mod image;
 mod plan;
 mod run;
@@ -16,9 +18,9 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         None => run::run(&cli.global, &cli.run),
         Some(Command::Plan(args)) => plan::plan(&cli.global, &args),
         Some(Command::Gc(args)) => gc::gc(&cli.global, &args),
+        Some(Command::Hooks(args)) => hooks::hooks(&cli.global, &args),
         Some(Command::Image(args)) => image::image(&cli.global, &args),
         Some(Command::Doctor(args)) => doctor::doctor(&cli.global, &args),
-        Some(Command::Hooks(_args)) => Err(Error::Usage("ags hooks: not available in this build".into())),
     }
 }
 

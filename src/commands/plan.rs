@@ -2,18 +2,30 @@
 
 use crate::cli::{GlobalArgs, PlanArgs};
 use crate::launch::identity;
-use crate::plan::{HookLayer, LaunchPlan};
+use crate::launch::signals::SignalWatch;
+use crate::plan::LaunchPlan;
 use crate::{Error, podman};
 
 /// Print the plan as JSON or text.
 pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let config = super::run::load_config(global, args.run.workdir.clone())?;
     let settings = super::run::settings(&args.run, crate::launch::terminal::both_are_terminals())?;
+    let identity = identity::current();
     let rt = super::runtime()?;
-    let rootless = rt.block_on(rootless(global));
+    let prepared = rt.block_on(async {
+        if args.no_hooks {
+            return Ok(None);
+        }
+        let signals = SignalWatch::install().map_err(Error::Output)?;
+        super::run::prepare_hooks(&config, &settings, &identity, &signals)
+            .await
+            .map(Some)
+    });
+    let rootless = prepared.is_ok().then(|| rt.block_on(rootless(global)));
     super::finish(rt);
-    let hooks = HookLayer::default();
-    let plan = super::run::build_plan(&config, &settings, &identity::current(), rootless, &hooks)?;
+    let hooks = prepared?.map(|p| super::run::hook_layer(&p)).unwrap_or_default();
+    let rootless = rootless.unwrap_or(false);
+    let plan = super::run::build_plan(&config, &settings, &identity, rootless, &hooks)?;
     if args.json {
         println!(
             "{}",
@@ -28,8 +40,8 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
 /// Ask the service whether it is rootless; without a service, assume rootless unless root.
 async fn rootless(global: &GlobalArgs) -> bool {
     match podman::connect(global.url.as_deref()).await {
-        Ok(client) => match client.info().await {
-            Ok(info) => return info.host.security.rootless,
+        Ok(client) => match client.rootless().await {
+            Ok(rootless) => return rootless,
             Err(e) => eprintln!("ags: warning: {e}"),
         },
         Err(e) => eprintln!(

@@ -10,10 +10,20 @@ use bytes::Bytes;
 
 use crate::cli::{GlobalArgs, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
+use crate::hooks::HookError;
+use crate::hooks::op::{OpCli, OpEnv, SecretSetName};
+use crate::hooks::prepare::{self, PrepareInput, Prepared};
+use crate::hooks::protocol::{HookContext, MountMode};
+use crate::hooks::resolve::{LaunchOverrides, Origin as HookOrigin};
+use crate::hooks::runner::Interrupt;
+use crate::hooks::validate::EnvValue;
 use crate::launch::cleanup::Cleanup;
 use crate::launch::signals::SignalWatch;
 use crate::launch::{self, gc, identity, lifecycle, stage};
-use crate::plan::{self, HookLayer, LaunchIdentity, LaunchPlan, RunSettings};
+use crate::plan::{
+    self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, Origin, PlanFile, PlanMount, Redacted,
+    RunSettings, STAGING_MOUNT,
+};
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code.
@@ -58,6 +68,7 @@ pub(super) fn settings(args: &RunArgs, terminals: bool) -> Result<RunSettings, E
             Ok(c)
         })
         .collect::<Result<_, _>>()?;
+    secret_set_names(&args.op_secret_sets)?;
     let tty = match args.tty {
         TtyMode::Auto => terminals,
         TtyMode::True => true,
@@ -106,29 +117,180 @@ pub(super) fn build_plan(
 
 async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettings) -> Result<u8, Error> {
     let mut signals = SignalWatch::install().map_err(Error::Output)?;
-    let hooks = HookLayer::default();
-    let client = podman::connect(global.url.as_deref()).await?;
-    let info = client.info().await?;
     let identity = identity::current();
-    let plan = build_plan(config, settings, &identity, info.host.security.rootless, &hooks)?;
-    let stage = staging_archive(&plan, &Default::default())?;
+    let prepared = prepare_hooks(config, settings, &identity, &signals).await?;
+    let hooks = hook_layer(&prepared);
+    crate::trace::mark("hooks done");
+    let client = podman::connect(global.url.as_deref()).await?;
+    crate::trace::mark("connected");
+    let rootless = client.rootless().await?;
+    let plan = build_plan(config, settings, &identity, rootless, &hooks)?;
+    let secrets = lookup_secrets(&prepared, &settings.op_secret_sets, &signals).await?;
+    crate::trace::mark("secrets");
+    let stage = staging_archive(&plan, &secrets)?;
     gc::sweep_host(&config.paths.stage_root());
-    let sweeper = tokio::spawn({
-        let client = client.clone();
-        async move { gc::sweep(&client, None).await }
-    });
+    let (started, sweeper) = spawn_sweeper(&client);
     let mut cleanup = Cleanup::default();
-    let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup).await;
+    let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup, started).await;
+    crate::trace::mark("exit code known");
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    for e in cleanup.run(&client).await {
+    let (errors, _) = tokio::join!(cleanup.run(&client), sweeper);
+    for e in errors {
         eprintln!("ags: {e}");
     }
-    sweeper.abort();
+    crate::trace::mark("cleaned up");
     Ok(result?)
 }
 
-fn staging_archive(plan: &LaunchPlan, secrets: &stage::ResolvedSecrets) -> Result<Option<Bytes>, Error> {
+/// The sweep of other launches' leftovers: it waits until the agent has started (off the path
+/// to the agent's first instruction), or until the launch failed before that, then runs.
+fn spawn_sweeper(
+    client: &podman::Client,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<gc::GcReport, podman::PodmanError>>,
+) {
+    let (started, on_start) = tokio::sync::oneshot::channel();
+    let client = client.clone();
+    let task = tokio::spawn(async move {
+        let _ = on_start.await;
+        gc::sweep(&client, None).await
+    });
+    (started, task)
+}
+
+/// The final handoff: resolve the surviving 1Password references in one `op inject` batch and
+/// load `--op-secret-set` items. Runs no `op` when there is nothing to look up.
+async fn lookup_secrets(
+    prepared: &Prepared,
+    sets: &[String],
+    signals: &SignalWatch,
+) -> Result<stage::Secrets, Error> {
+    let refs = prepared.resolved.op_env();
+    if refs.is_empty() && sets.is_empty() {
+        return Ok(stage::Secrets::default());
+    }
+    let interrupt = Interrupt::from_receiver(signals.receiver());
+    let op = OpCli::new(OpEnv::inherit());
+    op.check_capability(&interrupt).await.map_err(HookError::from)?;
+    let references = op
+        .resolve_refs(refs.iter().map(|(k, r)| (k.as_str(), *r)), &interrupt)
+        .await
+        .map_err(HookError::from)?;
+    let names = secret_set_names(sets)?;
+    let loaded = op
+        .load_secret_sets(&names, &interrupt)
+        .await
+        .map_err(HookError::from)?;
+    for set in &loaded {
+        for field in &set.skipped {
+            eprintln!(
+                "ags: warning: --op-secret-set {}: field {} not loaded: {:?}",
+                set.name, field.label, field.reason
+            );
+        }
+    }
+    let finals = loaded.into_iter().map(|s| s.values).collect();
+    Ok(stage::Secrets { references, finals })
+}
+
+/// Parse `--op-secret-set VAULT/ITEM` values (checked before anything runs).
+pub(super) fn secret_set_names(sets: &[String]) -> Result<Vec<SecretSetName>, Error> {
+    sets.iter()
+        .map(|s| SecretSetName::try_from(s.as_str()).map_err(|e| Error::Hooks(HookError::from(e))))
+        .collect()
+}
+
+/// Run the prepare phase for a launch (also used by `ags plan`).
+pub(super) async fn prepare_hooks(
+    config: &Config,
+    settings: &RunSettings,
+    identity: &LaunchIdentity,
+    signals: &SignalWatch,
+) -> Result<Prepared, Error> {
+    let cli_env = settings
+        .env
+        .iter()
+        .map(|arg| plan::parse_env_arg(arg).map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect::<Result<_, _>>()?;
+    let context = HookContext::new(
+        identity.launch_id.clone(),
+        config.project.clone(),
+        config.workdir.clone(),
+        settings.agent.clone(),
+    );
+    let input = PrepareInput {
+        paths: &config.paths,
+        hooks: &config.hooks,
+        context,
+        interactive: prompt::has_terminal(),
+        interrupt: Interrupt::from_receiver(signals.receiver()),
+        overrides: LaunchOverrides {
+            cli_env,
+            cli_mounts: settings.add_dirs.clone(),
+            fixed_destinations: vec![config.workdir.clone(), STAGING_MOUNT.into()],
+        },
+        lockdown: settings.lockdown,
+    };
+    Ok(prepare::prepare(input).await?)
+}
+
+/// Express the merged hook contributions in the plan's terms.
+pub(super) fn hook_layer(prepared: &Prepared) -> HookLayer {
+    let r = &prepared.resolved;
+    let env = r
+        .env
+        .iter()
+        .map(|(key, (value, origin))| {
+            let source = match value {
+                EnvValue::Literal(l) => EnvSource::Staged {
+                    value: Redacted::new(l.as_str().to_string()),
+                },
+                EnvValue::Op(op) => EnvSource::OpRef {
+                    reference: op.as_str().to_string(),
+                },
+            };
+            (key.as_str().to_string(), source, plan_origin(origin))
+        })
+        .collect();
+    let files = r
+        .files
+        .iter()
+        .map(|(f, origin)| PlanFile {
+            destination: f.destination.as_path().to_path_buf(),
+            bytes: f.content.len(),
+            content: Redacted::new(f.content.clone()),
+            origin: plan_origin(origin),
+            host_path: PathBuf::new(),
+        })
+        .collect();
+    let mounts = r
+        .mounts
+        .iter()
+        .zip(&prepared.mount_sources)
+        .map(|((m, origin), source)| PlanMount {
+            destination: m.destination.as_path().to_path_buf(),
+            kind: MountKind::Bind {
+                source: source.clone(),
+            },
+            read_only: m.mode == MountMode::Ro,
+            origin: plan_origin(origin),
+        })
+        .collect();
+    HookLayer { env, files, mounts }
+}
+
+fn plan_origin(o: &HookOrigin) -> Origin {
+    match o {
+        HookOrigin::Default => Origin::Default,
+        HookOrigin::GlobalHook { name, .. } => Origin::GlobalHook(name.clone()),
+        HookOrigin::ProjectHook { name, .. } => Origin::ProjectHook(name.clone()),
+        HookOrigin::Cli => Origin::Cli,
+    }
+}
+
+fn staging_archive(plan: &LaunchPlan, secrets: &stage::Secrets) -> Result<Option<Bytes>, Error> {
     if plan.staging.is_none() {
         return Ok(None);
     }

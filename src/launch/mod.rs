@@ -78,17 +78,20 @@ impl LaunchError {
     }
 
     /// Classify a start failure: 127 when the command is missing, 126 when it cannot be run.
+    /// Only the OCI runtime's exec step counts (`exec: "CMD": …`); other start failures (a
+    /// mount refused, a runtime error) are failures of `ags`'s launch (125).
     pub fn from_start(e: PodmanError) -> Self {
         let message = e.to_string();
         let lower = message.to_lowercase();
-        let code =
-            if lower.contains("executable file not found") || lower.contains("no such file or directory") {
-                EXIT_NOT_FOUND
-            } else if lower.contains("permission denied") || lower.contains("exec format error") {
-                EXIT_CANNOT_INVOKE
-            } else {
-                return LaunchError::Podman(e);
-            };
+        let exec = lower.find("exec: \"").map(|i| &lower[i..]).unwrap_or("");
+        let code = if exec.contains("executable file not found") || exec.contains("no such file or directory")
+        {
+            EXIT_NOT_FOUND
+        } else if exec.contains("permission denied") || exec.contains("exec format error") {
+            EXIT_CANNOT_INVOKE
+        } else {
+            return LaunchError::Podman(e);
+        };
         LaunchError::Start { code, message }
     }
 }

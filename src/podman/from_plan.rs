@@ -64,29 +64,22 @@ fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
         .collect()
 }
 
-/// Named volumes. The staging volume is a tmpfs created `noexec`: its mount must say `noexec`
-/// too, because rootless Podman cannot clear a locked flag when it bind-remounts the volume
-/// (runc: "mount … flags: 0x5027: operation not permitted").
 fn volumes(plan: &LaunchPlan) -> Vec<NamedVolume> {
-    let staging = plan.staging.as_ref().map(|s| s.volume.as_str());
     plan.mounts
         .iter()
         .filter_map(|m| match &m.kind {
-            MountKind::Volume { name } => {
-                let mut options: Vec<String> = vec![
+            MountKind::Volume { name } => Some(NamedVolume {
+                name: name.clone(),
+                dest: path_str(&m.destination),
+                // The flags the tmpfs volume is created with: in a user namespace a bind
+                // remount cannot clear a locked flag such as noexec (EPERM).
+                options: vec![
                     if m.read_only { "ro" } else { "rw" }.into(),
                     "nosuid".into(),
                     "nodev".into(),
-                ];
-                if Some(name.as_str()) == staging {
-                    options.push("noexec".into());
-                }
-                Some(NamedVolume {
-                    name: name.clone(),
-                    dest: path_str(&m.destination),
-                    options,
-                })
-            }
+                    "noexec".into(),
+                ],
+            }),
             _ => None,
         })
         .collect()

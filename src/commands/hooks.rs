@@ -1,0 +1,60 @@
+//! `ags hooks …`: describe, schema and validate are inert; test, list, revoke and log work with
+//! declarations, approvals and the run log.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::Error;
+use crate::cli::{EventArg, GlobalArgs, HooksArgs, HooksCommand, SchemaSide};
+use crate::hooks::{schema, strict_json, summary};
+
+/// Exit code of `ags hooks validate` for a refused response.
+pub const EXIT_INVALID: u8 = 1;
+
+/// Run an `ags hooks` subcommand.
+pub fn hooks(global: &GlobalArgs, args: &HooksArgs) -> Result<u8, Error> {
+    match &args.command {
+        HooksCommand::Describe {
+            event: EventArg::Prepare,
+        } => {
+            print!("{}", schema::describe_prepare());
+            Ok(0)
+        }
+        HooksCommand::Schema {
+            event: EventArg::Prepare,
+            side,
+        } => {
+            let side = match side {
+                SchemaSide::Input => schema::SchemaSide::Input,
+                SchemaSide::Output => schema::SchemaSide::Output,
+            };
+            print!("{}", schema::prepare_schema_text(side));
+            Ok(0)
+        }
+        HooksCommand::Validate { file } => validate(file),
+        other => super::hooks_admin::run(global, other),
+    }
+}
+
+/// Validate a response document without running anything; print a redacted summary.
+fn validate(file: &Path) -> Result<u8, Error> {
+    let limit = strict_json::MAX_DOCUMENT_BYTES as u64 + 1;
+    let mut bytes = Vec::new();
+    let read = if file == Path::new("-") {
+        std::io::stdin().take(limit).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(file).and_then(|f| f.take(limit).read_to_end(&mut bytes))
+    };
+    read.map_err(|e| Error::Usage(format!("{}: {e}", file.display())))?;
+    match summary::validate_and_summarize(&bytes) {
+        Ok(summary) => {
+            println!("{}: valid prepare response", file.display());
+            print!("{summary}");
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("ags: {}: invalid prepare response: {e}", file.display());
+            Ok(EXIT_INVALID)
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! `ags hooks test|list|revoke|log`: the subcommands that work with declarations, approvals
+//! and the run log.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::run::load_config;
+use crate::Error;
+use crate::cli::{GlobalArgs, HookTestArgs, HooksCommand};
+use crate::config::{HookDecl, HookScope};
+use crate::hooks::entrypoint::PreparedHook;
+use crate::hooks::log::RunLog;
+use crate::hooks::prepare::{self, PrepareInput};
+use crate::hooks::protocol::HookContext;
+use crate::hooks::resolve::LaunchOverrides;
+use crate::hooks::runner::Interrupt;
+use crate::hooks::summary::summarize_resolved;
+use crate::hooks::trust::TrustStore;
+use crate::launch::identity;
+use crate::plan::STAGING_MOUNT;
+use crate::prompt;
+
+/// Run `test`, `list`, `revoke` or `log`.
+pub fn run(global: &GlobalArgs, command: &HooksCommand) -> Result<u8, Error> {
+    match command {
+        HooksCommand::Test(args) => test(global, args),
+        HooksCommand::List { workdir, json } => list(global, workdir.clone(), *json),
+        HooksCommand::Revoke { target, workdir } => revoke(global, target, workdir.clone()),
+        HooksCommand::Log { n, json } => log(*n, *json),
+        _ => unreachable!("inert hook commands are handled by commands::hooks"),
+    }
+}
+
+/// Execute one named hook after approval and print a redacted summary.
+fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
+    eprintln!("ags: `ags hooks test` EXECUTES the hook on this host with your authority.");
+    let context_file = match &args.context {
+        Some(path) => Some(read_context(path)?),
+        None => None,
+    };
+    let workdir = context_file
+        .as_ref()
+        .map(|c| c.workdir.clone())
+        .or(args.workdir.clone());
+    let config = load_config(global, workdir)?;
+    let decl = select_one(&config.hooks, &args.name)?;
+    let context = context_file.unwrap_or_else(|| {
+        let agent = args.agent.clone().unwrap_or_else(|| "shell".into());
+        HookContext::new(
+            identity::current().launch_id,
+            config.project.clone(),
+            config.workdir.clone(),
+            agent,
+        )
+    });
+    let rt = super::runtime()?;
+    let result = rt.block_on(async {
+        let input = PrepareInput {
+            paths: &config.paths,
+            hooks: std::slice::from_ref(&decl),
+            overrides: LaunchOverrides {
+                fixed_destinations: vec![context.workdir.clone(), STAGING_MOUNT.into()],
+                ..Default::default()
+            },
+            context,
+            interactive: prompt::has_terminal(),
+            interrupt: Interrupt::on_signals().map_err(Error::Output)?,
+            lockdown: false,
+        };
+        Ok::<_, Error>(prepare::prepare(input).await?)
+    });
+    super::finish(rt);
+    let prepared = result?;
+    println!(
+        "hook {} ran and its response is valid; contribution (values redacted):",
+        decl.name
+    );
+    print!("{}", summarize_resolved(&prepared.resolved));
+    Ok(0)
+}
+
+fn read_context(path: &std::path::Path) -> Result<HookContext, Error> {
+    let bytes =
+        std::fs::read(path).map_err(|e| Error::Usage(format!("--context {}: {e}", path.display())))?;
+    Ok(HookContext::parse_strict(&bytes).map_err(crate::hooks::HookError::from)?)
+}
+
+/// The single active declaration named `name`.
+fn select_one(hooks: &[HookDecl], name: &str) -> Result<HookDecl, Error> {
+    let matching: Vec<&HookDecl> = hooks.iter().filter(|h| h.name == name).collect();
+    match matching.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => {
+            let names: Vec<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
+            Err(Error::Usage(format!(
+                "no active prepare hook is named {name:?}; declared: {}. Check --config and --workdir",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )))
+        }
+        many => Err(Error::Usage(format!(
+            "{} active prepare hooks are named {name:?} (in {}); give them unique names to test one",
+            many.len(),
+            many.iter()
+                .map(|h| h.config_path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// One row of `ags hooks list`.
+#[derive(Debug, Serialize)]
+struct ListRow {
+    name: String,
+    scope: String,
+    executable: PathBuf,
+    args: Vec<String>,
+    timeout_seconds: u32,
+    config: PathBuf,
+    hash: Option<String>,
+    approved: bool,
+    problem: Option<String>,
+}
+
+fn list(global: &GlobalArgs, workdir: Option<PathBuf>, json: bool) -> Result<u8, Error> {
+    let config = load_config(global, workdir)?;
+    let store =
+        TrustStore::open(&config.paths, Some(&config.project)).map_err(crate::hooks::HookError::from)?;
+    let rows: Vec<ListRow> = config.hooks.iter().map(|d| list_row(&store, d)).collect();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialize"));
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        println!("no prepare hooks are declared");
+    }
+    for r in &rows {
+        let state = match (&r.problem, r.approved) {
+            (Some(p), _) => format!("unusable: {p}"),
+            (None, true) => "approved".into(),
+            (None, false) => "NOT approved".into(),
+        };
+        println!("{}  [{}]  {}", r.name, r.scope, state);
+        println!("  executable: {} {}", r.executable.display(), r.args.join(" "));
+        println!("  config:     {}", r.config.display());
+        if let Some(h) = &r.hash {
+            println!("  hash:       {h}");
+        }
+    }
+    Ok(0)
+}
+
+/// Hash the declaration from its entrypoint bytes (nothing is executed) and look it up.
+fn list_row(store: &TrustStore, d: &HookDecl) -> ListRow {
+    let (hash, problem) = match PreparedHook::load(d.clone()) {
+        Ok(p) => (Some(p.hash), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let approved = match &hash {
+        Some(h) => store.is_approved(h).unwrap_or(false),
+        None => false,
+    };
+    ListRow {
+        name: d.name.clone(),
+        scope: match &d.scope {
+            HookScope::Global => "global".into(),
+            HookScope::Project { root } => format!("project {}", root.display()),
+        },
+        executable: d.executable.clone(),
+        args: d.args.clone(),
+        timeout_seconds: d.timeout_seconds,
+        config: d.config_path.clone(),
+        hash,
+        approved,
+        problem,
+    }
+}
+
+fn revoke(global: &GlobalArgs, target: &str, workdir: Option<PathBuf>) -> Result<u8, Error> {
+    let is_hash = target.len() == 64
+        && target
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+    let config = load_config(global, workdir)?;
+    let store =
+        TrustStore::open(&config.paths, Some(&config.project)).map_err(crate::hooks::HookError::from)?;
+    let hashes: Vec<String> = if is_hash {
+        vec![target.to_string()]
+    } else {
+        let rows: Vec<ListRow> = config
+            .hooks
+            .iter()
+            .filter(|d| d.name == target)
+            .map(|d| list_row(&store, d))
+            .collect();
+        if rows.is_empty() {
+            return Err(Error::Usage(format!(
+                "no active prepare hook is named {target:?}; pass the full approval hash to revoke any approval"
+            )));
+        }
+        rows.into_iter().filter_map(|r| r.hash).collect()
+    };
+    let mut revoked = 0;
+    for h in &hashes {
+        if store.revoke(h).map_err(crate::hooks::HookError::from)? {
+            println!("revoked {h}");
+            revoked += 1;
+        }
+    }
+    if revoked == 0 {
+        println!("nothing to revoke: {target} has no approval");
+    }
+    Ok(0)
+}
+
+fn log(n: usize, json: bool) -> Result<u8, Error> {
+    let paths = crate::config::Paths::from_env()?;
+    let records = RunLog::read_last(&paths, n).map_err(crate::hooks::HookError::from)?;
+    for r in &records {
+        if json {
+            println!("{}", serde_json::to_string(r).expect("records serialize"));
+        } else {
+            println!("{}", r.render());
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,242 @@
+//! Stage 2 (trust): make sure every active prepare hook is approved before any of them runs.
+//!
+//! Input: the [`PreparedHook`]s of a launch (bytes already read, hashes computed — no hook is
+//! ever executed to compute a hash) and the [`TrustStore`]. Output: `Ok(())` or an error naming
+//! every unapproved hook. I/O: reads/writes approval tokens; asks on the controlling terminal
+//! (`/dev/tty`, via [`crate::prompt`]) when allowed to.
+
+use std::collections::HashSet;
+
+use super::entrypoint::PreparedHook;
+use super::runner::escape_controls;
+use super::trust::{ApprovalRecord, TrustError, TrustStore};
+use crate::config::HookScope;
+use crate::prompt::{self, PromptError};
+
+/// Approval is missing or was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    /// New or changed hooks and no way to ask (non-interactive, or no controlling terminal).
+    #[error("{}", unapproved_message(hooks))]
+    Unapproved {
+        /// Each unapproved hook with the command that approves it.
+        hooks: Vec<Unapproved>,
+    },
+    /// The user answered no.
+    #[error("prepare hook {name} ({}) was not approved (hash {hash}); nothing was run. Remove the declaration from {} or approve it to launch", executable.display(), config_path.display())]
+    Denied {
+        /// Hook name.
+        name: String,
+        /// Declared entrypoint.
+        executable: std::path::PathBuf,
+        /// Declaring config file.
+        config_path: std::path::PathBuf,
+        /// The refused hash.
+        hash: String,
+    },
+    /// Asking on the terminal failed.
+    #[error("prepare hook {name}: cannot ask for approval: {source}")]
+    Prompt {
+        /// Hook name.
+        name: String,
+        /// The terminal error.
+        source: PromptError,
+    },
+    /// The approval store failed.
+    #[error(transparent)]
+    Store(#[from] TrustError),
+}
+
+/// One hook that still needs approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unapproved {
+    /// Hook name.
+    pub name: String,
+    /// The hash to approve.
+    pub hash: String,
+    /// `ags hooks test …` command that shows the approval prompt for it.
+    pub command: String,
+}
+
+fn unapproved_message(hooks: &[Unapproved]) -> String {
+    let mut out = format!(
+        "{} prepare hook(s) are new or changed and need approval on a terminal before anything runs:",
+        hooks.len()
+    );
+    for h in hooks {
+        out.push_str(&format!(
+            "\n  {} (hash {}): approve with `{}`",
+            h.name, h.hash, h.command
+        ));
+    }
+    out.push_str(
+        "\nor rerun this command interactively (with a terminal) using the same config. \
+         Note: `ags hooks test` EXECUTES the hook after approval.",
+    );
+    out
+}
+
+/// Require approval of every hook in `hooks` before any runs. New or changed hashes are asked
+/// about one by one on the terminal when `interactive` and a controlling terminal exist;
+/// otherwise the error lists each unapproved hook with the command that approves it.
+pub fn ensure_approved(
+    store: &TrustStore,
+    hooks: &[PreparedHook],
+    interactive: bool,
+) -> Result<(), ApprovalError> {
+    let mut seen = HashSet::new();
+    let mut missing = Vec::new();
+    for hook in hooks {
+        if seen.insert(hook.hash.as_str()) && !store.is_approved(&hook.hash)? {
+            missing.push(hook);
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !interactive || !prompt::has_terminal() {
+        return Err(ApprovalError::Unapproved {
+            hooks: missing.iter().map(|h| unapproved(h)).collect(),
+        });
+    }
+    for hook in missing {
+        ask(store, hook)?;
+    }
+    Ok(())
+}
+
+fn ask(store: &TrustStore, hook: &PreparedHook) -> Result<(), ApprovalError> {
+    let name = &hook.decl.name;
+    let yes =
+        prompt::confirm(&prompt_text(hook), &format!("Approve prepare hook {name}?")).map_err(|source| {
+            ApprovalError::Prompt {
+                name: name.clone(),
+                source,
+            }
+        })?;
+    if !yes {
+        return Err(ApprovalError::Denied {
+            name: name.clone(),
+            executable: hook.decl.executable.clone(),
+            config_path: hook.decl.config_path.clone(),
+            hash: hook.hash.clone(),
+        });
+    }
+    store.approve(&hook.hash, &ApprovalRecord::new(&hook.decl))?;
+    Ok(())
+}
+
+/// The approval prompt for `hook`: what runs, with which authority, and what approval covers.
+pub fn prompt_text(hook: &PreparedHook) -> String {
+    let d = &hook.decl;
+    let argv = std::iter::once(d.executable.to_string_lossy().into_owned())
+        .chain(d.args.iter().cloned())
+        .map(|a| shell_quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let scope = match &d.scope {
+        HookScope::Global => "global (all projects)".to_string(),
+        HookScope::Project { root } => format!("project {}", root.display()),
+    };
+    // Declarations come from config files: never let them drive the terminal of the prompt.
+    let shown = |s: &str| escape_controls(s).replace('\n', "\\n");
+    format!(
+        "\nNew or changed prepare hook: {name}\n\
+         \x20 declared in: {config}\n\
+         \x20 executable:  {exe}\n\
+         \x20 argv:        {argv}\n\
+         \x20 scope:       {scope}\n\
+         \x20 timeout:     {timeout} s\n\
+         \x20 hash:        {hash}\n\n\
+         Approving lets this program run on the HOST as you, with your full user authority: it can\n\
+         read your credentials, modify your files, start services and use the network. It is not\n\
+         sandboxed.\n\
+         Approval covers only the entrypoint bytes and this declaration (name, argv, timeout,\n\
+         scope). It does NOT cover interpreters, shared libraries, sourced or imported files, files\n\
+         passed to an interpreter, or anything else the program loads; changes there are not noticed.\n",
+        name = shown(&d.name),
+        config = shown(&d.config_path.to_string_lossy()),
+        exe = shown(&d.executable.to_string_lossy()),
+        argv = shown(&argv),
+        scope = shown(&scope),
+        timeout = d.timeout_seconds,
+        hash = hook.hash,
+    )
+}
+
+fn unapproved(hook: &PreparedHook) -> Unapproved {
+    let d = &hook.decl;
+    let mut command = format!(
+        "ags hooks test {} --config {}",
+        shell_quote(&d.name),
+        shell_quote(&d.config_path.to_string_lossy())
+    );
+    if let HookScope::Project { root } = &d.scope {
+        command.push_str(&format!(" --workdir {}", shell_quote(&root.to_string_lossy())));
+    }
+    Unapproved {
+        name: d.name.clone(),
+        hash: hook.hash.clone(),
+        // Config paths come from the user's files; never let them drive the terminal.
+        command: escape_controls(&command),
+    }
+}
+
+/// Quote `s` for a POSIX shell when it contains anything but safe characters.
+pub fn shell_quote(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::HookDecl;
+
+    fn hook(scope: HookScope) -> PreparedHook {
+        PreparedHook {
+            decl: HookDecl {
+                name: "svc".into(),
+                executable: "/opt/my hooks/prepare".into(),
+                args: vec!["--profile".into(), "it's".into(), "\x1b[2Khidden\rx".into()],
+                timeout_seconds: 12,
+                scope,
+                config_path: "/p/.ags/config.toml".into(),
+            },
+            entrypoint: b"#!/bin/sh\n".to_vec().into(),
+            hash: "ab".repeat(32),
+        }
+    }
+
+    #[test]
+    fn prompt_states_authority_and_coverage() {
+        let text = prompt_text(&hook(HookScope::Project { root: "/p".into() }));
+        for needle in [
+            "svc",
+            "/opt/my hooks/prepare",
+            "'/opt/my hooks/prepare' --profile 'it'\\''s' '\\u{1b}[2Khidden\\rx'",
+            "project /p",
+            "12 s",
+            &"ab".repeat(32),
+            "HOST as you",
+            "credentials",
+            "NOT cover interpreters, shared libraries, sourced or imported files",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in {text}");
+        }
+    }
+
+    #[test]
+    fn unapproved_command_names_config_and_project() {
+        let g = unapproved(&hook(HookScope::Global));
+        assert_eq!(g.command, "ags hooks test svc --config /p/.ags/config.toml");
+        let p = unapproved(&hook(HookScope::Project { root: "/a b".into() }));
+        assert_eq!(
+            p.command,
+            "ags hooks test svc --config /p/.ags/config.toml --workdir '/a b'"
+        );
+    }
+}

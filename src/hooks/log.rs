@@ -1,0 +1,303 @@
+//! Stage 2 (record): the JSONL run log of hook executions, `$XDG_STATE_HOME/ags/hooks.jsonl`.
+//!
+//! Input: one [`Record`] per hook execution, built from a runner [`HookReport`] plus the
+//! contributed keys and destinations named by the caller. Output: appended lines, the last N
+//! records for `ags hooks log`, and a one-line text rendering. I/O: that file (0600, directory
+//! 0700), rotated to `hooks.jsonl.1` once it passes 10 MiB.
+//!
+//! The log never holds values or content: no env values, file contents, stdout or stderr —
+//! only names, hashes, sizes, timings, outcomes, env keys and destination paths.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::runner::{ExitInfo, HookReport, Outcome, escape_controls};
+use crate::config::{HookDecl, HookScope, Paths};
+use crate::fsutil::{self, PrivateDirError};
+
+/// Rotate the log to `hooks.jsonl.1` once it is larger than this (10 MiB).
+pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// One hook execution.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The prepare phase's launch id.
+    pub launch_id: String,
+    /// Hook name.
+    pub name: String,
+    /// `global` or `project`.
+    pub scope: String,
+    /// Canonical project root of a project hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<PathBuf>,
+    /// Approval hash.
+    pub hash: String,
+    /// Start time, RFC 3339 UTC (empty when never started).
+    pub started_at: String,
+    /// Spawn to reap, in milliseconds.
+    pub duration_ms: u64,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Exit code, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Signal number, when killed by a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Bytes written to stdout.
+    pub stdout_bytes: u64,
+    /// Bytes written to stderr.
+    pub stderr_bytes: u64,
+    /// Environment keys the hook contributed (names only).
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// File/mount destinations the hook contributed (paths only).
+    #[serde(default)]
+    pub destinations: Vec<String>,
+}
+
+impl Record {
+    /// The record of `report` for `decl`; `keys`/`destinations` are names and paths, never values.
+    pub fn new(
+        launch_id: &str,
+        decl: &HookDecl,
+        report: &HookReport,
+        keys: Vec<String>,
+        destinations: Vec<String>,
+    ) -> Self {
+        let (scope, project) = match &decl.scope {
+            HookScope::Global => ("global", None),
+            HookScope::Project { root } => ("project", Some(root.clone())),
+        };
+        let (exit_code, signal) = match report.exit {
+            Some(ExitInfo::Code(c)) => (Some(c), None),
+            Some(ExitInfo::Signal(s)) => (None, Some(s)),
+            None => (None, None),
+        };
+        Self {
+            launch_id: launch_id.into(),
+            name: report.name.clone(),
+            scope: scope.into(),
+            project,
+            hash: report.hash.clone(),
+            started_at: report.started_at.map(rfc3339).unwrap_or_default(),
+            duration_ms: report.duration.as_millis() as u64,
+            outcome: report.outcome,
+            exit_code,
+            signal,
+            stdout_bytes: report.stdout_bytes,
+            stderr_bytes: report.stderr_bytes,
+            keys,
+            destinations,
+        }
+    }
+
+    /// One line for `ags hooks log` (control characters escaped).
+    pub fn render(&self) -> String {
+        let outcome = serde_json::to_value(self.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let exit = match (self.exit_code, self.signal) {
+            (Some(c), _) => format!(" exit={c}"),
+            (None, Some(s)) => format!(" signal={s}"),
+            _ => String::new(),
+        };
+        let scope = match &self.project {
+            Some(p) => format!("project:{}", p.display()),
+            None => self.scope.clone(),
+        };
+        let line = format!(
+            "{} {} {} [{}] {}{} {}ms out={}B err={}B hash={} keys=[{}] destinations=[{}]",
+            if self.started_at.is_empty() {
+                "-"
+            } else {
+                &self.started_at
+            },
+            self.launch_id,
+            self.name,
+            scope,
+            outcome,
+            exit,
+            self.duration_ms,
+            self.stdout_bytes,
+            self.stderr_bytes,
+            self.hash.chars().take(12).collect::<String>(),
+            self.keys.join(","),
+            self.destinations.join(","),
+        );
+        escape_controls(&line).replace('\n', "\\n")
+    }
+}
+
+/// The run log cannot be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The state directory failed a safety check.
+    #[error("hook run log directory {}: {source}", dir.display())]
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// What is wrong, with the fix.
+        source: PrivateDirError,
+    },
+    /// The log file has group/other permissions or another owner.
+    #[error("hook run log {} must be an owner-only file of yours (mode {mode:04o}, uid {owner}); run `chmod 600 {}` or remove it", path.display(), path.display())]
+    Unsafe {
+        /// The log file.
+        path: PathBuf,
+        /// Its mode.
+        mode: u32,
+        /// Its owner.
+        owner: u32,
+    },
+    /// Reading or writing failed.
+    #[error("hook run log {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+/// The hook run log.
+#[derive(Debug, Clone, Copy)]
+pub struct RunLog;
+
+impl RunLog {
+    /// Append one record.
+    pub fn append(paths: &Paths, record: &Record) -> Result<(), LogError> {
+        Self::append_all(paths, std::slice::from_ref(record))
+    }
+
+    /// Append records, one JSON line each, rotating first when the log is over 10 MiB.
+    pub fn append_all(paths: &Paths, records: &[Record]) -> Result<(), LogError> {
+        let path = paths.hook_log();
+        let dir = paths.state_dir();
+        fsutil::ensure_private_dir(&dir).map_err(|source| LogError::Dir { dir, source })?;
+        let io_err = |source| LogError::Io {
+            path: path.clone(),
+            source,
+        };
+        rotate_if_large(&path).map_err(io_err)?;
+        let mut file = fsutil::open_private_append(&path).map_err(io_err)?;
+        check_private(&path, &file.metadata().map_err(io_err)?)?;
+        for record in records {
+            let mut line = serde_json::to_vec(record).expect("a log record serializes");
+            line.push(b'\n');
+            file.write_all(&line).map_err(io_err)?; // one write per line: O_APPEND keeps it whole
+        }
+        Ok(())
+    }
+
+    /// The last `n` records, oldest first (reading the rotated file too when needed). Lines that
+    /// do not parse (a torn or foreign line) are skipped.
+    pub fn read_last(paths: &Paths, n: usize) -> Result<Vec<Record>, LogError> {
+        let path = paths.hook_log();
+        let mut records = read_records(&path)?;
+        if records.len() < n {
+            let mut older = read_records(&rotated(&path))?;
+            older.append(&mut records);
+            records = older;
+        }
+        let skip = records.len().saturating_sub(n);
+        Ok(records.split_off(skip))
+    }
+}
+
+fn rotated(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".1");
+    PathBuf::from(s)
+}
+
+fn rotate_if_large(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() > ROTATE_BYTES => fs::rename(path, rotated(path)),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn check_private(path: &Path, meta: &fs::Metadata) -> Result<(), LogError> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let mode = meta.mode() & 0o7777;
+    if meta.uid() != uid || mode & 0o077 != 0 {
+        return Err(LogError::Unsafe {
+            path: path.into(),
+            mode,
+            owner: meta.uid(),
+        });
+    }
+    Ok(())
+}
+
+fn read_records(path: &Path) -> Result<Vec<Record>, LogError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(LogError::Io {
+                path: path.into(),
+                source,
+            });
+        }
+    };
+    Ok(bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect())
+}
+
+/// `t` as RFC 3339 UTC with milliseconds, e.g. `2026-05-01T12:34:56.789Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, day) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
+/// (H. Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn formats_rfc3339() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(951_782_400_123); // leap day 2000
+        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.123Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_798_761_599); // 2026-12-31T23:59:59Z
+        assert_eq!(rfc3339(t), "2026-12-31T23:59:59.000Z");
+    }
+}

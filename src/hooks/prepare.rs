@@ -1,0 +1,166 @@
+//! The prepare phase as one call: load entrypoints → approve every declaration → run → validate
+//! each response → log → resolve by precedence → lockdown → check mount sources.
+//!
+//! This is the hook stage's entry point for `ags` launches, `ags plan` and `ags hooks test`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::entrypoint::PreparedHook;
+use super::log::{Record, RunLog};
+use super::mount_source::{ProtectedHostPaths, check_mount_source};
+use super::protocol::HookContext;
+use super::resolve::{HookOutput, LaunchOverrides, Origin, Resolved, lockdown_check, resolve};
+use super::runner::{Interrupt, RunSetup, run_hooks};
+use super::trust::TrustStore;
+use super::validate::{Contribution, parse_response};
+use super::{HookError, approve, exec_copy};
+use crate::config::{HookDecl, HookScope, Paths};
+
+/// Inputs of one prepare phase.
+#[derive(Debug)]
+pub struct PrepareInput<'a> {
+    /// Host paths (approval store, run log, protected locations).
+    pub paths: &'a Paths,
+    /// The declarations to run, global first, in declaration order.
+    pub hooks: &'a [HookDecl],
+    /// The context every hook receives.
+    pub context: HookContext,
+    /// Whether an approval prompt may be shown on the controlling terminal.
+    pub interactive: bool,
+    /// Cancellation (SIGINT/SIGTERM/SIGHUP).
+    pub interrupt: Interrupt,
+    /// CLI values and plan mounts that hooks cannot override.
+    pub overrides: LaunchOverrides,
+    /// `--lockdown`: refuse surviving op references and host mounts.
+    pub lockdown: bool,
+}
+
+/// The outcome of the phase.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// Merged contributions.
+    pub resolved: Resolved,
+    /// Canonical host sources of `resolved.mounts`, index for index.
+    pub mount_sources: Vec<PathBuf>,
+}
+
+/// Stale execution copies older than this are removed at the start of a phase.
+const STALE_EXEC_COPIES: Duration = Duration::from_secs(600);
+
+/// Run the prepare phase.
+pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
+    if input.hooks.is_empty() {
+        let resolved = resolve(Vec::new(), &input.overrides)?;
+        return Ok(Prepared {
+            resolved,
+            mount_sources: Vec::new(),
+        });
+    }
+    let store = TrustStore::open(input.paths, Some(&input.context.project))?;
+    exec_copy::sweep_stale(store.dir(), STALE_EXEC_COPIES);
+    let prepared = input
+        .hooks
+        .iter()
+        .map(|d| PreparedHook::load(d.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    approve::ensure_approved(&store, &prepared, input.interactive)?;
+    let contributions = execute(&input, store, prepared).await?;
+    let outputs = contributions
+        .into_iter()
+        .zip(origins(input.hooks))
+        .map(|(contribution, origin)| HookOutput { origin, contribution })
+        .collect();
+    let resolved = resolve(outputs, &input.overrides)?;
+    if input.lockdown {
+        lockdown_check(&resolved)?;
+    }
+    let protected = ProtectedHostPaths::from_paths(input.paths);
+    let mount_sources = resolved
+        .mounts
+        .iter()
+        .map(|(m, _)| check_mount_source(&m.source, &protected))
+        .collect::<Result<_, _>>()?;
+    Ok(Prepared {
+        resolved,
+        mount_sources,
+    })
+}
+
+/// Run the approved hooks, validating each response, and log every execution.
+async fn execute(
+    input: &PrepareInput<'_>,
+    store: TrustStore,
+    prepared: Vec<PreparedHook>,
+) -> Result<Vec<Contribution>, HookError> {
+    let context = serde_json::to_vec(&input.context).expect("the context always serializes");
+    let workdir = input.context.workdir.clone();
+    let mut setup = RunSetup::new(store, workdir, Arc::from(context));
+    setup.interrupt = input.interrupt.clone();
+    let decls: Vec<HookDecl> = prepared.iter().map(|p| p.decl.clone()).collect();
+    let result = run_hooks(prepared, setup, |_, stdout| parse_response(stdout)).await;
+    let launch_id = &input.context.launch_id;
+    match result {
+        Ok(runs) => {
+            let records: Vec<Record> = runs
+                .iter()
+                .zip(&decls)
+                .map(|(run, decl)| {
+                    let (keys, dests) = names(&run.value);
+                    Record::new(launch_id, decl, &run.report, keys, dests)
+                })
+                .collect();
+            log(input.paths, &records);
+            Ok(runs.into_iter().map(|r| r.value).collect())
+        }
+        Err(e) => {
+            let records: Vec<Record> = e
+                .reports()
+                .iter()
+                .zip(&decls)
+                .map(|(report, decl)| Record::new(launch_id, decl, report, vec![], vec![]))
+                .collect();
+            log(input.paths, &records);
+            Err(e.into())
+        }
+    }
+}
+
+/// A run log that cannot be written must not hide the launch's real outcome: warn and go on.
+fn log(paths: &Paths, records: &[Record]) {
+    if let Err(e) = RunLog::append_all(paths, records) {
+        eprintln!("ags: warning: hook run log: {e}");
+    }
+}
+
+/// The env keys and destinations of a contribution (names only, for the run log).
+fn names(c: &Contribution) -> (Vec<String>, Vec<String>) {
+    let keys = c.env.iter().map(|(k, _)| k.as_str().to_string()).collect();
+    let files = c
+        .files
+        .iter()
+        .map(|f| f.destination.as_path().display().to_string());
+    let mounts = c
+        .mounts
+        .iter()
+        .map(|m| m.destination.as_path().display().to_string());
+    (keys, files.chain(mounts).collect())
+}
+
+/// Precedence origins: each declaration's position within its scope.
+fn origins(hooks: &[HookDecl]) -> Vec<Origin> {
+    let (mut global, mut project) = (0, 0);
+    hooks
+        .iter()
+        .map(|d| {
+            let counter = match d.scope {
+                HookScope::Global => &mut global,
+                HookScope::Project { .. } => &mut project,
+            };
+            let origin = Origin::for_decl(d, *counter);
+            *counter += 1;
+            origin
+        })
+        .collect()
+}

@@ -1,0 +1,380 @@
+//! Stage 2 (run): the prepare-hook runner. Its `process` module is the ONLY place in `ags` that
+//! spawns processes (hooks here, the 1Password CLI in [`crate::hooks::op`]).
+//!
+//! Input: approved [`PreparedHook`]s in declaration order, the JSON context, [`Limits`], an
+//! [`Interrupt`] and a `parse` callback (the response validator). Output: one [`HookRun`] per hook
+//! in declaration order, or a [`RunError`] naming the first real failure, with a [`HookReport`]
+//! per hook for the run log either way. I/O: execution copies in the approval store, child
+//! processes, their pipes, and hook diagnostics on `ags`'s stderr.
+//!
+//! Rules enforced here:
+//! - at most `concurrency` hooks run at once; the phase deadline bounds running AND queued hooks;
+//! - each hook's timeout comes from its declaration;
+//! - every hook runs from a freshly verified private copy, in its own process group, with a
+//!   scrubbed environment, `workdir` as cwd, and the context on stdin followed by EOF;
+//! - when the entrypoint ends (for any reason) its whole process group is SIGKILLed before the
+//!   entrypoint is reaped, so the group id cannot have been reused;
+//! - the first failure, the phase deadline or an interrupt cancels everything else; the real
+//!   cause is returned, never a peer's secondary "cancelled"; there are no retries.
+
+mod child;
+mod output;
+pub(crate) mod process;
+mod report;
+
+use std::error::Error as StdError;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, sleep_until};
+
+pub use output::{StderrSink, escape_controls, stderr_to_terminal};
+pub use report::{ExitInfo, HookFailure, HookReport, HookRun, Outcome, RunError, signal_name};
+
+use super::entrypoint::PreparedHook;
+use super::exec_copy::ExecDir;
+use super::trust::TrustStore;
+use report::error_detail;
+
+/// Default number of hooks running at once.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+/// Default bound on the whole execution phase, queueing included.
+pub const DEFAULT_PHASE_DEADLINE: Duration = Duration::from_secs(60);
+/// Default stdout cap per hook (1 MiB).
+pub const DEFAULT_STDOUT_CAP: usize = 1024 * 1024;
+/// Default stderr cap per hook (64 KiB); the excess is read and discarded.
+pub const DEFAULT_STDERR_CAP: usize = 64 * 1024;
+/// How long to keep reading pipes after the hook's group was killed (a re-grouped daemon may hold
+/// them open forever).
+pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Environment variables passed through to hooks (when set); everything else is scrubbed.
+pub const PASSED_ENV: [&str; 6] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "XDG_RUNTIME_DIR",
+    "DBUS_SESSION_BUS_ADDRESS",
+];
+
+/// Resource limits of one prepare phase. `Default` gives the production values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Hooks running at once (at least 1).
+    pub concurrency: usize,
+    /// Deadline of the whole phase, measured from the start of [`run_hooks`].
+    pub phase_deadline: Duration,
+    /// Stdout bytes accepted per hook; more kills the hook.
+    pub stdout_cap: usize,
+    /// Stderr bytes shown per hook; more is discarded (and counted).
+    pub stderr_cap: usize,
+    /// Pipe draining after the group was killed.
+    pub drain_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            concurrency: DEFAULT_CONCURRENCY,
+            phase_deadline: DEFAULT_PHASE_DEADLINE,
+            stdout_cap: DEFAULT_STDOUT_CAP,
+            stderr_cap: DEFAULT_STDERR_CAP,
+            drain_grace: DEFAULT_DRAIN_GRACE,
+        }
+    }
+}
+
+/// Everything a phase needs besides the hooks and the response parser.
+pub struct RunSetup {
+    /// The approval store (rechecked right before each execution; holds the execution copies).
+    pub store: TrustStore,
+    /// The canonical workdir: each hook's cwd.
+    pub workdir: PathBuf,
+    /// The UTF-8 JSON context written to every hook's stdin.
+    pub context: Arc<[u8]>,
+    /// Limits.
+    pub limits: Limits,
+    /// Cancellation by the user (SIGINT/SIGTERM/SIGHUP).
+    pub interrupt: Interrupt,
+    /// Where escaped, name-prefixed stderr lines go.
+    pub stderr: StderrSink,
+}
+
+impl RunSetup {
+    /// Production defaults: default limits, no interrupt source, stderr to the terminal.
+    pub fn new(store: TrustStore, workdir: PathBuf, context: Arc<[u8]>) -> Self {
+        Self {
+            store,
+            workdir,
+            context,
+            limits: Limits::default(),
+            interrupt: Interrupt::never(),
+            stderr: stderr_to_terminal(),
+        }
+    }
+}
+
+/// Cancellation input of a phase: triggered with the number of the signal that asked for it.
+#[derive(Debug, Clone)]
+pub struct Interrupt {
+    rx: Option<watch::Receiver<Option<i32>>>,
+}
+
+/// The triggering side of an [`Interrupt`].
+#[derive(Debug, Clone)]
+pub struct InterruptHandle {
+    tx: Arc<watch::Sender<Option<i32>>>,
+}
+
+/// A connected trigger and interrupt.
+pub fn interrupt_channel() -> (InterruptHandle, Interrupt) {
+    let (tx, rx) = watch::channel(None);
+    (InterruptHandle { tx: Arc::new(tx) }, Interrupt { rx: Some(rx) })
+}
+
+impl InterruptHandle {
+    /// Cancel the phase as if `signal` had been received (the first trigger wins).
+    pub fn trigger(&self, signal: i32) {
+        self.tx
+            .send_if_modified(|v| v.is_none() && v.replace(signal).is_none());
+    }
+}
+
+impl Interrupt {
+    /// An interrupt that never fires.
+    pub fn never() -> Self {
+        Self { rx: None }
+    }
+
+    /// Fire when `rx` holds a signal number (the launch's signal watch feeds it).
+    pub fn from_receiver(rx: watch::Receiver<Option<i32>>) -> Self {
+        Self { rx: Some(rx) }
+    }
+
+    /// Fire on SIGINT, SIGTERM or SIGHUP. Must be called inside a Tokio runtime. Note: once
+    /// Tokio handles a signal, its default action (terminating `ags`) is not restored for the
+    /// rest of the process; the caller must act on it afterwards too.
+    pub fn on_signals() -> io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (handle, interrupt) = interrupt_channel();
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut term = signal(SignalKind::terminate())?;
+        let mut hup = signal(SignalKind::hangup())?;
+        tokio::spawn(async move {
+            let sig = tokio::select! {
+                _ = int.recv() => libc::SIGINT,
+                _ = term.recv() => libc::SIGTERM,
+                _ = hup.recv() => libc::SIGHUP,
+                () = handle.tx.closed() => return,
+            };
+            handle.trigger(sig);
+        });
+        Ok(interrupt)
+    }
+
+    /// The signal, if the interrupt has fired already.
+    pub fn fired(&self) -> Option<i32> {
+        self.rx.as_ref().and_then(|rx| *rx.borrow())
+    }
+
+    /// Wait until the interrupt fires (forever for [`Interrupt::never`]) and return its signal.
+    pub async fn wait(&mut self) -> i32 {
+        if let Some(rx) = &mut self.rx
+            && let Ok(sig) = rx.wait_for(Option::is_some).await
+        {
+            return sig.unwrap_or(libc::SIGINT);
+        }
+        std::future::pending().await
+    }
+}
+
+/// Why running hooks are being killed by the coordinator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AbortReason {
+    /// A peer failed or the user interrupted.
+    Cancel,
+    /// The phase deadline expired.
+    PhaseDeadline,
+}
+
+/// Shared, read-only inputs of every hook task.
+struct TaskEnv {
+    store: TrustStore,
+    exec_dir: ExecDir,
+    workdir: PathBuf,
+    context: Arc<[u8]>,
+    limits: Limits,
+    sink: StderrSink,
+}
+
+enum Stop {
+    Failed(usize, HookFailure),
+    Deadline,
+    Interrupted(i32),
+}
+
+/// Run `hooks` (already approved) concurrently and hand each successful stdout to `parse`.
+/// Results come back in declaration order, whatever the completion order. A `parse` error is
+/// that hook's failure and cancels its peers.
+pub async fn run_hooks<T, E, F>(
+    hooks: Vec<PreparedHook>,
+    setup: RunSetup,
+    mut parse: F,
+) -> Result<Vec<HookRun<T>>, RunError>
+where
+    F: FnMut(&PreparedHook, &[u8]) -> Result<T, E>,
+    E: Into<Box<dyn StdError + Send + Sync>>,
+{
+    let RunSetup {
+        store,
+        workdir,
+        context,
+        limits,
+        mut interrupt,
+        stderr,
+    } = setup;
+    let deadline = Instant::now() + limits.phase_deadline;
+    let mut phase = Phase::new(hooks);
+    let env = Arc::new(TaskEnv {
+        exec_dir: ExecDir::new(store.dir()),
+        store,
+        workdir,
+        context,
+        limits: limits.clone(),
+        sink: stderr,
+    });
+    let mut set = JoinSet::new();
+    let mut next = 0;
+    loop {
+        if let Some(sig) = interrupt.fired() {
+            phase.halt(Stop::Interrupted(sig), AbortReason::Cancel);
+        }
+        while phase.stop.is_none() && next < phase.hooks.len() && set.len() < limits.concurrency.max(1) {
+            let abort = phase.abort_tx.subscribe();
+            set.spawn(child::run_one(
+                next,
+                phase.hooks[next].clone(),
+                env.clone(),
+                abort,
+            ));
+            next += 1;
+        }
+        let running = phase.stop.is_none();
+        tokio::select! {
+            biased;
+            joined = set.join_next() => match joined {
+                None => break,
+                Some(done) => phase.record(child::joined_blocking(done), &mut parse),
+            },
+            sig = interrupt.wait(), if running => phase.halt(Stop::Interrupted(sig), AbortReason::Cancel),
+            () = sleep_until(deadline), if running => phase.halt(Stop::Deadline, AbortReason::PhaseDeadline),
+        }
+    }
+    // Every task is done: remove the execution copies (off the executor: rmdir can be slow).
+    let _ = tokio::task::spawn_blocking(move || drop(env)).await;
+    phase.finish(&limits)
+}
+
+/// The coordinator's bookkeeping: per-hook reports and values in declaration order, and why the
+/// phase stopped early (the first cause only).
+struct Phase<T> {
+    hooks: Vec<Arc<PreparedHook>>,
+    reports: Vec<HookReport>,
+    values: Vec<Option<T>>,
+    stop: Option<Stop>,
+    abort_tx: watch::Sender<Option<AbortReason>>,
+}
+
+impl<T> Phase<T> {
+    fn new(hooks: Vec<PreparedHook>) -> Self {
+        let hooks: Vec<Arc<PreparedHook>> = hooks.into_iter().map(Arc::new).collect();
+        Self {
+            reports: hooks.iter().map(|h| HookReport::not_started(h)).collect(),
+            values: hooks.iter().map(|_| None).collect(),
+            hooks,
+            stop: None,
+            abort_tx: watch::channel(None).0,
+        }
+    }
+
+    /// Stop the phase (first cause wins) and tell running hooks to die.
+    fn halt(&mut self, stop: Stop, reason: AbortReason) {
+        if self.stop.is_none() {
+            self.stop = Some(stop);
+            self.abort_tx.send_replace(Some(reason));
+        }
+    }
+
+    /// Take a finished hook's result; parse its stdout while the phase is still going.
+    fn record<E, F>(&mut self, done: child::TaskResult, parse: &mut F)
+    where
+        F: FnMut(&PreparedHook, &[u8]) -> Result<T, E>,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let index = done.index;
+        self.reports[index] = done.report;
+        let failure = match done.failure {
+            Some(f) => Some(f),
+            None if self.stop.is_none() && self.reports[index].outcome == Outcome::Ok => {
+                match parse(&self.hooks[index], &done.stdout) {
+                    Ok(v) => {
+                        self.values[index] = Some(v);
+                        None
+                    }
+                    Err(e) => Some(HookFailure::Rejected { source: e.into() }),
+                }
+            }
+            None => None,
+        };
+        if let Some(f) = failure {
+            self.reports[index].outcome = f.outcome();
+            self.halt(Stop::Failed(index, f), AbortReason::Cancel);
+        }
+    }
+
+    /// Hooks that produced no result because the phase stopped (except `except`).
+    fn unfinished(&self, except: Option<usize>) -> Vec<String> {
+        let stopped = [Outcome::Cancelled, Outcome::NotStarted, Outcome::Timeout];
+        self.reports
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| Some(*i) != except && stopped.contains(&r.outcome))
+            .map(|(_, r)| r.name.clone())
+            .collect()
+    }
+
+    fn finish(mut self, limits: &Limits) -> Result<Vec<HookRun<T>>, RunError> {
+        match self.stop.take() {
+            None => Ok(self
+                .reports
+                .into_iter()
+                .zip(self.values)
+                .map(|(report, value)| HookRun {
+                    report,
+                    value: value.expect("every hook succeeded when the phase did not stop"),
+                })
+                .collect()),
+            Some(Stop::Failed(index, cause)) => Err(RunError::Failed {
+                name: self.reports[index].name.clone(),
+                cause: Box::new(cause),
+                cancelled: self.unfinished(Some(index)),
+                reports: self.reports,
+            }),
+            Some(Stop::Deadline) => Err(RunError::PhaseDeadline {
+                deadline: limits.phase_deadline,
+                unfinished: self.unfinished(None),
+                reports: self.reports,
+            }),
+            Some(Stop::Interrupted(signal)) => Err(RunError::Interrupted {
+                signal,
+                unfinished: self.unfinished(None),
+                reports: self.reports,
+            }),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! One hook execution: recheck approval, make the private copy, start it through the spawn
+//! primitive ([`super::process`]: own process group, scrubbed environment, context on stdin,
+//! capped output, timeout, group kill), and classify how it ended.
+//!
+//! Blocking work (the approval recheck, the copy, `spawn`, waiting for the exit) runs on Tokio's
+//! blocking pool, so slow filesystem metadata operations never stall the other hooks' pipes.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::process::{self, Ending, Finished, Running};
+use super::{AbortReason, ExitInfo, HookFailure, HookReport, Outcome, PASSED_ENV, TaskEnv, error_detail};
+use crate::hooks::entrypoint::PreparedHook;
+
+pub(super) use process::joined_blocking;
+
+/// What a hook task hands back to the coordinator.
+pub(super) struct TaskResult {
+    pub index: usize,
+    pub report: HookReport,
+    pub stdout: Vec<u8>,
+    pub failure: Option<HookFailure>,
+}
+
+type Done = Finished<AbortReason>;
+
+/// Run hook number `index` to completion (or until aborted), never leaving its group alive.
+pub(super) async fn run_one(
+    index: usize,
+    hook: Arc<PreparedHook>,
+    env: Arc<TaskEnv>,
+    mut abort: watch::Receiver<Option<AbortReason>>,
+) -> TaskResult {
+    let mut report = HookReport::not_started(&hook);
+    report.started_at = Some(SystemTime::now());
+    let t0 = Instant::now();
+    let spawned = {
+        let (hook, env) = (hook.clone(), env.clone());
+        // If this task is aborted meanwhile, dropping the result kills the group.
+        joined_blocking(tokio::task::spawn_blocking(move || spawn(&hook, &env)).await)
+    };
+    let running = match spawned {
+        Ok(running) => running,
+        Err(failure) => {
+            report.outcome = failure.outcome();
+            report.duration = t0.elapsed();
+            return TaskResult {
+                index,
+                report,
+                stdout: Vec::new(),
+                failure: Some(failure),
+            };
+        }
+    };
+    let io = process::Io {
+        stdin: env.context.clone(),
+        stdout_cap: env.limits.stdout_cap,
+        stderr_name: hook.decl.name.clone(),
+        stderr_cap: env.limits.stderr_cap,
+        stderr_sink: env.sink.clone(),
+        timeout: Duration::from_secs(hook.decl.timeout_seconds.into()),
+        drain_grace: env.limits.drain_grace,
+    };
+    let aborted = async move {
+        let reason = abort.wait_for(Option::is_some).await.ok().and_then(|v| *v);
+        reason.unwrap_or(AbortReason::Cancel)
+    };
+    let done = process::supervise(running, &io, aborted).await;
+    report.duration = t0.elapsed();
+    report.stdout_bytes = done.stdout.total;
+    report.stderr_bytes = done.stderr.total;
+    report.exit = done.status.as_ref().ok().map(exit_info);
+    let (outcome, failure) = classify(&hook, &env, &done);
+    report.outcome = outcome;
+    TaskResult {
+        index,
+        report,
+        stdout: done.stdout.bytes,
+        failure,
+    }
+}
+
+/// Recheck approval, make and verify the copy, and start it. Blocking.
+fn spawn(hook: &PreparedHook, env: &TaskEnv) -> Result<Running, HookFailure> {
+    if !env.store.is_approved(&hook.hash)? {
+        return Err(HookFailure::NotApproved {
+            hash: hook.hash.clone(),
+        });
+    }
+    let program = env.exec_dir.copy(hook)?;
+    let spec = process::Spawn {
+        program,
+        args: hook.decl.args.iter().map(OsString::from).collect(),
+        cwd: Some(env.workdir.clone()),
+        env: PASSED_ENV
+            .iter()
+            .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
+            .collect(),
+    };
+    process::spawn(&spec).map_err(|source| spawn_failure(spec.program, env, source))
+}
+
+fn spawn_failure(program: PathBuf, env: &TaskEnv, source: io::Error) -> HookFailure {
+    let hint = match source.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => format!(
+            "execution was denied: check that the filesystem of the approval store {} is not mounted \
+             noexec and that the interpreter on the entrypoint's #! line is executable \
+             (ags never falls back to the original file)",
+            env.store.dir().display()
+        ),
+        Some(libc::ENOENT) => format!(
+            "check that the interpreter on the entrypoint's #! line exists and that the workdir {} exists",
+            env.workdir.display()
+        ),
+        Some(libc::ENOEXEC) => "the entrypoint is not a recognized executable; scripts need a #! line".into(),
+        _ => "check the entrypoint and its interpreter".into(),
+    };
+    HookFailure::Spawn {
+        program,
+        source,
+        hint,
+    }
+}
+
+fn exit_info(status: &ExitStatus) -> ExitInfo {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitInfo::Code(code),
+        (None, Some(sig)) => ExitInfo::Signal(sig),
+        (None, None) => ExitInfo::Code(-1),
+    }
+}
+
+fn classify(hook: &PreparedHook, env: &TaskEnv, done: &Done) -> (Outcome, Option<HookFailure>) {
+    let failure = match done.ending {
+        Ending::Aborted(AbortReason::Cancel) => return (Outcome::Cancelled, None),
+        Ending::Aborted(AbortReason::PhaseDeadline) => return (Outcome::Timeout, None),
+        Ending::Overflow => HookFailure::OutputTooLarge {
+            cap: env.limits.stdout_cap,
+        },
+        Ending::Timeout => HookFailure::Timeout {
+            seconds: hook.decl.timeout_seconds,
+        },
+        Ending::Exited => match exited_failure(done, env) {
+            Some(f) => f,
+            None => return (Outcome::Ok, None),
+        },
+    };
+    (failure.outcome(), Some(failure))
+}
+
+fn exited_failure(done: &Done, env: &TaskEnv) -> Option<HookFailure> {
+    if done.stdout.overflow {
+        return Some(HookFailure::OutputTooLarge {
+            cap: env.limits.stdout_cap,
+        });
+    }
+    let status = match &done.status {
+        Ok(status) => status,
+        Err(e) => return Some(io_failure("waiting for the hook", e)),
+    };
+    if let Some(signal) = status.signal() {
+        return Some(HookFailure::Signaled {
+            signal,
+            signal_name: super::signal_name(signal),
+        });
+    }
+    match status.code() {
+        Some(0) => {}
+        code => {
+            return Some(HookFailure::NonZeroExit {
+                code: code.unwrap_or(-1),
+                detail: error_detail(&done.stdout.bytes),
+            });
+        }
+    }
+    if let Some(e) = &done.stdout.error {
+        return Some(io_failure("reading its stdout", e));
+    }
+    done.write_error
+        .as_ref()
+        .map(|e| io_failure("writing the context to its stdin", e))
+}
+
+fn io_failure(what: &'static str, e: &io::Error) -> HookFailure {
+    HookFailure::Io {
+        what,
+        source: io::Error::new(e.kind(), e.to_string()),
+    }
+}

@@ -1,0 +1,216 @@
+//! A hook's output streams: stdout captured with a byte cap, stderr forwarded line by line
+//! (escaped, prefixed with the hook name) with its own cap. Both readers stop on EOF or when told
+//! to (a re-grouped daemon may keep a pipe open after the hook is gone).
+
+use std::io;
+use std::sync::Arc;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe::Receiver;
+use tokio::sync::watch;
+
+/// Receives each diagnostic line, already escaped and prefixed with the hook name.
+pub type StderrSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Flush a partial stderr line once it is this long, so a hook without newlines is still seen.
+const MAX_LINE: usize = 4096;
+const CHUNK: usize = 16 * 1024;
+
+/// What was read from stdout.
+#[derive(Debug, Default)]
+pub(crate) struct StdoutCapture {
+    /// At most `cap` bytes.
+    pub bytes: Vec<u8>,
+    /// Bytes read (more than `cap` only when `overflow`).
+    pub total: u64,
+    /// The hook wrote more than `cap` bytes; reading stopped.
+    pub overflow: bool,
+    /// Reading failed.
+    pub error: Option<io::Error>,
+}
+
+/// Read stdout until EOF, `stop`, or more than `cap` bytes (then stop at once: the caller kills).
+pub(super) async fn read_stdout(
+    mut pipe: Receiver,
+    cap: usize,
+    mut stop: watch::Receiver<bool>,
+) -> StdoutCapture {
+    let mut out = StdoutCapture::default();
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = tokio::select! {
+            biased;
+            r = pipe.read(&mut chunk) => r,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        match n {
+            Ok(0) => break,
+            Ok(n) => {
+                out.total += n as u64;
+                let room = cap.saturating_sub(out.bytes.len());
+                out.bytes.extend_from_slice(&chunk[..n.min(room)]);
+                if n > room {
+                    out.overflow = true;
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                out.error = Some(e);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// What was read from stderr.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct StderrSummary {
+    /// Bytes read in total.
+    pub total: u64,
+    /// Bytes beyond the cap (read and thrown away so the hook never blocks on a full pipe).
+    pub discarded: u64,
+}
+
+/// Forward stderr to `sink` line by line as it arrives; keep at most `cap` bytes, drain the rest.
+pub(super) async fn forward_stderr(
+    mut pipe: Receiver,
+    name: String,
+    cap: usize,
+    sink: StderrSink,
+    mut stop: watch::Receiver<bool>,
+) -> StderrSummary {
+    let mut lines = LineSplitter::new(name, sink);
+    let mut summary = StderrSummary::default();
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = tokio::select! {
+            biased;
+            r = pipe.read(&mut chunk) => r,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let n = match n {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let room = cap.saturating_sub(summary.total as usize);
+        let keep = n.min(room);
+        summary.total += n as u64;
+        summary.discarded += (n - keep) as u64;
+        lines.push(&chunk[..keep]);
+    }
+    lines.finish();
+    if summary.discarded > 0 {
+        lines.emit_raw(&format!(
+            "[ags: {} more bytes of stderr discarded; the limit is {cap} bytes]",
+            summary.discarded
+        ));
+    }
+    summary
+}
+
+struct LineSplitter {
+    prefix: String,
+    sink: StderrSink,
+    pending: Vec<u8>,
+}
+
+impl LineSplitter {
+    fn new(name: String, sink: StderrSink) -> Self {
+        Self {
+            prefix: format!("[{name}] "),
+            sink,
+            pending: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        while let Some(pos) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=pos).collect();
+            self.emit(&line[..line.len() - 1]);
+        }
+        if self.pending.len() >= MAX_LINE {
+            let line = std::mem::take(&mut self.pending);
+            self.emit(&line);
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.emit(&line);
+        }
+    }
+
+    fn emit(&self, line: &[u8]) {
+        self.emit_raw(&escape_controls(&String::from_utf8_lossy(line)));
+    }
+
+    fn emit_raw(&self, text: &str) {
+        (self.sink)(&format!("{}{text}", self.prefix));
+    }
+}
+
+/// Escape terminal control characters so hook text cannot drive the terminal: C0 controls
+/// (except tab and newline), DEL, C1 controls and Unicode bidirectional overrides become
+/// Rust-style escapes (`\r`, `\u{1b}`, `\u{202e}`). Everything else is kept as is.
+pub fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() || is_bidi_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The stderr sink used by `ags`: one line at a time on its own stderr.
+pub fn stderr_to_terminal() -> StderrSink {
+    Arc::new(|line: &str| {
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{line}");
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn escapes_terminal_controls() {
+        assert_eq!(
+            escape_controls("a\x1b[31mb\rc\td\u{7f}\u{9b}\u{202e}é"),
+            "a\\u{1b}[31mb\\rc\td\\u{7f}\\u{9b}\\u{202e}é"
+        );
+    }
+
+    #[test]
+    fn splits_lines_and_flushes_long_partials() {
+        let got = Arc::new(Mutex::new(Vec::<String>::new()));
+        let g = got.clone();
+        let sink: StderrSink = Arc::new(move |l: &str| g.lock().unwrap().push(l.to_string()));
+        let mut s = LineSplitter::new("h".into(), sink);
+        s.push(b"one\ntw");
+        s.push(b"o\n\x1bx");
+        s.push(&vec![b'y'; MAX_LINE]);
+        s.finish();
+        let got = got.lock().unwrap();
+        assert_eq!(got[..2], ["[h] one", "[h] two"]);
+        assert!(got[2].starts_with("[h] \\u{1b}xyyy"), "{}", got[2]);
+        assert_eq!(got.len(), 3);
+    }
+}

@@ -1,0 +1,183 @@
+//! A pseudo-terminal runner for TTY tests, without `unsafe`: the pair comes from nix's
+//! `posix_openpt` (opened close-on-exec, so processes spawned concurrently by other tests never
+//! inherit it), the child gets the slave as stdin/stdout/stderr and becomes a session leader with
+//! the slave as its controlling terminal through util-linux `setsid --ctty` (the caller builds
+//! that command line). Window sizes are set with `stty -F SLAVE rows R cols C`; the kernel then
+//! sends SIGWINCH to the terminal's foreground process group, as a terminal emulator's resize does.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nix::fcntl::OFlag;
+use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
+
+use super::tool;
+
+/// A running child on a pseudo-terminal. Output is collected in the background; dropping the
+/// session kills the child.
+#[derive(Debug)]
+pub struct PtySession {
+    child: Child,
+    writer: File,
+    slave_path: PathBuf,
+    output: Arc<Mutex<Vec<u8>>>,
+    reader: Option<JoinHandle<()>>,
+    status: Option<ExitStatus>,
+}
+
+/// A new pseudo-terminal pair: the master (close-on-exec) and the slave's path and handle.
+fn open_pair() -> std::io::Result<(File, PathBuf, File)> {
+    let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)?;
+    grantpt(&master)?;
+    unlockpt(&master)?;
+    let slave_path = PathBuf::from(ptsname_r(&master)?);
+    // std opens with O_CLOEXEC; O_NOCTTY keeps the test process from acquiring it.
+    let slave = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&slave_path)?;
+    Ok((File::from(std::os::fd::OwnedFd::from(master)), slave_path, slave))
+}
+
+/// Set the window size of the terminal at `slave` (`stty -F`).
+pub fn set_size(slave: &Path, rows: u16, cols: u16) -> std::io::Result<()> {
+    let status = Command::new(tool("stty"))
+        .arg("-F")
+        .arg(slave)
+        .args(["rows", &rows.to_string(), "cols", &cols.to_string()])
+        .stdin(Stdio::null())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "stty -F {} failed: {status}",
+            slave.display()
+        )))
+    }
+}
+
+impl PtySession {
+    /// Spawn `cmd` (which must make itself the session leader with the terminal as controlling
+    /// terminal, e.g. `setsid --ctty -w …`) on a new terminal of `rows` x `cols`. With `owner`,
+    /// the slave device is given to that uid/gid first, as login does for a user's terminal.
+    pub fn spawn(mut cmd: Command, rows: u16, cols: u16, owner: Option<(u32, u32)>) -> std::io::Result<Self> {
+        let (master, slave_path, slave) = open_pair()?;
+        set_size(&slave_path, rows, cols)?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::fchown(&slave, Some(uid), Some(gid))?;
+        }
+        cmd.stdin(Stdio::from(slave.try_clone()?))
+            .stdout(Stdio::from(slave.try_clone()?))
+            .stderr(Stdio::from(slave));
+        let child = cmd.spawn()?;
+        // The Command holds the slave handles: drop it so that the master sees EOF/EIO once the
+        // child and its descendants have closed the terminal.
+        drop(cmd);
+        let writer = master.try_clone()?;
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&output);
+        let reader = std::thread::spawn(move || read_all(master, &sink));
+        Ok(Self {
+            child,
+            writer,
+            slave_path,
+            output,
+            reader: Some(reader),
+            status: None,
+        })
+    }
+
+    /// Type `bytes` into the terminal.
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).expect("writing to the pty master");
+        self.writer.flush().expect("flushing the pty master");
+    }
+
+    /// Resize the terminal (the foreground process group gets SIGWINCH).
+    pub fn resize(&self, rows: u16, cols: u16) {
+        set_size(&self.slave_path, rows, cols).expect("resizing the pty");
+    }
+
+    /// The slave device, e.g. `/dev/pts/3`.
+    pub fn slave_path(&self) -> &Path {
+        &self.slave_path
+    }
+
+    /// Everything the child wrote so far (lossy UTF-8; the terminal turns `\n` into `\r\n`).
+    pub fn output(&self) -> String {
+        String::from_utf8_lossy(&self.output.lock().expect("output lock")).into_owned()
+    }
+
+    /// Wait until the output contains `needle`; false after `timeout`.
+    pub fn wait_for(&self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.output().contains(needle) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Wait for the child to exit. `None` when it did not within `timeout` (it is killed then).
+    /// The output is complete once this returns `Some`, unless a descendant keeps the terminal.
+    pub fn wait(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while self.status.is_none() {
+            match self.child.try_wait().expect("waiting for the pty child") {
+                Some(status) => self.status = Some(status),
+                None if Instant::now() >= deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return None;
+                }
+                None => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        self.join_reader(Duration::from_secs(5));
+        self.status
+    }
+
+    /// Stop collecting once the reader finished (EOF/EIO) or after `grace`.
+    fn join_reader(&mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while self.reader.as_ref().is_some_and(|r| !r.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if self.reader.as_ref().is_some_and(JoinHandle::is_finished) {
+            let _ = self.reader.take().map(JoinHandle::join);
+        }
+    }
+}
+
+impl Drop for PtySession {
+    fn drop(&mut self) {
+        if self.status.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Copy the master's output into `sink` until EOF or EIO (all slave handles closed).
+fn read_all(mut master: File, sink: &Mutex<Vec<u8>>) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match master.read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Ok(0) | Err(_) => return,
+            Ok(n) => sink.lock().expect("output lock").extend_from_slice(&buf[..n]),
+        }
+    }
+}
