@@ -1,14 +1,16 @@
 //! `ags doctor`: check what a launch needs and print one line per check, with a concrete fix
 //! for every problem.
 //!
-//! config → Podman service (socket, version, image, OCI runtime, tmpfs volumes) → host (user
-//! namespace mapping and /dev/net/tun for rootless, approval store and overlay trust file
-//! permissions, `op`). Exit status 1 when a required check failed (`FAIL`); warnings
-//! (`warn`) do not change it. Nothing is left behind: the trivial container and the tmpfs
-//! volume it creates carry `io.ags.doctor=1` and the owner labels that `ags gc` sweeps.
+//! config → Podman service (socket, version, storage, image, OCI runtime, tmpfs volumes) →
+//! host (user namespace mapping and /dev/net/tun for rootless, approval store and overlay
+//! trust file permissions) → `op` (located on PATH; `op inject --help` runs through the hook
+//! runner). Exit status 1 when a required check failed (`FAIL`); warnings (`warn`) do not
+//! change it. Nothing is left behind: the trivial container and the tmpfs volume it creates
+//! carry `io.ags.doctor=1` and the owner labels that `ags gc` sweeps.
 
 mod container;
 mod host;
+mod op;
 mod service;
 
 use std::io::Write;
@@ -17,6 +19,7 @@ use serde::Serialize;
 
 use crate::cli::{DoctorArgs, GlobalArgs};
 use crate::config::{self, Config, LoadOptions, Paths};
+use crate::hooks::op::OpEnv;
 use crate::{Error, podman};
 
 /// Exit status when a required check failed.
@@ -117,10 +120,14 @@ struct Report {
 pub fn doctor(global: &GlobalArgs, args: &DoctorArgs) -> Result<u8, Error> {
     let (config, mut checks) = load_config(global);
     let rt = super::runtime()?;
-    let service = rt.block_on(service::check(global.url.as_deref(), config.as_ref()));
+    let (service, op) = rt.block_on(async {
+        let service = service::check(global.url.as_deref(), config.as_ref()).await;
+        (service, op::check(OpEnv::inherit()).await)
+    });
     super::finish(rt);
     checks.extend(service.checks);
     checks.extend(host::check(config.as_ref(), service.rootless));
+    checks.push(op);
     let report = Report {
         ok: !checks.iter().any(|c| c.status == Status::Fail),
         checks,

@@ -1,9 +1,9 @@
-//! Doctor checks of the host: user namespace mapping and /dev/net/tun (rootless only), the
-//! permissions of the hook approval store and the overlay trust file, and `op` on PATH.
-//! Nothing here spawns a process or talks to Podman.
+//! Doctor checks of the host: user namespace mapping and /dev/net/tun (rootless only), and the
+//! permissions of the hook approval store and the overlay trust file. Nothing here spawns a
+//! process or talks to Podman.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nix::unistd::{AccessFlags, Uid, User, access};
 
@@ -35,7 +35,6 @@ pub(super) fn check(config: Option<&Config>, rootless: Option<bool>) -> Vec<Chec
         }
         Err(e) => checks.push(Check::fail("files", e.to_string(), "set HOME")),
     }
-    checks.push(op_check(std::env::var_os("PATH").as_deref()));
     checks
 }
 
@@ -145,32 +144,6 @@ fn private_fix(e: &PrivateDirError, chmod: &str) -> String {
     }
 }
 
-/// `op` must be an executable on PATH. It is not run here: whether `op inject` works is
-/// checked when a launch needs it.
-fn op_check(path: Option<&std::ffi::OsStr>) -> Check {
-    match find_executable("op", path) {
-        Some(p) => Check::ok(
-            "op",
-            format!(
-                "{} (1Password CLI; `op inject` is checked at launch)",
-                p.display()
-            ),
-        ),
-        None => Check::warn(
-            "op",
-            "`op` (1Password CLI) is not on PATH; needed only for op:// references and --op-secret-set",
-            "install it: https://developer.1password.com/docs/cli/get-started/",
-        ),
-    }
-}
-
-fn find_executable(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-    std::env::split_paths(path?)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::Status;
@@ -181,22 +154,6 @@ mod tests {
         let text = "alice:100000:65536\n1000:200000:10\nbob:300000:65536\nbroken\nalice:1:x\n";
         assert_eq!(subordinate_count(text, "alice", 1000), 65546);
         assert_eq!(subordinate_count(text, "carol", 1001), 0);
-    }
-
-    #[test]
-    fn finds_executables_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let op = dir.path().join("op");
-        std::fs::write(&op, "#!/bin/sh\n").unwrap();
-        let path = std::env::join_paths([dir.path()]).unwrap();
-        assert_eq!(find_executable("op", Some(&path)), None, "not executable");
-        std::fs::set_permissions(&op, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(find_executable("op", Some(&path)), Some(op));
-        assert_eq!(
-            op_check(Some(std::ffi::OsStr::new("relative:"))).status,
-            Status::Warn
-        );
-        assert_eq!(op_check(Some(&path)).status, Status::Ok);
     }
 
     #[test]
