@@ -1,26 +1,19 @@
-//! `ags doctor` through the binary: against the live service (required checks pass, nothing is
-//! left behind), without a service (explains how to start one), and with a loose approval
-//! store and a missing image (each a FAIL line with its fix).
+//! `ags doctor` through the binary: against each live service (required checks pass, nothing is
+//! left behind), without a service (explains how to start one), with loose permissions on the
+//! approval store and the overlay trust file, and with a missing image.
+//!
+//! Doctor runs are serialised: the leftover check looks for every `io.ags.doctor=1` resource.
 
-mod cli_support;
+mod common;
 
-use std::os::unix::fs::PermissionsExt;
+use std::sync::Mutex;
 
-use cli_support::{ags, ags_pid, block_on, client, text, url};
+use common::api::{containers_with_label, volumes_with_label};
+use common::{TestEnv, each_mode, show};
 
-/// A temp HOME whose config selects `image`.
-fn home_with_image(image: &str) -> tempfile::TempDir {
-    let home = tempfile::tempdir().unwrap();
-    let dir = home.path().join(".config/ags");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("config.toml"),
-        format!("[sandbox]\nimage = \"{image}\"\n"),
-    )
-    .unwrap();
-    home
-}
+static DOCTOR: Mutex<()> = Mutex::new(());
 
+/// The line of check `name` (after the five-column status).
 fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
     stdout
         .lines()
@@ -28,87 +21,105 @@ fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {name} line in:\n{stdout}"))
 }
 
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn required_checks_pass_against_the_service() {
-    let Some(client) = client() else { return };
-    let home = home_with_image("localhost/ags-busybox:latest");
-    let (pid, out) = ags_pid(home.path(), home.path(), &["doctor", "--url", &url()]);
-    let (stdout, err) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
-    for name in [
-        "config",
-        "socket",
-        "podman",
-        "image",
-        "runtime",
-        "tmpfs volume",
-        "approval store",
-    ] {
-        assert!(line(&stdout, name).starts_with("ok "), "{stdout}");
-    }
-    assert!(line(&stdout, "socket").contains(&format!("{} (from --url) answers", url())));
-    assert!(line(&stdout, "runtime").contains("ran `true` in localhost/ags-busybox:latest"));
+    let _one = DOCTOR.lock().unwrap_or_else(|e| e.into_inner());
+    each_mode(|env| {
+        env.write_global_config(&format!("[sandbox]\nimage = \"{}\"\n", env.image()));
+        let out = env.run(["doctor"]);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        for name in [
+            "config",
+            "socket",
+            "podman",
+            "image",
+            "runtime",
+            "tmpfs volume",
+            "approval store",
+        ] {
+            assert!(line(&text, name).starts_with("ok "), "{text}");
+        }
+        let kind = if env.mode() == common::Mode::Rootless {
+            "rootless"
+        } else {
+            "rootful"
+        };
+        let socket = line(&text, "socket");
+        assert!(
+            socket.contains(&format!(
+                "{} (from CONTAINER_HOST) answers: a {kind} service",
+                env.url()
+            )),
+            "{socket}"
+        );
+        assert!(line(&text, "runtime").contains(&format!("ran `true` in {}", env.image())));
 
-    let json = ags(home.path(), home.path(), &["doctor", "--json", "--url", &url()]);
-    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(report["ok"], true, "{report:#}");
-    let checks = report["checks"].as_array().unwrap();
-    assert!(checks.iter().all(|c| c["status"] != "fail"), "{report:#}");
+        let json = env.run(["doctor", "--json"]);
+        let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("doctor --json");
+        assert_eq!(report["ok"], true, "{report:#}");
+        assert!(
+            report["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["status"] != "fail")
+        );
 
-    // The run removed its container and volume.
-    let owner = format!("io.ags.owner-pid={pid}");
-    let leftovers = block_on(async {
-        let c = client.list(&["io.ags.doctor=1", &owner]).await.unwrap();
-        let v = client.volume_list(&["io.ags.doctor=1", &owner]).await.unwrap();
-        (c.len(), v.len())
+        let mode = env.mode();
+        let left = (
+            containers_with_label(mode, "io.ags.doctor=1"),
+            volumes_with_label(mode, "io.ags.doctor=1"),
+        );
+        assert_eq!(left, (vec![], vec![]), "{mode}: doctor left resources behind");
     });
-    assert_eq!(leftovers, (0, 0), "doctor left resources behind");
 }
 
 #[test]
 fn without_a_service_doctor_explains_how_to_start_one() {
-    let home = tempfile::tempdir().unwrap();
-    let out = ags(
-        home.path(),
-        home.path(),
-        &["doctor", "--url", "unix:///nonexistent.sock"],
-    );
-    let (stdout, err) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{err}");
-    let socket = line(&stdout, "socket");
-    assert!(socket.starts_with("FAIL "), "{stdout}");
+    let env = TestEnv::without_podman();
+    let out = env.run(["doctor", "--url", "unix:///nonexistent.sock"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let socket = line(&text, "socket");
+    assert!(socket.starts_with("FAIL "), "{text}");
     assert!(
         socket.contains("unix:///nonexistent.sock (from --url): the socket does not exist"),
         "{socket}"
     );
-    assert!(socket.contains("fix: "), "{socket}");
-    assert!(socket.contains("podman system service --time=0"), "{socket}");
-    assert!(line(&stdout, "runtime").starts_with("skip "), "{stdout}");
+    assert!(
+        socket.contains(" — fix: ") && socket.contains("podman system service --time=0"),
+        "{socket}"
+    );
+    assert!(line(&text, "runtime").starts_with("skip "), "{text}");
+
+    // CONTAINER_HOST names a missing socket in this environment.
+    let out = env.run(["doctor"]);
+    assert!(line(&stdout(&out), "socket").contains("(from CONTAINER_HOST): the socket does not exist"));
 }
 
 #[test]
 fn loose_approval_store_and_trust_file_fail_with_their_fix() {
-    let home = tempfile::tempdir().unwrap();
-    let store = home.path().join(".local/state/ags-hook-trust");
-    std::fs::create_dir_all(&store).unwrap();
-    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let trust = home.path().join(".config/ags/trusted-repo-overlays.txt");
-    std::fs::create_dir_all(trust.parent().unwrap()).unwrap();
-    std::fs::write(&trust, "/nowhere\n").unwrap();
-    std::fs::set_permissions(&trust, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let out = ags(
-        home.path(),
-        home.path(),
-        &["doctor", "--url", "unix:///nonexistent.sock"],
+    let env = TestEnv::without_podman();
+    let store = env.mkdir(env.state_home().join("ags-hook-trust"), 0o755);
+    let trust = env.write_file(
+        env.config_home().join("ags/trusted-repo-overlays.txt"),
+        "/nowhere\n",
+        0o666,
     );
-    let (stdout, _) = text(&out);
-    assert_eq!(out.status.code(), Some(1));
-    let l = line(&stdout, "approval store");
+    let out = env.run(["doctor"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let l = line(&text, "approval store");
     assert!(
         l.starts_with("FAIL ") && l.contains(&format!("`chmod 700 {}`", store.display())),
         "{l}"
     );
-    let l = line(&stdout, "overlay trust");
+    let l = line(&text, "overlay trust");
     assert!(
         l.starts_with("FAIL ") && l.contains(&format!("`chmod 600 {}`", trust.display())),
         "{l}"
@@ -117,19 +128,19 @@ fn loose_approval_store_and_trust_file_fail_with_their_fix() {
 
 #[test]
 fn missing_image_fails_and_skips_the_runtime_check() {
-    if client().is_none() {
-        return;
-    }
-    let image = "localhost/ags-test-doctor-no-such-image:latest";
-    let home = home_with_image(image);
-    let out = ags(home.path(), home.path(), &["doctor", "--url", &url()]);
-    let (stdout, _) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    let l = line(&stdout, "image");
-    assert!(
-        l.starts_with("FAIL ") && l.contains("is not present — fix: build or import"),
-        "{l}"
-    );
-    assert!(line(&stdout, "runtime").starts_with("skip "), "{stdout}");
-    assert!(line(&stdout, "tmpfs volume").starts_with("ok "), "{stdout}");
+    let _one = DOCTOR.lock().unwrap_or_else(|e| e.into_inner());
+    each_mode(|env| {
+        let image = env.unique_name("no-such-image");
+        env.write_global_config(&format!("[sandbox]\nimage = \"localhost/{image}:latest\"\n"));
+        let out = env.run(["doctor"]);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+        let l = line(&text, "image");
+        assert!(
+            l.starts_with("FAIL ") && l.contains("is not present — fix: build or import"),
+            "{l}"
+        );
+        assert!(line(&text, "runtime").starts_with("skip "), "{text}");
+        assert!(line(&text, "tmpfs volume").starts_with("ok "), "{text}");
+    });
 }
