@@ -15,7 +15,7 @@ pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImport
 ///
 /// Without a subcommand `ags` launches an agent: `ags --agent shell -- CMD…`.
 #[derive(Debug, Parser)]
-#[command(name = "ags", version, args_conflicts_with_subcommands = true)]
+#[command(name = "ags", version, subcommand_negates_reqs = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
