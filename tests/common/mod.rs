@@ -37,6 +37,7 @@
 
 pub mod api;
 mod env;
+pub mod launch;
 mod process;
 pub mod pty;
 
