@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -131,6 +132,8 @@ pub fn approve_hooks(env: &TestEnv) {
     };
     let cfg = load_with(p.clone(), &opts).expect("config loads");
     assert!(!cfg.hooks.is_empty(), "nothing to approve");
+    // The store refuses a directory owned by someone else: take back what an earlier call gave.
+    chown_tree(&p.hook_trust_dir(), nix::unistd::geteuid().as_raw());
     let store = TrustStore::open(&p, Some(&cfg.project)).expect("approval store opens");
     for d in cfg.hooks {
         let prepared = PreparedHook::load(d.clone()).expect("entrypoint loads");
@@ -139,6 +142,23 @@ pub fn approve_hooks(env: &TestEnv) {
             .expect("approve");
     }
     env.give_tree(p.hook_trust_dir());
+}
+
+/// Give `path` and everything below it (symlinks not followed) to `uid`; nothing
+/// when `path` does not exist.
+fn chown_tree(path: &Path, uid: u32) {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.uid() != uid {
+        std::os::unix::fs::lchown(path, Some(uid), None)
+            .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
+    }
+    if meta.is_dir() {
+        for entry in fs::read_dir(path).into_iter().flatten().flatten() {
+            chown_tree(&entry.path(), uid);
+        }
+    }
 }
 
 /// Everything that must be gone after a test: no container or volume with the test label, no
@@ -299,10 +319,11 @@ pub fn files_containing(dirs: &[PathBuf], needles: &[&str]) -> Vec<PathBuf> {
         "grep failed: {}",
         describe_status(&out.status)
     );
-    String::from_utf8_lossy(&out.stdout)
+    let found: BTreeSet<PathBuf> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(PathBuf::from)
-        .collect()
+        .collect();
+    found.into_iter().collect()
 }
 
 /// The filesystem type of `path` (`stat -f -c %T`), e.g. `tmpfs`.
