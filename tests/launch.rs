@@ -57,7 +57,11 @@ fn stdout_and_stderr_stay_separate() {
         assert_eq!(stdout(&out), "out1\nout2\nout3\n", "{}", show(&out));
         assert_eq!(stderr(&out), "err1\nerr2\nerr3\n", "{}", show(&out));
         // The same with a staged environment (the command then runs through the env wrapper).
-        let out = run_agent(env, &["--env", "X=1"], &["sh", "-c", "echo out$X; echo err$X >&2"]);
+        let out = run_agent(
+            env,
+            &["--env", "X=1"],
+            &["sh", "-c", "echo out$X; echo err$X >&2"],
+        );
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert_eq!((stdout(&out), stderr(&out)), ("out1\n".into(), "err1\n".into()));
         assert_clean(env);
@@ -210,7 +214,10 @@ fn unreachable_socket_lists_what_was_tried_and_how_to_start_a_service() {
             "{}",
             show(&out)
         );
-        assert_eq!(container_events(env.mode(), &env.label(), since), Vec::<String>::new());
+        assert_eq!(
+            container_events(env.mode(), &env.label(), since),
+            Vec::<String>::new()
+        );
         assert_clean(env);
     });
 }
@@ -282,7 +289,10 @@ fn untrusted_overlay_with_hooks_is_refused() {
             show(&out)
         );
         assert!(!marker.exists(), "the hook of an untrusted overlay ran");
-        assert_eq!(container_events(env.mode(), &env.label(), since), Vec::<String>::new());
+        assert_eq!(
+            container_events(env.mode(), &env.label(), since),
+            Vec::<String>::new()
+        );
         assert_clean(env);
     });
 }

@@ -58,20 +58,40 @@ fn env_precedence_global_hook_then_project_hook_then_cli() {
         approve_hooks(env);
         let out = run_agent(env, &[], &["sh", "-c", script]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        assert_eq!(stdout(&out), "K=kProject G=gGlobal P=pProject\n", "{}", show(&out));
+        assert_eq!(
+            stdout(&out),
+            "K=kProject G=gGlobal P=pProject\n",
+            "{}",
+            show(&out)
+        );
         let plan = plan_json(env, &[]);
-        assert_eq!(origin_of(&plan, "K"), json!({"source": "project-hook", "name": "p"}));
-        assert_eq!(origin_of(&plan, "G"), json!({"source": "global-hook", "name": "g"}));
-        assert_eq!(origin_of(&plan, "P"), json!({"source": "project-hook", "name": "p"}));
+        assert_eq!(
+            origin_of(&plan, "K"),
+            json!({"source": "project-hook", "name": "p"})
+        );
+        assert_eq!(
+            origin_of(&plan, "G"),
+            json!({"source": "global-hook", "name": "g"})
+        );
+        assert_eq!(
+            origin_of(&plan, "P"),
+            json!({"source": "project-hook", "name": "p"})
+        );
 
         let out = run_agent(env, &["--env", "K=kCli"], &["sh", "-c", script]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert_eq!(stdout(&out), "K=kCli G=gGlobal P=pProject\n", "{}", show(&out));
         let plan = plan_json(env, &["--env", "K=kCli"]);
         assert_eq!(origin_of(&plan, "K"), json!({"source": "cli"}));
-        assert_eq!(origin_of(&plan, "G"), json!({"source": "global-hook", "name": "g"}));
+        assert_eq!(
+            origin_of(&plan, "G"),
+            json!({"source": "global-hook", "name": "g"})
+        );
         for value in ["kGlobal", "gGlobal", "kProject", "pProject", "kCli"] {
-            assert!(!plan.to_string().contains(value), "{value} is in the plan: {plan}");
+            assert!(
+                !plan.to_string().contains(value),
+                "{value} is in the plan: {plan}"
+            );
         }
         assert_clean(env);
     });
@@ -101,10 +121,19 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
         // Control: the search finds what is there.
         let control = env.write_file("control/file.bin", format!("\0x{hook_secret}y\n"), 0o600);
         let found = files_containing(&[env.root().to_path_buf()], &needles);
-        assert_eq!(found, [control.clone()], "the search itself does not work");
+        assert_eq!(
+            found,
+            std::slice::from_ref(&control),
+            "the search itself does not work"
+        );
         std::fs::remove_dir_all(control.parent().unwrap()).unwrap();
         let hook = install_hook(env, "secret");
-        let args = ["HOOKTOK", &rot13(&hook_secret), "/workspace/secret.txt", &rot13(&file_secret)];
+        let args = [
+            "HOOKTOK",
+            &rot13(&hook_secret),
+            "/workspace/secret.txt",
+            &rot13(&file_secret),
+        ];
         env.write_global_config(&decl("s", &hook, &args, ""));
         approve_hooks(env);
         // The agent proves it has the values by their hashes, and never prints them.
@@ -112,7 +141,11 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
                 printf %s "$v" | sha256sum; done
             echo READY; while [ ! -e go ]; do sleep 0.1; done; echo done"#;
         let token = format!("TOKEN={cli_secret}");
-        let args = launch_args(env, &["--tty=false", "--env", token.as_str()], &["sh", "-c", script]);
+        let args = launch_args(
+            env,
+            &["--tty=false", "--env", token.as_str()],
+            &["sh", "-c", script],
+        );
         let bg = Background::spawn(env, &args);
         bg.expect_stdout("READY", Duration::from_secs(120));
 
@@ -120,7 +153,11 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
         let inspect = api::call(env.mode(), "GET", &format!("/containers/{id}/json"), None);
         assert!(inspect.ok(), "{}", inspect.text());
         for n in needles {
-            assert!(!inspect.text().contains(n), "{n} in the container's inspect: {}", inspect.text());
+            assert!(
+                !inspect.text().contains(n),
+                "{n} in the container's inspect: {}",
+                inspect.text()
+            );
         }
         let spec_env = inspect.json()["Config"]["Env"].clone();
         assert!(
@@ -135,7 +172,10 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
         // While the agent runs, the values exist only in RAM: the staging volume's tmpfs (which a
         // rootful service mounts on the host, too).
         let during = files_containing(&podman_storage_dirs(env), &needles);
-        println!("{}: files with a secret during the launch: {during:?}", env.mode());
+        println!(
+            "{}: files with a secret during the launch: {during:?}",
+            env.mode()
+        );
         for hit in during {
             let in_volume = hit.to_string_lossy().contains(&format!("/{}/_data/", volumes[0]));
             assert!(
@@ -154,10 +194,16 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with(&own_stage))
             .collect();
-        assert!(staged.is_empty(), "host copies of generated files remain during the launch");
+        assert!(
+            staged.is_empty(),
+            "host copies of generated files remain during the launch"
+        );
         let host_dirs: Vec<PathBuf> = vec![env.root().to_path_buf(), stage_root.clone()];
         let hits = files_containing(&host_dirs, &needles);
-        assert!(hits.is_empty(), "secrets in the test's files during the launch: {hits:?}");
+        assert!(
+            hits.is_empty(),
+            "secrets in the test's files during the launch: {hits:?}"
+        );
 
         env.write_file("work/go", "", 0o644);
         let out = bg.wait();
@@ -168,15 +214,26 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
             .collect();
         assert_eq!(stdout(&out), format!("{expected}READY\ndone\n"), "{}", show(&out));
         for n in needles {
-            assert!(!stdout(&out).contains(n) && !stderr(&out).contains(n), "{}", show(&out));
+            assert!(
+                !stdout(&out).contains(n) && !stderr(&out).contains(n),
+                "{}",
+                show(&out)
+            );
         }
         let log = std::fs::read_to_string(env.state_home().join("ags/hooks.jsonl")).expect("run log");
         assert!(log.contains("HOOKTOK"), "the run log names the key: {log}");
 
         let hits = files_containing(&podman_storage_dirs(env), &needles);
-        assert!(hits.is_empty(), "{}: secrets in Podman's storage after the launch: {hits:?}", env.mode());
+        assert!(
+            hits.is_empty(),
+            "{}: secrets in Podman's storage after the launch: {hits:?}",
+            env.mode()
+        );
         let hits = files_containing(&host_dirs, &needles);
-        assert!(hits.is_empty(), "secrets in the test's files after the launch: {hits:?}");
+        assert!(
+            hits.is_empty(),
+            "secrets in the test's files after the launch: {hits:?}"
+        );
         assert_clean(env);
     });
 }
@@ -258,10 +315,19 @@ fn hook_mounts_show_the_host_content_read_only_or_writable() {
             "{}",
             show(&out)
         );
-        assert_eq!(std::fs::read_to_string(ro.join("file.txt")).unwrap(), "ro content\n");
+        assert_eq!(
+            std::fs::read_to_string(ro.join("file.txt")).unwrap(),
+            "ro content\n"
+        );
         assert!(!ro.join("new").exists());
-        assert_eq!(std::fs::read_to_string(rw.join("new")).unwrap(), "from-container\n");
-        assert_eq!(std::fs::read_to_string(rw.join("host.txt")).unwrap(), "rw content\nmore\n");
+        assert_eq!(
+            std::fs::read_to_string(rw.join("new")).unwrap(),
+            "from-container\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(rw.join("host.txt")).unwrap(),
+            "rw content\nmore\n"
+        );
         let meta = std::fs::metadata(rw.join("new")).unwrap();
         assert_eq!((meta.uid(), meta.gid()), (env.uid(), env.gid()));
         assert_clean(env);
@@ -294,10 +360,17 @@ fn lockdown_refuses_hook_mounts_before_contacting_podman() {
             let out = run_agent(env, &extra, &["true"]);
             assert_eq!(out.status.code(), Some(125), "{extra:?}: {}", show(&out));
             let err = stderr(&out);
-            assert!(err.contains(refusal) && !err.contains(no_service), "{extra:?}: {}", show(&out));
+            assert!(
+                err.contains(refusal) && !err.contains(no_service),
+                "{extra:?}: {}",
+                show(&out)
+            );
             assert!(marker.exists(), "hooks run under --lockdown too");
         }
-        assert_eq!(container_events(env.mode(), &env.label(), since), Vec::<String>::new());
+        assert_eq!(
+            container_events(env.mode(), &env.label(), since),
+            Vec::<String>::new()
+        );
         assert_clean(env);
     });
 }

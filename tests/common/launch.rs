@@ -248,7 +248,12 @@ pub fn container_events(mode: Mode, label: &str, since: u64) -> Vec<String> {
         now_secs() + 1
     );
     let reply = api::call(mode, "GET", &path, None);
-    assert!(reply.ok(), "{mode}: GET {path}: {} {}", reply.status, reply.text());
+    assert!(
+        reply.ok(),
+        "{mode}: GET {path}: {} {}",
+        reply.status,
+        reply.text()
+    );
     serde_json::Deserializer::from_slice(&reply.body)
         .into_iter::<Value>()
         .map(|v| v.unwrap_or_else(|e| panic!("{mode}: bad event ({e}): {}", reply.text())))
@@ -269,7 +274,12 @@ pub fn the_container(env: &TestEnv) -> (String, String) {
         found = api::containers_with_label(env.mode(), &env.label());
         !found.is_empty()
     });
-    assert_eq!(found.len(), 1, "{}: containers with the test label: {found:?}", env.mode());
+    assert_eq!(
+        found.len(),
+        1,
+        "{}: containers with the test label: {found:?}",
+        env.mode()
+    );
     found.remove(0)
 }
 
