@@ -139,6 +139,8 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
         // The agent proves it has the values by their hashes, and never prints them.
         let script = r#"for v in "$TOKEN" "$HOOKTOK" "$(cat /workspace/secret.txt)"; do
                 printf %s "$v" | sha256sum; done
+            grep -E '^[^ ]+ /run/ags ' /proc/mounts | cut -d' ' -f3,4 | cut -d, -f1
+            stat -c '%a %u' /run/ags/env
             echo READY; while [ ! -e go ]; do sleep 0.1; done; echo done"#;
         let token = format!("TOKEN={cli_secret}");
         let args = launch_args(
@@ -212,7 +214,9 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
             .iter()
             .map(|v| sha256_line(v))
             .collect();
-        assert_eq!(stdout(&out), format!("{expected}READY\ndone\n"), "{}", show(&out));
+        // The staged values sit in a read-only tmpfs, in a file only the agent's user can read.
+        let staging = format!("tmpfs ro\n400 {}\n", env.uid());
+        assert_eq!(stdout(&out), format!("{expected}{staging}READY\ndone\n"), "{}", show(&out));
         for n in needles {
             assert!(
                 !stdout(&out).contains(n) && !stderr(&out).contains(n),
