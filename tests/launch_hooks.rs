@@ -216,7 +216,12 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
             .collect();
         // The staged values sit in a read-only tmpfs, in a file only the agent's user can read.
         let staging = format!("tmpfs ro\n400 {}\n", env.uid());
-        assert_eq!(stdout(&out), format!("{expected}{staging}READY\ndone\n"), "{}", show(&out));
+        assert_eq!(
+            stdout(&out),
+            format!("{expected}{staging}READY\ndone\n"),
+            "{}",
+            show(&out)
+        );
         for n in needles {
             assert!(
                 !stdout(&out).contains(n) && !stderr(&out).contains(n),
