@@ -118,9 +118,12 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
         let hook_secret = format!("hookSentinel-{}", env.id());
         let file_secret = format!("fileSentinel-{}", env.id());
         let needles = [cli_secret.as_str(), hook_secret.as_str(), file_secret.as_str()];
+        // Only files changed after this can hold the values.
+        let marker = env.write_file("marker", "", 0o644);
+        std::thread::sleep(Duration::from_millis(20));
         // Control: the search finds what is there.
         let control = env.write_file("control/file.bin", format!("\0x{hook_secret}y\n"), 0o600);
-        let found = files_containing(&[env.root().to_path_buf()], &needles);
+        let found = files_containing(&[env.root().to_path_buf()], &needles, Some(&marker));
         assert_eq!(
             found,
             std::slice::from_ref(&control),
@@ -173,7 +176,7 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
 
         // While the agent runs, the values exist only in RAM: the staging volume's tmpfs (which a
         // rootful service mounts on the host, too).
-        let during = files_containing(&podman_storage_dirs(env), &needles);
+        let during = files_containing(&podman_storage_dirs(env), &needles, Some(&marker));
         println!(
             "{}: files with a secret during the launch: {during:?}",
             env.mode()
@@ -201,7 +204,7 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
             "host copies of generated files remain during the launch"
         );
         let host_dirs: Vec<PathBuf> = vec![env.root().to_path_buf(), stage_root.clone()];
-        let hits = files_containing(&host_dirs, &needles);
+        let hits = files_containing(&host_dirs, &needles, None);
         assert!(
             hits.is_empty(),
             "secrets in the test's files during the launch: {hits:?}"
@@ -232,13 +235,13 @@ fn secret_values_reach_the_agent_and_appear_nowhere_else() {
         let log = std::fs::read_to_string(env.state_home().join("ags/hooks.jsonl")).expect("run log");
         assert!(log.contains("HOOKTOK"), "the run log names the key: {log}");
 
-        let hits = files_containing(&podman_storage_dirs(env), &needles);
+        let hits = files_containing(&podman_storage_dirs(env), &needles, Some(&marker));
         assert!(
             hits.is_empty(),
             "{}: secrets in Podman's storage after the launch: {hits:?}",
             env.mode()
         );
-        let hits = files_containing(&host_dirs, &needles);
+        let hits = files_containing(&host_dirs, &needles, None);
         assert!(
             hits.is_empty(),
             "secrets in the test's files after the launch: {hits:?}"
