@@ -296,3 +296,48 @@ fn untrusted_overlay_with_hooks_is_refused() {
         assert_clean(env);
     });
 }
+
+#[test]
+fn ags_never_executes_podman() {
+    each_mode(|env| {
+        let marker = env.root().join("podman-ran");
+        let fake = format!("#!/bin/sh\necho \"$@\" >> {}\nexit 1\n", marker.display());
+        let bin = env.mkdir("bin", 0o755);
+        env.write_file("bin/podman", fake, 0o755);
+        let path = format!("{}:{}", bin.display(), common::CLEAN_PATH);
+        let mut cmd = env.cmd(launch_args(env, &["--tty=false", "--env", "X=1"], &["true"]));
+        cmd.env("PATH", &path);
+        let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let mut cmd = env.cmd(["gc"]);
+        cmd.env("PATH", &path);
+        let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            !marker.exists(),
+            "ags ran podman: {:?}",
+            std::fs::read_to_string(&marker)
+        );
+        // Also by absolute path: every program a launch executes (when strace is installed).
+        let strace = tool("strace");
+        if strace.is_file() {
+            let trace = env.root().join("trace");
+            let mut args = vec!["-f".to_string(), "-e".into(), "trace=execve".into(), "-o".into()];
+            args.push(trace.to_string_lossy().into_owned());
+            args.push(common::ags_bin().to_string_lossy().into_owned());
+            args.extend(launch_args(env, &["--tty=false", "--env", "X=1"], &["true"]));
+            let out = common::run_command(env.command(&strace, &args), None, common::RUN_TIMEOUT);
+            assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+            let text = std::fs::read_to_string(&trace).unwrap();
+            let execs: Vec<&str> = text.lines().filter(|l| l.contains("execve(")).collect();
+            assert!(!execs.is_empty(), "strace saw nothing: {text}");
+            assert!(
+                execs.iter().all(|l| !l.contains("podman")),
+                "ags executed podman: {execs:?}"
+            );
+        } else {
+            println!("no strace: only PATH lookups of podman were checked");
+        }
+        assert_clean(env);
+    });
+}

@@ -31,6 +31,9 @@
 //! }
 //! ```
 //!
+//! Launch tests use [`launch`] on top of this: arguments carrying the test label, hook fixtures
+//! and their approval, launches in the background (signals), events and leftover checks.
+//!
 //! I/O: spawns curl, setsid, stty and the `ags` binary; writes under /tmp. Style: STYLE.md 14, 15.
 
 #![allow(dead_code)] // each test file uses a different part of the harness
