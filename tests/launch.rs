@@ -15,7 +15,7 @@ use common::launch::{
     assert_clean, container_events, decl, install_hook, launch_args, now_secs, run_agent,
     run_agent_with_stdin, stderr, stdout, trust_overlay, write_overlay,
 };
-use common::{Mode, each_mode, show, tool};
+use common::{Mode, describe_status, each_mode, show, tool};
 
 #[test]
 fn exit_codes_pass_through() {
@@ -56,6 +56,21 @@ fn stdout_and_stderr_stay_separate() {
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert_eq!(stdout(&out), "out1\nout2\nout3\n", "{}", show(&out));
         assert_eq!(stderr(&out), "err1\nerr2\nerr3\n", "{}", show(&out));
+        // Megabytes on both streams at once: nothing lost, nothing crosses over.
+        let script =
+            "head -c 1000000 /dev/zero | tr '\\0' e >&2 & head -c 2000000 /dev/zero | tr '\\0' o; wait";
+        let out = run_agent(env, &[], &["sh", "-c", script]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe_status(&out.status));
+        assert!(
+            out.stdout.len() == 2_000_000 && out.stdout.iter().all(|&b| b == b'o'),
+            "stdout: {} bytes",
+            out.stdout.len()
+        );
+        assert!(
+            out.stderr.len() == 1_000_000 && out.stderr.iter().all(|&b| b == b'e'),
+            "stderr: {} bytes",
+            out.stderr.len()
+        );
         // The same with a staged environment (the command then runs through the env wrapper).
         let out = run_agent(
             env,
