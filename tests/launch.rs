@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::launch::{
-    assert_clean, container_events, decl, install_hook, launch_args, now_secs, run_agent,
+    assert_clean, container_events, decl, find_ags_pid, install_hook, launch_args, now_secs, run_agent,
     run_agent_with_stdin, stderr, stdout, trust_overlay, write_overlay,
 };
 use common::{Mode, describe_status, each_mode, show, tool};
@@ -188,6 +188,39 @@ fn tty_size_resize_ctrl_c_and_terminal_restored() {
                 "{flag} not restored after exit: {restored:?}"
             );
         }
+        drop(s);
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn tty_failure_and_signal_paths_restore_the_terminal() {
+    each_mode(|env| {
+        let t = Duration::from_secs(60);
+        let sane = |s: &common::PtySession| {
+            let flags = stty_flags(s.slave_path());
+            assert!(
+                ["icanon", "echo", "isig"]
+                    .iter()
+                    .all(|f| flags.iter().any(|w| w == f)),
+                "terminal left in raw mode: {flags:?}"
+            );
+        };
+        let mut s = env.spawn_pty(launch_args(env, &[], &["no-such-command-ags"]), 24, 80);
+        let status = s.wait(t).expect("ags exits");
+        assert_eq!(status.code(), Some(127), "{:?}", s.output());
+        assert!(s.output().contains("could not be started"), "{:?}", s.output());
+        sane(&s);
+
+        let script = "trap 'echo GOT-TERM; exit 6' TERM; echo READY; while :; do sleep 1 & wait $!; done";
+        let mut s = env.spawn_pty(launch_args(env, &[], &["sh", "-c", script]), 24, 80);
+        assert!(s.wait_for("READY", t), "{:?}", s.output());
+        let ags = find_ags_pid(s.pid());
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(ags), nix::sys::signal::Signal::SIGTERM).unwrap();
+        let status = s.wait(t).expect("ags exits after SIGTERM");
+        assert_eq!(status.code(), Some(6), "{:?}", s.output());
+        assert!(s.output().contains("GOT-TERM"), "{:?}", s.output());
+        sane(&s);
         drop(s);
         assert_clean(env);
     });

@@ -259,6 +259,10 @@ fn after_sigkill_during_a_slow_hook_the_next_launch_removes_the_execution_copy()
 fn after_sigkill_while_the_agent_runs_the_next_launch_or_gc_removes_the_leftovers() {
     let _serial = serial();
     each_mode(|env| {
+        // Generated files too (their host copies are gone once the container is initialised).
+        let response = json!({"version": 1, "files": [{"destination": "/workspace/f.txt", "content": "x"}]});
+        env.write_global_config(&respond_hook(env, "f", &response, None));
+        approve_hooks(env);
         for cleaner in ["next launch", "ags gc"] {
             let args = launch_args(
                 env,
