@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    ags::trace::init();
     let cli = ags::cli::Cli::parse();
     match ags::run(cli) {
         Ok(code) => ExitCode::from(code),

@@ -40,8 +40,8 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
 /// Ask the service whether it is rootless; without a service, assume rootless unless root.
 async fn rootless(global: &GlobalArgs) -> bool {
     match podman::connect(global.url.as_deref()).await {
-        Ok(client) => match client.info().await {
-            Ok(info) => return info.host.security.rootless,
+        Ok(client) => match client.rootless().await {
+            Ok(rootless) => return rootless,
             Err(e) => eprintln!("ags: warning: {e}"),
         },
         Err(e) => eprintln!(

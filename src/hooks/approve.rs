@@ -177,7 +177,8 @@ fn unapproved(hook: &PreparedHook) -> Unapproved {
     Unapproved {
         name: d.name.clone(),
         hash: hook.hash.clone(),
-        command,
+        // Config paths come from the user's files; never let them drive the terminal.
+        command: escape_controls(&command),
     }
 }
 

@@ -39,26 +39,50 @@ pub struct ProtectedHostPaths {
 }
 
 impl ProtectedHostPaths {
-    /// The approval store, state dir, cache dir and overlay trust file of `paths`.
+    /// The approval store, state dir, cache dir and overlay trust file of `paths`, plus the
+    /// AGS config directory, the launch staging root and the Podman socket directories.
     pub fn from_paths(paths: &Paths) -> Self {
-        Self::new(vec![
-            ProtectedPath {
-                label: "hook approval store",
-                path: paths.hook_trust_dir(),
-            },
-            ProtectedPath {
-                label: "AGS state directory",
-                path: paths.state_dir(),
-            },
-            ProtectedPath {
-                label: "AGS cache directory",
-                path: paths.cache_dir(),
-            },
-            ProtectedPath {
-                label: "repository-overlay trust file",
-                path: paths.overlay_trust_file(),
-            },
-        ])
+        Self::new(
+            vec![
+                ProtectedPath {
+                    label: "hook approval store",
+                    path: paths.hook_trust_dir(),
+                },
+                ProtectedPath {
+                    label: "AGS state directory",
+                    path: paths.state_dir(),
+                },
+                ProtectedPath {
+                    label: "AGS cache directory",
+                    path: paths.cache_dir(),
+                },
+                ProtectedPath {
+                    label: "repository-overlay trust file",
+                    path: paths.overlay_trust_file(),
+                },
+                // Beyond the spec's list: the global config (a writable mount would let the agent
+                // change the next launch's image or network), other launches' staged files, and
+                // the Podman API sockets (access to them controls every container).
+                ProtectedPath {
+                    label: "AGS config directory",
+                    path: paths.config_home.join("ags"),
+                },
+                ProtectedPath {
+                    label: "AGS launch staging directory",
+                    path: paths.stage_root(),
+                },
+                ProtectedPath {
+                    label: "rootful Podman API socket directory",
+                    path: PathBuf::from("/run/podman"),
+                },
+            ]
+            .into_iter()
+            .chain(paths.runtime_dir.as_ref().map(|dir| ProtectedPath {
+                label: "rootless Podman API socket directory",
+                path: dir.join("podman"),
+            }))
+            .collect(),
+        )
     }
 
     /// An explicit list (tests, or callers protecting more).

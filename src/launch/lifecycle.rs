@@ -16,12 +16,15 @@ use crate::podman::{AttachOptions, Client, spec_from_plan};
 
 /// Run the container of `plan` to completion and return the agent's exit code.
 /// `stage` is the tar archive for the staging volume (required when the plan stages anything).
+/// `started` fires once the agent runs, so work that must not delay the launch (the leftover
+/// sweep) can begin then.
 pub async fn run(
     client: &Client,
     plan: &LaunchPlan,
     stage: Option<Bytes>,
     signals: &mut SignalWatch,
     cleanup: &mut Cleanup,
+    started: tokio::sync::oneshot::Sender<()>,
 ) -> Result<u8, LaunchError> {
     if let Some(staging) = &plan.staging {
         let options = BTreeMap::from([
@@ -44,11 +47,20 @@ pub async fn run(
         stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;
     }
     check(signals)?;
-    let id = client
-        .create(&spec_from_plan(plan))
+    let (id, warnings) = client
+        .create_with_warnings(&spec_from_plan(plan))
         .await
         .map_err(|e| LaunchError::from_create(e, &plan.image))?;
+    for w in warnings {
+        // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup
+        // v1); say so rather than pretend they apply.
+        eprintln!(
+            "ags: warning: podman: {}",
+            crate::hooks::runner::escape_controls(&w)
+        );
+    }
     cleanup.push(Resource::Container(id.clone()));
+    crate::trace::mark("created");
     check(signals)?;
     let opts = AttachOptions {
         stdin: true,
@@ -68,6 +80,7 @@ pub async fn run(
     }
     if let Some(tar) = stage {
         client.put_archive(&id, STAGING_MOUNT, tar).await?;
+        crate::trace::mark("staged");
     }
     let _raw = if plan.tty {
         Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?)
@@ -80,8 +93,12 @@ pub async fn run(
         client.resize(&id, rows, cols).await?;
     }
     check(signals)?;
+    crate::trace::mark("attached");
     client.start(&id).await.map_err(LaunchError::from_start)?;
+    crate::trace::mark("started");
+    let _ = started.send(());
     io::pump(client, &id, output, input, plan.tty, signals).await?;
+    crate::trace::mark("output ended");
     exit_code(client, &id).await
 }
 
