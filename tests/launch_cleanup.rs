@@ -157,8 +157,8 @@ fn sigterm_during_the_prepare_phase_stops_the_hook_and_leaves_nothing() {
     });
 }
 
-/// Known bug: an interrupt during the prepare phase exits with 125, not 128+N like an interrupt
-/// during the rest of the launch before the agent starts.
+/// An interrupt during the prepare phase exits with 128+N, like one during the rest of the launch
+/// before the agent starts.
 #[test]
 fn interrupt_during_the_prepare_phase_exits_with_128_plus_the_signal() {
     let _serial = serial();
@@ -287,8 +287,7 @@ fn after_sigkill_while_the_agent_runs_the_next_launch_or_gc_removes_the_leftover
 
             match cleaner {
                 "next launch" => {
-                    // The next launch sweeps while it runs (one that ends at once may cut its sweep
-                    // short: see `one_launch_removes_every_orphan`).
+                    // The next launch sweeps once its agent has started.
                     let script = "echo READY; while [ ! -e go ]; do sleep 0.1; done";
                     let next =
                         Background::spawn(env, &launch_args(env, &["--tty=false"], &["sh", "-c", script]));
@@ -326,8 +325,7 @@ fn after_sigkill_while_the_agent_runs_the_next_launch_or_gc_removes_the_leftover
     });
 }
 
-/// Known bug: the sweep runs concurrently with the launch and is aborted when the launch ends,
-/// so one launch removes only the orphans its sweep reached by then.
+/// The sweep is not cut short when the launch ends before it finished (it once was).
 #[test]
 fn one_launch_removes_every_orphan() {
     let _serial = serial();

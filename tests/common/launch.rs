@@ -61,6 +61,16 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Standard error without the warnings Podman gave on create (`ags: warning: podman: …`, e.g.
+/// that a rootless service on cgroup v1 ignores resource limits): what remains is the agent's
+/// output and `ags`'s own messages.
+pub fn agent_stderr(out: &Output) -> String {
+    stderr(out)
+        .split_inclusive('\n')
+        .filter(|l| !l.starts_with("ags: warning: podman: "))
+        .collect()
+}
+
 /// The host locations `ags` uses in `env` (as the library computes them from its variables).
 pub fn paths(env: &TestEnv) -> Paths {
     Paths {
