@@ -6,7 +6,8 @@
 //! Every launch sweeps orphans of the whole service, so the tests of this file run one at a time
 //! ([`serial`]): a concurrent launch here would remove a killed launch's resources before the
 //! test looks at them. (cargo runs test binaries one after another; other files' launches never
-//! create orphans.)
+//! create orphans. Launches from outside this test run, e.g. another checkout's tests on the same
+//! services, can sweep them too: run these tests alone.)
 
 mod common;
 
