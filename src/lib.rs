@@ -24,6 +24,7 @@ pub mod image;
 pub mod launch;
 pub mod plan;
 pub mod podman;
+pub mod procfs;
 pub mod prompt;
 pub mod trace;
 
