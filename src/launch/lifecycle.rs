@@ -27,13 +27,8 @@ pub async fn run(
     started: tokio::sync::oneshot::Sender<()>,
 ) -> Result<u8, LaunchError> {
     if let Some(staging) = &plan.staging {
-        let options = BTreeMap::from([
-            ("type".to_string(), "tmpfs".to_string()),
-            ("device".into(), "tmpfs".into()),
-            ("o".into(), "mode=0700,nosuid,nodev,noexec".into()),
-        ]);
         client
-            .volume_create(&staging.volume, plan.labels.clone(), options)
+            .volume_create(&staging.volume, plan.labels.clone(), staging_volume_options())
             .await?;
         cleanup.push(Resource::Volume(staging.volume.clone()));
     }
@@ -97,6 +92,16 @@ pub async fn run(
     io::pump(client, &id, output, input, plan.tty, signals).await?;
     crate::trace::mark("output ended");
     exit_code(client, &id).await
+}
+
+/// Driver options of a staging volume: RAM-backed (tmpfs), owner-only, no devices, setuid or
+/// executables. The container mounts it with the same flags (see `podman::from_plan`).
+pub fn staging_volume_options() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("type".to_string(), "tmpfs".to_string()),
+        ("device".into(), "tmpfs".into()),
+        ("o".into(), "mode=0700,nosuid,nodev,noexec".into()),
+    ])
 }
 
 /// Create the container. Podman 4.3's rootless service sometimes fails concurrent `keep-id`

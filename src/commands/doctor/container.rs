@@ -83,11 +83,7 @@ fn labels() -> BTreeMap<String, String> {
 
 /// The driver options of a launch's staging volume.
 fn volume_options() -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("type".to_owned(), "tmpfs".to_owned()),
-        ("device".to_owned(), "tmpfs".to_owned()),
-        ("o".to_owned(), "mode=0700,nosuid,nodev,noexec".to_owned()),
-    ])
+    crate::launch::lifecycle::staging_volume_options()
 }
 
 /// A container like a launch's (same user, user namespace and security options), network
