@@ -28,6 +28,7 @@ use std::io::{Read, Seek, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -119,6 +120,8 @@ enum Kind {
     PodmanRun(bool),
     /// `--spawns` direct executions of the hook.
     HookSpawn,
+    /// 64 direct executions of the hook, 4 at a time (what `ags`'s runner does, minus `ags`).
+    HookBatch,
 }
 
 const HOOK_COUNTS: [usize; 3] = [0, 4, 64];
@@ -132,6 +135,7 @@ impl Kind {
             Kind::PodmanRun(true) => "podman run --rm --network none".into(),
             Kind::PodmanRun(false) => "podman run --rm (default network)".into(),
             Kind::HookSpawn => "one hook, spawn to exit".into(),
+            Kind::HookBatch => "64 hooks, 4 at a time, direct (no ags)".into(),
         }
     }
 }
@@ -229,7 +233,7 @@ impl Bench {
                 cmd.args([&o.image, "true"]);
                 cmd
             }
-            Kind::HookSpawn => return None,
+            Kind::HookSpawn | Kind::HookBatch => return None,
         })
     }
 
@@ -278,8 +282,41 @@ impl Bench {
         Ok(ms)
     }
 
+    /// `total` executions of the hook, `width` at a time (threads), start to last reaped.
+    fn hook_batch(&self, total: usize, width: usize) -> anyhow::Result<f64> {
+        let next = AtomicUsize::new(0);
+        let t0 = Instant::now();
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..width)
+                .map(|_| {
+                    s.spawn(|| {
+                        while next.fetch_add(1, Ordering::Relaxed) < total {
+                            self.hook_spawn()?;
+                        }
+                        anyhow::Ok(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .try_for_each(|w| w.join().unwrap_or_else(|_| bail!("a spawning thread panicked")))
+        })?;
+        Ok(t0.elapsed().as_secs_f64() * 1000.0)
+    }
+
     fn run_variant(&mut self, kind: Kind, res: &mut Results, record: bool) {
         let name = kind.name();
+        if kind == Kind::HookBatch {
+            match self.hook_batch(64, 4) {
+                Ok(ms) if record => res.samples.entry(name).or_default().push(Sample {
+                    wall: ms,
+                    marks: vec![],
+                }),
+                Ok(_) => {}
+                Err(e) => fail(res, &name, &format!("{e:#}")),
+            }
+            return;
+        }
         if kind == Kind::HookSpawn {
             for _ in 0..self.o.spawns {
                 match self.hook_spawn() {
@@ -409,6 +446,7 @@ fn main() -> anyhow::Result<()> {
         Kind::Floor(false),
         Kind::Floor(true),
         Kind::HookSpawn,
+        Kind::HookBatch,
     ];
     if bench.o.podman.is_some() {
         variants.extend([Kind::PodmanRun(true), Kind::PodmanRun(false)]);
@@ -480,7 +518,7 @@ fn report(
             continue;
         }
         let cleanup = match k {
-            Kind::HookSpawn => "—".to_string(),
+            Kind::HookSpawn | Kind::HookBatch => "—".to_string(),
             _ => min_med_max(&wall(k)),
         };
         println!("| {} | {n} | {} | {cleanup} |", k.name(), min_med_max(&exit(k)));
@@ -527,10 +565,15 @@ fn report(
         "| same, prepare phase only (\"hooks done\" marks) | {:.2} | |",
         (hooks_phase(2) - hooks_phase(0)) / (16.0 * spawn)
     );
+    let batch = m(exit(Kind::HookBatch));
+    println!(
+        "| ags's 64-hook prepare phase / the same 64 spawns, 4 at a time, without ags | {:.2} | |",
+        (hooks_phase(2) - hooks_phase(0)) / batch
+    );
     println!(
         "\nOne hook spawn-to-exit: median {spawn:.2} ms; 64-hook overhead: {hooks_overhead:.1} ms \
          (16 × spawn = {:.1} ms); prepare phase (\"hooks done\" mark): 0 hooks {:.1} ms, 4 hooks {:.1} ms, \
-         64 hooks {:.1} ms.",
+         64 hooks {:.1} ms; 64 direct spawns 4 at a time: {batch:.1} ms.",
         16.0 * spawn,
         hooks_phase(0),
         hooks_phase(1),
