@@ -57,7 +57,11 @@ fn env_1000() -> Vec<u8> {
     let mut doc = String::from(r#"{"version": 1, "env": {"#);
     for i in 0..1000 {
         let sep = if i == 0 { "" } else { ", " };
-        write!(doc, r#"{sep}"SETTING_{i:04}": "value-{i}-with some text \"quoted\"""#).unwrap();
+        write!(
+            doc,
+            r#"{sep}"SETTING_{i:04}": "value-{i}-with some text \"quoted\"""#
+        )
+        .unwrap();
     }
     for i in 0..8 {
         write!(

@@ -509,7 +509,9 @@ fn report(
     let exit = |k: Kind| get(k).iter().map(Sample::to_exit_code).collect::<Vec<_>>();
     let wall = |k: Kind| get(k).iter().map(|s| s.wall).collect::<Vec<_>>();
 
-    println!("| variant | n | to exit code, ms (min / median / max) | to full cleanup, ms (min / median / max) |");
+    println!(
+        "| variant | n | to exit code, ms (min / median / max) | to full cleanup, ms (min / median / max) |"
+    );
     println!("|---|---:|---|---|");
     for &k in variants {
         let n = get(k).len();
@@ -532,7 +534,12 @@ fn report(
     let floor_wall = m(wall(Kind::Floor(false)));
     let spawn = m(exit(Kind::HookSpawn));
     let hooks_overhead = m(exit(Kind::Ags(2))) - ags0_exit;
-    let hooks_phase = |i| m(get(Kind::Ags(i)).iter().filter_map(|s| s.mark("hooks done")).collect());
+    let hooks_phase = |i| {
+        m(get(Kind::Ags(i))
+            .iter()
+            .filter_map(|s| s.mark("hooks done"))
+            .collect())
+    };
     println!("\n| ratio (medians) | value | target |");
     println!("|---|---:|---|");
     let r1 = ags0_exit / floor_exit;
@@ -599,7 +606,10 @@ fn report(
         println!("- {}: {}", k.name(), cells.join(" → "));
     }
 
-    println!("\nPeak RSS of `ags` (GNU time %M, max of {} launches each):\n", o.rss_runs);
+    println!(
+        "\nPeak RSS of `ags` (GNU time %M, max of {} launches each):\n",
+        o.rss_runs
+    );
     for (i, kib) in rss.iter().enumerate() {
         match kib {
             Some(kib) => println!(

@@ -34,12 +34,7 @@ fn main() -> anyhow::Result<()> {
         match arg.as_str() {
             "--config" => config_path = Some(PathBuf::from(value()?)),
             "--rounds" => rounds = value()?.parse()?,
-            "--widths" => {
-                widths = value()?
-                    .split(',')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()?
-            }
+            "--widths" => widths = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             other => bail!("unknown argument {other:?}"),
         }
     }
@@ -140,13 +135,19 @@ fn main() -> anyhow::Result<()> {
     }
     println!(
         "prepare phase of {hooks_n} hooks, {rounds} rounds, load {}",
-        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
     );
     for (name, v) in &steps {
         println!("  {name:<28} median {:>7.2} ms", median(v));
     }
     for &w in &widths {
-        let v: Vec<f64> = by_width.iter().filter(|(x, _)| *x == w).map(|(_, t)| *t).collect();
+        let v: Vec<f64> = by_width
+            .iter()
+            .filter(|(x, _)| *x == w)
+            .map(|(_, t)| *t)
+            .collect();
         println!("  run + validate, width {w:<2}     median {:>7.2} ms", median(&v));
     }
     Ok(())
