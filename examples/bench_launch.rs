@@ -143,6 +143,8 @@ impl Kind {
 /// One measured launch.
 #[derive(Debug, Clone)]
 struct Sample {
+    /// The round it was measured in.
+    round: usize,
     /// Spawn to reaped (ms).
     wall: f64,
     /// Trace marks (ms since the child's `main`), in order.
@@ -239,7 +241,7 @@ impl Bench {
 
     /// Run `cmd` to completion: wall time and its stderr (through a file, so a grandchild that
     /// keeps the descriptor cannot delay the measurement).
-    fn launch(&mut self, mut cmd: Command) -> anyhow::Result<(f64, String, bool)> {
+    fn launch(&mut self, mut cmd: Command) -> anyhow::Result<(f64, String, Option<String>)> {
         self.stderr_file.set_len(0)?;
         self.stderr_file.rewind()?;
         cmd.stderr(self.stderr_file.try_clone()?);
@@ -250,7 +252,7 @@ impl Bench {
         let mut err = String::new();
         self.stderr_file.rewind()?;
         self.stderr_file.read_to_string(&mut err)?;
-        Ok((wall, err, status.success()))
+        Ok((wall, err, (!status.success()).then(|| status.to_string())))
     }
 
     /// The hook run as `ags` runs it (own process group, clean environment, context on stdin,
@@ -304,15 +306,16 @@ impl Bench {
         Ok(t0.elapsed().as_secs_f64() * 1000.0)
     }
 
-    fn run_variant(&mut self, kind: Kind, res: &mut Results, record: bool) {
+    fn run_variant(&mut self, kind: Kind, res: &mut Results, round: Option<usize>) {
         let name = kind.name();
         if kind == Kind::HookBatch {
             match self.hook_batch(64, 4) {
-                Ok(ms) if record => res.samples.entry(name).or_default().push(Sample {
-                    wall: ms,
-                    marks: vec![],
-                }),
-                Ok(_) => {}
+                Ok(wall) => {
+                    if let Some(round) = round {
+                        let marks = vec![];
+                        res.samples.entry(name).or_default().push(Sample { round, wall, marks });
+                    }
+                }
                 Err(e) => fail(res, &name, &format!("{e:#}")),
             }
             return;
@@ -320,11 +323,13 @@ impl Bench {
         if kind == Kind::HookSpawn {
             for _ in 0..self.o.spawns {
                 match self.hook_spawn() {
-                    Ok(ms) if record => res.samples.entry(name.clone()).or_default().push(Sample {
-                        wall: ms,
-                        marks: vec![],
-                    }),
-                    Ok(_) => {}
+                    Ok(wall) => {
+                        if let Some(round) = round {
+                            let marks = vec![];
+                            let sample = Sample { round, wall, marks };
+                            res.samples.entry(name.clone()).or_default().push(sample);
+                        }
+                    }
                     Err(e) => fail(res, &name, &e.to_string()),
                 }
             }
@@ -332,13 +337,16 @@ impl Bench {
         }
         let Some(cmd) = self.command(kind) else { return };
         match self.launch(cmd) {
-            Ok((wall, err, true)) => {
-                if record {
+            Ok((wall, err, None)) => {
+                if let Some(round) = round {
                     let marks = parse_marks(&err);
-                    res.samples.entry(name).or_default().push(Sample { wall, marks });
+                    res.samples.entry(name).or_default().push(Sample { round, wall, marks });
                 }
             }
-            Ok((_, err, false)) => fail(res, &name, &err),
+            Ok((_, err, Some(status))) => {
+                let said: Vec<&str> = err.lines().filter(|l| !l.contains("-trace: ")).collect();
+                fail(res, &name, &format!("{status}; stderr: {}", said.join(" | ")));
+            }
             Err(e) => fail(res, &name, &format!("{e:#}")),
         }
     }
@@ -351,9 +359,9 @@ impl Bench {
             cmd.args(["-f", "bench-peak-rss-kib: %M"])
                 .arg(&self.o.ags)
                 .args(self.ags_args(i));
-            let (_, err, ok) = self.launch(cmd)?;
-            if !ok {
-                bail!("ags under {GNU_TIME} failed: {err}");
+            let (_, err, failed) = self.launch(cmd)?;
+            if let Some(status) = failed {
+                bail!("ags under {GNU_TIME} failed ({status}): {err}");
             }
             let kib = err
                 .lines()
@@ -370,7 +378,7 @@ fn fail(res: &mut Results, name: &str, err: &str) {
     let entry = res.failures.entry(name.to_string()).or_insert((0, String::new()));
     entry.0 += 1;
     if entry.1.is_empty() {
-        entry.1 = err.lines().rev().take(6).collect::<Vec<_>>().join(" | ");
+        entry.1 = err.chars().take(600).collect();
     }
 }
 
@@ -431,6 +439,15 @@ fn min_med_max(v: &[f64]) -> String {
     format!("{min:.1} / {:.1} / {max:.1}", median(v))
 }
 
+/// The median over rounds of `f(a) / f(b)` for the samples of `a` and `b` from the same round.
+fn paired_ratio(a: &[Sample], b: &[Sample], f: impl Fn(&Sample) -> f64) -> f64 {
+    let ratios: Vec<f64> = a
+        .iter()
+        .filter_map(|x| b.iter().find(|y| y.round == x.round).map(|y| f(x) / f(y)))
+        .collect();
+    median(&ratios)
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
@@ -457,13 +474,13 @@ fn main() -> anyhow::Result<()> {
     let mut res = Results::default();
     let t0 = Instant::now();
     for round in 0..warmup + rounds {
-        let record = round >= warmup;
+        let record = (round >= warmup).then_some(round);
         let n = variants.len();
         for k in 0..n {
             let kind = variants[(round + k) % n];
             bench.run_variant(kind, &mut res, record);
         }
-        if record {
+        if record.is_some() {
             loads.push(load1());
         }
         eprint!("\r{}: round {}/{}", bench.o.mode, round + 1, warmup + rounds);
@@ -547,9 +564,18 @@ fn report(
         "| ags(0) / floor, to exit code | {r1:.2} | ≤ 1.10 {} |",
         verdict(r1 <= 1.10)
     );
+    let paired = paired_ratio(get(Kind::Ags(0)), get(Kind::Floor(false)), Sample::to_exit_code);
+    println!(
+        "| same, median of the per-round ratios (paired) | {paired:.2} | ≤ 1.10 {} |",
+        verdict(paired <= 1.10)
+    );
     println!(
         "| ags(0) / floor, to full cleanup | {:.2} | |",
         ags0_wall / floor_wall
+    );
+    println!(
+        "| same, median of the per-round ratios (paired) | {:.2} | |",
+        paired_ratio(get(Kind::Ags(0)), get(Kind::Floor(false)), |s| s.wall)
     );
     for none in [true, false] {
         let run = m(wall(Kind::PodmanRun(none)));
@@ -562,6 +588,8 @@ fn report(
             "| ags(0) / podman run --rm ({net}), process exit to process exit | {r:.2} | ≤ 0.35 {} |",
             verdict(r <= 0.35)
         );
+        let floor = floor_wall / run;
+        println!("| floor / podman run --rm ({net}), for reference | {floor:.2} | |");
     }
     let r3 = hooks_overhead / (16.0 * spawn);
     println!(
