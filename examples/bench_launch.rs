@@ -313,7 +313,10 @@ impl Bench {
                 Ok(wall) => {
                     if let Some(round) = round {
                         let marks = vec![];
-                        res.samples.entry(name).or_default().push(Sample { round, wall, marks });
+                        res.samples
+                            .entry(name)
+                            .or_default()
+                            .push(Sample { round, wall, marks });
                     }
                 }
                 Err(e) => fail(res, &name, &format!("{e:#}")),
@@ -340,7 +343,10 @@ impl Bench {
             Ok((wall, err, None)) => {
                 if let Some(round) = round {
                     let marks = parse_marks(&err);
-                    res.samples.entry(name).or_default().push(Sample { round, wall, marks });
+                    res.samples
+                        .entry(name)
+                        .or_default()
+                        .push(Sample { round, wall, marks });
                 }
             }
             Ok((_, err, Some(status))) => {

@@ -123,8 +123,10 @@ fn main() -> anyhow::Result<()> {
         .map(|d| PreparedHook::load(d.clone()))
         .collect::<Result<Vec<_>, _>>()?;
     let mut by_width = Vec::new();
+    let mut direct = Vec::new();
     for _ in 0..rounds {
         for &w in &widths {
+            direct.push((w, direct_batch(&prepared, &config.workdir, w)?));
             let store = TrustStore::open(&config.paths, Some(&config.project))?;
             let mut setup = RunSetup::new(store, config.workdir.clone(), Arc::from(&b"{}"[..]));
             setup.limits.concurrency = w;
@@ -148,9 +150,58 @@ fn main() -> anyhow::Result<()> {
             .filter(|(x, _)| *x == w)
             .map(|(_, t)| *t)
             .collect();
-        println!("  run + validate, width {w:<2}     median {:>7.2} ms", median(&v));
+        let d: Vec<f64> = direct.iter().filter(|(x, _)| *x == w).map(|(_, t)| *t).collect();
+        let paired: Vec<f64> = v.iter().zip(&d).map(|(a, b)| a / b).collect();
+        println!(
+            "  run + validate, width {w:<2}     median {:>7.2} ms; the same spawns without ags {:>7.2} ms; paired ratio {:.2}",
+            median(&v),
+            median(&d),
+            median(&paired)
+        );
     }
     Ok(())
+}
+
+/// The hooks' entrypoints spawned directly, `width` at a time (threads; own process group,
+/// clean environment, stdin closed, stdout read, reaped): the runner's work without `ags`.
+fn direct_batch(hooks: &[PreparedHook], workdir: &std::path::Path, width: usize) -> anyhow::Result<f64> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..width)
+            .map(|_| {
+                s.spawn(|| -> anyhow::Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(hook) = hooks.get(i) else { return Ok(()) };
+                        let mut child = Command::new(&hook.decl.executable)
+                            .current_dir(workdir)
+                            .env_clear()
+                            .env("PATH", &path)
+                            .stdin(Stdio::null())
+                            .stdout(Stdio::piped())
+                            .stderr(Stdio::null())
+                            .process_group(0)
+                            .spawn()?;
+                        let mut out = Vec::new();
+                        if let Some(mut stdout) = child.stdout.take() {
+                            stdout.read_to_end(&mut out)?;
+                        }
+                        child.wait()?;
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().unwrap_or_else(|_| bail!("a spawning thread panicked")))
+    })?;
+    Ok(t.elapsed().as_secs_f64() * 1000.0)
 }
 
 fn median(v: &[f64]) -> f64 {
