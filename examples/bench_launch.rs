@@ -8,8 +8,9 @@
 //!
 //! Every round runs each variant once, in an order rotated by one each round (so no variant is
 //! always first after another's cleanup): `ags` with 0, 4 and 64 hooks, the floor (attach and
-//! init flows), `podman run --rm` with and without network, and `--spawns` direct executions of
-//! one hook (its spawn-to-exit time). Each launch is a fresh process with stdin from /dev/null;
+//! init flows), `podman run --rm` with and without network, `--spawns` direct executions of
+//! one hook (its spawn-to-exit time), and 64 direct executions 4 at a time (the runner's work
+//! without `ags`). Each launch is a fresh process with stdin from /dev/null;
 //! its wall time runs from just before `spawn` to the return of `wait` (= full cleanup, since
 //! `ags` and the floor delete the container before exiting, and so does `podman run --rm`).
 //! The time to the exit code is the wall time less the tail the process itself reports between
