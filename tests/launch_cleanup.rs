@@ -65,6 +65,30 @@ fn termination_signals_are_forwarded_to_the_agent() {
 }
 
 #[test]
+fn an_agent_ignoring_repeated_termination_is_killed_after_the_grace_period() {
+    let _serial = serial();
+    each_mode(|env| {
+        let script = "trap 'echo got-TERM' TERM; echo READY; while true; do sleep 0.1; done";
+        let args = launch_args(env, &["--tty=false"], &["sh", "-c", script]);
+        let bg = Background::spawn(env, &args);
+        bg.expect_stdout("READY", WAIT);
+        // Two signals in a row once deadlocked ags (a watch read guard held across an await).
+        bg.signal(Signal::SIGTERM);
+        bg.expect_stdout("got-TERM", WAIT);
+        bg.signal(Signal::SIGTERM);
+        let out = bg.wait();
+        assert_eq!(
+            out.status.code(),
+            Some(137),
+            "SIGKILL after the grace period: {}",
+            show(&out)
+        );
+        assert!(stderr(&out).contains("did not exit within"), "{}", show(&out));
+        assert_clean(env);
+    });
+}
+
+#[test]
 fn failures_after_resources_exist_leave_nothing() {
     let _serial = serial();
     each_mode(|env| {

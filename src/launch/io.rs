@@ -23,6 +23,7 @@ pub async fn pump(
     let mut winch = signal(SignalKind::window_change()).map_err(LaunchError::Terminal)?;
     let mut sigs = signals.receiver();
     sigs.mark_unchanged();
+    let (mut sigs_open, mut escalate) = (true, None);
     let result = loop {
         tokio::select! {
             frame = output.read_frame() => match frame {
@@ -35,16 +36,41 @@ pub async fn pump(
                     let _ = client.resize(id, rows, cols).await;
                 }
             }
-            changed = sigs.changed() => {
-                if changed.is_ok() && let Some(sig) = *sigs.borrow_and_update() {
+            changed = sigs.changed(), if sigs_open => {
+                // Copy the value out: the watch's read guard must not live across an await
+                // (the signal task takes the write lock on this same thread).
+                let sig = if changed.is_ok() { *sigs.borrow_and_update() } else { None };
+                sigs_open = changed.is_ok();
+                if let Some(sig) = sig {
                     // Like `podman run --sig-proxy`: the agent decides what the signal means.
                     let _ = client.kill(id, &signals::name(sig)).await;
+                    // Termination (not an interactive Ctrl-C) must end: like `podman stop`,
+                    // SIGKILL the agent if it is still running after a grace period.
+                    if sig != libc::SIGINT && escalate.is_none() {
+                        escalate = Some(tokio::time::Instant::now() + STOP_GRACE);
+                    }
                 }
+            }
+            () = sleep_until_some(escalate) => {
+                eprintln!("ags: the agent did not exit within {} s of the signal; killing it", STOP_GRACE.as_secs());
+                let _ = client.kill(id, "SIGKILL").await;
+                escalate = None;
             }
         }
     };
     stdin_task.abort();
     result
+}
+
+/// How long a forwarded SIGTERM/SIGHUP may take to end the agent before it is killed.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Sleep until `deadline`, or forever when there is none.
+async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
 }
 
 fn write_out(kind: StreamKind, data: &[u8]) -> Result<(), LaunchError> {
