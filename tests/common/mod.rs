@@ -382,6 +382,21 @@ pub fn ags_bin() -> &'static Path {
         let bin = dir.join("ags");
         fs::copy(env!("CARGO_BIN_EXE_ags"), &bin).expect("copying the ags binary");
         fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).expect("chmod ags copy");
+        wait_until_executable(&bin);
         bin
     })
+}
+
+/// Wait until `bin` can be executed. A process another test thread forked while the copy was
+/// open for writing holds that descriptor until it execs, and exec of the copy fails with
+/// ETXTBSY ("Text file busy") meanwhile.
+fn wait_until_executable(bin: &Path) {
+    for _ in 0..200 {
+        match std::process::Command::new(bin).arg("--version").output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            _ => return,
+        }
+    }
 }
