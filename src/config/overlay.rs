@@ -24,13 +24,13 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
     if is_trusted(&trust_file, root)? {
         return Ok(Decision::Load);
     }
-    let has_hooks = !file.prepare_hook.is_empty();
+    let has_hooks = file.declares_hooks();
     if ask {
         let text = format!(
             "ags: {} is a project config overlay{}.\n",
             overlay.display(),
             if has_hooks {
-                " that declares prepare hooks (each needs its own approval too)"
+                " that declares hooks (each needs its own approval too)"
             } else {
                 ""
             },

@@ -20,6 +20,8 @@ fn config() -> Config {
         pids_limit: 4096,
         network: Network::None,
         hooks: vec![],
+        started_hooks: vec![],
+        finished_hooks: vec![],
         primary: None,
         overlay: None,
         warnings: vec![],
