@@ -24,6 +24,7 @@ pub mod launch;
 pub mod plan;
 pub mod podman;
 pub mod prompt;
+pub mod spool;
 pub mod trace;
 
 pub use error::Error;
