@@ -21,6 +21,7 @@ pub mod error;
 pub mod fsutil;
 pub mod hooks;
 pub mod launch;
+pub mod oci_hooks;
 pub mod plan;
 pub mod podman;
 pub mod prompt;
