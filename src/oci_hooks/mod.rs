@@ -7,4 +7,17 @@
 //! the `io.ags.launch` annotation only, so they never fire for other containers.
 //! Ref: <https://github.com/containers/common/blob/main/pkg/hooks/docs/oci-hooks.5.md>.
 
+pub mod conf;
+pub mod definitions;
 pub mod record;
+
+pub use conf::{ConfEnv, ServiceKind};
+pub use definitions::OciHooksStatus;
+
+use crate::config::Paths;
+
+/// Whether `ags`'s OCI hooks are active for the Podman service of the current user (root's for
+/// root, the rootless one otherwise), for `ags doctor`.
+pub fn oci_hooks_status(paths: &Paths) -> OciHooksStatus {
+    definitions::status(ServiceKind::current(), &ConfEnv::from_env(&paths.config_home))
+}
