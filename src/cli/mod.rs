@@ -2,12 +2,14 @@
 //! resolved into settings by `config` and the orchestration functions in `commands`.
 
 mod hooks;
+mod setup;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use hooks::{EventArg, HookTestArgs, HooksArgs, HooksCommand, SchemaSide};
+pub use setup::{OciHooksArgs, SetupArgs, SetupCommand};
 
 /// Run AI coding agents in rootless Podman containers.
 ///
@@ -91,10 +93,13 @@ pub enum TtyMode {
 pub enum Command {
     /// Print the effective launch plan without creating anything.
     Plan(PlanArgs),
-    /// Inspect, test and manage prepare hooks.
+    /// Inspect, test and manage hooks (prepare, started, finished).
     Hooks(HooksArgs),
-    /// Remove containers and volumes left behind by `ags` processes that are gone.
+    /// Remove containers and volumes left behind by `ags` processes that are gone, and run the
+    /// finished hooks those launches still owe.
     Gc(GcArgs),
+    /// Install optional host integration (OCI hooks).
+    Setup(SetupArgs),
 }
 
 /// `ags plan`.

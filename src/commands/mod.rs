@@ -6,6 +6,7 @@ mod hooks;
 mod hooks_admin;
 mod plan;
 mod run;
+mod setup;
 
 use crate::Error;
 use crate::cli::{Cli, Command};
@@ -17,6 +18,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         Some(Command::Plan(args)) => plan::plan(&cli.global, &args),
         Some(Command::Gc(args)) => gc::gc(&cli.global, &args),
         Some(Command::Hooks(args)) => hooks::hooks(&cli.global, &args),
+        Some(Command::Setup(args)) => setup::setup(&args),
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod conf;
 pub mod definitions;
+pub mod install;
 pub mod record;
 
 pub use conf::{ConfEnv, ServiceKind};
