@@ -1,10 +1,13 @@
 //! Orchestration: one function per subcommand. This is the only module that calls several
 //! stages; each function reads as the sequence of stage calls it performs.
 
+mod events;
 mod gc;
 mod hooks;
 mod hooks_admin;
+mod hooks_lifecycle;
 mod plan;
+mod recover;
 mod run;
 mod setup;
 

@@ -1,6 +1,8 @@
 //! Reconciliation of leftovers: containers and volumes labelled `io.ags.managed` whose owning
 //! `ags` process (same host, pid and start time) is gone. Runs at the start of every launch and
-//! on demand (`ags gc`). Resources of live launches and of other hosts are never touched.
+//! on demand (`ags gc`). Resources of live launches and of other hosts are never touched. What
+//! the removed containers said about their agent ([`SweptContainer`]) is kept for crash recovery
+//! (`commands::recover`).
 
 use std::collections::BTreeMap;
 
@@ -17,6 +19,27 @@ pub struct GcReport {
     pub volumes: Vec<String>,
     /// Failures (resource and reason).
     pub errors: Vec<String>,
+    /// The removed containers' state at removal time.
+    pub swept: Vec<SweptContainer>,
+}
+
+/// A removed container's last state, for the finished hooks of its launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweptContainer {
+    /// Full id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Its `io.ags.launch-id` label.
+    pub launch_id: Option<String>,
+    /// `created`, `running`, `exited`, … when it was removed.
+    pub state: String,
+    /// Exit code (meaningful when `state` is `exited`).
+    pub exit_code: i32,
+    /// Start time (seconds since the epoch; not positive when it never started).
+    pub started_at: i64,
+    /// Exit time (seconds since the epoch).
+    pub exited_at: i64,
 }
 
 /// Whether the labels describe a launch whose owner on this host is gone.
@@ -45,8 +68,20 @@ pub async fn sweep(client: &Client, force_launch: Option<&str>) -> Result<GcRepo
     for c in client.list(&[&managed]).await? {
         if wanted(&c.labels) {
             let name = c.names.first().cloned().unwrap_or_else(|| c.id.clone());
+            let swept = SweptContainer {
+                id: c.id.clone(),
+                name: name.clone(),
+                launch_id: c.labels.get(LABEL_LAUNCH_ID).cloned(),
+                state: c.state.clone(),
+                exit_code: c.exit_code,
+                started_at: c.started_at,
+                exited_at: c.exited_at,
+            };
             match client.delete(&c.id, true, true).await {
-                Ok(()) => report.containers.push(name),
+                Ok(()) => {
+                    report.containers.push(name);
+                    report.swept.push(swept);
+                }
                 Err(e) if e.is_not_found() => {}
                 Err(e) => report.errors.push(format!("container {name}: {e}")),
             }
