@@ -12,6 +12,8 @@ use bytes::Bytes;
 use super::events;
 use crate::cli::{GlobalArgs, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
+use crate::hooks::HookError;
+use crate::hooks::op::{OpCli, OpEnv, SecretSetName};
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
 use crate::hooks::protocol::{HookContext, MountMode};
 use crate::hooks::resolve::{LaunchOverrides, Origin as HookOrigin};
@@ -68,6 +70,7 @@ pub(super) fn settings(args: &RunArgs, terminals: bool) -> Result<RunSettings, E
             Ok(c)
         })
         .collect::<Result<_, _>>()?;
+    secret_set_names(&args.op_secret_sets)?;
     let tty = match args.tty {
         TtyMode::Auto => terminals,
         TtyMode::True => true,
@@ -125,19 +128,9 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     crate::trace::mark("connected");
     let rootless = client.rootless().await?;
     let plan = build_plan(config, settings, &identity, rootless, &hooks)?;
-    if plan
-        .env
-        .iter()
-        .any(|e| matches!(e.source, EnvSource::OpRef { .. }))
-        || !plan.op_secret_sets.is_empty()
-    {
-        return Err(Error::Usage(
-            "1Password references need the op integration, which this build does not include yet; \
-             override the key with --env KEY=VALUE or remove the reference"
-                .into(),
-        ));
-    }
-    let stage = staging_archive(&plan, &Default::default())?;
+    let secrets = lookup_secrets(&prepared, &settings.op_secret_sets, &signals).await?;
+    crate::trace::mark("secrets");
+    let stage = staging_archive(&plan, &secrets)?;
     gc::sweep_host(&config.paths.stage_root());
     let session = events::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
@@ -159,6 +152,48 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     let exit_code = result.as_ref().ok().copied();
     session.finish(background, exit_code, ended, &signals).await;
     Ok(result?)
+}
+
+/// The final handoff: resolve the surviving 1Password references in one `op inject` batch and
+/// load `--op-secret-set` items. Runs no `op` when there is nothing to look up.
+async fn lookup_secrets(
+    prepared: &Prepared,
+    sets: &[String],
+    signals: &SignalWatch,
+) -> Result<stage::Secrets, Error> {
+    let refs = prepared.resolved.op_env();
+    if refs.is_empty() && sets.is_empty() {
+        return Ok(stage::Secrets::default());
+    }
+    let interrupt = Interrupt::from_receiver(signals.receiver());
+    let op = OpCli::new(OpEnv::inherit());
+    op.check_capability(&interrupt).await.map_err(HookError::from)?;
+    let references = op
+        .resolve_refs(refs.iter().map(|(k, r)| (k.as_str(), *r)), &interrupt)
+        .await
+        .map_err(HookError::from)?;
+    let names = secret_set_names(sets)?;
+    let loaded = op
+        .load_secret_sets(&names, &interrupt)
+        .await
+        .map_err(HookError::from)?;
+    for set in &loaded {
+        for field in &set.skipped {
+            eprintln!(
+                "ags: warning: --op-secret-set {}: field {} not loaded: {:?}",
+                set.name, field.label, field.reason
+            );
+        }
+    }
+    let finals = loaded.into_iter().map(|s| s.values).collect();
+    Ok(stage::Secrets { references, finals })
+}
+
+/// Parse `--op-secret-set VAULT/ITEM` values (checked before anything runs).
+pub(super) fn secret_set_names(sets: &[String]) -> Result<Vec<SecretSetName>, Error> {
+    sets.iter()
+        .map(|s| SecretSetName::try_from(s.as_str()).map_err(|e| Error::Hooks(HookError::from(e))))
+        .collect()
 }
 
 /// Run the prepare phase for a launch (also used by `ags plan`).
@@ -249,7 +284,7 @@ fn plan_origin(o: &HookOrigin) -> Origin {
     }
 }
 
-fn staging_archive(plan: &LaunchPlan, secrets: &stage::ResolvedSecrets) -> Result<Option<Bytes>, Error> {
+fn staging_archive(plan: &LaunchPlan, secrets: &stage::Secrets) -> Result<Option<Bytes>, Error> {
     if plan.staging.is_none() {
         return Ok(None);
     }

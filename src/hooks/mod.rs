@@ -8,6 +8,7 @@ pub mod exec_copy;
 pub mod json_de;
 pub mod log;
 pub mod mount_source;
+pub mod op;
 pub mod policy;
 pub mod prepare;
 pub mod protocol;
@@ -55,4 +56,7 @@ pub enum HookError {
     /// The run log cannot be written or read.
     #[error(transparent)]
     Log(#[from] log::LogError),
+    /// A 1Password lookup failed.
+    #[error(transparent)]
+    Op(#[from] op::OpError),
 }

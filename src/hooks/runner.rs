@@ -1,4 +1,5 @@
-//! Stage 2 (run): the prepare-hook runner — the ONLY place in `ags` that spawns processes.
+//! Stage 2 (run): the prepare-hook runner. Its `process` module is the ONLY place in `ags` that
+//! spawns processes (hooks here, the 1Password CLI in [`crate::hooks::op`]).
 //!
 //! Input: approved [`PreparedHook`]s in declaration order, the JSON context, [`Limits`], an
 //! [`Interrupt`] and a `parse` callback (the response validator). Output: one [`HookRun`] per hook
@@ -18,6 +19,7 @@
 
 mod child;
 mod output;
+pub(crate) mod process;
 mod report;
 
 use std::error::Error as StdError;
@@ -176,11 +178,12 @@ impl Interrupt {
     }
 
     /// The signal, if the interrupt has fired already.
-    fn fired(&self) -> Option<i32> {
+    pub fn fired(&self) -> Option<i32> {
         self.rx.as_ref().and_then(|rx| *rx.borrow())
     }
 
-    async fn wait(&mut self) -> i32 {
+    /// Wait until the interrupt fires (forever for [`Interrupt::never`]) and return its signal.
+    pub async fn wait(&mut self) -> i32 {
         if let Some(rx) = &mut self.rx
             && let Ok(sig) = rx.wait_for(Option::is_some).await
         {

@@ -47,10 +47,18 @@ pub async fn run(
         stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;
     }
     check(signals)?;
-    let id = client
-        .create(&spec_from_plan(plan))
+    let (id, warnings) = client
+        .create_with_warnings(&spec_from_plan(plan))
         .await
         .map_err(|e| LaunchError::from_create(e, &plan.image))?;
+    for w in warnings {
+        // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup
+        // v1); say so rather than pretend they apply.
+        eprintln!(
+            "ags: warning: podman: {}",
+            crate::hooks::runner::escape_controls(&w)
+        );
+    }
     cleanup.push(Resource::Container(id.clone()));
     crate::trace::mark("created");
     check(signals)?;

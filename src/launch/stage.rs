@@ -2,30 +2,40 @@
 //! uploaded after the container is initialised (so it lands in the mounted tmpfs) and before it
 //! starts. Nothing here touches the disk: the archive is built in memory.
 
+use std::collections::BTreeMap;
+
+use crate::hooks::op::Secret;
 use crate::plan::{EnvSource, LaunchPlan};
 
-/// Values resolved at the final handoff (1Password lookups), by env key.
-pub type ResolvedSecrets = std::collections::BTreeMap<String, String>;
+/// Values looked up at the final handoff.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    /// Resolved 1Password references, by env key.
+    pub references: BTreeMap<String, Secret>,
+    /// `--op-secret-set` fields, applied last (they overwrite every other value of their key).
+    pub finals: Vec<BTreeMap<String, Secret>>,
+}
 
 /// Build the env file: one `export KEY='value'` line per staged variable, in key order.
 /// Values are single-line (validated earlier); single quotes are escaped as `'\''`.
-pub fn env_file(plan: &LaunchPlan, secrets: &ResolvedSecrets) -> Vec<u8> {
-    let mut out = String::new();
+pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Vec<u8> {
+    let mut values: BTreeMap<&str, &str> = BTreeMap::new();
     for e in &plan.env {
         let value = match &e.source {
             EnvSource::Plain { .. } => continue,
             EnvSource::Staged { value } => value.expose().as_str(),
-            EnvSource::OpRef { .. } => match secrets.get(&e.key) {
-                Some(v) => v.as_str(),
+            EnvSource::OpRef { .. } => match secrets.references.get(&e.key) {
+                Some(v) => v.expose(),
                 None => continue,
             },
         };
-        out.push_str(&format!("export {}={}\n", e.key, shell_quote(value)));
+        values.insert(&e.key, value);
     }
-    for (key, value) in secrets
-        .iter()
-        .filter(|(k, _)| !plan.env.iter().any(|e| &e.key == *k))
-    {
+    for set in &secrets.finals {
+        values.extend(set.iter().map(|(k, v)| (k.as_str(), v.expose())));
+    }
+    let mut out = String::new();
+    for (key, value) in values {
         out.push_str(&format!("export {key}={}\n", shell_quote(value)));
     }
     out.into_bytes()

@@ -79,9 +79,15 @@ impl Client {
 
     /// Create a container; returns its ID. The image must exist locally.
     pub async fn create(&self, spec: &SpecGenerator) -> Result<String> {
+        self.create_with_warnings(spec).await.map(|(id, _)| id)
+    }
+
+    /// Create a container; returns its ID and Podman's warnings (e.g. limits that a rootless
+    /// cgroup v1 host ignores).
+    pub async fn create_with_warnings(&self, spec: &SpecGenerator) -> Result<(String, Vec<String>)> {
         let req = Request::new(Method::POST, "/containers/create").json(spec)?;
         let resp: CreateResponse = self.call_json(req, "container create response").await?;
-        Ok(resp.id)
+        Ok((resp.id, resp.warnings))
     }
 
     /// Initialise a created container (mounts its volumes) without starting it.

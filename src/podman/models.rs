@@ -27,11 +27,13 @@ pub struct VolumeCreate {
     pub options: BTreeMap<String, String>,
 }
 
-/// Response of `POST /libpod/containers/create` (`{"Id", "Warnings"}`; warnings are not used).
+/// Response of `POST /libpod/containers/create` (`{"Id", "Warnings"}`; `Warnings` may be null).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct CreateResponse {
     #[serde(rename = "Id")]
     pub(crate) id: String,
+    #[serde(rename = "Warnings", default, deserialize_with = "null_as_default")]
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Response of `GET /libpod/containers/{id}/json` (the parts `ags` reads).

@@ -18,7 +18,7 @@ const CHUNK: usize = 16 * 1024;
 
 /// What was read from stdout.
 #[derive(Debug, Default)]
-pub(super) struct StdoutCapture {
+pub(crate) struct StdoutCapture {
     /// At most `cap` bytes.
     pub bytes: Vec<u8>,
     /// Bytes read (more than `cap` only when `overflow`).
@@ -66,7 +66,7 @@ pub(super) async fn read_stdout(
 
 /// What was read from stderr.
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct StderrSummary {
+pub(crate) struct StderrSummary {
     /// Bytes read in total.
     pub total: u64,
     /// Bytes beyond the cap (read and thrown away so the hook never blocks on a full pipe).

@@ -1,0 +1,108 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables are used by the scripts that source this file
+# Helpers shared by scripts/build-pinp-image and scripts/test-podman5. Sourced, never run.
+#
+# Everything that talks to Podman goes through its libpod REST API with curl, never the podman
+# binary: the outer service (Podman 4.3 here) and the inner one (Podman 5.4 in the pinp container).
+
+# /v4.0.0/libpod routes answer on Podman 4 and 5.
+PINP_API_PREFIX=/v4.0.0/libpod
+PINP_IMAGE=${AGS_PINP_IMAGE:-localhost/ags-pinp:latest}
+# The label that records which recipe an image was built from (see pinp_recipe).
+PINP_RECIPE_LABEL=io.ags.pinp.recipe
+PINP_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PINP_DIR=$PINP_REPO/containers/pinp
+
+# say STEP MESSAGE...: one progress line, prefixed with the script's name and the step.
+say() {
+    local step=$1
+    shift
+    printf '%s: %-9s %s\n' "${0##*/}" "$step:" "$*" >&2
+}
+
+# die MESSAGE...: print an error on stderr and exit 1.
+die() {
+    printf '%s: ERROR: %s\n' "${0##*/}" "$*" >&2
+    exit 1
+}
+
+# outer_socket: the outer (host) service's socket: $AGS_PINP_OUTER_SOCKET, else root's.
+outer_socket() {
+    printf '%s\n' "${AGS_PINP_OUTER_SOCKET:-/run/podman/podman.sock}"
+}
+
+# api_ping SOCKET: whether a Podman service answers on SOCKET.
+api_ping() {
+    [ -S "$1" ] && curl -sf --max-time 5 --unix-socket "$1" "http://d$PINP_API_PREFIX/_ping" \
+        >/dev/null 2>&1
+}
+
+# api SOCKET METHOD PATH [CURL-ARGS...]: one libpod request; prints the body and fails on
+# HTTP >= 400 (with the status and body on stderr).
+api() {
+    local sock=$1 method=$2 path=$3 out status
+    shift 3
+    out=$(curl -sS --max-time "${PINP_API_TIMEOUT:-600}" --unix-socket "$sock" -X "$method" \
+        -w '\n%{http_code}' "$@" "http://d$PINP_API_PREFIX$path") || return 1
+    status=${out##*$'\n'}
+    out=${out%$'\n'*}
+    if [ "$status" -ge 400 ]; then
+        printf '%s %s -> HTTP %s: %s\n' "$method" "$path" "$status" "$out" >&2
+        return 1
+    fi
+    printf '%s\n' "$out"
+}
+
+# uri_encode STRING: STRING percent-encoded for a query parameter.
+uri_encode() {
+    jq -rn --arg v "$1" '$v | @uri'
+}
+
+# image_id SOCKET REF: the image's id, or nothing when SOCKET's service does not have it.
+image_id() {
+    local ref
+    ref=$(uri_encode "$2")
+    { curl -sf --max-time 30 --unix-socket "$1" "http://d$PINP_API_PREFIX/images/$ref/json" 2>/dev/null ||
+        true; } | jq -r '.Id // empty'
+}
+
+# image_label SOCKET REF KEY: the value of label KEY of image REF (nothing when absent).
+image_label() {
+    local ref
+    ref=$(uri_encode "$2")
+    { curl -sf --max-time 30 --unix-socket "$1" "http://d$PINP_API_PREFIX/images/$ref/json" 2>/dev/null ||
+        true; } | jq -r --arg k "$3" '(.Labels // .Config.Labels // {})[$k] // empty'
+}
+
+# import_tar SOCKET TAR REF CHANGE...: POST /images/import of a rootfs tar, tagged REF, with
+# Dockerfile-style CHANGEs (CMD, ENV, LABEL...). Prints the new image id.
+import_tar() {
+    local sock=$1 tar=$2 ref=$3 query change
+    shift 3
+    query="reference=$(uri_encode "$ref")"
+    for change in "$@"; do
+        query+="&changes=$(uri_encode "$change")"
+    done
+    api "$sock" POST "/images/import?$query" -H 'Content-Type: application/x-tar' \
+        --data-binary "@$tar" | jq -r '(.Id // .id // "") | ltrimstr("sha256:")'
+}
+
+# pinp_recipe: a hash of everything the pinp image is built from (build-rootfs, packages and
+# rootfs/ of containers/pinp, and the image changes), recorded in the image's PINP_RECIPE_LABEL.
+# A changed recipe means a rebuild. Debian trixie itself moves on: `build-pinp-image --force`
+# picks up new packages.
+pinp_recipe() {
+    (
+        cd "$PINP_DIR" || exit 1
+        find build-rootfs packages rootfs -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+        stat -c '%a %n' rootfs/usr/local/bin/ags-pinp-init build-rootfs
+        printf '%s\n' "${PINP_CHANGES[@]}"
+    ) | sha256sum | cut -c1-64
+}
+
+# The image config set at import (no Containerfile: the image comes from a rootfs tar).
+PINP_CHANGES=(
+    'CMD ["/usr/local/bin/ags-pinp-init"]'
+    'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+    'STOPSIGNAL SIGTERM'
+)

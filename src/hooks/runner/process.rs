@@ -1,0 +1,315 @@
+//! The one spawn primitive of `ags`: start a program in its own process group with exactly the
+//! environment given, feed it stdin bytes then EOF, capture capped stdout, forward capped and
+//! escaped stderr, stop it on a timeout, on output overflow or when an abort future fires, then
+//! SIGKILL its whole group before reaping it. Prepare hooks (`super::child`) and the 1Password
+//! CLI (`crate::hooks::op`) both run through here: there is no other `Command::spawn` in `ags`.
+//!
+//! Why `std::process` and a blocking `waitid(WNOWAIT)` instead of `tokio::process`: Tokio reaps a
+//! child as soon as it exits, after which its process-group id may in theory be reused, so a
+//! later `killpg` could hit a stranger. `WNOWAIT` lets us see the exit while the child is still
+//! an unreaped zombie, which keeps its group id reserved until our `killpg` is done.
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::unistd::Pid;
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep_until, timeout_at};
+
+use super::output::{StderrSink, forward_stderr, read_stdout};
+pub(crate) use super::output::{StderrSummary, StdoutCapture};
+use crate::hooks::exec_copy;
+
+/// What to start. The environment is complete: nothing of `ags`'s own is inherited.
+#[derive(Debug, Clone)]
+pub(crate) struct Spawn {
+    /// The program (a path; no `PATH` lookup happens here).
+    pub program: PathBuf,
+    /// Arguments after `argv[0]`.
+    pub args: Vec<OsString>,
+    /// Working directory (`None`: `ags`'s own).
+    pub cwd: Option<PathBuf>,
+    /// The child's whole environment.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// How to talk to the started process and when to give up on it.
+#[derive(Clone)]
+pub(crate) struct Io {
+    /// Written to stdin, then stdin is closed.
+    pub stdin: Arc<[u8]>,
+    /// Stdout bytes accepted; more ends the process ([`Ending::Overflow`]).
+    pub stdout_cap: usize,
+    /// Stderr lines go to `stderr_sink`, escaped and prefixed with `[stderr_name] `.
+    pub stderr_name: String,
+    /// Stderr bytes kept; the rest is read and discarded.
+    pub stderr_cap: usize,
+    /// Receives stderr lines.
+    pub stderr_sink: StderrSink,
+    /// Measured from the start of supervision.
+    pub timeout: Duration,
+    /// How long pipes are still read after the group was killed.
+    pub drain_grace: Duration,
+}
+
+/// Why supervision stopped (the group is killed in every case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending<A> {
+    /// The process exited by itself.
+    Exited,
+    /// [`Io::timeout`] expired.
+    Timeout,
+    /// Stdout exceeded [`Io::stdout_cap`].
+    Overflow,
+    /// The abort future completed with this value.
+    Aborted(A),
+}
+
+/// Everything observed about one process, after its group was killed and it was reaped.
+#[derive(Debug)]
+pub(crate) struct Finished<A> {
+    /// Why supervision stopped.
+    pub ending: Ending<A>,
+    /// Its exit status (or why it could not be had).
+    pub status: io::Result<ExitStatus>,
+    /// Captured stdout.
+    pub stdout: StdoutCapture,
+    /// Stderr counters.
+    pub stderr: StderrSummary,
+    /// Writing stdin failed (other than a broken pipe: a child may ignore its input).
+    pub write_error: Option<io::Error>,
+}
+
+/// Start `spec` in a new process group with piped standard streams. Blocking (fork/exec, and
+/// waiting for any execution copy being written): call it on the blocking pool.
+pub(crate) fn spawn(spec: &Spawn) -> io::Result<Running> {
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    let fork_guard = exec_copy::fork_guard();
+    let child = command.spawn()?;
+    drop(fork_guard);
+    Ok(Running::new(child))
+}
+
+/// Spawn (on the blocking pool) and supervise: the whole life of one process.
+pub(crate) async fn run<A>(spec: Spawn, io: &Io, abort: impl Future<Output = A>) -> io::Result<Finished<A>> {
+    let running = joined_blocking(tokio::task::spawn_blocking(move || spawn(&spec)).await)?;
+    Ok(supervise(running, io, abort).await)
+}
+
+/// Resume a panic of a blocking task in the caller.
+pub(crate) fn joined_blocking<R>(r: Result<R, tokio::task::JoinError>) -> R {
+    r.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// Feed, read and watch `running` until it exits, times out, overflows stdout or `abort`
+/// completes; then kill its group, reap it and drain its pipes (bounded by the drain grace).
+pub(crate) async fn supervise<A>(
+    mut running: Running,
+    io: &Io,
+    abort: impl Future<Output = A>,
+) -> Finished<A> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let pipes = match running.take_pipes() {
+        Ok(p) => p,
+        Err(source) => return running.abandon(source),
+    };
+    let mut writer = tokio::spawn(write_stdin(pipes.stdin, io.stdin.clone()));
+    let mut stdout = tokio::spawn(read_stdout(pipes.stdout, io.stdout_cap, stop_rx.clone()));
+    let stderr = tokio::spawn(forward_stderr(
+        pipes.stderr,
+        io.stderr_name.clone(),
+        io.stderr_cap,
+        io.stderr_sink.clone(),
+        stop_rx,
+    ));
+    let _helpers = HelperTasks([
+        writer.abort_handle(),
+        stdout.abort_handle(),
+        stderr.abort_handle(),
+    ]);
+    let pid = running.pgid;
+    let mut exited = tokio::task::spawn_blocking(move || wait_exit(pid));
+    let deadline = Instant::now() + io.timeout;
+    let mut early_stdout = None;
+    tokio::pin!(abort);
+    let ending = loop {
+        tokio::select! {
+            biased;
+            _ = &mut exited => break Ending::Exited,
+            r = &mut stdout, if early_stdout.is_none() => {
+                let capture = joined(r);
+                let overflow = capture.overflow;
+                early_stdout = Some(capture);
+                if overflow {
+                    break Ending::Overflow;
+                }
+            }
+            () = sleep_until(deadline) => break Ending::Timeout,
+            reason = &mut abort => break Ending::Aborted(reason),
+        }
+    };
+    running.kill();
+    if !matches!(ending, Ending::Exited) {
+        let _ = exited.await; // returns promptly: the whole group was just SIGKILLed
+    }
+    let status = running.reap();
+    let drain_until = Instant::now() + io.drain_grace;
+    let write_error = match timeout_at(drain_until, &mut writer).await {
+        Ok(Ok(Err(e))) if e.kind() != io::ErrorKind::BrokenPipe => Some(e),
+        Ok(_) => None,
+        Err(_) => {
+            writer.abort(); // something outside the group still holds stdin open
+            None
+        }
+    };
+    let stdout = match early_stdout {
+        Some(capture) => capture,
+        None => drain(stdout, drain_until, &stop_tx).await,
+    };
+    let stderr = drain(stderr, drain_until, &stop_tx).await;
+    Finished {
+        ending,
+        status,
+        stdout,
+        stderr,
+        write_error,
+    }
+}
+
+/// Stops the pipe tasks if supervision is dropped midway (the caller was cancelled); the
+/// [`Running`] guard kills the processes, this stops the readers and the writer.
+struct HelperTasks([tokio::task::AbortHandle; 3]);
+
+impl Drop for HelperTasks {
+    fn drop(&mut self) {
+        self.0.iter().for_each(tokio::task::AbortHandle::abort);
+    }
+}
+
+/// Wait for a reader until `until`, then tell it to stop and take what it has.
+async fn drain<R: Default>(mut task: JoinHandle<R>, until: Instant, stop: &watch::Sender<bool>) -> R {
+    match timeout_at(until, &mut task).await {
+        Ok(r) => joined(r),
+        Err(_) => {
+            stop.send_replace(true);
+            joined(task.await)
+        }
+    }
+}
+
+fn joined<R: Default>(r: Result<R, tokio::task::JoinError>) -> R {
+    match r {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => R::default(),
+    }
+}
+
+async fn write_stdin(mut stdin: pipe::Sender, bytes: Arc<[u8]>) -> io::Result<()> {
+    stdin.write_all(&bytes).await?;
+    stdin.flush().await
+    // dropping `stdin` closes it: the child sees EOF
+}
+
+/// Block until `pid` has exited, without reaping it.
+fn wait_exit(pid: Pid) {
+    loop {
+        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Err(Errno::EINTR) => continue,
+            _ => return,
+        }
+    }
+}
+
+struct Pipes {
+    stdin: pipe::Sender,
+    stdout: pipe::Receiver,
+    stderr: pipe::Receiver,
+}
+
+/// Owns a started process. Its process group is SIGKILLed before the process is reaped, and on
+/// drop (supervision cancelled) the group is killed and the process reaped as well.
+pub(crate) struct Running {
+    child: Option<Child>,
+    pgid: Pid,
+}
+
+impl Running {
+    fn new(child: Child) -> Self {
+        // process_group(0): the child leads a new group whose id is its pid.
+        let pgid = Pid::from_raw(child.id() as i32);
+        Self {
+            child: Some(child),
+            pgid,
+        }
+    }
+
+    fn take_pipes(&mut self) -> io::Result<Pipes> {
+        let child = self.child.as_mut().expect("the child is not reaped yet");
+        let missing = || io::Error::other("a standard stream of the child was not piped");
+        let stdin = OwnedFd::from(child.stdin.take().ok_or_else(missing)?);
+        let stdout = OwnedFd::from(child.stdout.take().ok_or_else(missing)?);
+        let stderr = OwnedFd::from(child.stderr.take().ok_or_else(missing)?);
+        Ok(Pipes {
+            stdin: pipe::Sender::from_owned_fd(stdin)?,
+            stdout: pipe::Receiver::from_owned_fd(stdout)?,
+            stderr: pipe::Receiver::from_owned_fd(stderr)?,
+        })
+    }
+
+    /// SIGKILL every member of the group (ESRCH: nobody left).
+    fn kill(&self) {
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+    }
+
+    /// Reap the process (call after [`Self::kill`]; it is dead or dying).
+    fn reap(&mut self) -> io::Result<ExitStatus> {
+        self.child.take().expect("reaped once").wait()
+    }
+
+    /// Setting up the pipes failed: kill, reap and report.
+    fn abandon<A>(mut self, source: io::Error) -> Finished<A> {
+        self.kill();
+        let status = self.reap();
+        Finished {
+            ending: Ending::Exited,
+            status: status.and(Err(source)),
+            stdout: StdoutCapture::default(),
+            stderr: StderrSummary::default(),
+            write_error: None,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            self.kill();
+            let _ = child.wait(); // SIGKILLed: returns promptly
+        }
+    }
+}
