@@ -8,7 +8,9 @@
 //!                                            rewritten with the container id once it started
 //! <launch_id>.claimed-<pid>-<start>.json     the same record, claimed by the process <pid> that runs
 //!                                            its finished hooks (crash recovery)
-//! <launch_id>.events.jsonl                   OCI events appended by `ags-oci-hook` (poststart, poststop)
+//! <launch_id>.events.jsonl                   events: appended by `ags-oci-hook` (poststart, poststop)
+//!                                            and by the `ags` whose reconciliation removed the
+//!                                            launch's leftover container (swept)
 //! ```
 //!
 //! Exactly once: a record is claimed by an atomic `rename` before its hooks run, so two
@@ -128,14 +130,17 @@ pub struct LaunchRecord {
     pub hooks: Vec<RecordedHook>,
 }
 
-/// The OCI hook stage an event line records.
+/// What an event line records: an OCI hook stage, or the reconciliation that removed the
+/// launch's leftover container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OciStage {
-    /// The container's process started.
+    /// The container's process started (OCI poststart hook).
     Poststart,
-    /// The container stopped and was cleaned up by Podman.
+    /// The container stopped and was cleaned up by Podman (OCI poststop hook).
     Poststop,
+    /// An `ags` reconciliation removed the leftover container (whichever `ags` swept it).
+    Swept,
 }
 
 /// One line of `<launch_id>.events.jsonl`.
@@ -156,9 +161,13 @@ pub struct EventLine {
     /// The container's host pid (poststart only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<i64>,
-    /// The exit status, when the hook could learn it (Podman 4.3.1 gives poststop none).
+    /// The exit status, when known (Podman 4.3.1 gives the poststop hook none; a sweep of an
+    /// exited container knows it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// Podman's state of the container when it was swept (`swept` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
 }
 
 /// The spool is unusable.
@@ -253,10 +262,13 @@ impl Spool {
     /// accessible directory is refused.
     pub fn open(paths: &Paths) -> Result<Self> {
         let dir = paths.spool_dir();
-        fsutil::ensure_private_dir(&dir).map_err(|source| SpoolError::Dir {
-            dir: dir.clone(),
-            source,
-        })?;
+        // `ags`'s state directory first: created on the way, it would get the umask's mode.
+        for d in [paths.state_dir(), dir.clone()] {
+            fsutil::ensure_private_dir(&d).map_err(|source| SpoolError::Dir {
+                dir: d.clone(),
+                source,
+            })?;
+        }
         Ok(Self { dir })
     }
 

@@ -41,6 +41,22 @@ fn line(id: &str, stage: OciStage) -> EventLine {
         unix_ms: 1,
         pid: None,
         exit_code: None,
+        state: None,
+    }
+}
+
+#[test]
+fn opening_creates_private_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = paths(tmp.path());
+    Spool::open(&p).unwrap();
+    for d in [p.state_dir(), p.spool_dir()] {
+        assert_eq!(
+            fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+            0o700,
+            "{}",
+            d.display()
+        );
     }
 }
 

@@ -139,22 +139,41 @@ struct Evidence {
 }
 
 impl Evidence {
-    /// `None` when nothing says the agent ever started.
+    /// `None` when nothing says the agent ever started. Sources, best first: the OCI events,
+    /// the sweep record of whichever `ags` removed the container, the container this process
+    /// swept, and the launch record.
     fn gather(rec: &LaunchRecord, events: &[EventLine], container: Option<&SweptContainer>) -> Option<Self> {
         let event = |stage| events.iter().find(|e| e.stage == stage);
-        let (poststart, poststop) = (event(OciStage::Poststart), event(OciStage::Poststop));
-        let container_ran = container.is_some_and(|c| c.started_at > 0);
-        if rec.container_id.is_none() && poststart.is_none() && poststop.is_none() && !container_ran {
+        let (poststart, poststop, swept) = (
+            event(OciStage::Poststart),
+            event(OciStage::Poststop),
+            event(OciStage::Swept),
+        );
+        let ran = |state: &str| ["running", "exited", "stopped", "paused", "stopping"].contains(&state);
+        let container_ran = container.is_some_and(|c| c.started_at > 0 || ran(&c.state));
+        let swept_ran = swept.is_some_and(|e| e.state.as_deref().is_some_and(ran));
+        if rec.container_id.is_none()
+            && poststart.is_none()
+            && poststop.is_none()
+            && !container_ran
+            && !swept_ran
+        {
             return None;
         }
         let exited = container.filter(|c| c.state == "exited" || c.state == "stopped");
-        let exit_code = poststop.and_then(|e| e.exit_code).or(exited.map(|c| c.exit_code));
+        let exit_code = poststop
+            .and_then(|e| e.exit_code)
+            .or(swept.and_then(|e| e.exit_code))
+            .or(exited.map(|c| c.exit_code));
         let start_ms = rec.started_unix_ms.or(poststart.map(|e| e.unix_ms)).or(container
-            .filter(|_| container_ran)
+            .filter(|c| c.started_at > 0)
             .map(|c| c.started_at as u64 * 1000));
-        let end_ms = poststop.map(|e| e.unix_ms).or(exited
-            .filter(|c| c.exited_at > 0)
-            .map(|c| c.exited_at as u64 * 1000));
+        let end_ms = poststop
+            .map(|e| e.unix_ms)
+            .or(swept.filter(|e| e.exit_code.is_some()).map(|e| e.unix_ms))
+            .or(exited
+                .filter(|c| c.exited_at > 0)
+                .map(|c| c.exited_at as u64 * 1000));
         let duration_ms = start_ms.zip(end_ms).map(|(s, e)| e.saturating_sub(s));
         let container_id = rec
             .container_id

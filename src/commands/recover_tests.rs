@@ -30,6 +30,7 @@ fn event(stage: OciStage, unix_ms: u64) -> EventLine {
         unix_ms,
         pid: None,
         exit_code: None,
+        state: None,
     }
 }
 
@@ -69,6 +70,25 @@ fn the_exit_comes_from_the_swept_container_and_the_times_from_the_events() {
             recovered: true
         }
     );
+}
+
+#[test]
+fn a_sweep_by_another_ags_is_read_from_its_record() {
+    let mut swept_line = event(OciStage::Swept, 7_000);
+    swept_line.exit_code = Some(9);
+    swept_line.state = Some("exited".into());
+    let e = Evidence::gather(&record(None, Some(2_000)), &[swept_line.clone()], None).unwrap();
+    assert_eq!(
+        e.ending,
+        Ending {
+            exit_code: Some(9),
+            duration_ms: Some(5_000),
+            recovered: true
+        }
+    );
+    swept_line.state = Some("created".into());
+    swept_line.exit_code = None;
+    assert_eq!(Evidence::gather(&record(None, None), &[swept_line], None), None);
 }
 
 #[test]

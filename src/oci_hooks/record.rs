@@ -163,6 +163,7 @@ pub fn run(stage: &str, state: &[u8], now: SystemTime) -> Result<Recorded, OciHo
         unix_ms,
         pid: state.pid.filter(|_| stage == OciStage::Poststart),
         exit_code: None,
+        state: None,
     };
     let events_file = spool::events_path(&spool_dir, launch_id)?;
     spool::append_event(&events_file, &line)?;
