@@ -10,7 +10,9 @@ mod lifecycle_support;
 use std::time::Duration;
 
 use common::{each_mode, show};
-use lifecycle_support::{approve_all, decl, hook, json_lines, recording_hook, spawn_ags, wait_for};
+use lifecycle_support::{
+    IsolatedService, NO_NETWORK, approve_all, decl, hook, json_lines, recording_hook, spawn_ags, wait_for,
+};
 use serde_json::Value;
 
 fn stderr(out: &std::process::Output) -> String {
@@ -19,6 +21,7 @@ fn stderr(out: &std::process::Output) -> String {
 
 #[test]
 fn started_and_finished_hooks_see_the_right_context() {
+    let _serial = lifecycle_support::serial();
     each_mode(|env| {
         // The started hook leaves a marker in the workdir that the agent waits for: it ran while
         // the agent did.
@@ -102,6 +105,7 @@ fn started_and_finished_hooks_see_the_right_context() {
 
 #[test]
 fn failing_lifecycle_hooks_do_not_change_the_exit_code() {
+    let _serial = lifecycle_support::serial();
     each_mode(|env| {
         let bad_start = hook(env, "bad-start", "cat >/dev/null; echo oops >&2; exit 3");
         let bad_finish = hook(
@@ -147,6 +151,7 @@ fn failing_lifecycle_hooks_do_not_change_the_exit_code() {
 
 #[test]
 fn a_killed_ags_finished_hooks_run_once_at_the_next_start() {
+    let _serial = lifecycle_support::serial();
     each_mode(|env| {
         let marker = env.root().join("started-marker");
         let started = hook(
@@ -158,17 +163,20 @@ fn a_killed_ags_finished_hooks_run_once_at_the_next_start() {
             ),
         );
         let finished = recording_hook(env, "on-finish", "finished.jsonl");
+        let service = IsolatedService::start(env, false);
         env.write_global_config(&format!(
-            "{}{}",
+            "{NO_NETWORK}{}{}",
             decl("started", "mark", &started, &[]),
             decl("finished", "on-finish", &finished, &[])
         ));
         approve_all(env);
-        let (image, label) = (env.image(), env.label());
+        let (image, label, url) = (env.image(), env.label(), service.url());
         let agent = "while [ ! -f release ]; do sleep 0.05; done; exit 3";
         let mut ags = spawn_ags(
             env,
-            &["--image", &image, "--label", &label, "--", "sh", "-c", agent],
+            &[
+                "--url", &url, "--image", &image, "--label", &label, "--", "sh", "-c", agent,
+            ],
         );
         wait_for("the started hook", Duration::from_secs(60), || marker.exists());
         ags.kill().expect("SIGKILL ags");
@@ -181,19 +189,22 @@ fn a_killed_ags_finished_hooks_run_once_at_the_next_start() {
         env.write_file("work/release", "", 0o644);
         let mut seen = Vec::new();
         wait_for("the orphaned agent to exit", Duration::from_secs(30), || {
-            seen = lifecycle_support::container_states(env);
+            seen = lifecycle_support::container_states(env, service.socket());
             seen.iter().all(|s| s != "running")
         });
-        let out = env.run(["--image", &image, "--label", &label, "--", "true"]);
+        let out = env.run(["--url", &url, "--image", &image, "--label", &label, "--", "true"]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         let runs = json_lines(env, "finished.jsonl");
         assert_eq!(runs.len(), 2, "{runs:?}\n{}", show(&out));
         let recovered: Vec<&Value> = runs.iter().filter(|r| r["recovered"] == true).collect();
         assert_eq!(recovered.len(), 1, "{runs:?}");
         let r = recovered[0];
+        let after = lifecycle_support::container_states(env, service.socket());
         assert_eq!(
-            r["exit_code"], 3,
-            "from the leftover container ({seen:?} before the next ags): {r}"
+            r["exit_code"],
+            3,
+            "from the leftover container ({seen:?} before the next ags, {after:?} after): {r}\n{}",
+            show(&out)
         );
         assert!(r["container_id"].as_str().unwrap().len() == 64, "{r}");
         assert!(
@@ -202,9 +213,9 @@ fn a_killed_ags_finished_hooks_run_once_at_the_next_start() {
             show(&out)
         );
         // Exactly once: neither gc nor the next launch runs it again.
-        let gc = env.run(["gc"]);
+        let gc = env.run(["gc", "--url", &url]);
         assert_eq!(gc.status.code(), Some(0), "{}", show(&gc));
-        let out = env.run(["--image", &image, "--label", &label, "--", "true"]);
+        let out = env.run(["--url", &url, "--image", &image, "--label", &label, "--", "true"]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         let runs = json_lines(env, "finished.jsonl");
         assert_eq!(
@@ -213,6 +224,51 @@ fn a_killed_ags_finished_hooks_run_once_at_the_next_start() {
             "{runs:?}"
         );
         assert_eq!(runs.len(), 3, "{runs:?}");
-        env.assert_no_leftovers();
+        service.assert_no_leftovers(env);
     });
+}
+
+/// The JSON examples of docs/lifecycle.md are accepted by the strict context parsers, and the
+/// worked example hook prints the documented line and the only valid response.
+#[test]
+fn docs_examples_are_honest() {
+    use ags::hooks::events::{FinishedContext, StartedContext, parse_lifecycle_response};
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/lifecycle.md")).unwrap();
+    let block = |tag: &str| {
+        let start = doc
+            .find(&format!("```json {tag}\n"))
+            .unwrap_or_else(|| panic!("no {tag} block"));
+        let body = &doc[start..].splitn(2, '\n').nth(1).unwrap();
+        body[..body.find("```").unwrap()].trim().to_string()
+    };
+    StartedContext::parse_strict(block("started-context").as_bytes()).expect("started example");
+    let finished = block("finished-context");
+    let ctx = FinishedContext::parse_strict(finished.as_bytes()).expect("finished example");
+    assert_eq!(ctx.signal.as_deref(), Some("SIGKILL"));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("runs.log");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/hooks/finished-summary");
+    assert!(
+        doc.contains(
+            &std::fs::read_to_string(script)
+                .unwrap()
+                .lines()
+                .skip(5)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    );
+    let mut cmd = std::process::Command::new(script);
+    cmd.arg(&out);
+    let run = common::run_command(cmd, Some(finished.as_bytes()), Duration::from_secs(30));
+    assert!(run.status.success(), "{}", show(&run));
+    parse_lifecycle_response(&run.stdout).expect("the example answers {\"version\":1}");
+    let line = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        line.ends_with(
+            " ags-48213-1767225600123456789 agent=pi exit=137 duration_ms=5021 recovered=false \
+             project=/work/project\n"
+        ),
+        "{line}"
+    );
 }

@@ -1,7 +1,7 @@
 //! Shared helpers of the lifecycle-event tests (`tests/lifecycle_events.rs`, `tests/oci_hooks.rs`):
 //! hook scripts and configs, approval as the mode's user, reading the JSON lines hooks write,
-//! running `ags` so that it can be SIGKILLed, and a separate Podman service whose containers.conf
-//! carries ags's OCI hooks (installed with `ags setup oci-hooks`).
+//! running `ags` so that it can be SIGKILLed, and a separate Podman service with storage of its
+//! own whose containers.conf may carry ags's OCI hooks (installed with `ags setup oci-hooks`).
 //!
 //! I/O: files under the test root, the `ags` and `ags-oci-hook` binaries, `podman system service`
 //! (started and stopped here; `ags` itself never runs the podman program).
@@ -13,6 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use ags::config::{LoadOptions, Paths, load_with};
@@ -20,7 +21,7 @@ use ags::hooks::entrypoint::PreparedHook;
 use ags::hooks::trust::{ApprovalRecord, TrustStore};
 use serde_json::Value;
 
-use crate::common::{CLEAN_PATH, Mode, TestEnv, ags_bin, api, cleanup_label, loud, tool};
+use crate::common::{CLEAN_PATH, Mode, TestEnv, ags_bin, api, loud, tool};
 
 /// The `Paths` the env's `ags` sees.
 pub fn paths(env: &TestEnv) -> Paths {
@@ -113,13 +114,13 @@ pub fn json_lines(env: &TestEnv, file: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The states of the containers labelled with the env's test label (on the mode's service).
-pub fn container_states(env: &TestEnv) -> Vec<String> {
+/// The states of the containers labelled with the env's test label on the service at `socket`.
+pub fn container_states(env: &TestEnv, socket: &Path) -> Vec<String> {
     let path = format!(
         "/containers/json?all=true&filters={}",
         api::encode(&serde_json::json!({ "label": [env.label()] }).to_string())
     );
-    let reply = api::call(env.mode(), "GET", &path, None);
+    let reply = api::request(socket, "GET", &path, None).expect("listing containers");
     let list = reply.json();
     let states = list.as_array().cloned().unwrap_or_default();
     states
@@ -150,47 +151,63 @@ pub fn spawn_ags(env: &TestEnv, args: &[&str]) -> Child {
 
 /// `ags-oci-hook` next to the harness's copy of `ags`, where `ags setup oci-hooks` looks for it
 /// by default (a directory every test user can read; the build tree may not be).
-pub fn oci_hook_bin() -> PathBuf {
-    let bin = ags_bin().with_file_name("ags-oci-hook");
-    if !bin.exists() {
-        let tmp = bin.with_extension("tmp");
-        fs::copy(env!("CARGO_BIN_EXE_ags-oci-hook"), &tmp).expect("copying ags-oci-hook");
-        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755)).expect("chmod ags-oci-hook");
-        fs::rename(&tmp, &bin).expect("placing ags-oci-hook");
-    }
-    bin
+pub fn oci_hook_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let bin = ags_bin().with_file_name("ags-oci-hook");
+        fs::copy(env!("CARGO_BIN_EXE_ags-oci-hook"), &bin).expect("copying ags-oci-hook");
+        fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).expect("chmod ags-oci-hook");
+        bin
+    })
 }
 
-/// A Podman service of the env's mode, run as the env's user, reading only its own
-/// containers.conf: the system's runtime and ulimit settings plus ags's OCI hooks (installed by
-/// `ags setup oci-hooks`). Stopped (and its test containers removed) on drop.
-pub struct HookedService {
-    mode: Mode,
+/// Tests that SIGKILL `ags` hold this: every launch reconciles the orphans of dead `ags`
+/// processes on the host, so a concurrent test's launch would remove (and kill) the orphan
+/// whose end the test wants to observe.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A Podman service of the env's mode with storage of its own (so no other `ags` on the host
+/// can see, and reconcile, its containers), run as the env's user and reading only its own
+/// containers.conf: the system's runtime and ulimit settings, plus — `with_oci_hooks` —
+/// ags's OCI hooks installed by `ags setup oci-hooks`. The test image is copied in from the
+/// mode's service. Launches against it must use `[sandbox] network = "none"` (no second IPAM
+/// on the host's bridge). Stopped, with its test containers removed, on drop.
+pub struct IsolatedService {
     child: Child,
     socket: PathBuf,
-    /// The service's containers.conf.
-    pub conf: PathBuf,
-    /// The hooks directory.
-    pub hooks_dir: PathBuf,
     label: String,
 }
 
-impl HookedService {
-    /// Install the hooks into `<root>/podman/hooks.d` and start the service on
-    /// `<root>/podman/podman.sock`.
-    pub fn start(env: &TestEnv) -> Self {
-        oci_hook_bin();
+/// The global config line every launch against an [`IsolatedService`] needs.
+pub const NO_NETWORK: &str = "[sandbox]\nnetwork = \"none\"\n";
+
+impl IsolatedService {
+    /// Set up `<root>/podman/` (containers.conf, storage.conf, storage, hooks.d) and start the
+    /// service on `<root>/podman/podman.sock`.
+    pub fn start(env: &TestEnv, with_oci_hooks: bool) -> Self {
         let dir = env.mkdir("podman", 0o700);
         let conf = env.write_file("podman/containers.conf", base_conf(), 0o600);
-        let hooks_dir = dir.join("hooks.d");
-        let mut setup = env.cmd(["setup", "oci-hooks", "--yes", "--hooks-dir"]);
-        setup.arg(&hooks_dir).env("CONTAINERS_CONF", &conf);
-        let out = crate::common::run_command(setup, None, Duration::from_secs(60));
-        assert!(
-            out.status.success(),
-            "ags setup oci-hooks: {}",
-            crate::common::show(&out)
+        let storage = format!(
+            "[storage]\ndriver = \"vfs\"\ngraphroot = \"{0}/storage\"\nrunroot = \"{0}/runroot\"\n",
+            dir.display()
         );
+        // Rootful Podman reads CONTAINERS_STORAGE_CONF. Rootless ignores its graphroot (and then
+        // skips the user's file): it must find $XDG_CONFIG_HOME/containers/storage.conf instead.
+        let storage_conf = env.write_file("podman/config/containers/storage.conf", storage, 0o600);
+        if with_oci_hooks {
+            oci_hook_bin();
+            let mut setup = env.cmd(["setup", "oci-hooks", "--yes", "--hooks-dir"]);
+            setup.arg(dir.join("hooks.d")).env("CONTAINERS_CONF", &conf);
+            let out = crate::common::run_command(setup, None, Duration::from_secs(60));
+            assert!(
+                out.status.success(),
+                "ags setup oci-hooks: {}",
+                crate::common::show(&out)
+            );
+        }
         let socket = dir.join("podman.sock");
         let account = env.account().clone();
         let home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(account.uid))
@@ -199,19 +216,24 @@ impl HookedService {
             .map(|u| u.dir)
             .expect("the mode's user has a home");
         let mut cmd = Command::new(tool("podman"));
+        if crate::common::var("AGS_TEST_PODMAN_DEBUG").is_some() {
+            cmd.arg("--log-level=debug");
+        }
         cmd.args(["system", "service", "--time=0"])
             .arg(format!("unix://{}", socket.display()))
             .env_clear()
             .env("PATH", CLEAN_PATH)
             .env("HOME", home)
             .env("CONTAINERS_CONF", &conf)
+            .env("XDG_CONFIG_HOME", dir.join("config"))
             .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(fs::File::create(dir.join("service.log")).expect("service log"));
-        if env.mode() == Mode::Rootless {
-            cmd.env("XDG_RUNTIME_DIR", env.runtime_dir());
-        }
+        match env.mode() {
+            Mode::Rootless => cmd.env("XDG_RUNTIME_DIR", env.runtime_dir()),
+            Mode::Rootful => cmd.env("CONTAINERS_STORAGE_CONF", &storage_conf),
+        };
         if nix::unistd::geteuid().as_raw() != account.uid {
             cmd.gid(account.gid).uid(account.uid);
         }
@@ -220,17 +242,64 @@ impl HookedService {
             .spawn()
             .expect("starting podman system service");
         let service = Self {
-            mode: env.mode(),
             child,
             socket,
-            conf,
-            hooks_dir,
             label: env.label(),
         };
-        wait_for("the hooked Podman service", Duration::from_secs(30), || {
+        wait_for("the isolated Podman service", Duration::from_secs(30), || {
             api::ping(&service.socket).is_ok()
         });
+        let info = api::request(&service.socket, "GET", "/info", None)
+            .expect("info")
+            .json();
+        let graph = info["store"]["graphRoot"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            graph.starts_with(dir.to_str().unwrap()),
+            "the service must use its own storage, not {graph}"
+        );
+        service.copy_image(env, &dir);
         service
+    }
+
+    fn copy_image(&self, env: &TestEnv, dir: &Path) {
+        let tar = dir.join("image.tar");
+        let image = api::encode(&env.image());
+        let curl = |socket: &Path, args: &[&str]| {
+            let out = Command::new(tool("curl"))
+                .args(["-sS", "--fail", "--max-time", "120", "--unix-socket"])
+                .arg(socket)
+                .args(args)
+                .output()
+                .expect("running curl");
+            assert!(
+                out.status.success(),
+                "curl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let get = format!(
+            "http://d{}/images/{image}/get?format=docker-archive",
+            api::API_PREFIX
+        );
+        curl(&env.mode().socket(), &["-o", tar.to_str().unwrap(), &get]);
+        let load = format!("http://d{}/images/load", api::API_PREFIX);
+        let data = format!("@{}", tar.display());
+        curl(
+            &self.socket,
+            &[
+                "-X",
+                "POST",
+                "-H",
+                "Content-Type: application/x-tar",
+                "--data-binary",
+                &data,
+                &load,
+            ],
+        );
+        let _ = fs::remove_file(&tar);
     }
 
     /// The `--url` of this service.
@@ -242,14 +311,48 @@ impl HookedService {
     pub fn socket(&self) -> &Path {
         &self.socket
     }
+
+    /// Panic if anything labelled with the env's test id is left in this service.
+    pub fn assert_no_leftovers(&self, env: &TestEnv) {
+        let containers = container_states(env, &self.socket);
+        assert!(containers.is_empty(), "containers left: {containers:?}");
+        let path = format!(
+            "/volumes/json?filters={}",
+            api::encode(&serde_json::json!({ "label": [env.label()] }).to_string())
+        );
+        let volumes = api::request(&self.socket, "GET", &path, None)
+            .expect("listing volumes")
+            .json();
+        assert_eq!(
+            volumes.as_array().map(Vec::len),
+            Some(0),
+            "volumes left: {volumes}"
+        );
+    }
+
+    fn cleanup(&self) {
+        let path = format!(
+            "/containers/json?all=true&filters={}",
+            api::encode(&serde_json::json!({ "label": [&self.label] }).to_string())
+        );
+        let Ok(reply) = api::request(&self.socket, "GET", &path, None) else {
+            return;
+        };
+        for c in reply.json().as_array().cloned().unwrap_or_default() {
+            let id = c["Id"].as_str().unwrap_or_default();
+            let _ = api::request(
+                &self.socket,
+                "DELETE",
+                &format!("/containers/{id}?force=true&v=true"),
+                None,
+            );
+        }
+    }
 }
 
-impl Drop for HookedService {
+impl Drop for IsolatedService {
     fn drop(&mut self) {
-        let removed = cleanup_label(self.mode, &self.label);
-        if !removed.is_empty() {
-            println!("hooked service cleanup removed: {removed:?}");
-        }
+        self.cleanup();
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -259,7 +362,7 @@ impl Drop for HookedService {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        loud("WARNING: the hooked Podman service ignored SIGTERM; killing it");
+        loud("WARNING: the isolated Podman service ignored SIGTERM; killing it");
         let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.wait();
     }
