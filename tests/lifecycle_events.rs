@@ -238,7 +238,7 @@ fn docs_examples_are_honest() {
         let start = doc
             .find(&format!("```json {tag}\n"))
             .unwrap_or_else(|| panic!("no {tag} block"));
-        let body = &doc[start..].splitn(2, '\n').nth(1).unwrap();
+        let body = doc[start..].split_once('\n').unwrap().1;
         body[..body.find("```").unwrap()].trim().to_string()
     };
     StartedContext::parse_strict(block("started-context").as_bytes()).expect("started example");
