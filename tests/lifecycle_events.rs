@@ -242,6 +242,16 @@ fn docs_examples_are_honest() {
         body[..body.find("```").unwrap()].trim().to_string()
     };
     StartedContext::parse_strict(block("started-context").as_bytes()).expect("started example");
+    let tomls: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| &b[..b.find("```").unwrap()])
+        .collect();
+    assert!(tomls.len() >= 2);
+    for t in tomls {
+        let file: ags::config::ConfigFile = toml::from_str(t).unwrap_or_else(|e| panic!("{e}\n{t}"));
+        assert!(file.declares_hooks(), "{t}");
+    }
     let finished = block("finished-context");
     let ctx = FinishedContext::parse_strict(finished.as_bytes()).expect("finished example");
     assert_eq!(ctx.signal.as_deref(), Some("SIGKILL"));

@@ -257,6 +257,24 @@ mod tests {
     }
 
     #[test]
+    fn lifecycle_hooks_are_named_with_their_event() {
+        let mut h = hook(HookScope::Global);
+        h.decl.event = HookEvent::Finished;
+        let u = unapproved(&h);
+        assert_eq!(
+            u.command,
+            "ags hooks test svc --config /p/.ags/config.toml --event finished"
+        );
+        let msg = ApprovalError::Unapproved { hooks: vec![u] }.to_string();
+        assert!(
+            msg.starts_with("1 finished hook(s) are new or changed")
+                && msg.contains("\n  svc (finished) (hash "),
+            "{msg}"
+        );
+        assert!(prompt_text(&h).contains("New or changed finished hook: svc"));
+    }
+
+    #[test]
     fn unapproved_command_names_config_and_project() {
         let g = unapproved(&hook(HookScope::Global));
         assert_eq!(g.command, "ags hooks test svc --config /p/.ags/config.toml");
