@@ -24,6 +24,9 @@ pub enum Error {
     /// Prepare hooks failed or were refused.
     #[error(transparent)]
     Hooks(#[from] HookError),
+    /// An image command failed before or around the Podman API.
+    #[error(transparent)]
+    Image(#[from] crate::image::ImageError),
     /// The launch plan could not be built.
     #[error(transparent)]
     Plan(#[from] PlanError),

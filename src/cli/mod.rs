@@ -2,6 +2,7 @@
 //! resolved into settings by `config` and the orchestration functions in `commands`.
 
 mod hooks;
+mod image;
 mod setup;
 
 use std::path::PathBuf;
@@ -9,13 +10,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use hooks::{EventArg, HookTestArgs, HooksArgs, HooksCommand, SchemaSide};
+pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImportArgs};
 pub use setup::{OciHooksArgs, SetupArgs, SetupCommand};
 
 /// Run AI coding agents in rootless Podman containers.
 ///
 /// Without a subcommand `ags` launches an agent: `ags --agent shell -- CMD…`.
 #[derive(Debug, Parser)]
-#[command(name = "ags", version, args_conflicts_with_subcommands = true)]
+#[command(name = "ags", version, subcommand_negates_reqs = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -98,6 +100,10 @@ pub enum Command {
     /// Remove containers and volumes left behind by `ags` processes that are gone, and run the
     /// finished hooks those launches still owe.
     Gc(GcArgs),
+    /// Build or import images through the Podman API.
+    Image(ImageArgs),
+    /// Check the Podman service, the image and ags's files; print a fix for each problem.
+    Doctor(DoctorArgs),
     /// Install optional host integration (OCI hooks).
     Setup(SetupArgs),
 }

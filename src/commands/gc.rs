@@ -18,6 +18,7 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     });
     super::finish(rt);
     let (report, recovered) = result?;
+    crate::hooks::prepare::sweep_exec_dirs(&paths);
     for dir in launch::gc::sweep_host(&paths.stage_root()) {
         println!("removed host staging directory {}", dir.display());
     }

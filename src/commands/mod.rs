@@ -1,11 +1,13 @@
 //! Orchestration: one function per subcommand. This is the only module that calls several
 //! stages; each function reads as the sequence of stage calls it performs.
 
+mod doctor;
 mod events;
 mod gc;
 mod hooks;
 mod hooks_admin;
 mod hooks_lifecycle;
+mod image;
 mod plan;
 mod recover;
 mod run;
@@ -21,6 +23,8 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         Some(Command::Plan(args)) => plan::plan(&cli.global, &args),
         Some(Command::Gc(args)) => gc::gc(&cli.global, &args),
         Some(Command::Hooks(args)) => hooks::hooks(&cli.global, &args),
+        Some(Command::Image(args)) => image::image(&cli.global, &args),
+        Some(Command::Doctor(args)) => doctor::doctor(&cli.global, &args),
         Some(Command::Setup(args)) => setup::setup(&args),
     }
 }

@@ -90,7 +90,9 @@ struct DirState {
 impl ExecDir {
     /// Choose a fresh directory name inside `store_dir` (nothing is created yet).
     pub fn new(store_dir: &Path) -> Self {
-        let name = format!("{EXEC_DIR_PREFIX}{}-{}", std::process::id(), random_hex());
+        let pid = std::process::id();
+        let start = crate::procfs::process_start_time(pid).unwrap_or(0);
+        let name = format!("{EXEC_DIR_PREFIX}{pid}-{start}-{}", random_hex());
         Self {
             dir: store_dir.join(name),
             state: Mutex::default(),
@@ -214,9 +216,13 @@ fn random_hex() -> String {
     hex::encode(buf)
 }
 
-/// Remove `ags-hook-exec-<pid>-*` directories in `store_dir` that are older than `min_age` and
-/// whose creating process no longer exists. Returns how many were removed; failures to remove
-/// are collected, not fatal (call this at startup).
+/// Remove execution directories whose creating `ags` is gone, after killing the hook process
+/// groups recorded in them (an `ags` killed by SIGKILL cannot kill its hooks itself).
+///
+/// Directories named `ags-hook-exec-<pid>-<start>-<random>` are judged by pid and start time
+/// (pid reuse is detected); older `ags-hook-exec-<pid>-<random>` names only once they are older
+/// than `min_age` and no process has that pid. Returns how many were removed; failures are
+/// collected, not fatal (call this at startup).
 pub fn sweep_stale(store_dir: &Path, min_age: Duration) -> (usize, Vec<io::Error>) {
     let mut removed = 0;
     let mut errors = Vec::new();
@@ -227,20 +233,26 @@ pub fn sweep_stale(store_dir: &Path, min_age: Duration) -> (usize, Vec<io::Error
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let Some(pid) = entry.file_name().to_str().and_then(creator_pid) else {
+        let Some(creator) = entry.file_name().to_str().and_then(creator) else {
             continue;
         };
         let Ok(meta) = fs::symlink_metadata(&path) else {
             continue;
         };
-        let old_enough = meta
-            .modified()
-            .ok()
-            .and_then(|m| SystemTime::now().duration_since(m).ok())
-            .is_some_and(|age| age >= min_age);
-        if !meta.is_dir() || !old_enough || process_exists(pid) {
+        let old_enough = || {
+            meta.modified()
+                .ok()
+                .and_then(|m| SystemTime::now().duration_since(m).ok())
+                .is_some_and(|age| age >= min_age)
+        };
+        let gone = match creator {
+            Creator::Exact { pid, start } => !crate::procfs::alive(pid, start),
+            Creator::Pid(pid) => old_enough() && !process_exists(pid),
+        };
+        if !meta.is_dir() || !gone {
             continue;
         }
+        kill_recorded_groups(&path);
         match fs::remove_dir_all(&path) {
             Ok(()) => removed += 1,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -250,12 +262,69 @@ pub fn sweep_stale(store_dir: &Path, min_age: Duration) -> (usize, Vec<io::Error
     (removed, errors)
 }
 
-/// The pid encoded in `ags-hook-exec-<pid>-<random>`.
-fn creator_pid(name: &str) -> Option<i32> {
+/// Who created an execution directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Creator {
+    /// `<pid>-<start>-<random>`.
+    Exact { pid: u32, start: u64 },
+    /// `<pid>-<random>` (older name).
+    Pid(i32),
+}
+
+/// Parse `ags-hook-exec-<pid>-<start>-<random>` or `ags-hook-exec-<pid>-<random>`.
+fn creator(name: &str) -> Option<Creator> {
     let rest = name.strip_prefix(EXEC_DIR_PREFIX)?;
-    let (pid, random) = rest.split_once('-')?;
-    (!random.is_empty()).then_some(())?;
-    pid.parse().ok().filter(|p| *p > 0)
+    let parts: Vec<&str> = rest.split('-').collect();
+    match parts.as_slice() {
+        [pid, start, random] if !random.is_empty() => Some(Creator::Exact {
+            pid: pid.parse().ok().filter(|p| *p > 0)?,
+            start: start.parse().ok()?,
+        }),
+        [pid, random] if !random.is_empty() => Some(Creator::Pid(pid.parse().ok().filter(|p| *p > 0)?)),
+        _ => None,
+    }
+}
+
+/// Directory (inside an execution directory) recording the hooks' process groups.
+const GROUPS_DIR: &str = "groups";
+
+impl ExecDir {
+    /// Record that a hook's process group `pgid` (led by the hook, started at its start time)
+    /// belongs to this phase, so a sweep can kill it if `ags` dies without doing so.
+    pub fn record_group(&self, pgid: u32) {
+        let Some(start) = crate::procfs::process_start_time(pgid) else {
+            return;
+        };
+        let dir = self.dir.join(GROUPS_DIR);
+        let _ = fs::DirBuilder::new().mode(0o700).create(&dir);
+        let _ = fs::write(dir.join(format!("{pgid}-{start}")), b"");
+    }
+}
+
+/// SIGKILL the recorded groups of a dead phase. A group whose leader still runs with the
+/// recorded start time is ours; a group whose leader is gone may still have members, and its
+/// id cannot have been reused while they live; a leader pid now running with another start
+/// time means the group is long gone and the pid belongs to someone else.
+fn kill_recorded_groups(exec_dir: &Path) {
+    let Ok(entries) = fs::read_dir(exec_dir.join(GROUPS_DIR)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((pgid, start)) = name.to_str().and_then(|n| n.split_once('-')) else {
+            continue;
+        };
+        let (Ok(pgid), Ok(start)) = (pgid.parse::<u32>(), start.parse::<u64>()) else {
+            continue;
+        };
+        let ours = match crate::procfs::process_start_time(pgid) {
+            Some(now) => now == start,
+            None => true,
+        };
+        if ours && pgid > 1 {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(pgid as i32), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 fn process_exists(pid: i32) -> bool {
@@ -314,12 +383,16 @@ mod tests {
     }
 
     #[test]
-    fn creator_pid_parses_only_our_names() {
-        assert_eq!(creator_pid("ags-hook-exec-123-abcd"), Some(123));
-        assert_eq!(creator_pid("ags-hook-exec-123-"), None);
-        assert_eq!(creator_pid("ags-hook-exec-x-ab"), None);
-        assert_eq!(creator_pid("ags-hook-exec-0-ab"), None);
-        assert_eq!(creator_pid(&"a".repeat(64)), None);
+    fn creator_parses_only_our_names() {
+        assert_eq!(creator("ags-hook-exec-123-abcd"), Some(Creator::Pid(123)));
+        assert_eq!(
+            creator("ags-hook-exec-123-456-abcd"),
+            Some(Creator::Exact { pid: 123, start: 456 })
+        );
+        assert_eq!(creator("ags-hook-exec-123-"), None);
+        assert_eq!(creator("ags-hook-exec-x-ab"), None);
+        assert_eq!(creator("ags-hook-exec-0-ab"), None);
+        assert_eq!(creator(&"a".repeat(64)), None);
     }
 
     #[test]

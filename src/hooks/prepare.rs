@@ -51,6 +51,7 @@ const STALE_EXEC_COPIES: Duration = Duration::from_secs(600);
 
 /// Run the prepare phase.
 pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
+    sweep_exec_dirs(input.paths);
     if input.hooks.is_empty() {
         let resolved = resolve(Vec::new(), &input.overrides)?;
         return Ok(Prepared {
@@ -59,7 +60,6 @@ pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
         });
     }
     let store = TrustStore::open(input.paths, Some(&input.context.project))?;
-    exec_copy::sweep_stale(store.dir(), STALE_EXEC_COPIES);
     let prepared = input
         .hooks
         .iter()
@@ -86,6 +86,15 @@ pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
         resolved,
         mount_sources,
     })
+}
+
+/// Remove execution directories of dead `ags` processes and kill the hooks they left running
+/// (an `ags` killed by SIGKILL cannot). Only inside a store that passes the ownership checks.
+pub fn sweep_exec_dirs(paths: &Paths) {
+    let dir = paths.hook_trust_dir();
+    if crate::fsutil::check_private_dir(&dir).is_ok() {
+        exec_copy::sweep_stale(&dir, STALE_EXEC_COPIES);
+    }
 }
 
 /// Run the approved hooks, validating each response, and log every execution.

@@ -37,17 +37,11 @@ pub fn random_hex(n: usize) -> String {
     hex::encode(buf)
 }
 
-/// Start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat), if it exists.
-pub fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is parenthesised and may contain spaces: split after it.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
+pub use crate::procfs::process_start_time;
 
 /// Whether the process that owned a launch is still running (same pid and start time).
 pub fn owner_alive(pid: u32, start_time: u64) -> bool {
-    process_start_time(pid).is_some_and(|t| t == start_time)
+    crate::procfs::alive(pid, start_time)
 }
 
 /// This machine's host name.

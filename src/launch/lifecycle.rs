@@ -27,13 +27,8 @@ pub async fn run(
     started: tokio::sync::oneshot::Sender<String>,
 ) -> Result<u8, LaunchError> {
     if let Some(staging) = &plan.staging {
-        let options = BTreeMap::from([
-            ("type".to_string(), "tmpfs".to_string()),
-            ("device".into(), "tmpfs".into()),
-            ("o".into(), "mode=0700,nosuid,nodev,noexec".into()),
-        ]);
         client
-            .volume_create(&staging.volume, plan.labels.clone(), options)
+            .volume_create(&staging.volume, plan.labels.clone(), staging_volume_options())
             .await?;
         cleanup.push(Resource::Volume(staging.volume.clone()));
     }
@@ -47,10 +42,7 @@ pub async fn run(
         stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;
     }
     check(signals)?;
-    let (id, warnings) = client
-        .create_with_warnings(&spec_from_plan(plan))
-        .await
-        .map_err(|e| LaunchError::from_create(e, &plan.image))?;
+    let (id, warnings) = create(client, plan).await?;
     for w in warnings {
         // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup
         // v1); say so rather than pretend they apply.
@@ -100,6 +92,33 @@ pub async fn run(
     io::pump(client, &id, output, input, plan.tty, signals).await?;
     crate::trace::mark("output ended");
     exit_code(client, &id).await
+}
+
+/// Driver options of a staging volume: RAM-backed (tmpfs), owner-only, no devices, setuid or
+/// executables. The container mounts it with the same flags (see `podman::from_plan`).
+pub fn staging_volume_options() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("type".to_string(), "tmpfs".to_string()),
+        ("device".into(), "tmpfs".into()),
+        ("o".into(), "mode=0700,nosuid,nodev,noexec".into()),
+    ])
+}
+
+/// Create the container. Podman 4.3's rootless service sometimes fails concurrent `keep-id`
+/// creates with a spurious subordinate-id error (it reads /etc/subuid racily); that exact
+/// error is retried a few times.
+async fn create(client: &Client, plan: &LaunchPlan) -> Result<(String, Vec<String>), LaunchError> {
+    let spec = spec_from_plan(plan);
+    let mut attempt = 0;
+    loop {
+        match client.create_with_warnings(&spec).await {
+            Err(e) if attempt < 3 && e.to_string().contains("keep-id requires additional UIDs or GIDs") => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
+            }
+            other => return other.map_err(|e| LaunchError::from_create(e, &plan.image)),
+        }
+    }
 }
 
 fn check(signals: &SignalWatch) -> Result<(), LaunchError> {

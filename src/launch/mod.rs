@@ -24,7 +24,7 @@ pub enum LaunchError {
     Podman(#[from] PodmanError),
     /// The image is not in the Podman service's storage (no pull is attempted).
     #[error(
-        "image {image} is not present in the Podman service ({detail}); build it with `ags image build`, import it, or choose another with --image"
+        "image {image} is not present in the Podman service ({detail}); build the agent image with `ags image build` (first `scripts/bootstrap-base-image` when its base localhost/ags-base:trixie is missing too; docs/images.md), import one with `ags image import`, or choose another with --image"
     )]
     ImageMissing { image: String, detail: String },
     /// The agent command could not be started.

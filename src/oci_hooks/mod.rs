@@ -17,8 +17,13 @@ pub use definitions::OciHooksStatus;
 
 use crate::config::Paths;
 
-/// Whether `ags`'s OCI hooks are active for the Podman service of the current user (root's for
-/// root, the rootless one otherwise), for `ags doctor`.
+/// Whether `ags`'s OCI hooks are installed for the Podman service of the current user (root's
+/// for root, the rootless one otherwise), for `ags doctor`.
 pub fn oci_hooks_status(paths: &Paths) -> OciHooksStatus {
-    definitions::status(ServiceKind::current(), &ConfEnv::from_env(&paths.config_home))
+    oci_hooks_status_for(paths, ServiceKind::current())
+}
+
+/// [`oci_hooks_status`] for a service of a known kind (what the service itself said).
+pub fn oci_hooks_status_for(paths: &Paths, kind: ServiceKind) -> OciHooksStatus {
+    definitions::status(kind, &ConfEnv::from_env(&paths.config_home))
 }

@@ -6,7 +6,9 @@
 //!
 //! Observed on 4.3.1: the layer cache is used only with `layers=true` **and**
 //! `outputformat=application/vnd.oci.image.manifest.v1+json`; with either missing, a second
-//! identical build runs every step again. A cache hit shows as `--> Using cache <id>`.
+//! identical build runs every step again. A cache hit shows as `--> Using cache <id>`. Without
+//! `forcerm=true` a failed step leaves its buildah working container behind (visible only to
+//! `podman ps --external`).
 //! Ref: <https://docs.podman.io/en/latest/_static/api.html#tag/images/operation/ImageBuildLibpod>
 
 use std::collections::BTreeMap;
@@ -145,7 +147,8 @@ impl Client {
             .query("t", &opts.tag)
             .query("dockerfile", &opts.containerfile)
             .query("layers", "true")
-            .query("outputformat", OCI_FORMAT);
+            .query("outputformat", OCI_FORMAT)
+            .query("forcerm", "true");
         if opts.no_cache {
             req = req.query("nocache", "true");
         }

@@ -36,7 +36,7 @@ pub use error::{PodmanError, Result, Tried};
 pub use from_plan::spec_from_plan;
 pub use models::{
     ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
-    InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, VersionInfo, Volume, VolumeCreate,
+    InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, StoreInfo, VersionInfo, Volume, VolumeCreate,
 };
 pub use spec::{Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
 pub use transport::{API_PREFIX, Client};

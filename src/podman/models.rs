@@ -257,6 +257,18 @@ pub struct Info {
     pub host: HostInfo,
     /// Podman version.
     pub version: InfoVersion,
+    /// Image storage.
+    pub store: StoreInfo,
+}
+
+/// `store` of [`Info`].
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StoreInfo {
+    /// Storage driver (`overlay`, `vfs`, ...).
+    pub graph_driver_name: String,
+    /// Where images and containers are stored.
+    pub graph_root: String,
 }
 
 /// `host` of [`Info`].
@@ -350,7 +362,8 @@ mod tests {
     #[test]
     fn info_reads_nested_camel_case() {
         let body = json!({"host": {"security": {"rootless": true}, "ociRuntime": {"name": "crun"},
-            "cgroupVersion": "v2"}, "version": {"Version": "5.4.2", "APIVersion": "5.4.2"}});
+            "cgroupVersion": "v2"}, "version": {"Version": "5.4.2", "APIVersion": "5.4.2"},
+            "store": {"graphDriverName": "vfs", "graphRoot": "/home/u/.local/share/containers/storage"}});
         let i: Info = serde_json::from_value(body).unwrap();
         assert!(i.host.security.rootless);
         assert_eq!(
@@ -358,5 +371,6 @@ mod tests {
             ("crun", "v2")
         );
         assert_eq!(i.version.version, "5.4.2");
+        assert_eq!(i.store.graph_driver_name, "vfs");
     }
 }

@@ -329,6 +329,23 @@ impl TestEnv {
         self.write_file(self.config_home().join("ags/config.toml"), toml, 0o600)
     }
 
+    /// Give `path` and everything below it (not following symlinks) to the mode's user, e.g.
+    /// files the test process wrote through a library call. A no-op when no user switch happens.
+    pub fn give_tree(&self, path: impl AsRef<Path>) {
+        let path = self.inside(path.as_ref());
+        if !self.switch_user {
+            return;
+        }
+        let meta = fs::symlink_metadata(&path).unwrap_or_else(|e| panic!("stat {}: {e}", path.display()));
+        std::os::unix::fs::lchown(&path, Some(self.uid()), Some(self.gid()))
+            .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
+        if meta.is_dir() {
+            for entry in fs::read_dir(&path).unwrap_or_else(|e| panic!("listing {}: {e}", path.display())) {
+                self.give_tree(entry.expect("directory entry").path());
+            }
+        }
+    }
+
     /// Everything in Podman labelled with this test's id (`container:NAME`, `volume:NAME`).
     pub fn leftovers(&self) -> Vec<String> {
         list_by_label(self.mode(), &self.label())

@@ -31,12 +31,16 @@
 //! }
 //! ```
 //!
+//! Launch tests use [`launch`] on top of this: arguments carrying the test label, hook fixtures
+//! and their approval, launches in the background (signals), events and leftover checks.
+//!
 //! I/O: spawns curl, setsid, stty and the `ags` binary; writes under /tmp. Style: STYLE.md 14, 15.
 
 #![allow(dead_code)] // each test file uses a different part of the harness
 
 pub mod api;
 mod env;
+pub mod launch;
 mod process;
 pub mod pty;
 
@@ -187,13 +191,25 @@ pub fn modes() -> Vec<Mode> {
     out
 }
 
-/// Run `f` once per mode in [`modes`], each with a fresh [`TestEnv`].
+/// Run `f` once per mode in [`modes`], each with a fresh [`TestEnv`]. The rootless runs of one
+/// test process take turns ([`rootless_turn`]).
 pub fn each_mode(f: impl Fn(&TestEnv)) {
     for mode in modes() {
+        let _turn = (mode == Mode::Rootless).then(rootless_turn);
         let env = TestEnv::new(mode);
         println!("=== {mode} mode, test id {}", env.id());
         f(&env);
     }
+}
+
+/// One rootless test at a time in this process. Podman 4.3's rootless service reads the
+/// subordinate id ranges through libsubid, which is not thread-safe: concurrent `keep-id` creates
+/// sometimes fail with "keep-id requires additional UIDs or GIDs defined in /etc/subuid and
+/// /etc/subgid" (16 concurrent creates through the API fail about once in 50), and a crash of the
+/// service in `subid_get_uid_ranges` was seen too. Parallel tests would fail at random.
+pub fn rootless_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn services() -> &'static Services {

@@ -8,13 +8,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A byte stream collected by a background thread.
-struct Collector {
+pub struct Collector {
     buf: Arc<Mutex<Vec<u8>>>,
     thread: JoinHandle<()>,
 }
 
 impl Collector {
-    fn start(mut source: impl Read + Send + 'static) -> Self {
+    /// Start collecting everything `source` yields until EOF.
+    pub fn start(mut source: impl Read + Send + 'static) -> Self {
         let buf = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&buf);
         let thread = std::thread::spawn(move || {
@@ -33,9 +34,14 @@ impl Collector {
         Self { buf, thread }
     }
 
+    /// The bytes collected so far (the stream may still be open).
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.buf.lock().expect("collector lock").clone()
+    }
+
     /// The bytes so far, after waiting up to `grace` for the end of the stream (a descendant
     /// that keeps the pipe open must not hang the test).
-    fn finish(self, grace: Duration) -> Vec<u8> {
+    pub fn finish(self, grace: Duration) -> Vec<u8> {
         let deadline = Instant::now() + grace;
         while !self.thread.is_finished() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));

@@ -106,6 +106,11 @@ impl PtySession {
         set_size(&self.slave_path, rows, cols).expect("resizing the pty");
     }
 
+    /// The pid of the spawned child (e.g. `setsid`, which may exec the real program).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The slave device, e.g. `/dev/pts/3`.
     pub fn slave_path(&self) -> &Path {
         &self.slave_path

@@ -179,6 +179,8 @@ pub struct IsolatedService {
     child: Child,
     socket: PathBuf,
     label: String,
+    /// Its containers.conf (`CONTAINERS_CONF`).
+    pub conf: PathBuf,
 }
 
 /// The global config line every launch against an [`IsolatedService`] needs.
@@ -245,6 +247,7 @@ impl IsolatedService {
             child,
             socket,
             label: env.label(),
+            conf,
         };
         wait_for("the isolated Podman service", Duration::from_secs(30), || {
             api::ping(&service.socket).is_ok()

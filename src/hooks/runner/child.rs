@@ -105,7 +105,9 @@ fn spawn(hook: &PreparedHook, env: &TaskEnv) -> Result<Running, HookFailure> {
             .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
             .collect(),
     };
-    process::spawn(&spec).map_err(|source| spawn_failure(spec.program, env, source))
+    let running = process::spawn(&spec).map_err(|source| spawn_failure(spec.program, env, source))?;
+    env.exec_dir.record_group(running.pgid());
+    Ok(running)
 }
 
 fn spawn_failure(program: PathBuf, env: &TaskEnv, source: io::Error) -> HookFailure {

@@ -281,6 +281,11 @@ impl Running {
         })
     }
 
+    /// The id of the process group the process leads.
+    pub(crate) fn pgid(&self) -> u32 {
+        self.pgid.as_raw() as u32
+    }
+
     /// SIGKILL every member of the group (ESRCH: nobody left).
     fn kill(&self) {
         let _ = killpg(self.pgid, Signal::SIGKILL);

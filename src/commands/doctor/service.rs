@@ -1,0 +1,184 @@
+//! Doctor checks that talk to the Podman service: socket, version, storage driver and image;
+//! the checks that run a container are in `container.rs`.
+
+use super::{Check, container, image, no_service_detail};
+use crate::config::Config;
+use crate::image::{BOOTSTRAP_SCRIPT, DEFAULT_BASE};
+use crate::podman::{self, Client, Info};
+
+/// The service checks and what they learnt.
+pub(super) struct Outcome {
+    pub(super) checks: Vec<Check>,
+    /// Whether the service is rootless (None: no service answered).
+    pub(super) rootless: Option<bool>,
+}
+
+/// Connect, then check version, image, runtime and tmpfs volumes.
+pub(super) async fn check(url: Option<&str>, config: Option<&Config>) -> Outcome {
+    let (client, info) = match connect(url).await {
+        Ok(found) => found,
+        Err(fail) => {
+            let skip = |name| Check::skip(name, "no Podman service (see the socket check)");
+            let checks = vec![
+                *fail,
+                skip("podman"),
+                skip("storage"),
+                skip("image"),
+                skip("runtime"),
+                skip("tmpfs volume"),
+            ];
+            return Outcome {
+                checks,
+                rootless: None,
+            };
+        }
+    };
+    let rootless = info.host.security.rootless;
+    let image = image(config);
+    let mut checks = vec![
+        socket_check(&client, url, rootless),
+        version_check(&info),
+        storage_check(&info),
+    ];
+    let (image_check, present) = image_check(&client, &image).await;
+    checks.push(image_check);
+    checks.extend(container::check(&client, &info, present.then_some(image.as_str())).await);
+    Outcome {
+        checks,
+        rootless: Some(rootless),
+    }
+}
+
+async fn connect(url: Option<&str>) -> Result<(Client, Info), Box<Check>> {
+    let client = podman::connect(url).await.map_err(|e| {
+        let (detail, fix) = no_service_detail(&e);
+        Box::new(Check::fail("socket", detail, fix))
+    })?;
+    let info = client.info().await.map_err(|e| {
+        let detail = format!("{} answers a ping but not GET /libpod/info: {e}", client.url());
+        Box::new(Check::fail(
+            "socket",
+            detail,
+            "restart the Podman service; check its log",
+        ))
+    })?;
+    Ok((client, info))
+}
+
+fn socket_check(client: &Client, url: Option<&str>, rootless: bool) -> Check {
+    let env = |k: &str| std::env::var(k).ok();
+    let list = podman::candidates(
+        url,
+        env("CONTAINER_HOST").as_deref(),
+        env("XDG_RUNTIME_DIR").as_deref(),
+        nix::unistd::geteuid().as_raw(),
+    );
+    let source = list
+        .iter()
+        .find(|c| podman::Endpoint::parse(&c.url).is_ok_and(|e| e.to_string() == client.url()))
+        .map_or("", |c| c.source.name());
+    let kind = if rootless { "rootless" } else { "rootful" };
+    Check::ok(
+        "socket",
+        format!("{} (from {source}) answers: a {kind} service", client.url()),
+    )
+}
+
+fn version_check(info: &Info) -> Check {
+    let v = &info.version.version;
+    let detail = format!(
+        "Podman {v}, OCI runtime {}, cgroup {}, network {}",
+        info.host.oci_runtime.name, info.host.cgroup_version, info.host.network_backend
+    );
+    let major: u32 = v.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+    if major < 4 {
+        let fix = "upgrade Podman: ags is tested with 4.3 (Debian 12) and 5.x";
+        return Check::warn("podman", detail, fix);
+    }
+    Check::ok("podman", detail)
+}
+
+/// The storage driver: `vfs` copies the whole image for every container (a launch of the
+/// agent image then takes tens of seconds).
+fn storage_check(info: &Info) -> Check {
+    let store = &info.store;
+    let detail = format!("driver {} at {}", store.graph_driver_name, store.graph_root);
+    if store.graph_driver_name != "vfs" {
+        return Check::ok("storage", detail);
+    }
+    let conf = if info.host.security.rootless {
+        "~/.config/containers/storage.conf"
+    } else {
+        "/etc/containers/storage.conf"
+    };
+    Check::warn(
+        "storage",
+        format!(
+            "{detail}: every container gets a full copy of its image (about 50 s per launch of the 1.9 GB agent image)"
+        ),
+        format!(
+            "use overlay: `[storage] driver = \"overlay\"` in {conf} (native on kernel >= 5.13, else `[storage.options.overlay] mount_program = \"/usr/bin/fuse-overlayfs\"`); switching needs `podman system reset`, which deletes the existing images and containers"
+        ),
+    )
+}
+
+/// Whether the image a launch uses is present; the fix says how to make it (and its base).
+async fn image_check(client: &Client, image: &str) -> (Check, bool) {
+    match client.image_exists(image).await {
+        Ok(true) => (Check::ok("image", format!("{image} is present")), true),
+        Ok(false) => {
+            let base = client.image_exists(DEFAULT_BASE).await.unwrap_or(false);
+            let fix = if base {
+                "run `ags image build`".to_owned()
+            } else {
+                format!(
+                    "run `{BOOTSTRAP_SCRIPT}` (makes the base {DEFAULT_BASE} without a registry), then `ags image build`; or `ags image build --base docker.io/library/debian:trixie-slim` where a registry is reachable"
+                )
+            };
+            let fix = if image == crate::config::DEFAULT_IMAGE {
+                fix
+            } else {
+                format!("build or import {image}, or set [sandbox] image (the agent image: {fix})")
+            };
+            (
+                Check::fail("image", format!("{image} is not present"), fix),
+                false,
+            )
+        }
+        Err(e) => (
+            Check::fail("image", e.to_string(), "check the Podman service"),
+            false,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Status;
+    use super::*;
+
+    fn info(version: &str, driver: &str, rootless: bool) -> Info {
+        let mut i = Info::default();
+        i.version.version = version.into();
+        i.store.graph_driver_name = driver.into();
+        i.host.security.rootless = rootless;
+        i
+    }
+
+    #[test]
+    fn vfs_storage_is_a_warning_with_the_right_file() {
+        assert_eq!(storage_check(&info("4.3.1", "overlay", true)).status, Status::Ok);
+        let c = storage_check(&info("4.3.1", "vfs", true));
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.fix.unwrap().contains("~/.config/containers/storage.conf"));
+        let c = storage_check(&info("4.3.1", "vfs", false));
+        assert!(c.fix.unwrap().contains("/etc/containers/storage.conf"));
+    }
+
+    #[test]
+    fn old_podman_is_a_warning() {
+        assert_eq!(version_check(&info("4.3.1", "", false)).status, Status::Ok);
+        assert_eq!(version_check(&info("5.4.2", "", false)).status, Status::Ok);
+        assert_eq!(version_check(&info("3.4.4", "", false)).status, Status::Warn);
+    }
+}

@@ -1,0 +1,200 @@
+//! `ags image build` and `ags image import`: images made through the Podman API.
+//!
+//! build: context (embedded or `--context DIR`) → base check → `POST /libpod/build`, progress
+//! lines streamed to stderr as they arrive → summary (steps from cache) on stderr, image ID on
+//! stdout. import: tar file or stdin → `POST /libpod/images/import` → image ID on stdout.
+
+use std::io::{Read, Write};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::cli::{GlobalArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImportArgs};
+use crate::image::{self, BuildStats, Context, ImageError};
+use crate::podman::{BuildOptions, Client};
+use crate::{Error, podman};
+
+/// Printed when a failed build refused a certificate chain.
+const UNTRUSTED_TLS_HINT: &str = "ags: a build step did not trust a TLS certificate chain; behind a TLS-intercepting proxy, pass its CA with --ca-cert FILE (PEM), e.g. each /usr/local/share/ca-certificates/*.crt of this host";
+
+/// Run an `ags image` subcommand.
+pub fn image(global: &GlobalArgs, args: &ImageArgs) -> Result<u8, Error> {
+    let rt = super::runtime()?;
+    let result = rt.block_on(async {
+        match &args.command {
+            ImageCommand::Build(a) => build(global, a).await,
+            ImageCommand::Import(a) => import(global, a).await,
+        }
+    });
+    super::finish(rt);
+    result
+}
+
+async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> {
+    let certs = image::ca_cert_files(&args.ca_certs)?;
+    let context = match &args.context {
+        Some(dir) => image::dir_context(dir, &certs)?,
+        None => image::embedded_context(&certs),
+    };
+    let opts = build_options(args, &context)?;
+    let client = podman::connect(global.url.as_deref()).await?;
+    if let Some(base) = base_to_check(args) {
+        check_base(&client, &base).await?;
+    }
+    eprintln!(
+        "ags: building {} from {} at {}",
+        opts.tag,
+        context.origin,
+        client.url()
+    );
+    let started = Instant::now();
+    let mut stats = BuildStats::default();
+    let mut stderr = std::io::stderr();
+    let outcome = client
+        .image_build(context.tar, &opts, |line| {
+            stats.observe(line);
+            let _ = writeln!(stderr, "{line}");
+        })
+        .await
+        .inspect_err(|_| {
+            if stats.untrusted_tls {
+                eprintln!("{UNTRUSTED_TLS_HINT}");
+            }
+        })?;
+    let id = outcome.image_id.unwrap_or_default();
+    eprintln!(
+        "ags: built {} ({}) in {:.1} s: {}",
+        opts.tag,
+        short_id(&id),
+        started.elapsed().as_secs_f64(),
+        stats.summary()
+    );
+    writeln!(std::io::stdout(), "{id}")?;
+    Ok(0)
+}
+
+fn build_options(args: &ImageBuildArgs, context: &Context) -> Result<BuildOptions, Error> {
+    let mut opts = BuildOptions::new(&args.tag);
+    opts.containerfile = context.containerfile.clone();
+    opts.no_cache = args.no_cache;
+    opts.build_args = image::parse_build_args(&args.build_args)?;
+    if let Some(base) = &args.base {
+        opts.build_args.insert(image::BASE_ARG.into(), base.clone());
+    }
+    Ok(opts)
+}
+
+/// The base image to look for before building: `--base`, or the embedded Containerfile's
+/// default. A directory context names its own base, which the build itself resolves.
+fn base_to_check(args: &ImageBuildArgs) -> Option<String> {
+    match (&args.base, &args.context) {
+        (Some(base), _) => Some(base.clone()),
+        (None, None) => Some(image::DEFAULT_BASE.to_owned()),
+        (None, Some(_)) => None,
+    }
+}
+
+/// A missing `localhost/` base cannot be pulled: say how to make it. A missing registry base
+/// is pulled by the build.
+async fn check_base(client: &Client, base: &str) -> Result<(), Error> {
+    if client.image_exists(base).await? {
+        return Ok(());
+    }
+    if image::is_local_reference(base) {
+        return Err(ImageError::BaseMissing {
+            base: base.to_owned(),
+            url: client.url().to_owned(),
+        }
+        .into());
+    }
+    eprintln!("ags: base image {base} is not present; the build pulls it from its registry");
+    Ok(())
+}
+
+async fn import(global: &GlobalArgs, args: &ImageImportArgs) -> Result<u8, Error> {
+    let tar = read_tar(args)?;
+    let size_mb = tar.len() as f64 / 1e6;
+    let changes: Vec<&str> = if args.changes.is_empty() {
+        image::DEFAULT_IMPORT_CHANGES.to_vec()
+    } else {
+        args.changes.iter().map(String::as_str).collect()
+    };
+    let client = podman::connect(global.url.as_deref()).await?;
+    let started = Instant::now();
+    let id = client.image_import(tar, &args.reference, &changes).await?;
+    eprintln!(
+        "ags: imported {} ({}) from {} ({size_mb:.1} MB) in {:.1} s",
+        args.reference,
+        short_id(&id),
+        args.tar.display(),
+        started.elapsed().as_secs_f64()
+    );
+    writeln!(std::io::stdout(), "{id}")?;
+    Ok(0)
+}
+
+fn read_tar(args: &ImageImportArgs) -> Result<Bytes, Error> {
+    let err = |source| ImageError::ReadTar {
+        path: args.tar.clone(),
+        source,
+    };
+    let data = if args.tar.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut buf).map_err(err)?;
+        buf
+    } else {
+        std::fs::read(&args.tar).map_err(err)?
+    };
+    if data.is_empty() {
+        return Err(err(std::io::Error::other("empty; expected a tar archive")).into());
+    }
+    Ok(Bytes::from(data))
+}
+
+/// The first 12 hex digits of an image ID (without `sha256:`).
+fn short_id(id: &str) -> &str {
+    let id = id.trim_start_matches("sha256:");
+    &id[..id.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(base: Option<&str>, context: Option<&str>) -> ImageBuildArgs {
+        ImageBuildArgs {
+            no_cache: false,
+            tag: "localhost/t:1".into(),
+            base: base.map(Into::into),
+            context: context.map(Into::into),
+            ca_certs: vec![],
+            build_args: vec!["X=1".into()],
+        }
+    }
+
+    #[test]
+    fn base_is_checked_for_the_embedded_context_or_when_given() {
+        assert_eq!(
+            base_to_check(&args(None, None)).as_deref(),
+            Some(image::DEFAULT_BASE)
+        );
+        assert_eq!(base_to_check(&args(Some("b"), Some("/d"))).as_deref(), Some("b"));
+        assert_eq!(base_to_check(&args(None, Some("/d"))), None);
+    }
+
+    #[test]
+    fn base_becomes_a_build_arg() {
+        let ctx = image::embedded_context(&[]);
+        let o = build_options(&args(Some("docker.io/library/debian:trixie-slim"), None), &ctx).unwrap();
+        assert_eq!(o.build_args["BASE"], "docker.io/library/debian:trixie-slim");
+        assert_eq!(o.build_args["X"], "1");
+        let o = build_options(&args(None, None), &ctx).unwrap();
+        assert!(!o.build_args.contains_key("BASE"));
+    }
+
+    #[test]
+    fn short_ids() {
+        assert_eq!(short_id("sha256:0123456789abcdef"), "0123456789ab");
+        assert_eq!(short_id("abc"), "abc");
+    }
+}

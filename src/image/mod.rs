@@ -1,0 +1,104 @@
+//! Images: the agent image's build context (embedded in the binary, or a directory), the
+//! progress summary of a build, and the advice when an image or its base is missing.
+//!
+//! Pure apart from reading a context directory: the API calls live in `podman`, the
+//! orchestration in `commands::image`. The Debian base image itself is made outside `ags` by
+//! `scripts/bootstrap-base-image` (debootstrap is a host set-up action that needs root), which
+//! imports its root filesystem through the same API as `ags image import`.
+
+mod context;
+mod progress;
+
+use std::path::PathBuf;
+
+pub use context::{
+    Context, DEFAULT_BASE, EMBEDDED_CONTAINERFILE, ExtraFile, ca_cert_files, dir_context, embedded_context,
+};
+pub use progress::BuildStats;
+
+/// The Containerfile `ARG` that names the base image.
+pub const BASE_ARG: &str = "BASE";
+
+/// Changes applied by `ags image import` when no `--change` is given: a usual `PATH` and a
+/// shell as the default command.
+pub const DEFAULT_IMPORT_CHANGES: &[&str] = &[
+    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "CMD [\"/bin/sh\"]",
+];
+
+/// The script that makes [`DEFAULT_BASE`] without a registry.
+pub const BOOTSTRAP_SCRIPT: &str = "scripts/bootstrap-base-image";
+
+/// Errors of the image commands (before or around the Podman API calls).
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// The `--context` directory cannot be read.
+    #[error("build context {}: {source}; pass --context with a readable directory", path.display())]
+    ContextRead { path: PathBuf, source: std::io::Error },
+    /// The `--context` directory has no Containerfile.
+    #[error(
+        "build context {} has no Containerfile (or Dockerfile); put one there, or omit --context to build the agent image embedded in ags",
+        path.display()
+    )]
+    NoContainerfile { path: PathBuf },
+    /// A local base image is missing (no registry is asked for `localhost/` names).
+    #[error(
+        "base image {base} is not present in the Podman service at {url}; create it without a registry with `{BOOTSTRAP_SCRIPT}` (docs/images.md), or on a machine that can pull use --base docker.io/library/debian:trixie-slim"
+    )]
+    BaseMissing { base: String, url: String },
+    /// A `--build-arg` value is not `KEY=VALUE`.
+    #[error("--build-arg {0:?}: expected KEY=VALUE with a non-empty KEY")]
+    BuildArg(String),
+    /// A `--ca-cert` file is unusable.
+    #[error("--ca-cert {}: {reason}; pass a PEM CA certificate file", path.display())]
+    CaCert { path: PathBuf, reason: String },
+    /// The root filesystem tar cannot be read.
+    #[error("root filesystem tar {}: {source}", path.display())]
+    ReadTar { path: PathBuf, source: std::io::Error },
+}
+
+/// Whether an image reference names local storage only (`localhost/…`): Podman cannot pull it,
+/// so a missing one is an error before the build starts.
+pub fn is_local_reference(reference: &str) -> bool {
+    reference.starts_with("localhost/")
+}
+
+/// Split `KEY=VALUE` build arguments.
+pub fn parse_build_args(args: &[String]) -> Result<std::collections::BTreeMap<String, String>, ImageError> {
+    args.iter()
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+            _ => Err(ImageError::BuildArg(a.clone())),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_args_need_a_key() {
+        let ok = parse_build_args(&["A=1".into(), "B=x=y".into(), "C=".into()]).unwrap();
+        assert_eq!(ok["B"], "x=y");
+        assert_eq!(ok["C"], "");
+        let e = parse_build_args(&["=1".into()]).unwrap_err();
+        assert!(e.to_string().contains("KEY=VALUE"), "{e}");
+        assert!(parse_build_args(&["A".into()]).is_err());
+    }
+
+    #[test]
+    fn local_references() {
+        assert!(is_local_reference(DEFAULT_BASE));
+        assert!(!is_local_reference("docker.io/library/debian:trixie-slim"));
+    }
+
+    #[test]
+    fn base_missing_names_the_script() {
+        let e = ImageError::BaseMissing {
+            base: DEFAULT_BASE.into(),
+            url: "unix:///run/podman/podman.sock".into(),
+        };
+        assert!(e.to_string().contains("scripts/bootstrap-base-image"), "{e}");
+    }
+}
