@@ -46,9 +46,11 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
-    #[error("project overlay {} declares hooks but the repository {} is not trusted; run ags interactively in that repository and answer yes, add the repository to {}, or pass --no-repo-config", overlay.display(), root.display(), trust_file.display())]
+    #[error("project overlay {} declares {events} hooks but the repository {} is not trusted; run ags interactively in that repository and answer yes, add the repository to {}, or pass --no-repo-config", overlay.display(), root.display(), trust_file.display())]
     OverlayHooksUntrusted {
         overlay: PathBuf,
+        /// The events it declares hooks for (`prepare`, `prepare and finished`, …).
+        events: String,
         root: PathBuf,
         trust_file: PathBuf,
     },

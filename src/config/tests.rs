@@ -232,12 +232,17 @@ fn lifecycle_declarations_are_kept_per_event() {
 }
 
 #[test]
-fn untrusted_overlay_with_only_finished_hooks_fails() {
+fn untrusted_overlay_with_lifecycle_hooks_fails_naming_the_events() {
     let e = env();
     write(
         &e.project.join(".ags/config.toml"),
-        "[[finished_hook]]\nname = \"f\"\nexecutable = \"x\"\n",
+        "[[finished_hook]]\nname = \"f\"\nexecutable = \"x\"\n\
+         [[prepare_hook]]\nname = \"p\"\nexecutable = \"x\"\n",
     );
     let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();
     assert!(matches!(err, ConfigError::OverlayHooksUntrusted { .. }), "{err}");
+    assert!(
+        err.to_string().contains("declares prepare and finished hooks"),
+        "{err}"
+    );
 }

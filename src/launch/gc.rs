@@ -70,13 +70,6 @@ pub async fn sweep(client: &Client, force_launch: Option<&str>) -> Result<GcRepo
     let mut report = GcReport::default();
     let managed = format!("{LABEL_MANAGED}=true");
     for c in client.list(&[&managed]).await? {
-        eprintln!(
-            "DEBUG sweep sees {} {} {:?} wanted={}",
-            c.id,
-            c.state,
-            c.labels.get(LABEL_OWNER_PID),
-            wanted(&c.labels)
-        );
         if wanted(&c.labels) {
             let name = c.names.first().cloned().unwrap_or_else(|| c.id.clone());
             let swept = SweptContainer {
