@@ -36,6 +36,9 @@ pub enum Error {
     /// The container launch failed.
     #[error(transparent)]
     Launch(#[from] LaunchError),
+    /// `ags setup` refused or failed.
+    #[error(transparent)]
+    Setup(#[from] crate::oci_hooks::install::SetupError),
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),

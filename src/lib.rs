@@ -5,14 +5,17 @@
 //! ```text
 //! cli (clap, no I/O)
 //!   → config   (global config + trusted project overlay → Config)
-//!   → hooks    (declare, trust, run, validate, resolve → Resolved contributions)
+//!   → hooks    (declare, trust, run, validate, resolve → Resolved contributions;
+//!               started/finished hooks observe the launch, `hooks::events`)
 //!   → plan     (pure data, Serialize, no I/O → LaunchPlan)
 //!   → podman   (REST client: the only socket code)
 //!   → launch   (create → init → stage → attach → start → exit code → cleanup)
 //! ```
 //!
 //! `commands` is the only module that calls several stages. Process spawning lives in
-//! `hooks::runner`; socket I/O lives in `podman::transport`.
+//! `hooks::runner` (and in the `ags-oci-hook` program, `oci_hooks::record`, which spawns nothing
+//! but runs from Podman); socket I/O lives in `podman::transport`. `spool` holds what crash
+//! recovery needs (docs/lifecycle.md).
 
 pub mod cli;
 pub mod commands;
@@ -22,10 +25,12 @@ pub mod fsutil;
 pub mod hooks;
 pub mod image;
 pub mod launch;
+pub mod oci_hooks;
 pub mod plan;
 pub mod podman;
 pub mod procfs;
 pub mod prompt;
+pub mod spool;
 pub mod trace;
 
 pub use error::Error;

@@ -16,6 +16,10 @@ pub struct HooksArgs {
 pub enum EventArg {
     /// Runs before the container is created; contributes env, files and mounts.
     Prepare,
+    /// Runs once the agent's container has started, alongside the agent; contributes nothing.
+    Started,
+    /// Runs once the agent's exit status is known; contributes nothing.
+    Finished,
 }
 
 /// Which side of the protocol a schema describes.
@@ -91,4 +95,7 @@ pub struct HookTestArgs {
     /// A JSON context file to feed the hook instead of a generated one.
     #[arg(long, value_name = "FILE")]
     pub context: Option<PathBuf>,
+    /// The event of the hook to run, when names repeat across events (default: any).
+    #[arg(long, value_enum, value_name = "EVENT")]
+    pub event: Option<EventArg>,
 }

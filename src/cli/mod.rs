@@ -3,6 +3,7 @@
 
 mod hooks;
 mod image;
+mod setup;
 
 use std::path::PathBuf;
 
@@ -10,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use hooks::{EventArg, HookTestArgs, HooksArgs, HooksCommand, SchemaSide};
 pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImportArgs};
+pub use setup::{OciHooksArgs, SetupArgs, SetupCommand};
 
 /// Run AI coding agents in rootless Podman containers.
 ///
@@ -93,14 +95,17 @@ pub enum TtyMode {
 pub enum Command {
     /// Print the effective launch plan without creating anything.
     Plan(PlanArgs),
-    /// Inspect, test and manage prepare hooks.
+    /// Inspect, test and manage hooks (prepare, started, finished).
     Hooks(HooksArgs),
-    /// Remove containers and volumes left behind by `ags` processes that are gone.
+    /// Remove containers and volumes left behind by `ags` processes that are gone, and run the
+    /// finished hooks those launches still owe.
     Gc(GcArgs),
     /// Build or import images through the Podman API.
     Image(ImageArgs),
     /// Check the Podman service, the image and ags's files; print a fix for each problem.
     Doctor(DoctorArgs),
+    /// Install optional host integration (OCI hooks).
+    Setup(SetupArgs),
 }
 
 /// `ags plan`.

@@ -1,18 +1,23 @@
-//! `ags gc`: remove leftovers of `ags` processes that are gone.
+//! `ags gc`: remove leftovers of `ags` processes that are gone, and run the finished hooks those
+//! launches still owe (crash recovery, docs/lifecycle.md).
 
 use crate::cli::{GcArgs, GlobalArgs};
+use crate::hooks::runner::stderr_to_terminal;
 use crate::{Error, launch, podman};
 
-/// Sweep orphaned containers and volumes and report what was removed.
+/// Sweep orphaned containers and volumes, run owed finished hooks, and report what was done.
+/// Hook failures are reported but do not change the exit status.
 pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
+    let paths = crate::config::Paths::from_env()?;
     let rt = super::runtime()?;
     let result = rt.block_on(async {
         let client = podman::connect(global.url.as_deref()).await?;
-        Ok::<_, Error>(launch::gc::sweep(&client, args.launch.as_deref()).await?)
+        let report = launch::gc::sweep(&client, args.launch.as_deref()).await?;
+        let recovered = super::recover::recover(&paths, &report.swept, stderr_to_terminal()).await;
+        Ok::<_, Error>((report, recovered))
     });
     super::finish(rt);
-    let report = result?;
-    let paths = crate::config::Paths::from_env()?;
+    let (report, recovered) = result?;
     crate::hooks::prepare::sweep_exec_dirs(&paths);
     for dir in launch::gc::sweep_host(&paths.stage_root()) {
         println!("removed host staging directory {}", dir.display());
@@ -22,6 +27,9 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     }
     for v in &report.volumes {
         println!("removed volume {v}");
+    }
+    for line in &recovered {
+        eprintln!("ags: {line}");
     }
     for e in &report.errors {
         eprintln!("ags: gc: {e}");

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use crate::Error;
 use crate::cli::{EventArg, GlobalArgs, HooksArgs, HooksCommand, SchemaSide};
-use crate::hooks::{schema, strict_json, summary};
+use crate::config::HookEvent;
+use crate::hooks::{events, schema, strict_json, summary};
 
 /// Exit code of `ags hooks validate` for a refused response.
 pub const EXIT_INVALID: u8 = 1;
@@ -14,25 +15,29 @@ pub const EXIT_INVALID: u8 = 1;
 /// Run an `ags hooks` subcommand.
 pub fn hooks(global: &GlobalArgs, args: &HooksArgs) -> Result<u8, Error> {
     match &args.command {
-        HooksCommand::Describe {
-            event: EventArg::Prepare,
-        } => {
-            print!("{}", schema::describe_prepare());
+        HooksCommand::Describe { event } => {
+            print!("{}", events::schema::describe(event_of(*event)));
             Ok(0)
         }
-        HooksCommand::Schema {
-            event: EventArg::Prepare,
-            side,
-        } => {
+        HooksCommand::Schema { event, side } => {
             let side = match side {
                 SchemaSide::Input => schema::SchemaSide::Input,
                 SchemaSide::Output => schema::SchemaSide::Output,
             };
-            print!("{}", schema::prepare_schema_text(side));
+            print!("{}", events::schema::schema_text(event_of(*event), side));
             Ok(0)
         }
         HooksCommand::Validate { file } => validate(file),
         other => super::hooks_admin::run(global, other),
+    }
+}
+
+/// The event an `EventArg` names.
+pub(super) fn event_of(arg: EventArg) -> HookEvent {
+    match arg {
+        EventArg::Prepare => HookEvent::Prepare,
+        EventArg::Started => HookEvent::Started,
+        EventArg::Finished => HookEvent::Finished,
     }
 }
 

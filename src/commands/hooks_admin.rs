@@ -5,10 +5,11 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::hooks_lifecycle::TestContext;
 use super::run::load_config;
 use crate::Error;
 use crate::cli::{GlobalArgs, HookTestArgs, HooksCommand};
-use crate::config::{HookDecl, HookScope};
+use crate::config::{Config, HookDecl, HookEvent, HookScope};
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::log::RunLog;
 use crate::hooks::prepare::{self, PrepareInput};
@@ -32,20 +33,40 @@ pub fn run(global: &GlobalArgs, command: &HooksCommand) -> Result<u8, Error> {
     }
 }
 
-/// Execute one named hook after approval and print a redacted summary.
+/// Execute one named hook after approval: a prepare hook prints a redacted summary of its
+/// contribution, a started/finished hook whether it answered `{"version":1}`.
 fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
     eprintln!("ags: `ags hooks test` EXECUTES the hook on this host with your authority.");
     let context_file = match &args.context {
-        Some(path) => Some(read_context(path)?),
+        Some(path) => Some(TestContext::read(path)?),
         None => None,
     };
     let workdir = context_file
         .as_ref()
-        .map(|c| c.workdir.clone())
+        .map(TestContext::workdir)
         .or(args.workdir.clone());
     let config = load_config(global, workdir)?;
-    let decl = select_one(&config.hooks, &args.name)?;
-    let context = context_file.unwrap_or_else(|| {
+    let event = args
+        .event
+        .map(super::hooks::event_of)
+        .or(context_file.as_ref().map(TestContext::event));
+    let decl = select_one(&all_decls(&config), &args.name, event)?;
+    let context = match context_file {
+        None => None,
+        Some(TestContext::Prepare(c)) if decl.event == HookEvent::Prepare => Some(c),
+        Some(other) if decl.event == HookEvent::Prepare => {
+            return Err(Error::Usage(format!(
+                "--context holds a {} context, but hook {} is a prepare hook",
+                other.event(),
+                decl.name
+            )));
+        }
+        Some(other) => return super::hooks_lifecycle::test(&config, decl, Some(other), args.agent.clone()),
+    };
+    if decl.event != HookEvent::Prepare {
+        return super::hooks_lifecycle::test(&config, decl, None, args.agent.clone());
+    }
+    let context = context.unwrap_or_else(|| {
         let agent = args.agent.clone().unwrap_or_else(|| "shell".into());
         HookContext::new(
             identity::current().launch_id,
@@ -80,21 +101,31 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
     Ok(0)
 }
 
-fn read_context(path: &std::path::Path) -> Result<HookContext, Error> {
-    let bytes =
-        std::fs::read(path).map_err(|e| Error::Usage(format!("--context {}: {e}", path.display())))?;
-    Ok(HookContext::parse_strict(&bytes).map_err(crate::hooks::HookError::from)?)
+/// Every active declaration: prepare, then started, then finished.
+fn all_decls(config: &Config) -> Vec<HookDecl> {
+    [&config.hooks, &config.started_hooks, &config.finished_hooks]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
 }
 
-/// The single active declaration named `name`.
-fn select_one(hooks: &[HookDecl], name: &str) -> Result<HookDecl, Error> {
-    let matching: Vec<&HookDecl> = hooks.iter().filter(|h| h.name == name).collect();
+/// The single active declaration named `name` (of `event`, when given).
+fn select_one(hooks: &[HookDecl], name: &str, event: Option<HookEvent>) -> Result<HookDecl, Error> {
+    let matching: Vec<&HookDecl> = hooks
+        .iter()
+        .filter(|h| h.name == name && event.is_none_or(|e| h.event == e))
+        .collect();
     match matching.as_slice() {
         [one] => Ok((*one).clone()),
         [] => {
-            let names: Vec<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
+            let names: Vec<String> = hooks
+                .iter()
+                .map(|h| format!("{} ({})", h.name, h.event))
+                .collect();
             Err(Error::Usage(format!(
-                "no active prepare hook is named {name:?}; declared: {}. Check --config and --workdir",
+                "no active {}hook is named {name:?}; declared: {}. Check --config, --workdir and --event",
+                event.map(|e| format!("{e} ")).unwrap_or_default(),
                 if names.is_empty() {
                     "none".to_string()
                 } else {
@@ -103,10 +134,10 @@ fn select_one(hooks: &[HookDecl], name: &str) -> Result<HookDecl, Error> {
             )))
         }
         many => Err(Error::Usage(format!(
-            "{} active prepare hooks are named {name:?} (in {}); give them unique names to test one",
+            "{} active hooks are named {name:?} (in {}); give them unique names, or pick one with --event",
             many.len(),
             many.iter()
-                .map(|h| h.config_path.display().to_string())
+                .map(|h| format!("{} as {}", h.config_path.display(), h.event))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
@@ -116,6 +147,7 @@ fn select_one(hooks: &[HookDecl], name: &str) -> Result<HookDecl, Error> {
 /// One row of `ags hooks list`.
 #[derive(Debug, Serialize)]
 struct ListRow {
+    event: HookEvent,
     name: String,
     scope: String,
     executable: PathBuf,
@@ -131,13 +163,13 @@ fn list(global: &GlobalArgs, workdir: Option<PathBuf>, json: bool) -> Result<u8,
     let config = load_config(global, workdir)?;
     let store =
         TrustStore::open(&config.paths, Some(&config.project)).map_err(crate::hooks::HookError::from)?;
-    let rows: Vec<ListRow> = config.hooks.iter().map(|d| list_row(&store, d)).collect();
+    let rows: Vec<ListRow> = all_decls(&config).iter().map(|d| list_row(&store, d)).collect();
     if json {
         println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialize"));
         return Ok(0);
     }
     if rows.is_empty() {
-        println!("no prepare hooks are declared");
+        println!("no hooks are declared");
     }
     for r in &rows {
         let state = match (&r.problem, r.approved) {
@@ -145,7 +177,7 @@ fn list(global: &GlobalArgs, workdir: Option<PathBuf>, json: bool) -> Result<u8,
             (None, true) => "approved".into(),
             (None, false) => "NOT approved".into(),
         };
-        println!("{}  [{}]  {}", r.name, r.scope, state);
+        println!("{}  [{} {}]  {}", r.name, r.event, r.scope, state);
         println!("  executable: {} {}", r.executable.display(), r.args.join(" "));
         println!("  config:     {}", r.config.display());
         if let Some(h) = &r.hash {
@@ -166,6 +198,7 @@ fn list_row(store: &TrustStore, d: &HookDecl) -> ListRow {
         None => false,
     };
     ListRow {
+        event: d.event,
         name: d.name.clone(),
         scope: match &d.scope {
             HookScope::Global => "global".into(),
@@ -192,15 +225,14 @@ fn revoke(global: &GlobalArgs, target: &str, workdir: Option<PathBuf>) -> Result
     let hashes: Vec<String> = if is_hash {
         vec![target.to_string()]
     } else {
-        let rows: Vec<ListRow> = config
-            .hooks
+        let rows: Vec<ListRow> = all_decls(&config)
             .iter()
             .filter(|d| d.name == target)
             .map(|d| list_row(&store, d))
             .collect();
         if rows.is_empty() {
             return Err(Error::Usage(format!(
-                "no active prepare hook is named {target:?}; pass the full approval hash to revoke any approval"
+                "no active hook is named {target:?}; pass the full approval hash to revoke any approval"
             )));
         }
         rows.into_iter().filter_map(|r| r.hash).collect()

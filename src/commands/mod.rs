@@ -2,12 +2,16 @@
 //! stages; each function reads as the sequence of stage calls it performs.
 
 mod doctor;
+mod events;
 mod gc;
 mod hooks;
 mod hooks_admin;
+mod hooks_lifecycle;
 mod image;
 mod plan;
+mod recover;
 mod run;
+mod setup;
 
 use crate::Error;
 use crate::cli::{Cli, Command};
@@ -21,6 +25,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         Some(Command::Hooks(args)) => hooks::hooks(&cli.global, &args),
         Some(Command::Image(args)) => image::image(&cli.global, &args),
         Some(Command::Doctor(args)) => doctor::doctor(&cli.global, &args),
+        Some(Command::Setup(args)) => setup::setup(&args),
     }
 }
 

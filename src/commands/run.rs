@@ -1,13 +1,15 @@
 //! `ags [run options] -- CMD…`: the launch.
 //!
-//! CLI → config → hooks → plan → podman → launch → cleanup. Nothing touches Podman before the
-//! configuration is loaded and the hooks have succeeded.
+//! CLI → config → hooks (every event approved, prepare run) → plan → podman → launch (started
+//! hooks alongside the agent) → cleanup → finished hooks. Nothing touches Podman before the
+//! configuration is loaded and the prepare hooks have succeeded.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use bytes::Bytes;
 
+use super::events;
 use crate::cli::{GlobalArgs, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
 use crate::hooks::HookError;
@@ -118,6 +120,7 @@ pub(super) fn build_plan(
 async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettings) -> Result<u8, Error> {
     let mut signals = SignalWatch::install().map_err(Error::Output)?;
     let identity = identity::current();
+    let lifecycle_hooks = events::approve(config)?;
     let prepared = prepare_hooks(config, settings, &identity, &signals).await?;
     let hooks = hook_layer(&prepared);
     crate::trace::mark("hooks done");
@@ -129,35 +132,26 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     gc::sweep_host(&config.paths.stage_root());
-    let (started, sweeper) = spawn_sweeper(&client);
+    let session = events::Session::begin(config, &plan, &identity, lifecycle_hooks);
+    // Started hooks and the reconciliation of other launches' leftovers run once the agent has
+    // started: off the path to the agent's first instruction, their output held back.
+    let (started, on_start) = tokio::sync::oneshot::channel();
+    let background = tokio::spawn(session.after_start(client.clone(), on_start));
     let mut cleanup = Cleanup::default();
     let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup, started).await;
+    let ended = std::time::Instant::now();
     crate::trace::mark("exit code known");
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    let (errors, _) = tokio::join!(cleanup.run(&client), sweeper);
+    let (errors, background) = tokio::join!(cleanup.run(&client), background);
     for e in errors {
         eprintln!("ags: {e}");
     }
     crate::trace::mark("cleaned up");
+    let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    let exit_code = result.as_ref().ok().copied();
+    session.finish(background, exit_code, ended, &signals).await;
     Ok(result?)
-}
-
-/// The sweep of other launches' leftovers: it waits until the agent has started (off the path
-/// to the agent's first instruction), or until the launch failed before that, then runs.
-fn spawn_sweeper(
-    client: &podman::Client,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<gc::GcReport, podman::PodmanError>>,
-) {
-    let (started, on_start) = tokio::sync::oneshot::channel();
-    let client = client.clone();
-    let task = tokio::spawn(async move {
-        let _ = on_start.await;
-        gc::sweep(&client, None).await
-    });
-    (started, task)
 }
 
 /// The final handoff: resolve the surviving 1Password references in one `op inject` batch and

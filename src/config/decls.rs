@@ -1,19 +1,61 @@
-//! `[[prepare_hook]]` declarations: syntax checks and resolution of the executable path against
-//! the declaring file's directory. Entry-point checks that touch the file (type, size, bytes)
+//! Hook declarations (`[[prepare_hook]]`, `[[started_hook]]`, `[[finished_hook]]`): syntax checks
+//! and resolution of the executable path against the declaring file's directory. Entry-point checks that touch the file (type, size, bytes)
 //! belong to `hooks::trust`; this module only reads config text.
 
 use std::path::{Component, Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, HookDeclFile, Result};
 
-/// At most this many declarations in one config file.
+/// At most this many declarations of one event in one config file.
 pub const MAX_DECLS_PER_FILE: usize = 64;
-/// At most this many declarations across the global config and the project overlay.
+/// At most this many declarations of one event across the global config and the project overlay.
 pub const MAX_DECLS_TOTAL: usize = 128;
 /// Default per-hook timeout.
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 30;
+
+/// The event a hook is declared for; part of what an approval binds, so approving a hook for
+/// one event never approves the same program for another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookEvent {
+    /// Before any container exists; contributes env, files and mounts.
+    Prepare,
+    /// Once the agent's container has started; runs alongside the agent.
+    Started,
+    /// Once the agent's exit status is known.
+    Finished,
+}
+
+impl HookEvent {
+    /// Every event, in launch order.
+    pub const ALL: [HookEvent; 3] = [HookEvent::Prepare, HookEvent::Started, HookEvent::Finished];
+
+    /// `prepare`, `started` or `finished`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::Prepare => "prepare",
+            HookEvent::Started => "started",
+            HookEvent::Finished => "finished",
+        }
+    }
+
+    /// The config array that declares hooks of this event (`prepare_hook`, …).
+    pub fn config_key(self) -> &'static str {
+        match self {
+            HookEvent::Prepare => "prepare_hook",
+            HookEvent::Started => "started_hook",
+            HookEvent::Finished => "finished_hook",
+        }
+    }
+}
+
+impl std::fmt::Display for HookEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Where a declaration came from; part of what an approval binds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -31,6 +73,8 @@ pub enum HookScope {
 /// One resolved hook declaration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HookDecl {
+    /// The event it is declared for.
+    pub event: HookEvent,
     /// Declared name.
     pub name: String,
     /// Absolute, lexically normalized path of the entrypoint (not canonicalized: the declared
@@ -47,12 +91,17 @@ pub struct HookDecl {
     pub config_path: PathBuf,
 }
 
-/// Validate and resolve the declarations of one config file.
-pub fn resolve(config_path: &Path, decls: &[HookDeclFile], scope: &HookScope) -> Result<Vec<HookDecl>> {
+/// Validate and resolve the declarations of one event in one config file.
+pub fn resolve(
+    config_path: &Path,
+    event: HookEvent,
+    decls: &[HookDeclFile],
+    scope: &HookScope,
+) -> Result<Vec<HookDecl>> {
     if decls.len() > MAX_DECLS_PER_FILE {
         return Err(ConfigError::Invalid {
             path: config_path.into(),
-            key: "prepare_hook".into(),
+            key: event.config_key().into(),
             message: format!(
                 "{} declarations; at most {MAX_DECLS_PER_FILE} per config file",
                 decls.len()
@@ -63,14 +112,20 @@ pub fn resolve(config_path: &Path, decls: &[HookDeclFile], scope: &HookScope) ->
     decls
         .iter()
         .enumerate()
-        .map(|(i, d)| resolve_one(config_path, base, i, d, scope))
+        .map(|(i, d)| resolve_one(config_path, base, (event, i), d, scope))
         .collect()
 }
 
-fn resolve_one(path: &Path, base: &Path, i: usize, d: &HookDeclFile, scope: &HookScope) -> Result<HookDecl> {
+fn resolve_one(
+    path: &Path,
+    base: &Path,
+    (event, i): (HookEvent, usize),
+    d: &HookDeclFile,
+    scope: &HookScope,
+) -> Result<HookDecl> {
     let invalid = |field: &str, message: String| ConfigError::Invalid {
         path: path.into(),
-        key: format!("prepare_hook[{i}].{field}"),
+        key: format!("{}[{i}].{field}", event.config_key()),
         message,
     };
     if d.name.is_empty()
@@ -99,6 +154,7 @@ fn resolve_one(path: &Path, base: &Path, i: usize, d: &HookDeclFile, scope: &Hoo
         Some(t) => return Err(invalid("timeout_seconds", format!("{t} is outside 1..=300"))),
     };
     Ok(HookDecl {
+        event,
         name: d.name.clone(),
         executable: normalize(&base.join(&d.executable)),
         args: d.args.clone(),

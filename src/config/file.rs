@@ -13,6 +13,19 @@ pub struct ConfigFile {
     /// `[[prepare_hook]]`: host executables run before the container is created.
     #[serde(default)]
     pub prepare_hook: Vec<HookDeclFile>,
+    /// `[[started_hook]]`: host executables run once the agent has started (docs/lifecycle.md).
+    #[serde(default)]
+    pub started_hook: Vec<HookDeclFile>,
+    /// `[[finished_hook]]`: host executables run once the agent's exit status is known.
+    #[serde(default)]
+    pub finished_hook: Vec<HookDeclFile>,
+}
+
+impl ConfigFile {
+    /// Whether the file declares hooks of any event.
+    pub fn declares_hooks(&self) -> bool {
+        !(self.prepare_hook.is_empty() && self.started_hook.is_empty() && self.finished_hook.is_empty())
+    }
 }
 
 /// `[sandbox]`.
@@ -27,7 +40,7 @@ pub struct SandboxFile {
     pub network: Option<String>,
 }
 
-/// One `[[prepare_hook]]` declaration as written.
+/// One `[[prepare_hook]]`, `[[started_hook]]` or `[[finished_hook]]` declaration as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookDeclFile {
@@ -49,6 +62,8 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
     let ConfigFile {
         sandbox,
         prepare_hook: _,
+        started_hook: _,
+        finished_hook: _,
     } = file;
     if let Some(SandboxFile {
         image,

@@ -12,7 +12,7 @@ mod paths;
 
 use std::path::{Path, PathBuf};
 
-pub use decls::{HookDecl, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL};
+pub use decls::{HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL};
 pub use file::{ConfigFile, HookDeclFile, SandboxFile};
 pub use paths::Paths;
 
@@ -46,18 +46,20 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
-    #[error("project overlay {} declares prepare hooks but the repository {} is not trusted; run ags interactively in that repository and answer yes, add the repository to {}, or pass --no-repo-config", overlay.display(), root.display(), trust_file.display())]
+    #[error("project overlay {} declares {events} hooks but the repository {} is not trusted; run ags interactively in that repository and answer yes, add the repository to {}, or pass --no-repo-config", overlay.display(), root.display(), trust_file.display())]
     OverlayHooksUntrusted {
         overlay: PathBuf,
+        /// The events it declares hooks for (`prepare`, `prepare and finished`, …).
+        events: String,
         root: PathBuf,
         trust_file: PathBuf,
     },
     #[error("overlay trust file {}: {message}", path.display())]
     TrustFile { path: PathBuf, message: String },
     #[error(
-        "{0} prepare hook declarations across the global config and the project overlay; at most {MAX_DECLS_TOTAL} are accepted"
+        "{count} {event} hook declarations across the global config and the project overlay; at most {MAX_DECLS_TOTAL} are accepted"
     )]
-    TooManyDecls(usize),
+    TooManyDecls { event: HookEvent, count: usize },
 }
 
 type Result<T> = std::result::Result<T, ConfigError>;
@@ -90,8 +92,12 @@ pub struct Config {
     pub pids_limit: i64,
     /// Network mode.
     pub network: Network,
-    /// Active hook declarations: global first, then project, in declaration order.
+    /// Active prepare hook declarations: global first, then project, in declaration order.
     pub hooks: Vec<HookDecl>,
+    /// Active `started` hook declarations, in the same order.
+    pub started_hooks: Vec<HookDecl>,
+    /// Active `finished` hook declarations, in the same order.
+    pub finished_hooks: Vec<HookDecl>,
     /// The primary config file that was read (None: built-in defaults).
     pub primary: Option<PathBuf>,
     /// The project overlay that was loaded, if any.
@@ -153,19 +159,18 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
     } else {
         HookScope::Global
     };
-    let mut hooks = Vec::new();
+    let mut files = Vec::new();
     if let Some(file) = &primary {
-        hooks.extend(decls::resolve(&primary_path, &file.prepare_hook, &primary_scope)?);
+        files.push((primary_path.as_path(), file, primary_scope));
     }
     if let Some((path, file)) = &overlay {
         let scope = HookScope::Project {
             root: project.clone(),
         };
-        hooks.extend(decls::resolve(path, &file.prepare_hook, &scope)?);
+        files.push((path.as_path(), file, scope));
     }
-    if hooks.len() > MAX_DECLS_TOTAL {
-        return Err(ConfigError::TooManyDecls(hooks.len()));
-    }
+    let [hooks, started_hooks, finished_hooks] = HookEvent::ALL.map(|event| declarations(&files, event));
+    let (hooks, started_hooks, finished_hooks) = (hooks?, started_hooks?, finished_hooks?);
 
     let sandbox = primary
         .as_ref()
@@ -180,10 +185,32 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         pids_limit,
         network,
         hooks,
+        started_hooks,
+        finished_hooks,
         primary: primary.map(|_| primary_path),
         overlay: overlay.map(|(p, _)| p),
         warnings,
     })
+}
+
+/// The declarations of `event` across the loaded files (global first), within the total limit.
+fn declarations(files: &[(&Path, &ConfigFile, HookScope)], event: HookEvent) -> Result<Vec<HookDecl>> {
+    let mut out = Vec::new();
+    for (path, file, scope) in files {
+        let decls = match event {
+            HookEvent::Prepare => &file.prepare_hook,
+            HookEvent::Started => &file.started_hook,
+            HookEvent::Finished => &file.finished_hook,
+        };
+        out.extend(decls::resolve(path, event, decls, scope)?);
+    }
+    if out.len() > MAX_DECLS_TOTAL {
+        return Err(ConfigError::TooManyDecls {
+            event,
+            count: out.len(),
+        });
+    }
+    Ok(out)
 }
 
 fn sandbox_settings(path: &Path, s: SandboxFile) -> Result<(String, i64, Network)> {

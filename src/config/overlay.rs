@@ -24,13 +24,13 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
     if is_trusted(&trust_file, root)? {
         return Ok(Decision::Load);
     }
-    let has_hooks = !file.prepare_hook.is_empty();
+    let has_hooks = file.declares_hooks();
     if ask {
         let text = format!(
             "ags: {} is a project config overlay{}.\n",
             overlay.display(),
             if has_hooks {
-                " that declares prepare hooks (each needs its own approval too)"
+                " that declares hooks (each needs its own approval too)"
             } else {
                 ""
             },
@@ -52,6 +52,7 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
     if has_hooks {
         return Err(ConfigError::OverlayHooksUntrusted {
             overlay: overlay.into(),
+            events: declared_events(file),
             root: root.into(),
             trust_file,
         });
@@ -62,6 +63,23 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
         root.display(),
         trust_file.display()
     )))
+}
+
+/// `prepare`, `started and finished`, … : the events `file` declares hooks for.
+fn declared_events(file: &ConfigFile) -> String {
+    let events: Vec<&str> = [
+        ("prepare", &file.prepare_hook),
+        ("started", &file.started_hook),
+        ("finished", &file.finished_hook),
+    ]
+    .iter()
+    .filter(|(_, decls)| !decls.is_empty())
+    .map(|(name, _)| *name)
+    .collect();
+    match events.as_slice() {
+        [.., last] if events.len() > 1 => format!("{} and {last}", events[..events.len() - 1].join(", ")),
+        _ => events.concat(),
+    }
 }
 
 /// Whether `root` is listed in the trust file. A missing file trusts nothing.

@@ -53,6 +53,11 @@ impl Paths {
         self.state_home.join("ags")
     }
 
+    /// Launch records and OCI events for crash recovery (see `crate::spool`).
+    pub fn spool_dir(&self) -> PathBuf {
+        self.state_dir().join("spool")
+    }
+
     /// The JSONL log of hook executions.
     pub fn hook_log(&self) -> PathBuf {
         self.state_dir().join("hooks.jsonl")

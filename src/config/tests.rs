@@ -186,3 +186,63 @@ fn declaration_limits_and_timeouts() {
         .to_string();
     assert!(err.contains("prepare_hook[0].name"), "{err}");
 }
+
+#[test]
+fn lifecycle_declarations_are_kept_per_event() {
+    let e = env();
+    write(
+        &e.paths.global_config(),
+        "[[prepare_hook]]\nname = \"p\"\nexecutable = \"x\"\n\
+         [[started_hook]]\nname = \"s\"\nexecutable = \"bin/s\"\nargs = [\"-v\"]\n\
+         [[finished_hook]]\nname = \"f\"\nexecutable = \"/abs/f\"\ntimeout_seconds = 5\n",
+    );
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    let names = |d: &[HookDecl]| d.iter().map(|h| (h.event, h.name.clone())).collect::<Vec<_>>();
+    assert_eq!(names(&cfg.hooks), [(HookEvent::Prepare, "p".to_string())]);
+    assert_eq!(names(&cfg.started_hooks), [(HookEvent::Started, "s".to_string())]);
+    assert_eq!(
+        names(&cfg.finished_hooks),
+        [(HookEvent::Finished, "f".to_string())]
+    );
+    let config_dir = e.paths.global_config().parent().unwrap().to_path_buf();
+    assert_eq!(cfg.started_hooks[0].executable, config_dir.join("bin/s"));
+    assert_eq!(cfg.finished_hooks[0].timeout_seconds, 5);
+    write(
+        &e.paths.global_config(),
+        "[[finished_hook]]\nname = \"f\"\nexecutable = \"x\"\ntimeout_seconds = 0\n",
+    );
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("finished_hook[0].timeout_seconds: 0 is outside 1..=300"),
+        "{err}"
+    );
+    let many: String = (0..65)
+        .map(|i| format!("[[started_hook]]\nname = \"h{i}\"\nexecutable = \"x\"\n"))
+        .collect();
+    write(&e.paths.global_config(), &many);
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("started_hook: 65 declarations; at most 64 per config file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn untrusted_overlay_with_lifecycle_hooks_fails_naming_the_events() {
+    let e = env();
+    write(
+        &e.project.join(".ags/config.toml"),
+        "[[finished_hook]]\nname = \"f\"\nexecutable = \"x\"\n\
+         [[prepare_hook]]\nname = \"p\"\nexecutable = \"x\"\n",
+    );
+    let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();
+    assert!(matches!(err, ConfigError::OverlayHooksUntrusted { .. }), "{err}");
+    assert!(
+        err.to_string().contains("declares prepare and finished hooks"),
+        "{err}"
+    );
+}

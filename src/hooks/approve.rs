@@ -1,4 +1,5 @@
-//! Stage 2 (trust): make sure every active prepare hook is approved before any of them runs.
+//! Stage 2 (trust): make sure every active hook (of every event) is approved before any of them
+//! runs.
 //!
 //! Input: the [`PreparedHook`]s of a launch (bytes already read, hashes computed — no hook is
 //! ever executed to compute a hash) and the [`TrustStore`]. Output: `Ok(())` or an error naming
@@ -10,7 +11,7 @@ use std::collections::HashSet;
 use super::entrypoint::PreparedHook;
 use super::runner::escape_controls;
 use super::trust::{ApprovalRecord, TrustError, TrustStore};
-use crate::config::HookScope;
+use crate::config::{HookEvent, HookScope};
 use crate::prompt::{self, PromptError};
 
 /// Approval is missing or was refused.
@@ -23,8 +24,10 @@ pub enum ApprovalError {
         hooks: Vec<Unapproved>,
     },
     /// The user answered no.
-    #[error("prepare hook {name} ({}) was not approved (hash {hash}); nothing was run. Remove the declaration from {} or approve it to launch", executable.display(), config_path.display())]
+    #[error("{event} hook {name} ({}) was not approved (hash {hash}); nothing was run. Remove the declaration from {} or approve it to launch", executable.display(), config_path.display())]
     Denied {
+        /// The hook's event.
+        event: HookEvent,
         /// Hook name.
         name: String,
         /// Declared entrypoint.
@@ -35,8 +38,10 @@ pub enum ApprovalError {
         hash: String,
     },
     /// Asking on the terminal failed.
-    #[error("prepare hook {name}: cannot ask for approval: {source}")]
+    #[error("{event} hook {name}: cannot ask for approval: {source}")]
     Prompt {
+        /// The hook's event.
+        event: HookEvent,
         /// Hook name.
         name: String,
         /// The terminal error.
@@ -50,6 +55,8 @@ pub enum ApprovalError {
 /// One hook that still needs approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unapproved {
+    /// The hook's event.
+    pub event: HookEvent,
     /// Hook name.
     pub name: String,
     /// The hash to approve.
@@ -60,13 +67,18 @@ pub struct Unapproved {
 
 fn unapproved_message(hooks: &[Unapproved]) -> String {
     let mut out = format!(
-        "{} prepare hook(s) are new or changed and need approval on a terminal before anything runs:",
-        hooks.len()
+        "{} {} hook(s) are new or changed and need approval on a terminal before anything runs:",
+        hooks.len(),
+        events_of(hooks)
     );
     for h in hooks {
+        let name = match h.event {
+            HookEvent::Prepare => h.name.clone(),
+            event => format!("{} ({event})", h.name),
+        };
         out.push_str(&format!(
-            "\n  {} (hash {}): approve with `{}`",
-            h.name, h.hash, h.command
+            "\n  {name} (hash {}): approve with `{}`",
+            h.hash, h.command
         ));
     }
     out.push_str(
@@ -74,6 +86,14 @@ fn unapproved_message(hooks: &[Unapproved]) -> String {
          Note: `ags hooks test` EXECUTES the hook after approval.",
     );
     out
+}
+
+/// `prepare`, or the events involved joined with `/` (`started/finished`).
+fn events_of(hooks: &[Unapproved]) -> String {
+    let mut events: Vec<HookEvent> = hooks.iter().map(|h| h.event).collect();
+    events.sort();
+    events.dedup();
+    events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join("/")
 }
 
 /// Require approval of every hook in `hooks` before any runs. New or changed hashes are asked
@@ -107,15 +127,16 @@ pub fn ensure_approved(
 
 fn ask(store: &TrustStore, hook: &PreparedHook) -> Result<(), ApprovalError> {
     let name = &hook.decl.name;
-    let yes =
-        prompt::confirm(&prompt_text(hook), &format!("Approve prepare hook {name}?")).map_err(|source| {
-            ApprovalError::Prompt {
-                name: name.clone(),
-                source,
-            }
-        })?;
+    let event = hook.decl.event;
+    let question = format!("Approve {event} hook {name}?");
+    let yes = prompt::confirm(&prompt_text(hook), &question).map_err(|source| ApprovalError::Prompt {
+        event,
+        name: name.clone(),
+        source,
+    })?;
     if !yes {
         return Err(ApprovalError::Denied {
+            event,
             name: name.clone(),
             executable: hook.decl.executable.clone(),
             config_path: hook.decl.config_path.clone(),
@@ -141,7 +162,7 @@ pub fn prompt_text(hook: &PreparedHook) -> String {
     // Declarations come from config files: never let them drive the terminal of the prompt.
     let shown = |s: &str| escape_controls(s).replace('\n', "\\n");
     format!(
-        "\nNew or changed prepare hook: {name}\n\
+        "\nNew or changed {event} hook: {name}\n\
          \x20 declared in: {config}\n\
          \x20 executable:  {exe}\n\
          \x20 argv:        {argv}\n\
@@ -154,6 +175,7 @@ pub fn prompt_text(hook: &PreparedHook) -> String {
          Approval covers only the entrypoint bytes and this declaration (name, argv, timeout,\n\
          scope). It does NOT cover interpreters, shared libraries, sourced or imported files, files\n\
          passed to an interpreter, or anything else the program loads; changes there are not noticed.\n",
+        event = d.event,
         name = shown(&d.name),
         config = shown(&d.config_path.to_string_lossy()),
         exe = shown(&d.executable.to_string_lossy()),
@@ -171,10 +193,14 @@ fn unapproved(hook: &PreparedHook) -> Unapproved {
         shell_quote(&d.name),
         shell_quote(&d.config_path.to_string_lossy())
     );
+    if d.event != HookEvent::Prepare {
+        command.push_str(&format!(" --event {}", d.event));
+    }
     if let HookScope::Project { root } = &d.scope {
         command.push_str(&format!(" --workdir {}", shell_quote(&root.to_string_lossy())));
     }
     Unapproved {
+        event: d.event,
         name: d.name.clone(),
         hash: hook.hash.clone(),
         // Config paths come from the user's files; never let them drive the terminal.
@@ -199,6 +225,7 @@ mod tests {
     fn hook(scope: HookScope) -> PreparedHook {
         PreparedHook {
             decl: HookDecl {
+                event: crate::config::HookEvent::Prepare,
                 name: "svc".into(),
                 executable: "/opt/my hooks/prepare".into(),
                 args: vec!["--profile".into(), "it's".into(), "\x1b[2Khidden\rx".into()],
@@ -227,6 +254,24 @@ mod tests {
         ] {
             assert!(text.contains(needle), "missing {needle:?} in {text}");
         }
+    }
+
+    #[test]
+    fn lifecycle_hooks_are_named_with_their_event() {
+        let mut h = hook(HookScope::Global);
+        h.decl.event = HookEvent::Finished;
+        let u = unapproved(&h);
+        assert_eq!(
+            u.command,
+            "ags hooks test svc --config /p/.ags/config.toml --event finished"
+        );
+        let msg = ApprovalError::Unapproved { hooks: vec![u] }.to_string();
+        assert!(
+            msg.starts_with("1 finished hook(s) are new or changed")
+                && msg.contains("\n  svc (finished) (hash "),
+            "{msg}"
+        );
+        assert!(prompt_text(&h).contains("New or changed finished hook: svc"));
     }
 
     #[test]

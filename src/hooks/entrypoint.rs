@@ -22,7 +22,7 @@ use std::sync::Arc;
 use nix::unistd::{AccessFlags, access};
 
 use super::trust::approval_hash;
-use crate::config::HookDecl;
+use crate::config::{HookDecl, HookEvent};
 
 /// Largest accepted entrypoint (64 MiB).
 pub const MAX_ENTRYPOINT_BYTES: u64 = 64 * 1024 * 1024;
@@ -31,8 +31,10 @@ pub const MAX_ENTRYPOINT_BYTES: u64 = 64 * 1024 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum EntrypointError {
     /// Opening or inspecting the file failed.
-    #[error("prepare hook {name}: cannot open entrypoint {}: {source}; check the `executable` of this hook", path.display())]
+    #[error("{event} hook {name}: cannot open entrypoint {}: {source}; check the `executable` of this hook", path.display())]
     Open {
+        /// The hook's event.
+        event: HookEvent,
         /// Hook name.
         name: String,
         /// Declared entrypoint.
@@ -41,8 +43,10 @@ pub enum EntrypointError {
         source: io::Error,
     },
     /// The entrypoint is a directory, FIFO, socket or device.
-    #[error("prepare hook {name}: entrypoint {} is a {kind}, not a regular file; declare an executable regular file", path.display())]
+    #[error("{event} hook {name}: entrypoint {} is a {kind}, not a regular file; declare an executable regular file", path.display())]
     NotRegular {
+        /// The hook's event.
+        event: HookEvent,
         /// Hook name.
         name: String,
         /// Declared entrypoint.
@@ -51,8 +55,10 @@ pub enum EntrypointError {
         kind: &'static str,
     },
     /// No execute permission for the current user.
-    #[error("prepare hook {name}: entrypoint {} (mode {mode:04o}) is not executable by you; run `chmod u+x {}`", path.display(), path.display())]
+    #[error("{event} hook {name}: entrypoint {} (mode {mode:04o}) is not executable by you; run `chmod u+x {}`", path.display(), path.display())]
     NotExecutable {
+        /// The hook's event.
+        event: HookEvent,
         /// Hook name.
         name: String,
         /// Declared entrypoint.
@@ -61,8 +67,10 @@ pub enum EntrypointError {
         mode: u32,
     },
     /// Larger than [`MAX_ENTRYPOINT_BYTES`].
-    #[error("prepare hook {name}: entrypoint {} has {size} bytes; at most {MAX_ENTRYPOINT_BYTES} (64 MiB) are accepted", path.display())]
+    #[error("{event} hook {name}: entrypoint {} has {size} bytes; at most {MAX_ENTRYPOINT_BYTES} (64 MiB) are accepted", path.display())]
     TooLarge {
+        /// The hook's event.
+        event: HookEvent,
         /// Hook name.
         name: String,
         /// Declared entrypoint.
@@ -71,8 +79,10 @@ pub enum EntrypointError {
         size: u64,
     },
     /// Reading the opened file failed.
-    #[error("prepare hook {name}: reading entrypoint {} failed: {source}", path.display())]
+    #[error("{event} hook {name}: reading entrypoint {} failed: {source}", path.display())]
     Read {
+        /// The hook's event.
+        event: HookEvent,
         /// Hook name.
         name: String,
         /// Declared entrypoint.
@@ -112,6 +122,7 @@ impl PreparedHook {
 pub fn read_entrypoint(decl: &HookDecl) -> Result<Vec<u8>, EntrypointError> {
     let path = decl.executable.as_path();
     let open_err = |source| EntrypointError::Open {
+        event: decl.event,
         name: decl.name.clone(),
         path: path.into(),
         source,
@@ -148,6 +159,7 @@ fn check_metadata(decl: &HookDecl, meta: &Metadata) -> Result<(), EntrypointErro
             "special file"
         };
         return Err(EntrypointError::NotRegular {
+            event: decl.event,
             name: decl.name.clone(),
             path: decl.executable.clone(),
             kind,
@@ -164,6 +176,7 @@ fn check_access(decl: &HookDecl, path: &Path, meta: &Metadata) -> Result<(), Ent
     let mode = meta.mode() & 0o7777;
     if mode & 0o111 == 0 || access(path, AccessFlags::X_OK).is_err() {
         return Err(EntrypointError::NotExecutable {
+            event: decl.event,
             name: decl.name.clone(),
             path: decl.executable.clone(),
             mode,
@@ -179,6 +192,7 @@ fn read_capped(decl: &HookDecl, file: File, size_hint: u64) -> Result<Vec<u8>, E
         .take(MAX_ENTRYPOINT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|source| EntrypointError::Read {
+            event: decl.event,
             name: decl.name.clone(),
             path: decl.executable.clone(),
             source,
@@ -191,6 +205,7 @@ fn read_capped(decl: &HookDecl, file: File, size_hint: u64) -> Result<Vec<u8>, E
 
 fn too_large(decl: &HookDecl, size: u64) -> EntrypointError {
     EntrypointError::TooLarge {
+        event: decl.event,
         name: decl.name.clone(),
         path: decl.executable.clone(),
         size,
@@ -206,6 +221,7 @@ mod tests {
 
     fn decl(path: &Path) -> HookDecl {
         HookDecl {
+            event: crate::config::HookEvent::Prepare,
             name: "h".into(),
             executable: path.into(),
             args: vec![],

@@ -47,7 +47,7 @@ pub fn fork_guard() -> RwLockReadGuard<'static, ()> {
 #[derive(Debug, thiserror::Error)]
 pub enum ExecCopyError {
     /// Creating or writing the copy failed.
-    #[error("prepare hook {name}: cannot create its private execution copy {}: {source}; the approval store must be writable", path.display())]
+    #[error("hook {name}: cannot create its private execution copy {}: {source}; the approval store must be writable", path.display())]
     Write {
         /// Hook name.
         name: String,
@@ -57,7 +57,7 @@ pub enum ExecCopyError {
         source: io::Error,
     },
     /// What is on disk is not what was approved (fail closed).
-    #[error("prepare hook {name}: execution copy {} does not match the approved hash {expected} (found {found}); refusing to run it", path.display())]
+    #[error("hook {name}: execution copy {} does not match the approved hash {expected} (found {found}); refusing to run it", path.display())]
     Mismatch {
         /// Hook name.
         name: String,
@@ -338,6 +338,7 @@ mod tests {
 
     fn hook(exe: &str, bytes: &[u8]) -> PreparedHook {
         let decl = HookDecl {
+            event: crate::config::HookEvent::Prepare,
             name: "h".into(),
             executable: exe.into(),
             args: vec![],

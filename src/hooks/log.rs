@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::runner::{ExitInfo, HookReport, Outcome, escape_controls};
-use crate::config::{HookDecl, HookScope, Paths};
+use crate::config::{HookDecl, HookEvent, HookScope, Paths};
 use crate::fsutil::{self, PrivateDirError};
 
 /// Rotate the log to `hooks.jsonl.1` once it is larger than this (10 MiB).
@@ -26,8 +26,11 @@ pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
 /// One hook execution.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
-    /// The prepare phase's launch id.
+    /// The launch id (for prepare hooks: the prepare phase's).
     pub launch_id: String,
+    /// The hook's event; omitted for `prepare` (records predating lifecycle events lack it).
+    #[serde(default = "prepare", skip_serializing_if = "is_prepare")]
+    pub event: HookEvent,
     /// Hook name.
     pub name: String,
     /// `global` or `project`.
@@ -81,6 +84,7 @@ impl Record {
         };
         Self {
             launch_id: launch_id.into(),
+            event: decl.event,
             name: report.name.clone(),
             scope: scope.into(),
             project,
@@ -112,6 +116,10 @@ impl Record {
             Some(p) => format!("project:{}", p.display()),
             None => self.scope.clone(),
         };
+        let name = match self.event {
+            HookEvent::Prepare => self.name.clone(),
+            event => format!("{event}:{}", self.name),
+        };
         let line = format!(
             "{} {} {} [{}] {}{} {}ms out={}B err={}B hash={} keys=[{}] destinations=[{}]",
             if self.started_at.is_empty() {
@@ -120,7 +128,7 @@ impl Record {
                 &self.started_at
             },
             self.launch_id,
-            self.name,
+            name,
             scope,
             outcome,
             exit,
@@ -133,6 +141,14 @@ impl Record {
         );
         escape_controls(&line).replace('\n', "\\n")
     }
+}
+
+fn prepare() -> HookEvent {
+    HookEvent::Prepare
+}
+
+fn is_prepare(event: &HookEvent) -> bool {
+    *event == HookEvent::Prepare
 }
 
 /// The run log cannot be written or read.

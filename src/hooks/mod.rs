@@ -1,7 +1,9 @@
-//! Stage 2: prepare hooks — declare, trust, run, validate, resolve.
+//! Stage 2: hooks — declare, trust, run, validate, resolve. Prepare hooks contribute to the launch;
+//! `started` and `finished` hooks ([`events`]) observe it.
 
 pub mod approve;
 pub mod entrypoint;
+pub mod events;
 pub mod exec_copy;
 pub mod json_de;
 pub mod log;
@@ -27,6 +29,9 @@ pub enum HookError {
     /// A prepare context document was refused.
     #[error(transparent)]
     Context(#[from] protocol::ContextError),
+    /// A started/finished context document was refused.
+    #[error(transparent)]
+    LifecycleContext(#[from] events::LifecycleContextError),
     /// Contributions conflict after precedence.
     #[error(transparent)]
     Resolve(#[from] resolve::ResolveError),

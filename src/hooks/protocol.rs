@@ -31,8 +31,8 @@ use super::strict_json::{JsonError, JsonErrorKind};
 /// The only protocol version this `ags` speaks, in both directions.
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// Hook events. Only `prepare` exists; `started` and `finished` are reserved names for future
-/// events and are refused today.
+/// The `event` member of a prepare context: always `prepare` (`started` and `finished` contexts
+/// are separate types, see `hooks::events`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HookEvent {

@@ -289,6 +289,7 @@ fn lockdown_refuses_references_and_mounts_only() {
 #[test]
 fn origin_from_declaration() {
     let decl = HookDecl {
+        event: crate::config::HookEvent::Prepare,
         name: "svc".into(),
         executable: "/bin/true".into(),
         args: Vec::new(),

@@ -1,4 +1,5 @@
-//! Stage 2 (trust): approval hashes of prepare-hook declarations and the on-disk approval store.
+//! Stage 2 (trust): approval hashes of hook declarations (every event) and the on-disk approval
+//! store.
 //!
 //! Input: a [`HookDecl`] plus the entrypoint bytes read by [`super::entrypoint`]. Output: a
 //! lowercase hex SHA-256 ([`approval_hash`]) and yes/no answers from [`TrustStore`]. I/O: the
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{HookDecl, HookScope, Paths};
+use crate::config::{HookDecl, HookEvent, HookScope, Paths};
 use crate::fsutil::{self, PrivateDirError};
 
 /// Domain label that starts every approval hash (bump the version when the format changes).
@@ -30,7 +31,7 @@ pub const APPROVAL_DOMAIN: &[u8] = b"ags-prepare-hook-approval-v1\0";
 ///
 /// ```text
 /// "ags-prepare-hook-approval-v1\0"
-/// field("prepare")                      event
+/// field(event)                          "prepare", "started" or "finished"
 /// field(name)                           UTF-8
 /// field(executable)                     absolute declared path, raw OS bytes
 /// u64(argc) field(arg_1) … field(arg_n) argv after the executable
@@ -40,7 +41,8 @@ pub const APPROVAL_DOMAIN: &[u8] = b"ags-prepare-hook-approval-v1\0";
 /// field(entrypoint bytes)
 /// ```
 ///
-/// Every variable-length item is framed, so no two different declarations share an input.
+/// Every variable-length item is framed, so no two different declarations share an input. The
+/// event is bound: approving a program as a prepare hook never approves it as a finished hook.
 /// Pure: touches no file (the project root is canonical already, see `config::load`).
 pub fn approval_hash(decl: &HookDecl, entrypoint: &[u8]) -> String {
     let mut h = Sha256::new();
@@ -49,7 +51,7 @@ pub fn approval_hash(decl: &HookDecl, entrypoint: &[u8]) -> String {
         h.update((b.len() as u64).to_be_bytes());
         h.update(b);
     };
-    field(&mut h, b"prepare");
+    field(&mut h, decl.event.as_str().as_bytes());
     field(&mut h, decl.name.as_bytes());
     field(&mut h, decl.executable.as_os_str().as_encoded_bytes());
     h.update((decl.args.len() as u64).to_be_bytes());
@@ -71,6 +73,9 @@ pub fn approval_hash(decl: &HookDecl, entrypoint: &[u8]) -> String {
 /// What a token file records, for `ags hooks list` (never used to decide approval).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalRecord {
+    /// The event (tokens written before lifecycle events existed lack it: `prepare`).
+    #[serde(default = "prepare_event")]
+    pub event: String,
     /// Hook name.
     pub name: String,
     /// Declared entrypoint path.
@@ -91,6 +96,7 @@ impl ApprovalRecord {
     /// The record of approving `decl` now.
     pub fn new(decl: &HookDecl) -> Self {
         Self {
+            event: decl.event.as_str().into(),
             name: decl.name.clone(),
             executable: decl.executable.clone(),
             args: decl.args.clone(),
@@ -103,6 +109,10 @@ impl ApprovalRecord {
             approved_at: super::log::rfc3339(std::time::SystemTime::now()),
         }
     }
+}
+
+fn prepare_event() -> String {
+    HookEvent::Prepare.as_str().into()
 }
 
 /// The approval store is unusable or a token is unsafe.
@@ -370,6 +380,7 @@ mod tests {
 
     fn decl() -> HookDecl {
         HookDecl {
+            event: HookEvent::Prepare,
             name: "svc".into(),
             executable: "/opt/hooks/prepare".into(),
             args: vec!["--a".into(), "b".into()],
@@ -411,6 +422,11 @@ mod tests {
         changed.push(approval_hash(&d, b"x"));
         d.scope = HookScope::Project { root: "/q".into() };
         changed.push(approval_hash(&d, b"x"));
+        for event in [HookEvent::Started, HookEvent::Finished] {
+            let mut d = decl();
+            d.event = event;
+            changed.push(approval_hash(&d, b"x"));
+        }
         for (i, h) in changed.iter().enumerate() {
             assert_ne!(&base, h, "change {i} kept the hash");
         }
@@ -418,6 +434,27 @@ mod tests {
         all.sort();
         all.dedup();
         assert_eq!(all.len(), changed.len());
+    }
+
+    #[test]
+    fn prepare_hash_is_unchanged_by_the_event_field() {
+        // The hash input of prepare hooks predates lifecycle events: existing approvals stay valid.
+        let mut h = Sha256::new();
+        h.update(APPROVAL_DOMAIN);
+        let field = |h: &mut Sha256, b: &[u8]| {
+            h.update((b.len() as u64).to_be_bytes());
+            h.update(b);
+        };
+        field(&mut h, b"prepare");
+        field(&mut h, b"svc");
+        field(&mut h, b"/opt/hooks/prepare");
+        h.update(2u64.to_be_bytes());
+        field(&mut h, b"--a");
+        field(&mut h, b"b");
+        h.update(30u64.to_be_bytes());
+        h.update([0u8]);
+        field(&mut h, b"x");
+        assert_eq!(approval_hash(&decl(), b"x"), hex::encode(h.finalize()));
     }
 
     #[test]

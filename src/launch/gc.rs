@@ -1,12 +1,18 @@
 //! Reconciliation of leftovers: containers and volumes labelled `io.ags.managed` whose owning
 //! `ags` process (same host, pid and start time) is gone. Runs at the start of every launch and
-//! on demand (`ags gc`). Resources of live launches and of other hosts are never touched.
+//! on demand (`ags gc`). Resources of live launches and of other hosts are never touched. What
+//! the removed containers said about their agent ([`SweptContainer`]) is kept for crash recovery
+//! (`commands::recover`).
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
 
 use super::identity;
-use crate::plan::{LABEL_LAUNCH_ID, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START};
+use crate::plan::{
+    ANNOTATION_SPOOL, LABEL_LAUNCH_ID, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START,
+};
 use crate::podman::{Client, PodmanError};
+use crate::spool;
 
 /// What a sweep removed and what it could not.
 #[derive(Debug, Default)]
@@ -17,6 +23,27 @@ pub struct GcReport {
     pub volumes: Vec<String>,
     /// Failures (resource and reason).
     pub errors: Vec<String>,
+    /// The removed containers' state at removal time.
+    pub swept: Vec<SweptContainer>,
+}
+
+/// A removed container's last state, for the finished hooks of its launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweptContainer {
+    /// Full id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Its `io.ags.launch-id` label.
+    pub launch_id: Option<String>,
+    /// `created`, `running`, `exited`, … when it was removed.
+    pub state: String,
+    /// Exit code (meaningful when `state` is `exited`).
+    pub exit_code: i32,
+    /// Start time (seconds since the epoch; not positive when it never started).
+    pub started_at: i64,
+    /// Exit time (seconds since the epoch).
+    pub exited_at: i64,
 }
 
 /// Whether the labels describe a launch whose owner on this host is gone.
@@ -45,8 +72,21 @@ pub async fn sweep(client: &Client, force_launch: Option<&str>) -> Result<GcRepo
     for c in client.list(&[&managed]).await? {
         if wanted(&c.labels) {
             let name = c.names.first().cloned().unwrap_or_else(|| c.id.clone());
+            let swept = SweptContainer {
+                id: c.id.clone(),
+                name: name.clone(),
+                launch_id: c.labels.get(LABEL_LAUNCH_ID).cloned(),
+                state: c.state.clone(),
+                exit_code: c.exit_code,
+                started_at: c.started_at,
+                exited_at: c.exited_at,
+            };
+            record_sweep(client, &swept).await;
             match client.delete(&c.id, true, true).await {
-                Ok(()) => report.containers.push(name),
+                Ok(()) => {
+                    report.containers.push(name);
+                    report.swept.push(swept);
+                }
                 Err(e) if e.is_not_found() => {}
                 Err(e) => report.errors.push(format!("container {name}: {e}")),
             }
@@ -62,6 +102,52 @@ pub async fn sweep(client: &Client, force_launch: Option<&str>) -> Result<GcRepo
         }
     }
     Ok(report)
+}
+
+/// Tell the launch's spool (named by the container's `io.ags.spool` annotation) how its leftover
+/// container ended before removing it, so that whichever `ags` recovers the launch knows, even
+/// when another `ags` swept it. Best effort: a spool this process may not write is skipped.
+async fn record_sweep(client: &Client, c: &SweptContainer) {
+    let Some(launch_id) = &c.launch_id else { return };
+    let Ok(inspect) = client.inspect(&c.id).await else {
+        return;
+    };
+    let Some(dir) = inspect
+        .config
+        .annotations
+        .get(ANNOTATION_SPOOL)
+        .map(std::path::Path::new)
+    else {
+        return;
+    };
+    // Only a spool of our own: never create files in another user's.
+    let euid = nix::unistd::geteuid().as_raw();
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == euid) {
+        return;
+    }
+    let exited = c.state == "exited" || c.state == "stopped";
+    let now = std::time::SystemTime::now();
+    let end = match exited && c.exited_at > 0 {
+        true => std::time::UNIX_EPOCH + std::time::Duration::from_secs(c.exited_at as u64),
+        false => now,
+    };
+    let line = spool::EventLine {
+        version: spool::SPOOL_VERSION,
+        launch_id: launch_id.clone(),
+        container_id: c.id.clone(),
+        stage: spool::OciStage::Swept,
+        time: crate::hooks::log::rfc3339(end),
+        unix_ms: end
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64,
+        pid: None,
+        exit_code: exited.then_some(c.exit_code),
+        state: Some(c.state.clone()),
+    };
+    if let Ok(path) = spool::events_path(dir, launch_id) {
+        let _ = spool::append_event(&path, &line);
+    }
 }
 
 /// Name of a launch's private host staging directory: `stage-<pid>-<start>-<suffix>`, so a

@@ -16,15 +16,15 @@ use crate::podman::{AttachOptions, Client, spec_from_plan};
 
 /// Run the container of `plan` to completion and return the agent's exit code.
 /// `stage` is the tar archive for the staging volume (required when the plan stages anything).
-/// `started` fires once the agent runs, so work that must not delay the launch (the leftover
-/// sweep) can begin then.
+/// `started` fires with the container id once the agent runs, so work that must not delay the
+/// launch (started hooks, the leftover sweep) can begin then.
 pub async fn run(
     client: &Client,
     plan: &LaunchPlan,
     stage: Option<Bytes>,
     signals: &mut SignalWatch,
     cleanup: &mut Cleanup,
-    started: tokio::sync::oneshot::Sender<()>,
+    started: tokio::sync::oneshot::Sender<String>,
 ) -> Result<u8, LaunchError> {
     if let Some(staging) = &plan.staging {
         client
@@ -88,7 +88,7 @@ pub async fn run(
     crate::trace::mark("attached");
     client.start(&id).await.map_err(LaunchError::from_start)?;
     crate::trace::mark("started");
-    let _ = started.send(());
+    let _ = started.send(id.clone());
     io::pump(client, &id, output, input, plan.tty, signals).await?;
     crate::trace::mark("output ended");
     exit_code(client, &id).await

@@ -95,6 +95,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         mount_point: STAGING_MOUNT.into(),
     });
     let mounts = build_mounts(input, &files, staging.as_ref())?;
+    let host_stage_dir = (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf());
     let container_command = match &staging {
         Some(_) => wrap_command(&command),
         None => command.clone(),
@@ -122,14 +123,30 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         network: input.config.network,
         mounts,
         env,
-        host_stage_dir: (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf()),
+        annotations: annotations(input, host_stage_dir.as_deref()),
+        host_stage_dir,
         files,
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,
-        annotations: BTreeMap::from([(ANNOTATION_LAUNCH.into(), input.identity.launch_id.clone())]),
         staging,
         lockdown: run.lockdown,
     })
+}
+
+/// The annotations that select `ags`'s OCI hooks and tell them where to record
+/// (docs/lifecycle.md): the launch id, the spool, and the host staging directory if any.
+fn annotations(input: &PlanInput<'_>, host_stage_dir: Option<&Path>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::from([
+        (ANNOTATION_LAUNCH.to_string(), input.identity.launch_id.clone()),
+        (
+            ANNOTATION_SPOOL.to_string(),
+            input.config.paths.spool_dir().display().to_string(),
+        ),
+    ]);
+    if let Some(dir) = host_stage_dir {
+        out.insert(ANNOTATION_STAGE.into(), dir.display().to_string());
+    }
+    out
 }
 
 /// The command wrapper that loads the staged env file, then execs the agent. The file holds

@@ -20,6 +20,8 @@ fn config() -> Config {
         pids_limit: 4096,
         network: Network::None,
         hooks: vec![],
+        started_hooks: vec![],
+        finished_hooks: vec![],
         primary: None,
         overlay: None,
         warnings: vec![],
@@ -73,6 +75,14 @@ fn minimal_plan() {
     assert_eq!(plan.labels[LABEL_MANAGED], "true");
     assert_eq!(plan.labels[LABEL_OWNER_START], "99");
     assert_eq!(plan.annotations[ANNOTATION_LAUNCH], "ags-1-2");
+    assert_eq!(
+        plan.annotations[ANNOTATION_SPOOL],
+        "/home/u/.local/state/ags/spool"
+    );
+    assert!(
+        !plan.annotations.contains_key(ANNOTATION_STAGE),
+        "no generated files"
+    );
     let rootful = plan_with(&shell(&[]), &HookLayer::default(), false).unwrap();
     assert_eq!(rootful.user_namespace, UserNamespace::Default);
     assert_eq!(rootful.container_command, ["/bin/sh"]);
@@ -93,6 +103,29 @@ fn cli_env_is_staged_redacted_and_wraps_the_command() {
         plan.mounts
             .iter()
             .any(|m| m.destination.as_path() == std::path::Path::new(STAGING_MOUNT) && m.read_only)
+    );
+}
+
+#[test]
+fn generated_files_name_their_staging_dir_for_the_oci_hook() {
+    let hooks = HookLayer {
+        files: vec![PlanFile {
+            destination: "/tmp/x".into(),
+            content: Redacted::new("x".into()),
+            bytes: 1,
+            origin: Origin::GlobalHook("h".into()),
+            host_path: PathBuf::new(),
+        }],
+        ..HookLayer::default()
+    };
+    let plan = plan_with(&shell(&[]), &hooks, true).unwrap();
+    assert_eq!(
+        plan.annotations[ANNOTATION_STAGE],
+        "/run/user/1000/ags/stage-abc123"
+    );
+    assert_eq!(
+        plan.host_stage_dir.as_deref(),
+        Some(std::path::Path::new("/run/user/1000/ags/stage-abc123"))
     );
 }
 

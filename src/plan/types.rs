@@ -25,6 +25,10 @@ pub const LABEL_AGENT: &str = "io.ags.agent";
 pub const LABEL_PROJECT: &str = "io.ags.project";
 /// Annotation selecting `ags`'s OCI hooks; its value is the launch id.
 pub const ANNOTATION_LAUNCH: &str = "io.ags.launch";
+/// Annotation: the launching user's spool directory, where the OCI hook records events.
+pub const ANNOTATION_SPOOL: &str = "io.ags.spool";
+/// Annotation: the launch's private host staging directory, which the OCI hook removes.
+pub const ANNOTATION_STAGE: &str = "io.ags.stage";
 /// Where the staging volume is mounted inside the container.
 pub const STAGING_MOUNT: &str = "/run/ags";
 /// The environment file inside the staging volume.

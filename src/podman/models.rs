@@ -199,6 +199,12 @@ pub struct ContainerSummary {
     /// Has exited.
     #[serde(rename = "Exited")]
     pub exited: bool,
+    /// When it started, in seconds since the Unix epoch (not positive: never started).
+    #[serde(rename = "StartedAt")]
+    pub started_at: i64,
+    /// When it exited, in seconds since the Unix epoch.
+    #[serde(rename = "ExitedAt")]
+    pub exited_at: i64,
 }
 
 /// A volume, as returned by volume create and list.

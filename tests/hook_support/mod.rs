@@ -47,6 +47,7 @@ impl TestEnv {
     /// A global declaration of fixture `fixture` named `name`.
     pub fn decl(&self, name: &str, fixture: &str, args: &[&str], timeout_seconds: u32) -> HookDecl {
         HookDecl {
+            event: ags::config::HookEvent::Prepare,
             name: name.into(),
             executable: fixture_path(fixture),
             args: args.iter().map(|a| a.to_string()).collect(),

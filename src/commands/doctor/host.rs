@@ -8,8 +8,9 @@ use std::path::Path;
 use nix::unistd::{AccessFlags, Uid, User, access};
 
 use super::{Check, paths};
-use crate::config::{Config, Network};
+use crate::config::{Config, Network, Paths};
 use crate::fsutil::{self, PrivateDirError};
+use crate::oci_hooks::{self, ServiceKind};
 
 /// Fewer subordinate ids than this break images with system users (nobody is 65534).
 const MIN_SUBIDS: u64 = 65536;
@@ -32,10 +33,26 @@ pub(super) fn check(config: Option<&Config>, rootless: Option<bool>) -> Vec<Chec
         Ok(p) => {
             checks.push(store_check(&p.hook_trust_dir()));
             checks.push(trust_file_check(&p.overlay_trust_file()));
+            checks.push(oci_hooks_check(&p, rootless));
         }
         Err(e) => checks.push(Check::fail("files", e.to_string(), "set HOME")),
     }
     checks
+}
+
+/// Whether ags's OCI hooks are installed where the service reads hooks (docs/lifecycle.md).
+/// Missing is a warning: everything works, but the crash path relies on reconciliation alone.
+fn oci_hooks_check(paths: &Paths, rootless: Option<bool>) -> Check {
+    let kind = match rootless {
+        Some(true) => ServiceKind::Rootless,
+        Some(false) => ServiceKind::Rootful,
+        None => ServiceKind::current(),
+    };
+    let status = oci_hooks::oci_hooks_status_for(paths, kind);
+    match status.fix() {
+        None => Check::ok("oci hooks", status.summary()),
+        Some(fix) => Check::warn("oci hooks", status.summary(), fix),
+    }
 }
 
 /// Subordinate uid and gid ranges of the user in /etc/subuid and /etc/subgid.

@@ -1,0 +1,29 @@
+//! `ags`'s OCI hooks: the program that records container events into the spool
+//! ([`record`]), the hook definitions and whether they are active ([`definitions`]), and the
+//! Podman configuration that enables them ([`conf`], used by `ags setup oci-hooks`).
+//!
+//! Podman runs OCI hooks from the `hooks_dir` of the service that initializes the container; a
+//! create request can only select installed hooks through annotations. `ags`'s definitions match
+//! the `io.ags.launch` annotation only, so they never fire for other containers.
+//! Ref: <https://github.com/containers/common/blob/main/pkg/hooks/docs/oci-hooks.5.md>.
+
+pub mod conf;
+pub mod definitions;
+pub mod install;
+pub mod record;
+
+pub use conf::{ConfEnv, ServiceKind};
+pub use definitions::OciHooksStatus;
+
+use crate::config::Paths;
+
+/// Whether `ags`'s OCI hooks are installed for the Podman service of the current user (root's
+/// for root, the rootless one otherwise), for `ags doctor`.
+pub fn oci_hooks_status(paths: &Paths) -> OciHooksStatus {
+    oci_hooks_status_for(paths, ServiceKind::current())
+}
+
+/// [`oci_hooks_status`] for a service of a known kind (what the service itself said).
+pub fn oci_hooks_status_for(paths: &Paths, kind: ServiceKind) -> OciHooksStatus {
+    definitions::status(kind, &ConfEnv::from_env(&paths.config_home))
+}
