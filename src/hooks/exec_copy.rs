@@ -206,7 +206,10 @@ fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .mode(0o700)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)?;
-    file.write_all(bytes)
+    // A partial copy is removed, so a retry reports the real error rather than "file exists".
+    file.write_all(bytes).inspect_err(|_| {
+        let _ = fs::remove_file(path);
+    })
     // `file` is closed here, before the lock is released
 }
 
