@@ -8,22 +8,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ags::config::{LoadOptions, Paths, load_with};
+use ags::config::{LoadOptions, load_with};
 use ags::hooks::entrypoint::PreparedHook;
 use ags::hooks::trust::{ApprovalRecord, TrustStore};
+use common::launch::paths;
 use common::{TestEnv, show};
 
 const SENTINEL: &str = "s3cr3t-SENTINEL-value";
-
-fn paths(env: &TestEnv) -> Paths {
-    Paths {
-        home: env.home(),
-        config_home: env.config_home(),
-        state_home: env.state_home(),
-        cache_home: env.cache_home(),
-        runtime_dir: Some(env.runtime_dir()),
-    }
-}
 
 /// Write a hook script under `<root>/hooks/NAME` and return its path.
 fn hook(env: &TestEnv, name: &str, body: &str) -> PathBuf {

@@ -6,51 +6,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use ags::config::{LoadOptions, Paths, load_with};
-use ags::hooks::entrypoint::PreparedHook;
-use ags::hooks::trust::{ApprovalRecord, TrustStore};
+use common::launch::approve_hooks as approve_all;
 use common::{TestEnv, show};
 
 const SECRET: &str = "op-SENTINEL-7f3a9c";
-
-fn paths(env: &TestEnv) -> Paths {
-    Paths {
-        home: env.home(),
-        config_home: env.config_home(),
-        state_home: env.state_home(),
-        cache_home: env.cache_home(),
-        runtime_dir: Some(env.runtime_dir()),
-    }
-}
-
-/// Approve the env's hooks through the library, then give the store to the env's user.
-fn approve_all(env: &TestEnv) {
-    let p = paths(env);
-    let opts = LoadOptions {
-        workdir: Some(env.work_dir()),
-        ..Default::default()
-    };
-    let cfg = load_with(p.clone(), &opts).expect("config loads");
-    let store = TrustStore::open(&p, Some(&cfg.project)).expect("store opens");
-    for d in cfg.hooks {
-        let prepared = PreparedHook::load(d.clone()).expect("entrypoint loads");
-        store
-            .approve(&prepared.hash, &ApprovalRecord::new(&d))
-            .expect("approve");
-    }
-    chown_tree(&env.state_home(), env.uid(), env.gid());
-}
-
-fn chown_tree(dir: &std::path::Path, uid: u32, gid: u32) {
-    std::os::unix::fs::lchown(dir, Some(uid), Some(gid)).unwrap();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        if entry.file_type().unwrap().is_dir() {
-            chown_tree(&entry.path(), uid, gid);
-        } else {
-            std::os::unix::fs::lchown(entry.path(), Some(uid), Some(gid)).unwrap();
-        }
-    }
-}
 
 /// The fake op in `<root>/bin/op`, its database and log; returns (bin dir, log path).
 fn fake_op(env: &TestEnv) -> (PathBuf, PathBuf) {
