@@ -191,7 +191,7 @@ impl IsolatedService {
     /// service on `<root>/podman/podman.sock`.
     pub fn start(env: &TestEnv, with_oci_hooks: bool) -> Self {
         let dir = env.mkdir("podman", 0o700);
-        let conf = env.write_file("podman/containers.conf", base_conf(), 0o600);
+        let conf = env.write_file("podman/containers.conf", base_conf(&dir), 0o600);
         let storage = format!(
             "[storage]\ndriver = \"vfs\"\ngraphroot = \"{0}/storage\"\nrunroot = \"{0}/runroot\"\n",
             dir.display()
@@ -373,7 +373,7 @@ impl Drop for IsolatedService {
 
 /// The runtime and ulimit settings the system's containers.conf files make (they are not read
 /// when CONTAINERS_CONF is set), as TOML.
-fn base_conf() -> String {
+fn base_conf(dir: &Path) -> String {
     let mut files = vec![PathBuf::from("/etc/containers/containers.conf")];
     let mut drop_ins: Vec<PathBuf> = fs::read_dir("/etc/containers/containers.conf.d")
         .into_iter()
@@ -401,8 +401,12 @@ fn base_conf() -> String {
     if let Some(u) = ulimits {
         out.push_str(&format!("[containers]\ndefault_ulimits = {u}\n"));
     }
+    // Its own temporary directory: a second rootful service would otherwise share /run/libpod
+    // (exit files, locks) with the machine's main service, and under load the isolated
+    // service's container cleanup (which runs the poststop hooks) went astray.
+    out.push_str(&format!("[engine]\ntmp_dir = \"{}/tmp\"\n", dir.display()));
     if let Some(r) = runtime {
-        out.push_str(&format!("[engine]\nruntime = {r}\n"));
+        out.push_str(&format!("runtime = {r}\n"));
     }
     out
 }
