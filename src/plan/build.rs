@@ -161,6 +161,21 @@ fn wrap_command(command: &[String]) -> Vec<String> {
 
 fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
     let mut map: BTreeMap<String, PlanEnv> = BTreeMap::new();
+    let profile = agents::find(&input.run.agent);
+    let defaults = [("HOME", agents::CONTAINER_HOME)]
+        .into_iter()
+        .chain(profile.map(|p| p.env).unwrap_or_default().iter().copied());
+    for (key, value) in defaults {
+        let source = EnvSource::Plain { value: value.into() };
+        map.insert(
+            key.into(),
+            PlanEnv {
+                key: key.into(),
+                source,
+                origin: Origin::Default,
+            },
+        );
+    }
     if let Some(term) = input.run.term.as_ref().filter(|_| input.run.tty) {
         let source = EnvSource::Plain { value: term.clone() };
         map.insert(
@@ -249,6 +264,18 @@ fn build_mounts(
             });
         }
         mounts.push(bind(dir, Origin::Cli, false));
+    }
+    // Per-agent state volumes (kept across launches); not with --lockdown, which mounts no
+    // agent configuration.
+    if let (false, Some(profile)) = (input.run.lockdown, agents::find(&input.run.agent)) {
+        mounts.extend(profile.state.iter().map(|dir| PlanMount {
+            destination: dir.into(),
+            kind: MountKind::Volume {
+                name: profile.state_volume(dir),
+            },
+            read_only: false,
+            origin: Origin::Default,
+        }));
     }
     mounts.extend(input.hooks.mounts.iter().cloned());
     // Generated files: read-only binds of private host files. A bind mount point cannot be

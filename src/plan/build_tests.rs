@@ -218,3 +218,52 @@ fn slugs() {
     assert_eq!(slug("/".as_ref()), "project");
     assert_eq!(slug("/x/___".as_ref()), "project");
 }
+
+#[test]
+fn agents_get_home_their_env_and_state_volumes() {
+    let run = RunSettings {
+        agent: "codex".into(),
+        ..Default::default()
+    };
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    let env: Vec<(&str, &EnvSource)> = plan.env.iter().map(|e| (e.key.as_str(), &e.source)).collect();
+    assert!(
+        env.contains(&(
+            "HOME",
+            &EnvSource::Plain {
+                value: "/home/dev".into()
+            }
+        )),
+        "{env:?}"
+    );
+    assert!(
+        env.contains(&(
+            "CODEX_HOME",
+            &EnvSource::Plain {
+                value: "/home/dev/.codex".into()
+            }
+        )),
+        "{env:?}"
+    );
+    let state: Vec<_> = plan
+        .mounts
+        .iter()
+        .filter(|m| matches!(&m.kind, MountKind::Volume { name } if name == "ags-state-codex-codex"))
+        .collect();
+    assert_eq!(state.len(), 1);
+    assert_eq!(state[0].destination, std::path::PathBuf::from("/home/dev/.codex"));
+    assert!(!state[0].read_only);
+    let locked = RunSettings {
+        agent: "codex".into(),
+        lockdown: true,
+        ..Default::default()
+    };
+    let plan = plan_with(&locked, &HookLayer::default(), true).unwrap();
+    assert!(
+        !plan
+            .mounts
+            .iter()
+            .any(|m| matches!(&m.kind, MountKind::Volume { name } if name.starts_with("ags-state-"))),
+        "lockdown mounts no agent state"
+    );
+}

@@ -68,18 +68,25 @@ fn volumes(plan: &LaunchPlan) -> Vec<NamedVolume> {
     plan.mounts
         .iter()
         .filter_map(|m| match &m.kind {
-            MountKind::Volume { name } => Some(NamedVolume {
-                name: name.clone(),
-                dest: path_str(&m.destination),
-                // The flags the tmpfs volume is created with: in a user namespace a bind
-                // remount cannot clear a locked flag such as noexec (EPERM).
-                options: vec![
+            MountKind::Volume { name } => {
+                let staging = plan.staging.as_ref().is_some_and(|s| &s.volume == name);
+                let mut options: Vec<String> = vec![
                     if m.read_only { "ro" } else { "rw" }.into(),
                     "nosuid".into(),
                     "nodev".into(),
-                    "noexec".into(),
-                ],
-            }),
+                ];
+                // The staging volume repeats the flags its tmpfs is created with: in a user
+                // namespace a bind remount cannot clear a locked flag such as noexec (EPERM).
+                // Agent state volumes stay exec-able (agents keep tools there).
+                if staging {
+                    options.push("noexec".into());
+                }
+                Some(NamedVolume {
+                    name: name.clone(),
+                    dest: path_str(&m.destination),
+                    options,
+                })
+            }
             _ => None,
         })
         .collect()
