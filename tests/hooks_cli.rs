@@ -8,10 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ags::config::{LoadOptions, load_with};
-use ags::hooks::entrypoint::PreparedHook;
-use ags::hooks::trust::{ApprovalRecord, TrustStore};
-use common::launch::paths;
+use common::launch::{approve_hooks as approve_all, paths};
 use common::{TestEnv, show};
 
 const SENTINEL: &str = "s3cr3t-SENTINEL-value";
@@ -31,23 +28,6 @@ fn decl(name: &str, path: &Path, extra: &str) -> String {
         "[[prepare_hook]]\nname = \"{name}\"\nexecutable = \"{}\"\n{extra}\n",
         path.display()
     )
-}
-
-/// Approve every active declaration of the env's config (as a terminal "yes" would).
-fn approve_all(env: &TestEnv) {
-    let p = paths(env);
-    let opts = LoadOptions {
-        workdir: Some(env.work_dir()),
-        ..Default::default()
-    };
-    let cfg = load_with(p.clone(), &opts).expect("config loads");
-    let store = TrustStore::open(&p, Some(&cfg.project)).expect("store opens");
-    for d in cfg.hooks {
-        let prepared = PreparedHook::load(d.clone()).expect("entrypoint loads");
-        store
-            .approve(&prepared.hash, &ApprovalRecord::new(&d))
-            .expect("approve");
-    }
 }
 
 fn plan(env: &TestEnv) -> std::process::Output {
