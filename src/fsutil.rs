@@ -140,6 +140,33 @@ pub enum PrivateDirError {
     Mode { path: PathBuf, mode: u32, want: u32 },
 }
 
+/// Read a small regular file without following a symlink in its last component (`O_NOFOLLOW`)
+/// and refuse anything larger than `max` bytes or not UTF-8. Errors say which rule failed.
+pub fn read_small_text_nofollow(path: &Path, max: usize) -> io::Result<String> {
+    use std::io::Read;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ELOOP) => io::Error::other("is a symbolic link; name the file itself"),
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other("is not a regular file"));
+    }
+    if meta.len() > max as u64 {
+        return Err(io::Error::other(format!("is larger than {max} bytes")));
+    }
+    let mut bytes = Vec::new();
+    file.take(max as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > max {
+        return Err(io::Error::other(format!("is larger than {max} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| io::Error::other("is not UTF-8 text"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

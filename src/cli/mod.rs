@@ -58,9 +58,14 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = TtyMode::Auto, num_args = 0..=1,
           default_missing_value = "true", require_equals = true, value_name = "WHEN")]
     pub tty: TtyMode,
-    /// Set an environment variable in the container (KEY=VALUE). Beats every hook.
-    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
+    /// Set an environment variable in the container: KEY=VALUE, or KEY alone to take the value
+    /// from ags's own environment (kept out of argv). Beats every hook.
+    #[arg(long = "env", short = 'e', value_name = "KEY[=VALUE]")]
     pub env: Vec<String>,
+    /// Read environment variables from a dotenv file (KEY=VALUE lines; see
+    /// docs/configuration.md). `--env` beats it; it beats every hook.
+    #[arg(long = "env-file", value_name = "PATH")]
+    pub env_files: Vec<PathBuf>,
     /// Mount another host directory read-write at the same path.
     #[arg(long = "add-dir", value_name = "PATH")]
     pub add_dirs: Vec<PathBuf>,

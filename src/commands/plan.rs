@@ -9,7 +9,7 @@ use crate::{Error, podman};
 /// Print the plan as JSON or text.
 pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let config = super::run::load_config(global, args.run.workdir.clone())?;
-    let settings = super::run::settings(&args.run, crate::launch::terminal::both_are_terminals())?;
+    let settings = super::run::settings(&args.run, &config, crate::launch::terminal::both_are_terminals())?;
     let identity = identity::current();
     let rt = super::runtime()?;
     let prepared = rt.block_on(async {

@@ -26,12 +26,12 @@ use crate::plan::{
     self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, Origin, PlanFile, PlanMount, Redacted,
     RunSettings, STAGING_MOUNT,
 };
-use crate::{Error, podman, prompt};
+use crate::{Error, fsutil, podman, prompt};
 
 /// Launch an agent and return its exit code.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
     let config = load_config(global, args.workdir.clone())?;
-    let settings = settings(args, launch::terminal::both_are_terminals())?;
+    let settings = settings(args, &config, launch::terminal::both_are_terminals())?;
     let rt = super::runtime()?;
     let result = rt.block_on(launch_async(global, &config, &settings));
     super::finish(rt);
@@ -52,8 +52,9 @@ pub(super) fn load_config(global: &GlobalArgs, workdir: Option<PathBuf>) -> Resu
     Ok(config)
 }
 
-/// Resolve the launch options: terminal detection, canonical `--add-dir` paths.
-pub(super) fn settings(args: &RunArgs, terminals: bool) -> Result<RunSettings, Error> {
+/// Resolve the launch options: terminal detection, canonical `--add-dir` paths, the environment
+/// from the host.
+pub(super) fn settings(args: &RunArgs, config: &Config, terminals: bool) -> Result<RunSettings, Error> {
     let add_dirs = args
         .add_dirs
         .iter()
@@ -71,6 +72,7 @@ pub(super) fn settings(args: &RunArgs, terminals: bool) -> Result<RunSettings, E
         })
         .collect::<Result<_, _>>()?;
     secret_set_names(&args.op_secret_sets)?;
+    let host_env = host_env(args, config)?;
     let tty = match args.tty {
         TtyMode::Auto => terminals,
         TtyMode::True => true,
@@ -85,12 +87,42 @@ pub(super) fn settings(args: &RunArgs, terminals: bool) -> Result<RunSettings, E
             .filter(|t| !t.is_empty())
             .or(Some("xterm".into())),
         image: args.image.clone(),
-        env: args.env.clone(),
+        env: host_env.cli,
+        config_env: host_env.config,
         add_dirs,
         labels: args.labels.clone(),
         op_secret_sets: args.op_secret_sets.clone(),
         lockdown: args.lockdown,
     })
+}
+
+/// `--env`, `--env-file`, `[sandbox] env_passthrough` and `[agent.NAME] env`, resolved
+/// (plan::host_env); env files are read here, without following a final symlink.
+fn host_env(args: &RunArgs, config: &Config) -> Result<plan::host_env::HostEnv, Error> {
+    let files = args
+        .env_files
+        .iter()
+        .map(|p| {
+            fsutil::read_small_text_nofollow(p, plan::host_env::MAX_ENV_FILE_BYTES)
+                .map(|text| (p.display().to_string(), text))
+                .map_err(|e| Error::Usage(format!("--env-file {}: {e}", p.display())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let no_agent_env = Default::default();
+    let agent_env = config
+        .user
+        .agents
+        .get(&args.agent)
+        .map_or(&no_agent_env, |a| &a.env);
+    let lookup = |key: &str| std::env::var_os(key);
+    Ok(plan::host_env::resolve(&plan::host_env::HostEnvInput {
+        env_args: &args.env,
+        env_files: &files,
+        passthrough: &config.user.env_passthrough,
+        agent_env,
+        lookup: &lookup,
+    })
+    .map_err(plan::PlanError::from)?)
 }
 
 /// The invoking user's uid and gid.
@@ -206,8 +238,8 @@ pub(super) async fn prepare_hooks(
     let cli_env = settings
         .env
         .iter()
-        .map(|arg| plan::parse_env_arg(arg).map(|(k, v)| (k.to_string(), v.to_string())))
-        .collect::<Result<_, _>>()?;
+        .map(|(k, v)| (k.clone(), v.expose().clone()))
+        .collect();
     let context = HookContext::new(
         identity.launch_id.clone(),
         config.project.clone(),

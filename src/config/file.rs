@@ -2,6 +2,8 @@
 //! a global (or explicitly selected) config may contain; the project overlay is parsed into the
 //! same type and then checked field by field by [`check_overlay_fields`].
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
 /// One TOML config file as written by the user.
@@ -19,6 +21,17 @@ pub struct ConfigFile {
     /// `[[finished_hook]]`: host executables run once the agent's exit status is known.
     #[serde(default)]
     pub finished_hook: Vec<HookDeclFile>,
+    /// `[[mount]]`: host paths bind-mounted into every launch (docs/configuration.md).
+    #[serde(default)]
+    pub mount: Vec<MountFile>,
+    /// `[agent.NAME]`: per-agent arguments, environment and sandbox mode.
+    #[serde(default)]
+    pub agent: BTreeMap<String, AgentFile>,
+    /// `[git]`: what of the host's git setup reaches the agent.
+    pub git: Option<GitFile>,
+    /// `[[project]]`: per-project settings (image), matched by the canonical project path.
+    #[serde(default)]
+    pub project: Vec<ProjectFile>,
 }
 
 impl ConfigFile {
@@ -38,6 +51,61 @@ pub struct SandboxFile {
     pub pids_limit: Option<i64>,
     /// `"default"` (Podman's default network) or `"none"` (loopback only).
     pub network: Option<String>,
+    /// Names of variables copied from `ags`'s own environment into every launch (unset ones
+    /// are skipped).
+    pub env_passthrough: Option<Vec<String>>,
+}
+
+/// One `[[mount]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MountFile {
+    /// Host path (absolute, or starting with `~/`).
+    pub source: String,
+    /// Container path (default: the canonical source path).
+    pub target: Option<String>,
+    /// Mount read-only.
+    #[serde(default)]
+    pub readonly: bool,
+    /// Skip the mount when the source does not exist (instead of refusing the launch).
+    #[serde(default)]
+    pub optional: bool,
+}
+
+/// One `[agent.NAME]` table.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFile {
+    /// Arguments added after the agent's command (before the ones after `--`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment for this agent (staged like `--env` values; hooks and `--env` win).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// "The sandbox is the boundary": add the agent's own flag that skips its permission prompts.
+    pub skip_permissions: Option<bool>,
+}
+
+/// `[git]`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitFile {
+    /// Give the agent the host's git identity (default true).
+    pub identity: Option<bool>,
+    /// Forward the host's ssh-agent socket (default false).
+    pub ssh_agent: Option<bool>,
+    /// A known_hosts file mounted read-only for the agent's ssh (default: none).
+    pub known_hosts: Option<String>,
+}
+
+/// One `[[project]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectFile {
+    /// The project root (absolute or `~/`; compared after canonicalization).
+    pub path: String,
+    /// Image for launches in this project (beats `[sandbox] image`; `--image` beats it).
+    pub image: Option<String>,
 }
 
 /// One `[[prepare_hook]]`, `[[started_hook]]` or `[[finished_hook]]` declaration as written.
@@ -64,13 +132,35 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         prepare_hook: _,
         started_hook: _,
         finished_hook: _,
+        mount,
+        agent,
+        git,
+        project,
     } = file;
+    // Each of these reaches host data or loosens the sandbox: an overlay is written inside the
+    // repository, where the agent can write.
+    if !mount.is_empty() {
+        return Err("mount");
+    }
+    if !agent.is_empty() {
+        return Err("agent");
+    }
+    if git.is_some() {
+        return Err("git");
+    }
+    if !project.is_empty() {
+        return Err("project");
+    }
     if let Some(SandboxFile {
         image,
         pids_limit,
         network,
+        env_passthrough,
     }) = sandbox
     {
+        if env_passthrough.is_some() {
+            return Err("sandbox.env_passthrough");
+        }
         if image.is_some() {
             return Err("sandbox.image");
         }

@@ -9,12 +9,14 @@ mod decls;
 mod file;
 mod overlay;
 mod paths;
+mod user;
 
 use std::path::{Path, PathBuf};
 
 pub use decls::{HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL};
 pub use file::{ConfigFile, HookDeclFile, SandboxFile};
 pub use paths::Paths;
+pub use user::{AgentSettings, ConfigMount, GitSettings, UserSettings, env_name_syntax};
 
 /// The built-in image name (built by `ags image build`).
 pub const DEFAULT_IMAGE: &str = "localhost/ags-agent:latest";
@@ -104,6 +106,8 @@ pub struct Config {
     pub overlay: Option<PathBuf>,
     /// Non-fatal notes for the user (skipped overlays…).
     pub warnings: Vec<String>,
+    /// Environment passthrough, mounts, per-agent and git settings of the global config.
+    pub user: UserSettings,
 }
 
 /// Container network mode.
@@ -176,7 +180,12 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         .as_ref()
         .and_then(|f| f.sandbox.clone())
         .unwrap_or_default();
-    let (image, pids_limit, network) = sandbox_settings(&primary_path, sandbox)?;
+    let (mut image, pids_limit, network) = sandbox_settings(&primary_path, sandbox)?;
+    let user = user::resolve(&primary_path, primary.as_ref(), &paths)?;
+    let projects = primary.as_ref().map(|f| f.project.as_slice()).unwrap_or_default();
+    if let Some(project_image) = user::project_image(&primary_path, projects, &project, &paths)? {
+        image = project_image;
+    }
     Ok(Config {
         paths,
         workdir,
@@ -190,6 +199,7 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         primary: primary.map(|_| primary_path),
         overlay: overlay.map(|(p, _)| p),
         warnings,
+        user,
     })
 }
 

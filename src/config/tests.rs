@@ -246,3 +246,87 @@ fn untrusted_overlay_with_lifecycle_hooks_fails_naming_the_events() {
         "{err}"
     );
 }
+
+#[test]
+fn overlay_may_not_set_everyday_settings() {
+    let e = env();
+    write(
+        &e.paths.overlay_trust_file(),
+        &format!("{}\n", e.project.display()),
+    );
+    let cases = [
+        (
+            "[sandbox]\nenv_passthrough = [\"AWS_SECRET_ACCESS_KEY\"]\n",
+            "sandbox.env_passthrough",
+        ),
+        ("[[mount]]\nsource = \"/home\"\n", "mount"),
+        ("[agent.claude]\nskip_permissions = true\n", "agent"),
+        ("[git]\nssh_agent = true\n", "git"),
+        ("[[project]]\npath = \"/\"\nimage = \"evil\"\n", "project"),
+    ];
+    for (toml, key) in cases {
+        write(&e.project.join(".ags/config.toml"), toml);
+        let err = load_with(e.paths.clone(), &opts(&e.project))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("{key} may only be set in the global config")),
+            "{toml}: {err}"
+        );
+    }
+}
+
+#[test]
+fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
+    let e = env();
+    let global = e.paths.global_config();
+    write(
+        &global,
+        &format!(
+            "[sandbox]\nimage = \"base\"\nenv_passthrough = [\"ANTHROPIC_API_KEY\"]\n\n\
+             [[mount]]\nsource = \"~/data\"\n\n[[mount]]\nsource = \"/opt/x\"\ntarget = \"/opt/y\"\n\
+             readonly = true\noptional = true\n\n\
+             [agent.claude]\nargs = [\"--model\", \"opus\"]\nenv = {{ SECRET_TOKEN = \"hidden-value\" }}\n\
+             skip_permissions = true\n\n[git]\nssh_agent = true\n\n\
+             [[project]]\npath = \"{root}\"\nimage = \"outer\"\n\n\
+             [[project]]\npath = \"{project}\"\nimage = \"inner\"\n\n\
+             [[project]]\npath = \"/does/not/exist\"\nimage = \"never\"\n",
+            root = e.project.parent().unwrap().display(),
+            project = e.project.display()
+        ),
+    );
+    let cfg = load_with(e.paths.clone(), &opts(&e.project.join("sub"))).unwrap();
+    assert_eq!(cfg.image, "inner", "the most specific [[project]] wins");
+    let u = &cfg.user;
+    assert_eq!(u.env_passthrough, ["ANTHROPIC_API_KEY"]);
+    assert_eq!(u.mounts[0].source, e.paths.home.join("data"));
+    assert_eq!((u.mounts[0].readonly, u.mounts[0].optional), (false, false));
+    assert_eq!(u.mounts[1].target.as_deref(), Some(Path::new("/opt/y")));
+    assert!(u.mounts[1].readonly && u.mounts[1].optional);
+    let claude = &u.agents["claude"];
+    assert!(claude.skip_permissions);
+    assert_eq!(claude.args, ["--model", "opus"]);
+    assert!(!format!("{cfg:?}").contains("hidden-value"));
+    assert!(u.git.ssh_agent && u.git.identity);
+
+    for (toml, key) in [
+        (
+            "[sandbox]\nenv_passthrough = [\"A-B\"]\n",
+            "sandbox.env_passthrough[0]",
+        ),
+        ("[[mount]]\nsource = \"rel\"\n", "mount[0].source"),
+        (
+            "[[mount]]\nsource = \"/a\"\ntarget = \"/a:b\"\n",
+            "mount[0].target",
+        ),
+        ("[agent.pi]\nenv = { K = \"a\\nb\" }\n", "agent.pi.env.K"),
+        ("[[project]]\npath = \"/\"\nimage = \" \"\n", "project[0].image"),
+    ] {
+        write(&global, toml);
+        let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::Invalid { key: k, .. } if k == key),
+            "{toml}: {err}"
+        );
+    }
+}

@@ -21,8 +21,10 @@ pub struct RunSettings {
     pub term: Option<String>,
     /// `--image`.
     pub image: Option<String>,
-    /// `--env KEY=VALUE`, as given.
-    pub env: Vec<String>,
+    /// `--env-file` and `--env` values, resolved (later entries win); they beat every hook.
+    pub env: Vec<(String, Redacted<String>)>,
+    /// `[sandbox] env_passthrough` and `[agent.NAME] env` values, resolved; hooks beat them.
+    pub config_env: Vec<(String, Redacted<String>)>,
     /// `--add-dir`, canonicalized.
     pub add_dirs: Vec<PathBuf>,
     /// `--label KEY=VALUE`, as given.
@@ -187,6 +189,18 @@ fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
             },
         );
     }
+    let staged = |list: &[(String, Redacted<String>)], origin: Origin| {
+        list.iter()
+            .map(|(key, value)| PlanEnv {
+                key: key.clone(),
+                source: EnvSource::Staged { value: value.clone() },
+                origin: origin.clone(),
+            })
+            .collect::<Vec<_>>()
+    };
+    for e in staged(&input.run.config_env, Origin::Config) {
+        map.insert(e.key.clone(), e);
+    }
     for (key, source, origin) in &input.hooks.env {
         map.insert(
             key.clone(),
@@ -197,39 +211,10 @@ fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
             },
         );
     }
-    for arg in &input.run.env {
-        let (key, value) = parse_env_arg(arg)?;
-        let source = EnvSource::Staged {
-            value: Redacted::new(value.into()),
-        };
-        map.insert(
-            key.into(),
-            PlanEnv {
-                key: key.into(),
-                source,
-                origin: Origin::Cli,
-            },
-        );
+    for e in staged(&input.run.env, Origin::Cli) {
+        map.insert(e.key.clone(), e);
     }
     Ok(map.into_values().collect())
-}
-
-/// Split and check one `--env KEY=VALUE`. The value is never echoed in errors.
-pub fn parse_env_arg(arg: &str) -> Result<(&str, &str), PlanError> {
-    let bad = |rule| PlanError::BadEnv {
-        arg: arg.split('=').next().unwrap_or("").to_string(),
-        rule,
-    };
-    let (key, value) = arg.split_once('=').ok_or_else(|| bad("missing '='"))?;
-    let mut chars = key.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(bad("invalid variable name"));
-    }
-    if value.contains(['\n', '\r', '\0']) {
-        return Err(bad("the value must be a single line without NUL"));
-    }
-    Ok((key, value))
 }
 
 /// Give every generated file its private host path (`<stage dir>/files/<n>`).

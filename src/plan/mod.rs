@@ -7,11 +7,10 @@
 
 pub mod agents;
 mod build;
+pub mod host_env;
 mod types;
 
-pub use build::{
-    HookLayer, LaunchIdentity, PlanInput, RunSettings, build, container_name, parse_env_arg, slug,
-};
+pub use build::{HookLayer, LaunchIdentity, PlanInput, RunSettings, build, container_name, slug};
 pub use types::*;
 
 /// Errors of the plan stage.
@@ -20,9 +19,9 @@ pub enum PlanError {
     /// `--agent` names no known agent.
     #[error("unknown agent {name:?}; known agents: {known}")]
     UnknownAgent { name: String, known: String },
-    /// A `--env` value is malformed.
-    #[error("--env {arg:?}: {rule}; use --env KEY=VALUE with KEY matching [A-Za-z_][A-Za-z0-9_]*")]
-    BadEnv { arg: String, rule: &'static str },
+    /// The environment from the host (`--env`, `--env-file`, passthrough) is unusable.
+    #[error(transparent)]
+    HostEnv(#[from] host_env::HostEnvError),
     /// A `--label` value is malformed or reserved.
     #[error("--label {arg}: {rule}")]
     BadLabel { arg: String, rule: &'static str },

@@ -396,8 +396,13 @@ pub struct Background {
 impl Background {
     /// Start `ags args…` in `env`.
     pub fn spawn(env: &TestEnv, args: &[String]) -> Self {
-        let mut child = env
-            .cmd(args)
+        Self::spawn_cmd(env.cmd(args))
+    }
+
+    /// Start `cmd`, an `ags` command made by [`TestEnv::cmd`] (and changed by the caller, e.g.
+    /// more environment).
+    pub fn spawn_cmd(mut cmd: Command) -> Self {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -1,0 +1,242 @@
+//! The global config's everyday settings, resolved: environment passthrough, `[[mount]]`s,
+//! `[agent.NAME]` tables, `[git]` and the `[[project]]` image choice (docs/configuration.md).
+//!
+//! Only syntax is checked here (absolute paths, variable-name syntax, single-line values). The
+//! rules that need later stages run there: reserved environment names and mount sources in the
+//! hook stage's policy (`hooks::policy`, `hooks::mount_source`), agent names against the agent
+//! table in the plan stage. A project overlay can set none of these (`file::check_overlay_fields`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::file::{AgentFile, ConfigFile, GitFile, MountFile, ProjectFile, SandboxFile};
+use super::{ConfigError, Paths};
+
+/// What the global config adds to every launch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserSettings {
+    /// `[sandbox] env_passthrough`: names copied from `ags`'s environment when set there.
+    pub env_passthrough: Vec<String>,
+    /// `[[mount]]` entries, in file order.
+    pub mounts: Vec<ConfigMount>,
+    /// `[agent.NAME]` tables by agent name (names are checked against the agent table later).
+    pub agents: BTreeMap<String, AgentSettings>,
+    /// `[git]`.
+    pub git: GitSettings,
+}
+
+/// One `[[mount]]`, with `~/` expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigMount {
+    /// Host path as configured (absolute; not yet checked on the host).
+    pub source: PathBuf,
+    /// Container path; `None`: the canonical source path.
+    pub target: Option<PathBuf>,
+    /// Mounted read-only.
+    pub readonly: bool,
+    /// Skipped when the source does not exist.
+    pub optional: bool,
+}
+
+/// One `[agent.NAME]` table. `Debug` shows environment names, never values.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// Extra arguments after the agent's command.
+    pub args: Vec<String>,
+    /// Extra environment (may hold secrets: staged, never printed).
+    pub env: BTreeMap<String, String>,
+    /// Add the agent's own permission-skipping flag.
+    pub skip_permissions: bool,
+}
+
+impl fmt::Debug for AgentSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentSettings")
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("skip_permissions", &self.skip_permissions)
+            .finish()
+    }
+}
+
+/// `[git]`, defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitSettings {
+    /// Give the agent the host's `user.name`/`user.email` (and signing settings).
+    pub identity: bool,
+    /// Forward the host's ssh-agent (`SSH_AUTH_SOCK`).
+    pub ssh_agent: bool,
+    /// A known_hosts file mounted read-only at `~/.ssh/known_hosts`.
+    pub known_hosts: Option<PathBuf>,
+}
+
+impl Default for GitSettings {
+    fn default() -> Self {
+        Self {
+            identity: true,
+            ssh_agent: false,
+            known_hosts: None,
+        }
+    }
+}
+
+/// Resolve the everyday settings of the primary config file at `path`.
+pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<UserSettings, ConfigError> {
+    let Some(file) = file else {
+        return Ok(UserSettings::default());
+    };
+    let invalid = |key: String, message: &str| ConfigError::Invalid {
+        path: path.into(),
+        key,
+        message: message.into(),
+    };
+    let passthrough = file
+        .sandbox
+        .as_ref()
+        .and_then(|s: &SandboxFile| s.env_passthrough.clone())
+        .unwrap_or_default();
+    for (i, key) in passthrough.iter().enumerate() {
+        if !env_name_syntax(key) {
+            return Err(invalid(
+                format!("sandbox.env_passthrough[{i}]"),
+                "must be a variable name matching [A-Za-z_][A-Za-z0-9_]*",
+            ));
+        }
+    }
+    let mounts = file
+        .mount
+        .iter()
+        .enumerate()
+        .map(|(i, m)| mount(m, paths).map_err(|(field, msg)| invalid(format!("mount[{i}].{field}"), msg)))
+        .collect::<Result<_, _>>()?;
+    let agents = file
+        .agent
+        .iter()
+        .map(|(name, a)| {
+            agent(a)
+                .map(|s| (name.clone(), s))
+                .map_err(|(field, msg)| invalid(format!("agent.{name}.{field}"), msg))
+        })
+        .collect::<Result<_, _>>()?;
+    let git = git(file.git.as_ref(), paths).map_err(|(field, msg)| invalid(format!("git.{field}"), msg))?;
+    Ok(UserSettings {
+        env_passthrough: passthrough,
+        mounts,
+        agents,
+        git,
+    })
+}
+
+type FieldError = (String, &'static str);
+
+fn mount(m: &MountFile, paths: &Paths) -> Result<ConfigMount, FieldError> {
+    let source = host_path(&m.source, paths).ok_or_else(|| ("source".to_string(), PATH_RULE))?;
+    let target = match &m.target {
+        None => None,
+        Some(t) if t.starts_with('/') && !t.contains(['\0', '\n', ':']) => Some(PathBuf::from(t)),
+        Some(_) => {
+            return Err((
+                "target".into(),
+                "must be an absolute container path without NUL, line breaks or `:`",
+            ));
+        }
+    };
+    Ok(ConfigMount {
+        source,
+        target,
+        readonly: m.readonly,
+        optional: m.optional,
+    })
+}
+
+fn agent(a: &AgentFile) -> Result<AgentSettings, FieldError> {
+    if a.args.iter().any(|s| s.contains('\0')) {
+        return Err(("args".into(), "arguments must not contain NUL"));
+    }
+    for (key, value) in &a.env {
+        if !env_name_syntax(key) {
+            return Err((
+                format!("env.{key}"),
+                "must be a variable name matching [A-Za-z_][A-Za-z0-9_]*",
+            ));
+        }
+        if value.contains(['\0', '\n', '\r']) {
+            return Err((
+                format!("env.{key}"),
+                "the value must be a single line without NUL (value not shown)",
+            ));
+        }
+    }
+    Ok(AgentSettings {
+        args: a.args.clone(),
+        env: a.env.clone(),
+        skip_permissions: a.skip_permissions.unwrap_or(false),
+    })
+}
+
+fn git(g: Option<&GitFile>, paths: &Paths) -> Result<GitSettings, FieldError> {
+    let Some(g) = g else {
+        return Ok(GitSettings::default());
+    };
+    let known_hosts = match &g.known_hosts {
+        None => None,
+        Some(p) => Some(host_path(p, paths).ok_or_else(|| ("known_hosts".to_string(), PATH_RULE))?),
+    };
+    Ok(GitSettings {
+        identity: g.identity.unwrap_or(true),
+        ssh_agent: g.ssh_agent.unwrap_or(false),
+        known_hosts,
+    })
+}
+
+/// The image of the most specific `[[project]]` whose path is the project root or one of its
+/// ancestors (compared canonically); `Ok(None)` when none matches.
+pub fn project_image(
+    path: &Path,
+    entries: &[ProjectFile],
+    project: &Path,
+    paths: &Paths,
+) -> Result<Option<String>, ConfigError> {
+    let mut best: Option<(usize, &str)> = None;
+    for (i, entry) in entries.iter().enumerate() {
+        let invalid = |field: &str, message: &str| ConfigError::Invalid {
+            path: path.into(),
+            key: format!("project[{i}].{field}"),
+            message: message.into(),
+        };
+        let dir = host_path(&entry.path, paths).ok_or_else(|| invalid("path", PATH_RULE))?;
+        let image = match entry.image.as_deref() {
+            Some(img) if img.trim().is_empty() => return Err(invalid("image", "must not be empty")),
+            Some(img) => img,
+            None => continue,
+        };
+        // A project directory that does not exist (yet) matches nothing.
+        let Ok(dir) = dir.canonicalize() else { continue };
+        let depth = dir.components().count();
+        if project.starts_with(&dir) && best.is_none_or(|(d, _)| depth > d) {
+            best = Some((depth, image));
+        }
+    }
+    Ok(best.map(|(_, image)| image.to_string()))
+}
+
+const PATH_RULE: &str = "must be an absolute path (or start with ~/) without NUL or line breaks";
+
+/// `~/x` → `$HOME/x`; other paths must be absolute. No NUL or line breaks.
+fn host_path(raw: &str, paths: &Paths) -> Option<PathBuf> {
+    if raw.contains(['\0', '\n', '\r']) {
+        return None;
+    }
+    if let Some(rest) = raw.strip_prefix("~/") {
+        return Some(paths.home.join(rest));
+    }
+    raw.starts_with('/').then(|| PathBuf::from(raw))
+}
+
+/// `^[A-Za-z_][A-Za-z0-9_]*$`.
+pub fn env_name_syntax(key: &str) -> bool {
+    let mut bytes = key.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
