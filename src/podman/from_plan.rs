@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use super::spec::{Mount, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
+use super::spec::{
+    LogConfig, Mount, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator,
+};
 use crate::config::Network;
 use crate::plan::{EnvSource, LaunchPlan, MountKind, UserNamespace};
 
@@ -45,6 +47,9 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
             }),
         }),
         user: plan.user.clone(),
+        // The agent's output (with a terminal, echoed keystrokes too) may hold secrets: keep
+        // no log file of it. Attach streams it all the same.
+        log_configuration: Some(LogConfig::none()),
         ..SpecGenerator::default()
     }
 }

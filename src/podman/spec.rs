@@ -78,6 +78,28 @@ pub struct SpecGenerator {
     /// Remove the container when it exits (`--rm`).
     #[serde(skip_serializing_if = "is_false")]
     pub remove: bool,
+    /// Where the container's output is logged; `None` keeps Podman's default (a `ctr.log`
+    /// file in its storage, on disk).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_configuration: Option<LogConfig>,
+}
+
+/// `{"driver": "none"}`: the container's log driver (checked on a real service by
+/// `tests/output_logs.rs`: inspect shows `LogConfig.Type` `none`, attach still streams).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogConfig {
+    /// `none` keeps nothing (attach still streams the output); `k8s-file` and `journald`
+    /// keep it on disk; `passthrough` needs the caller's own stdio (the CLI only).
+    pub driver: String,
+}
+
+impl LogConfig {
+    /// The driver that stores nothing.
+    pub fn none() -> Self {
+        LogConfig {
+            driver: "none".into(),
+        }
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -248,6 +270,7 @@ mod tests {
             }),
             user: Some("1000:1000".into()),
             remove: true,
+            log_configuration: Some(LogConfig::none()),
         };
         let expected = json!({
             "name": "n", "image": "img", "command": ["sh"], "entrypoint": [], "env": {"A": "1"},
@@ -260,7 +283,8 @@ mod tests {
                 {"destination": "/t", "source": "tmpfs", "type": "tmpfs"}
             ],
             "volumes": [{"Name": "v", "Dest": "/v", "Options": ["ro"]}],
-            "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true
+            "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true,
+            "log_configuration": {"driver": "none"}
         });
         assert_eq!(serde_json::to_value(&spec).unwrap(), expected);
     }
