@@ -66,8 +66,8 @@ pub struct RunArgs {
     /// docs/configuration.md). `--env` beats it; it beats every hook.
     #[arg(long = "env-file", value_name = "PATH")]
     pub env_files: Vec<PathBuf>,
-    /// Mount another host directory read-write at the same path.
-    #[arg(long = "add-dir", value_name = "PATH")]
+    /// Mount another host directory at its canonical path: read-write, or read-only with `:ro`.
+    #[arg(long = "add-dir", value_name = "PATH[:ro]")]
     pub add_dirs: Vec<PathBuf>,
     /// Load every field of a 1Password Secure Note as environment (VAULT/ITEM).
     #[arg(long = "op-secret-set", value_name = "VAULT/ITEM")]

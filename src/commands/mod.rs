@@ -8,6 +8,7 @@ mod hooks;
 mod hooks_admin;
 mod hooks_lifecycle;
 mod image;
+mod launch_input;
 mod plan;
 mod recover;
 mod run;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 
-use super::events;
+use super::{events, launch_input};
 use crate::cli::{GlobalArgs, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
 use crate::hooks::HookError;
@@ -26,7 +26,7 @@ use crate::plan::{
     self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, Origin, PlanFile, PlanMount, Redacted,
     RunSettings, STAGING_MOUNT,
 };
-use crate::{Error, fsutil, podman, prompt};
+use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
@@ -52,27 +52,12 @@ pub(super) fn load_config(global: &GlobalArgs, workdir: Option<PathBuf>) -> Resu
     Ok(config)
 }
 
-/// Resolve the launch options: terminal detection, canonical `--add-dir` paths, the environment
-/// from the host.
+/// Resolve the launch options: terminal detection, the user's mounts and the environment from
+/// the host (`launch_input`).
 pub(super) fn settings(args: &RunArgs, config: &Config, terminals: bool) -> Result<RunSettings, Error> {
-    let add_dirs = args
-        .add_dirs
-        .iter()
-        .map(|d| {
-            let c = d
-                .canonicalize()
-                .map_err(|e| Error::Usage(format!("--add-dir {}: {e}", d.display())))?;
-            if !c.is_dir() {
-                return Err(Error::Usage(format!(
-                    "--add-dir {}: not a directory",
-                    d.display()
-                )));
-            }
-            Ok(c)
-        })
-        .collect::<Result<_, _>>()?;
     secret_set_names(&args.op_secret_sets)?;
-    let host_env = host_env(args, config)?;
+    let host_env = launch_input::host_env(args, config)?;
+    let mounts = launch_input::user_mounts(args, config)?;
     let tty = match args.tty {
         TtyMode::Auto => terminals,
         TtyMode::True => true,
@@ -89,40 +74,11 @@ pub(super) fn settings(args: &RunArgs, config: &Config, terminals: bool) -> Resu
         image: args.image.clone(),
         env: host_env.cli,
         config_env: host_env.config,
-        add_dirs,
+        mounts,
         labels: args.labels.clone(),
         op_secret_sets: args.op_secret_sets.clone(),
         lockdown: args.lockdown,
     })
-}
-
-/// `--env`, `--env-file`, `[sandbox] env_passthrough` and `[agent.NAME] env`, resolved
-/// (plan::host_env); env files are read here, without following a final symlink.
-fn host_env(args: &RunArgs, config: &Config) -> Result<plan::host_env::HostEnv, Error> {
-    let files = args
-        .env_files
-        .iter()
-        .map(|p| {
-            fsutil::read_small_text_nofollow(p, plan::host_env::MAX_ENV_FILE_BYTES)
-                .map(|text| (p.display().to_string(), text))
-                .map_err(|e| Error::Usage(format!("--env-file {}: {e}", p.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let no_agent_env = Default::default();
-    let agent_env = config
-        .user
-        .agents
-        .get(&args.agent)
-        .map_or(&no_agent_env, |a| &a.env);
-    let lookup = |key: &str| std::env::var_os(key);
-    Ok(plan::host_env::resolve(&plan::host_env::HostEnvInput {
-        env_args: &args.env,
-        env_files: &files,
-        passthrough: &config.user.env_passthrough,
-        agent_env,
-        lookup: &lookup,
-    })
-    .map_err(plan::PlanError::from)?)
 }
 
 /// The invoking user's uid and gid.
@@ -254,7 +210,7 @@ pub(super) async fn prepare_hooks(
         interrupt: Interrupt::from_receiver(signals.receiver()),
         overrides: LaunchOverrides {
             cli_env,
-            cli_mounts: settings.add_dirs.clone(),
+            cli_mounts: settings.mounts.iter().map(|m| m.destination.clone()).collect(),
             fixed_destinations: vec![config.workdir.clone(), STAGING_MOUNT.into()],
         },
         lockdown: settings.lockdown,

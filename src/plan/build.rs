@@ -25,14 +25,28 @@ pub struct RunSettings {
     pub env: Vec<(String, Redacted<String>)>,
     /// `[sandbox] env_passthrough` and `[agent.NAME] env` values, resolved; hooks beat them.
     pub config_env: Vec<(String, Redacted<String>)>,
-    /// `--add-dir`, canonicalized.
-    pub add_dirs: Vec<PathBuf>,
+    /// The user's bind mounts (`--add-dir`, `[[mount]]`), sources already checked.
+    pub mounts: Vec<UserMount>,
     /// `--label KEY=VALUE`, as given.
     pub labels: Vec<String>,
     /// `--op-secret-set VAULT/ITEM`.
     pub op_secret_sets: Vec<String>,
     /// `--lockdown`.
     pub lockdown: bool,
+}
+
+/// A bind mount the user asked for: `--add-dir` (origin `Cli`) or a global-config `[[mount]]`
+/// (origin `Config`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserMount {
+    /// Canonical host path, checked like a hook mount source.
+    pub source: PathBuf,
+    /// Path inside the container.
+    pub destination: PathBuf,
+    /// Mounted read-only.
+    pub read_only: bool,
+    /// Where it came from.
+    pub origin: Origin,
 }
 
 /// Who owns this launch (recorded in labels so leftovers can be attributed).
@@ -241,14 +255,16 @@ fn build_mounts(
         origin,
     };
     let mut mounts = vec![bind(&input.config.workdir, Origin::Default, false)];
-    for dir in &input.run.add_dirs {
-        if !dir.is_absolute() {
-            return Err(PlanError::BadAddDir {
-                path: dir.display().to_string(),
-                rule: "must be absolute",
-            });
-        }
-        mounts.push(bind(dir, Origin::Cli, false));
+    for m in &input.run.mounts {
+        check_user_destination(m)?;
+        mounts.push(PlanMount {
+            destination: m.destination.clone(),
+            kind: MountKind::Bind {
+                source: m.source.clone(),
+            },
+            read_only: m.read_only,
+            origin: m.origin.clone(),
+        });
     }
     // Per-agent state volumes (kept across launches); not with --lockdown, which mounts no
     // agent configuration.
@@ -296,6 +312,47 @@ fn build_mounts(
         });
     }
     Ok(mounts)
+}
+
+/// Container paths a user mount may not equal, enter or contain: the kernel's file systems and
+/// `ags`'s staging mount. (Other plan mounts are caught by [`check_overlaps`].)
+const RESERVED_DESTINATIONS: &[&str] = &["/proc", "/sys", "/dev", STAGING_MOUNT];
+
+/// A user mount's destination: absolute, normalized, not `/` and clear of
+/// [`RESERVED_DESTINATIONS`].
+fn check_user_destination(m: &UserMount) -> Result<(), PlanError> {
+    let bad = |rule| PlanError::BadMount {
+        what: match m.origin {
+            Origin::Cli => format!("--add-dir {}", m.source.display()),
+            _ => format!("[[mount]] target {}", m.destination.display()),
+        },
+        rule,
+    };
+    let d = &m.destination;
+    let text = d.to_string_lossy();
+    if !d.is_absolute() {
+        return Err(bad("the container path must be absolute"));
+    }
+    if d == Path::new("/") {
+        return Err(bad("the container path must not be /"));
+    }
+    if text[1..]
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return Err(bad(
+            "the container path must be normalized (no //, ., .. or trailing /)",
+        ));
+    }
+    if RESERVED_DESTINATIONS
+        .iter()
+        .any(|r| d.starts_with(r) || Path::new(r).starts_with(d))
+    {
+        return Err(bad(
+            "the container path must stay clear of /proc, /sys, /dev and /run/ags; choose another target",
+        ));
+    }
+    Ok(())
 }
 
 /// Refuse equal or nested destinations among bind mounts (tmpfs system mounts are exempt).

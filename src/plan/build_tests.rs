@@ -184,17 +184,63 @@ fn unknown_agent_is_refused() {
     );
 }
 
+fn user_mount(source: &str, destination: &str, read_only: bool, origin: Origin) -> UserMount {
+    UserMount {
+        source: source.into(),
+        destination: destination.into(),
+        read_only,
+        origin,
+    }
+}
+
 #[test]
 fn nested_add_dir_is_an_overlap() {
     let mut run = shell(&[]);
-    run.add_dirs = vec!["/src/My Project/sub/inner".into()];
+    let inner = "/src/My Project/sub/inner";
+    run.mounts = vec![user_mount(inner, inner, false, Origin::Cli)];
     let err = plan_with(&run, &HookLayer::default(), true)
         .unwrap_err()
         .to_string();
     assert!(err.contains("overlap"), "{err}");
-    run.add_dirs = vec!["/data".into()];
+    run.mounts = vec![
+        user_mount("/data", "/data", false, Origin::Cli),
+        user_mount("/home/u/ref", "/opt/ref", true, Origin::Config),
+    ];
     let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
     assert_eq!(plan.mounts[1].origin, Origin::Cli);
+    let config = &plan.mounts[2];
+    assert_eq!(config.origin, Origin::Config);
+    assert!(config.read_only);
+    assert_eq!(config.destination, PathBuf::from("/opt/ref"));
+    assert_eq!(
+        config.kind,
+        MountKind::Bind {
+            source: "/home/u/ref".into()
+        }
+    );
+}
+
+#[test]
+fn user_mount_destinations_stay_clear_of_system_and_staging_paths() {
+    for dest in [
+        "/",
+        "/proc",
+        "/sys/x",
+        "/dev",
+        "/run",
+        "/run/ags",
+        "/run/ags/env",
+        "/a/../b",
+        "/a/./b",
+        "/a//b",
+        "rel",
+    ] {
+        let mut run = shell(&[]);
+        run.mounts = vec![user_mount("/data", dest, false, Origin::Config)];
+        let err = plan_with(&run, &HookLayer::default(), true).unwrap_err();
+        assert!(matches!(err, PlanError::BadMount { .. }), "{dest}: {err}");
+        assert!(err.to_string().starts_with("[[mount]] target"), "{dest}: {err}");
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod build;
 pub mod host_env;
 mod types;
 
-pub use build::{HookLayer, LaunchIdentity, PlanInput, RunSettings, build, container_name, slug};
+pub use build::{HookLayer, LaunchIdentity, PlanInput, RunSettings, UserMount, build, container_name, slug};
 pub use types::*;
 
 /// Errors of the plan stage.
@@ -33,7 +33,7 @@ pub enum PlanError {
         b: String,
         b_origin: String,
     },
-    /// An `--add-dir` path is unusable.
-    #[error("--add-dir {path}: {rule}")]
-    BadAddDir { path: String, rule: &'static str },
+    /// An `--add-dir` or `[[mount]]` is unusable.
+    #[error("{what}: {rule}")]
+    BadMount { what: String, rule: &'static str },
 }
