@@ -39,7 +39,8 @@ use std::process::{Command, Stdio};
 
 use ags::config::{LoadOptions, Paths, load_with};
 use ags::hooks::policy::{
-    DESTINATION_ROOTS, PROTECTED_HOME_ENTRIES, RESERVED_ENV_NAMES, RESERVED_ENV_PREFIXES,
+    ALLOWED_ENV_NAMES, DESTINATION_ROOTS, PROTECTED_HOME_ENTRIES, RESERVED_ENV_NAMES, RESERVED_ENV_PREFIXES,
+    RESERVED_ENV_PREFIXES_ANY_CASE, RESERVED_ENV_SUFFIXES_ANY_CASE,
 };
 use ags::hooks::protocol::HookContext;
 use ags::hooks::resolve::{HookOutput, LaunchOverrides, Origin, resolve};
@@ -353,9 +354,12 @@ fn doc_lists(md: &str) -> Vec<(String, Vec<String>)> {
 #[test]
 fn documented_lists_match_the_validator() {
     let lists = doc_lists(&read_doc());
-    let expected: [(&str, &[&str]); 4] = [
+    let expected: [(&str, &[&str]); 7] = [
         ("reserved-env-names", RESERVED_ENV_NAMES),
         ("reserved-env-prefixes", RESERVED_ENV_PREFIXES),
+        ("reserved-env-prefixes-any-case", RESERVED_ENV_PREFIXES_ANY_CASE),
+        ("reserved-env-suffixes-any-case", RESERVED_ENV_SUFFIXES_ANY_CASE),
+        ("allowed-env-names", ALLOWED_ENV_NAMES),
         ("destination-roots", DESTINATION_ROOTS),
         ("protected-home-entries", PROTECTED_HOME_ENTRIES),
     ];

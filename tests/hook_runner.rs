@@ -167,7 +167,7 @@ async fn reports_signal_death_and_garbage_error_bodies_distinctly() {
     assert!(matches!(cause, HookFailure::NonZeroExit { code: 4, .. }));
     assert!(
         err.to_string().starts_with(
-            "prepare hook junk failed: exited with code 4 (stdout is not an {\"error\": \"...\"} object: "
+            "prepare hook junk failed: exited with code 4 (stdout is not valid JSON (invalid JSON: "
         ),
         "{err}"
     );

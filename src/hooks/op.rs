@@ -246,6 +246,16 @@ impl OpCli {
                 reference: r.as_str().to_owned(),
                 problem,
             })?;
+            if keys
+                .iter()
+                .any(|k| k.len() + 1 + value.len() > super::policy::MAX_ENV_ENTRY_BYTES)
+            {
+                return Err(OpError::UnusableValue {
+                    keys: keys.clone(),
+                    reference: r.as_str().to_owned(),
+                    problem: "is too long: KEY=VALUE may have at most 131071 bytes (the Linux limit of one environment entry)",
+                });
+            }
             for key in keys {
                 secrets.insert(key.clone(), Secret::new(value.to_owned()));
             }

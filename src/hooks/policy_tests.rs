@@ -40,6 +40,70 @@ fn env_keys() {
 }
 
 #[test]
+fn code_running_git_proxy_and_endpoint_keys_are_reserved() {
+    for name in [
+        "GIT_SSH_COMMAND",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_KEY_0",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_EXEC_PATH",
+        "GIT_ASKPASS",
+        "GIT_SSH",
+        "GIT_PAGER",
+        "GIT_EDITOR",
+        "GIT_PROXY_COMMAND",
+        "PROMPT_COMMAND",
+        "GCONV_PATH",
+        "GLIBC_TUNABLES",
+        "JAVA_TOOL_OPTIONS",
+        "NODE_OPTIONS",
+        "npm_config_script_shell",
+        "NPM_CONFIG_NODE_OPTIONS",
+        "Npm_Config_x",
+        "HTTP_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "no_proxy",
+        "FTP_PROXY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_BASE_URL",
+        "GOOGLE_GEMINI_BASE_URL",
+    ] {
+        assert!(EnvKey::try_from(name).is_err(), "{name} must be reserved");
+    }
+    for name in [
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GITHUB_TOKEN",
+        "SERVICE_URL",
+        "PROXYCHAINS",
+        "NPM_TOKEN",
+    ] {
+        assert!(EnvKey::try_from(name).is_ok(), "{name} must be allowed");
+    }
+    assert_eq!(
+        EnvKey::try_from("https_proxy").unwrap_err().to_string(),
+        "names ending in `_PROXY` (in any letter case) are reserved for AGS's network egress control; \
+         hooks cannot route the agent's traffic, choose another name"
+    );
+    assert_eq!(
+        EnvKey::try_from("npm_config_script_shell").unwrap_err(),
+        EnvKeyError::ReservedPrefixAnyCase {
+            prefix: "NPM_CONFIG_"
+        }
+    );
+    assert_eq!(
+        EnvKey::try_from("GIT_SSH_COMMAND").unwrap_err(),
+        EnvKeyError::ReservedPrefix { prefix: "GIT_" }
+    );
+}
+
+#[test]
 fn env_literals() {
     assert!(EnvLiteral::try_from("").is_ok());
     assert!(EnvLiteral::try_from("a b\tc ünï").is_ok());

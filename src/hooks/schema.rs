@@ -11,7 +11,8 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::{Schema, json_schema};
 
 use super::policy::{
-    CONTAINER_HOME, MAX_PATH_BYTES, PROTECTED_HOME_ENTRIES, RESERVED_ENV_NAMES, RESERVED_ENV_PREFIXES,
+    ALLOWED_ENV_NAMES, CONTAINER_HOME, MAX_PATH_BYTES, PROTECTED_HOME_ENTRIES, RESERVED_ENV_NAMES,
+    RESERVED_ENV_PREFIXES, RESERVED_ENV_PREFIXES_ANY_CASE, RESERVED_ENV_SUFFIXES_ANY_CASE,
     RESERVED_TMP_PREFIX,
 };
 use super::protocol::{EnvValueWire, HookContext, PrepareResponse};
@@ -79,16 +80,35 @@ pub(crate) fn absolute_path_schema(_: &mut SchemaGenerator) -> Schema {
 }
 
 pub(crate) fn env_map_schema(generator: &mut SchemaGenerator) -> Schema {
-    let prefixes: Vec<String> = RESERVED_ENV_PREFIXES.iter().map(|p| regex_escape(p)).collect();
-    let reserved_prefix = format!("^({})", prefixes.join("|"));
+    let alternatives = |items: &[&str], f: fn(&str) -> String| -> String {
+        items.iter().map(|p| f(p)).collect::<Vec<_>>().join("|")
+    };
+    let reserved_prefix = format!("^({})", alternatives(RESERVED_ENV_PREFIXES, regex_escape));
+    let any_case_prefix = format!("^({})", alternatives(RESERVED_ENV_PREFIXES_ANY_CASE, any_case));
+    let any_case_suffix = format!("({})$", alternatives(RESERVED_ENV_SUFFIXES_ANY_CASE, any_case));
     json_schema!({
         "type": "object",
         "propertyNames": {
             "pattern": ENV_KEY_PATTERN,
-            "not": { "anyOf": [ { "enum": RESERVED_ENV_NAMES }, { "pattern": reserved_prefix } ] }
+            "not": { "anyOf": [
+                { "enum": RESERVED_ENV_NAMES },
+                { "pattern": any_case_prefix },
+                { "pattern": any_case_suffix },
+                { "pattern": reserved_prefix, "not": { "enum": ALLOWED_ENV_NAMES } }
+            ] }
         },
         "additionalProperties": generator.subschema_for::<EnvValueWire>()
     })
+}
+
+/// A regex matching `s` in any letter case (JSON Schema regexes have no case-insensitive flag).
+fn any_case(s: &str) -> String {
+    s.chars()
+        .map(|c| match (c.to_ascii_lowercase(), c.to_ascii_uppercase()) {
+            (l, u) if l != u => format!("[{u}{l}]"),
+            _ => regex_escape(&c.to_string()),
+        })
+        .collect()
 }
 
 pub(crate) fn env_literal_schema(_: &mut SchemaGenerator) -> Schema {

@@ -21,7 +21,7 @@ use std::fmt;
 use super::json_de;
 use super::policy::{
     Destination, DestinationError, EnvKey, EnvKeyError, EnvLiteral, EnvLiteralError, HostSource,
-    HostSourceError, OpRef, OpRefError, component_cmp, display_escaped, find_nesting,
+    HostSourceError, MAX_ENV_ENTRY_BYTES, OpRef, OpRefError, component_cmp, display_escaped, find_nesting,
 };
 use super::protocol::{EnvValueWire, FileWire, MountMode, MountWire, PROTOCOL_VERSION, PrepareResponse};
 use super::strict_json::{JsonError, JsonErrorKind, JsonPath, MAX_DOCUMENT_BYTES};
@@ -116,6 +116,20 @@ pub enum Rule {
     /// Bad op reference.
     #[error(transparent)]
     OpRef(#[from] OpRefError),
+    /// `KEY=VALUE` is longer than Linux accepts for one environment string.
+    #[error(
+        "`{key}=VALUE` is {size} bytes, over the {limit}-byte limit of one environment entry \
+         (Linux refuses to start a program with a longer one; value not shown); deliver large \
+         data as a generated file"
+    )]
+    EnvTooLarge {
+        /// The key.
+        key: String,
+        /// Bytes of `KEY=VALUE`.
+        size: usize,
+        /// [`MAX_ENV_ENTRY_BYTES`].
+        limit: usize,
+    },
     /// Bad destination.
     #[error(transparent)]
     Destination(#[from] DestinationError),
@@ -215,6 +229,14 @@ fn env_path(key: &str) -> JsonPath {
 fn env_entry(key: String, value: EnvValueWire) -> Result<(EnvKey, EnvValue), ResponseError> {
     let key = EnvKey::try_new(key).map_err(|(e, key)| fail(env_path(&key), e))?;
     let value = match value {
+        EnvValueWire::Literal(s) if key.as_str().len() + 1 + s.len() > MAX_ENV_ENTRY_BYTES => {
+            let rule = Rule::EnvTooLarge {
+                key: key.to_string(),
+                size: key.as_str().len() + 1 + s.len(),
+                limit: MAX_ENV_ENTRY_BYTES,
+            };
+            return Err(fail(env_path(key.as_str()), rule));
+        }
         EnvValueWire::Literal(s) => EnvLiteral::try_from(s)
             .map(EnvValue::Literal)
             .map_err(|e| fail(env_path(key.as_str()), e))?,

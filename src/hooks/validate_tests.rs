@@ -223,3 +223,18 @@ fn debug_output_redacts_values() {
     assert!(!debug.contains("SENTINEL"), "{debug}");
     assert!(debug.contains("EnvLiteral(<redacted, 15 bytes>)"), "{debug}");
 }
+
+#[test]
+fn env_entries_longer_than_linux_accepts_are_refused_naming_the_key() {
+    let fits = "v".repeat(MAX_ENV_ENTRY_BYTES - "BIG=".len());
+    let doc = |v: &str| format!(r#"{{"version": 1, "env": {{"BIG": "{v}"}}}}"#);
+    assert!(parse_response(doc(&fits).as_bytes()).is_ok());
+    let over = format!("{fits}S");
+    let err = error_of(doc(&over).as_bytes());
+    assert_eq!(
+        err,
+        "$.env.BIG: `BIG=VALUE` is 131072 bytes, over the 131071-byte limit of one environment entry \
+         (Linux refuses to start a program with a longer one; value not shown); deliver large data \
+         as a generated file"
+    );
+}

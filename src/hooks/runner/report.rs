@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::output::escape_controls;
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::exec_copy::ExecCopyError;
+use crate::hooks::strict_json::{self, Node};
 use crate::hooks::trust::TrustError;
 
 /// How one hook execution ended (the run log's `outcome`).
@@ -240,26 +241,87 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 /// `: <message>` from a non-zero exit's `{"error": "..."}` stdout (escaped, at most 1000
-/// characters), or a note that stdout held no such object.
+/// characters), or a note that stdout held no such object. Anything else a failing hook printed
+/// is described only by its JSON type (or the strict parser's content-free error), never quoted:
+/// it may be a secret the hook was about to deliver.
 pub(super) fn error_detail(stdout: &[u8]) -> String {
-    #[derive(Deserialize)]
-    struct ErrorBody {
-        error: String,
-    }
     const MAX_CHARS: usize = 1000;
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return String::new();
     }
-    match serde_json::from_slice::<ErrorBody>(stdout) {
-        Ok(body) => {
-            let mut msg: String = body.error.chars().take(MAX_CHARS).collect();
-            if body.error.chars().count() > MAX_CHARS {
-                msg.push('…');
+    let found = match strict_json::parse(stdout) {
+        Ok(Node::Object(members)) => match members.iter().find(|(k, _)| k == "error") {
+            Some((_, Node::Str(error))) => {
+                let mut msg: String = error.chars().take(MAX_CHARS).collect();
+                if error.chars().count() > MAX_CHARS {
+                    msg.push('…');
+                }
+                let mut out = String::from(": ");
+                let _ = write!(out, "{}", escape_controls(&msg).replace('\n', "\\n"));
+                return out;
             }
-            let mut out = String::from(": ");
-            let _ = write!(out, "{}", escape_controls(&msg).replace('\n', "\\n"));
-            out
+            Some((_, other)) => format!("an object whose `error` is {}", json_type(other)),
+            None => "an object without an `error` member".into(),
+        },
+        Ok(other) => json_type(&other).into(),
+        Err(e) => format!("not valid JSON ({})", e.kind),
+    };
+    format!(" (stdout is {found}, not an {{\"error\": \"...\"}} object; its content is not shown)")
+}
+
+/// The JSON type of `node`, with its article (`a string`, `an array`, …).
+fn json_type(node: &Node<'_>) -> &'static str {
+    match node {
+        Node::Null => "null",
+        Node::Bool(_) => "a boolean",
+        Node::UInt(_) | Node::Int(_) | Node::Float(_) => "a number",
+        Node::Str(_) => "a string",
+        Node::Array(_) => "an array",
+        Node::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_detail;
+
+    #[test]
+    fn failing_stdout_is_described_by_type_never_quoted() {
+        let secret = "SECRET-7f3a";
+        let cases = [
+            (format!("\"{secret}\""), "a string"),
+            (format!("[\"{secret}\"]"), "an array"),
+            ("4242424242".to_string(), "a number"),
+            (
+                format!("{{\"token\": \"{secret}\"}}"),
+                "an object without an `error` member",
+            ),
+            (
+                format!("{{\"error\": [\"{secret}\"]}}"),
+                "an object whose `error` is an array",
+            ),
+            (
+                "{\"error\": 4242424242}".to_string(),
+                "an object whose `error` is a number",
+            ),
+            (
+                format!("{secret}\n"),
+                "not valid JSON (invalid JSON: expected value at line 1 column 1",
+            ),
+            (
+                format!("{{\"error\": \"x\", \"error\": \"{secret}\"}}"),
+                "not valid JSON (duplicate object key",
+            ),
+        ];
+        for (stdout, expected) in cases {
+            let detail = error_detail(stdout.as_bytes());
+            assert!(detail.contains(expected), "{stdout}: {detail}");
+            assert!(
+                !detail.contains(secret) && !detail.contains("4242"),
+                "{stdout}: {detail}"
+            );
         }
-        Err(e) => format!(" (stdout is not an {{\"error\": \"...\"}} object: {e})"),
+        assert_eq!(error_detail(b"{\"error\": \"no \\u001b db\"}"), ": no \\u{1b} db");
+        assert_eq!(error_detail(b" \n"), "");
     }
 }

@@ -1,0 +1,91 @@
+//! Smaller containment holes of issue 10 (item 11), each performed as an attack in a real launch
+//! in every mode: reserved environment keys a hook might use to run code or redirect traffic,
+//! an environment entry longer than Linux accepts, and a failing hook's stdout that must never be
+//! quoted. Each refusal happens before anything is created in Podman.
+
+mod common;
+
+use serde_json::json;
+
+use common::launch::{approve_hooks, assert_clean, respond_hook, run_agent, stderr};
+use common::{each_mode, show};
+
+#[test]
+fn hook_env_keys_that_run_code_or_redirect_traffic_are_refused() {
+    each_mode(|env| {
+        let marker = env.root().join("pwned");
+        for key in [
+            "GIT_SSH_COMMAND",
+            "GIT_CONFIG_COUNT",
+            "https_proxy",
+            "npm_config_script_shell",
+            "ANTHROPIC_BASE_URL",
+            "PROMPT_COMMAND",
+        ] {
+            let response = json!({"version": 1, "env": {key: format!("touch {}", marker.display())}});
+            env.write_global_config(&respond_hook(env, "k", &response, None));
+            approve_hooks(env);
+            let out = run_agent(env, &[], &["sh", "-c", "git status; true"]);
+            assert_eq!(out.status.code(), Some(125), "{key}: {}", show(&out));
+            let err = stderr(&out);
+            assert!(
+                err.contains(&format!("$.env.{key}")) && err.contains("reserved"),
+                "{key}: {err}"
+            );
+            assert!(!marker.exists(), "{key}");
+            assert_clean(env);
+        }
+        let allowed = json!({"version": 1, "env": {"GIT_AUTHOR_NAME": "Hook Author"}});
+        env.write_global_config(&respond_hook(env, "a", &allowed, None));
+        approve_hooks(env);
+        let out = run_agent(env, &[], &["sh", "-c", "echo \"$GIT_AUTHOR_NAME\""]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_eq!(common::launch::stdout(&out), "Hook Author\n");
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn an_env_entry_longer_than_linux_accepts_is_refused_before_the_launch() {
+    each_mode(|env| {
+        let response = json!({"version": 1, "env": {"BIG": "x".repeat(200 * 1024)}});
+        env.write_global_config(&respond_hook(env, "big", &response, None));
+        approve_hooks(env);
+        let out = run_agent(env, &[], &["true"]);
+        // The old code accepted it; the agent then failed to start (exit 126).
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("$.env.BIG: `BIG=VALUE` is 204804 bytes, over the 131071-byte limit"),
+            "{err}"
+        );
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn a_failing_hooks_stdout_is_described_never_quoted() {
+    each_mode(|env| {
+        let secret = format!("SECRET-{}", env.id());
+        let hook = env.write_file(
+            "hooks/leaky",
+            "#!/bin/sh\ncat >/dev/null\nprintf '%s' \"$1\"\nexit 3\n",
+            0o755,
+        );
+        for (stdout, kind) in [
+            (format!("\"{secret}\""), "stdout is a string"),
+            (format!("[\"{secret}\"]"), "stdout is an array"),
+            (secret.clone(), "stdout is not valid JSON"),
+        ] {
+            let decl = common::launch::decl("leaky", &hook, &[&stdout], "");
+            env.write_global_config(&decl);
+            approve_hooks(env);
+            let out = run_agent(env, &[], &["true"]);
+            assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+            let err = stderr(&out);
+            assert!(err.contains("exited with code 3") && err.contains(kind), "{err}");
+            assert!(!err.contains(&secret), "the hook's stdout was quoted: {err}");
+            assert_clean(env);
+        }
+    });
+}
