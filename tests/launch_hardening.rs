@@ -1,13 +1,19 @@
 //! Smaller containment holes of issue 10 (item 11), each performed as an attack in a real launch
 //! in every mode: reserved environment keys a hook might use to run code or redirect traffic,
-//! an environment entry longer than Linux accepts, and a failing hook's stdout that must never be
-//! quoted. Each refusal happens before anything is created in Podman.
+//! an environment entry longer than Linux accepts, a failing hook's stdout that must never be
+//! quoted, config and trust files other users can write, an untrusted overlay whose parse error
+//! would replay terminal escapes, and a `.git` made in a subdirectory that hides the trusted
+//! overlay. Each refusal happens before anything is created in Podman.
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
+
 use serde_json::json;
 
-use common::launch::{approve_hooks, assert_clean, respond_hook, run_agent, stderr};
+use common::launch::{
+    approve_hooks, assert_clean, respond_hook, run_agent, stderr, trust_overlay, write_overlay,
+};
 use common::{each_mode, show};
 
 #[test]
@@ -87,5 +93,82 @@ fn a_failing_hooks_stdout_is_described_never_quoted() {
             assert!(!err.contains(&secret), "the hook's stdout was quoted: {err}");
             assert_clean(env);
         }
+    });
+}
+
+#[test]
+fn config_and_trust_files_other_users_can_write_are_refused() {
+    each_mode(|env| {
+        let global = env.write_global_config("[sandbox]\npids_limit = 100\n");
+        for (path, mode) in [
+            (global.clone(), 0o666),
+            (global.parent().unwrap().to_path_buf(), 0o777),
+        ] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let out = run_agent(env, &[], &["true"]);
+            assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+            let expected = format!(
+                "has mode {mode:04o}: other users can change it, so ags does not use it; run `chmod go-w {}`",
+                path.display()
+            );
+            assert!(stderr(&out).contains(&expected), "{}", show(&out));
+            assert_clean(env);
+            let private = if mode == 0o666 { 0o600 } else { 0o755 };
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(private)).unwrap();
+        }
+        write_overlay(env, "[sandbox]\n");
+        let trust = common::launch::paths(env).overlay_trust_file();
+        trust_overlay(env);
+        std::fs::set_permissions(&trust, std::fs::Permissions::from_mode(0o622)).unwrap();
+        let out = run_agent(env, &[], &["true"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            stderr(&out).contains(&format!("overlay trust file {} has mode 0622", trust.display())),
+            "{}",
+            show(&out)
+        );
+        std::fs::set_permissions(&trust, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let out = run_agent(env, &[], &["true"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn an_untrusted_overlays_parse_error_cannot_drive_the_terminal() {
+    each_mode(|env| {
+        let line = format!("x = \"\x1b]0;owned\x07\x1b[2J{}\n", "A".repeat(300_000));
+        write_overlay(env, &line);
+        let out = run_agent(env, &[], &["true"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = stderr(&out);
+        assert!(
+            !err.contains('\x1b') && !err.contains('\x07'),
+            "raw escapes: {err:?}"
+        );
+        assert!(err.contains("\\u{1b}]0;owned"), "{err}");
+        assert!(err.len() < 4000, "{} bytes of stderr", err.len());
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn a_git_dir_made_in_a_subdirectory_does_not_silently_drop_the_trusted_overlay() {
+    each_mode(|env| {
+        write_overlay(env, "[sandbox]\n");
+        trust_overlay(env);
+        env.mkdir("work/sub/.git", 0o755);
+        let sub = env.work_dir().join("sub");
+        let out = run_agent(env, &["--workdir", &sub.to_string_lossy()], &["true"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let work = env.work_dir().canonicalize().unwrap();
+        let expected = format!(
+            "not using the project overlay {}/.ags/config.toml of the trusted repository {}: {} has its own .git",
+            work.display(),
+            work.display(),
+            work.join("sub").display()
+        );
+        assert!(stderr(&out).contains(&expected), "{}", show(&out));
+        assert_clean(env);
     });
 }

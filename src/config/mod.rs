@@ -9,6 +9,7 @@ mod decls;
 mod file;
 mod overlay;
 mod paths;
+mod safety;
 mod user;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 pub use decls::{HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL};
 pub use file::{ConfigFile, HookDeclFile, SandboxFile};
 pub use paths::Paths;
+pub use safety::{MAX_CONFIG_BYTES, check_not_writable_by_others};
 pub use user::{AgentSettings, ConfigMount, GitSettings, UserSettings, env_name_syntax};
 
 /// The built-in image name (built by `ags image build`).
@@ -55,6 +57,14 @@ pub enum ConfigError {
         events: String,
         root: PathBuf,
         trust_file: PathBuf,
+    },
+    #[error("config {}: larger than {limit} bytes; ags does not read it (a config file is never that large)", path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
+    #[error("{what} {} has mode {mode:04o}: other users can change it, so ags does not use it; run `chmod go-w {}`", path.display(), path.display())]
+    WritableByOthers {
+        what: &'static str,
+        path: PathBuf,
+        mode: u32,
     },
     #[error("overlay trust file {}: {message}", path.display())]
     TrustFile { path: PathBuf, message: String },
@@ -136,15 +146,18 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         None => (paths.global_config(), false),
     };
     let primary_is_overlay = same_file(&primary_path, &overlay_path);
+    check_not_writable_by_others(&primary_path, "config file")?;
     let primary = read_config(&primary_path, explicit)?;
 
     let mut warnings = Vec::new();
+    warnings.extend(safety::nested_repo_note(&paths, &project, opts.no_repo_config));
     let mut overlay = None;
     if !opts.no_repo_config && !primary_is_overlay && overlay_path.is_file() {
         let file = parse_file(&overlay_path)?;
         let decision = overlay::decide(&paths, &project, &overlay_path, &file, opts.ask_overlay_trust)?;
         match decision {
             overlay::Decision::Load => {
+                check_not_writable_by_others(&overlay_path, "project config overlay")?;
                 file::check_overlay_fields(&file).map_err(|key| ConfigError::OverlayField {
                     path: overlay_path.clone(),
                     key,
@@ -258,13 +271,10 @@ fn read_config(path: &Path, must_exist: bool) -> Result<Option<ConfigFile>> {
 
 /// Parse one config file strictly (unknown keys are errors naming the key).
 pub fn parse_file(path: &Path) -> Result<ConfigFile> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-        path: path.into(),
-        source: e,
-    })?;
+    let text = safety::read_bounded(path)?;
     toml::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.into(),
-        message: e.to_string().trim_end().replace('\n', "\n  "),
+        message: safety::parse_message(&e),
     })
 }
 

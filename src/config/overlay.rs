@@ -84,6 +84,7 @@ fn declared_events(file: &ConfigFile) -> String {
 
 /// Whether `root` is listed in the trust file. A missing file trusts nothing.
 pub fn is_trusted(trust_file: &Path, root: &Path) -> Result<bool> {
+    super::check_not_writable_by_others(trust_file, "overlay trust file")?;
     let text = match std::fs::read_to_string(trust_file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),

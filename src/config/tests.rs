@@ -330,3 +330,119 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
         );
     }
 }
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn config_and_trust_files_writable_by_others_are_refused() {
+    let e = env();
+    let global = e.paths.global_config();
+    write(&global, "[sandbox]\nimage = \"x\"\n");
+    chmod(global.parent().unwrap(), 0o700);
+    chmod(&global, 0o666);
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "config file {0} has mode 0666: other users can change it, so ags does not use it; run `chmod go-w {0}`",
+            global.display()
+        )
+    );
+    chmod(&global, 0o600);
+    chmod(global.parent().unwrap(), 0o777);
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("has mode 0777") && err.contains("chmod go-w"),
+        "{err}"
+    );
+    chmod(global.parent().unwrap(), 0o700);
+    assert!(load_with(e.paths.clone(), &opts(&e.project)).is_ok());
+
+    let trust = e.paths.overlay_trust_file();
+    write(&e.project.join(".ags/config.toml"), "");
+    write(&trust, &format!("{}\n", e.project.display()));
+    chmod(&trust, 0o646);
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("overlay trust file {} has mode 0646", trust.display())),
+        "{err}"
+    );
+    chmod(&trust, 0o600);
+    let overlay = e.project.join(".ags/config.toml");
+    chmod(&overlay, 0o622);
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("project config overlay"), "{err}");
+    chmod(&overlay, 0o644);
+    assert!(
+        load_with(e.paths.clone(), &opts(&e.project))
+            .unwrap()
+            .overlay
+            .is_some()
+    );
+}
+
+#[test]
+fn an_overlay_parse_error_is_escaped_and_capped() {
+    let e = env();
+    let long = "A".repeat(500_000);
+    write(
+        &e.project.join(".ags/config.toml"),
+        &format!("x = \"\x1b]0;owned\x07\x1b[2J{long}\n"),
+    );
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    assert!(err.contains("\\u{1b}]0;owned\\u{7}"), "{err}");
+    assert!(err.len() < 4000, "{} bytes", err.len());
+
+    let huge = "#".repeat(MAX_CONFIG_BYTES as usize + 1);
+    write(&e.project.join(".ags/config.toml"), &huge);
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("larger than 1048576 bytes"), "{err}");
+}
+
+#[test]
+fn a_nested_git_that_hides_a_trusted_overlay_is_reported() {
+    let e = env();
+    write(&e.project.join(".ags/config.toml"), "");
+    write(
+        &e.paths.overlay_trust_file(),
+        &format!("{}\n", e.project.display()),
+    );
+    let sub = e.project.join("sub");
+    assert!(
+        load_with(e.paths.clone(), &opts(&sub))
+            .unwrap()
+            .warnings
+            .is_empty()
+    );
+    fs::create_dir(sub.join(".git")).unwrap();
+    let cfg = load_with(e.paths.clone(), &opts(&sub)).unwrap();
+    assert_eq!(cfg.project, sub);
+    assert!(cfg.overlay.is_none());
+    assert_eq!(cfg.warnings.len(), 1, "{:?}", cfg.warnings);
+    let note = &cfg.warnings[0];
+    assert!(
+        note.starts_with(&format!(
+            "not using the project overlay {}/.ags/config.toml of the trusted repository {}: {} has its own .git",
+            e.project.display(),
+            e.project.display(),
+            sub.display()
+        )),
+        "{note}"
+    );
+}
