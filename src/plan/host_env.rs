@@ -179,6 +179,16 @@ fn check_name(origin: &str, key: &str) -> Result<(), HostEnvError> {
 }
 
 fn check_value(origin: &str, key: &str, value: &str) -> Result<(), HostEnvError> {
+    if key.len() + 1 + value.len() > crate::hooks::policy::MAX_ENV_ENTRY_BYTES {
+        return Err(HostEnvError::BadValue {
+            origin: origin.into(),
+            key: key.into(),
+            rule: format!(
+                "is too long: KEY=VALUE may have at most {} bytes (the Linux limit of one environment entry)",
+                crate::hooks::policy::MAX_ENV_ENTRY_BYTES
+            ),
+        });
+    }
     EnvLiteral::try_from(value)
         .map(drop)
         .map_err(|e| HostEnvError::BadValue {

@@ -149,3 +149,14 @@ fn unset_unusable_and_malformed_values() {
     let err = resolve(&input(&strings(&["=v"]), &[], &[], &none)).unwrap_err();
     assert!(matches!(err, HostEnvError::BadArg { .. }), "{err}");
 }
+
+#[test]
+fn values_longer_than_one_environment_entry_may_hold_are_refused() {
+    let fits = "x".repeat(crate::hooks::policy::MAX_ENV_ENTRY_BYTES - 2);
+    assert!(check_value("--env", "K", &fits).is_ok());
+    let err = check_value("--env", "K", &format!("{fits}y"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("KEY=VALUE may have at most 131071 bytes"), "{err}");
+    assert!(!err.contains("xxxx"), "{err}");
+}
