@@ -3,6 +3,7 @@
 //! Exit codes follow `podman run`: 125 when `ags` itself fails, 126 when the agent command
 //! cannot be invoked, 127 when it cannot be found, otherwise the agent's own exit code.
 
+use crate::hooks::approve::ApprovalError;
 use crate::hooks::runner::RunError;
 use crate::{
     config::ConfigError, hooks::HookError, launch::LaunchError, plan::PlanError, podman::PodmanError,
@@ -54,6 +55,9 @@ impl Error {
             Error::Launch(e) => e.exit_code(),
             Error::Hooks(HookError::Run(RunError::Interrupted { signal, .. })) => {
                 crate::launch::signals::exit_code_for(*signal)
+            }
+            Error::Hooks(HookError::Approval(ApprovalError::Interrupted { .. })) => {
+                crate::launch::signals::exit_code_for(libc::SIGINT)
             }
             _ => EXIT_AGS_FAILURE,
         }

@@ -1,8 +1,22 @@
 //! Questions asked on the controlling terminal (`/dev/tty`), never on stdin/stdout, so a piped
-//! launch cannot answer a trust prompt by accident. Used by overlay trust and hook approval.
+//! launch cannot answer a trust prompt by accident. Used by overlay trust, hook approval and
+//! `ags setup`.
+//!
+//! While a question is open the terminal's signal characters are turned off and Ctrl-C (and
+//! Ctrl-\) end the line instead: the answer is then [`PromptError::Interrupted`], never a yes.
+//! This does not depend on signal handling, which a launch has already taken over (its handler
+//! only records the signal, and a blocking read on the terminal would resume after it).
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
+
+use rustix::termios::{LocalModes, OptionalActions, SpecialCodeIndex, Termios, tcgetattr, tcsetattr};
+
+/// The interrupt character (Ctrl-C).
+const INTR: u8 = 0x03;
+/// The quit character (Ctrl-\).
+const QUIT: u8 = 0x1c;
 
 /// Why no answer could be obtained.
 #[derive(Debug, thiserror::Error)]
@@ -10,12 +24,16 @@ pub enum PromptError {
     /// There is no controlling terminal (CI, setsid, cron…).
     #[error("no controlling terminal to ask on")]
     NoTerminal,
+    /// The user pressed Ctrl-C (or Ctrl-\) at the prompt.
+    #[error("interrupted at the prompt (Ctrl-C)")]
+    Interrupted,
     /// Reading or writing the terminal failed.
     #[error("terminal I/O failed: {0}")]
     Io(#[from] std::io::Error),
 }
 
 /// Show `text` on the controlling terminal and ask a yes/no question; only `y`/`yes` is yes.
+/// Ctrl-C or Ctrl-\ at the prompt is [`PromptError::Interrupted`].
 pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
     let tty = OpenOptions::new()
         .read(true)
@@ -23,15 +41,55 @@ pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
         .open("/dev/tty")
         .map_err(|_| PromptError::NoTerminal)?;
     let mut out = tty.try_clone()?;
+    let guard = InterruptAsLineEnd::enter(&tty);
     write!(out, "{text}{question} [y/N] ")?;
     out.flush()?;
-    let mut line = String::new();
-    BufReader::new(tty).read_line(&mut line)?;
-    let answer = line.trim().to_ascii_lowercase();
+    let mut line = Vec::new();
+    BufReader::new(&tty).read_until(b'\n', &mut line)?;
+    drop(guard);
+    if line.iter().any(|b| [INTR, QUIT].contains(b)) {
+        let _ = writeln!(out);
+        return Err(PromptError::Interrupted);
+    }
+    let answer = String::from_utf8_lossy(&line).trim().to_ascii_lowercase();
     Ok(answer == "y" || answer == "yes")
 }
 
 /// Whether a controlling terminal exists (without asking anything).
 pub fn has_terminal() -> bool {
     OpenOptions::new().read(true).write(true).open("/dev/tty").is_ok()
+}
+
+/// Turns off the terminal's signal characters and makes Ctrl-C and Ctrl-\ additional line ends
+/// (canonical line editing stays on), so they reach the prompt as bytes. Restores the saved
+/// settings when dropped, on every exit path.
+struct InterruptAsLineEnd<'a> {
+    tty: &'a File,
+    saved: Option<Termios>,
+}
+
+impl<'a> InterruptAsLineEnd<'a> {
+    /// Best effort: a terminal whose settings cannot be changed keeps its own behaviour.
+    fn enter(tty: &'a File) -> Self {
+        let saved = tcgetattr(tty.as_fd()).ok();
+        if let Some(saved) = &saved {
+            let mut t = saved.clone();
+            t.local_modes.remove(LocalModes::ISIG);
+            t.local_modes.insert(LocalModes::ICANON | LocalModes::IEXTEN);
+            t.special_codes[SpecialCodeIndex::VEOL] = INTR;
+            t.special_codes[SpecialCodeIndex::VEOL2] = QUIT;
+            if tcsetattr(tty.as_fd(), OptionalActions::Now, &t).is_err() {
+                return Self { tty, saved: None };
+            }
+        }
+        Self { tty, saved }
+    }
+}
+
+impl Drop for InterruptAsLineEnd<'_> {
+    fn drop(&mut self) {
+        if let Some(saved) = self.saved.take() {
+            let _ = tcsetattr(self.tty.as_fd(), OptionalActions::Now, &saved);
+        }
+    }
 }

@@ -37,6 +37,16 @@ pub enum ApprovalError {
         /// The refused hash.
         hash: String,
     },
+    /// The user pressed Ctrl-C at the prompt: the launch stops and nothing is approved.
+    #[error(
+        "{event} hook {name}: interrupted at the approval prompt; nothing was approved and nothing was run"
+    )]
+    Interrupted {
+        /// The hook's event.
+        event: HookEvent,
+        /// Hook name.
+        name: String,
+    },
     /// Asking on the terminal failed.
     #[error("{event} hook {name}: cannot ask for approval: {source}")]
     Prompt {
@@ -129,10 +139,16 @@ fn ask(store: &TrustStore, hook: &PreparedHook) -> Result<(), ApprovalError> {
     let name = &hook.decl.name;
     let event = hook.decl.event;
     let question = format!("Approve {event} hook {name}?");
-    let yes = prompt::confirm(&prompt_text(hook), &question).map_err(|source| ApprovalError::Prompt {
-        event,
-        name: name.clone(),
-        source,
+    let yes = prompt::confirm(&prompt_text(hook), &question).map_err(|source| match source {
+        PromptError::Interrupted => ApprovalError::Interrupted {
+            event,
+            name: name.clone(),
+        },
+        source => ApprovalError::Prompt {
+            event,
+            name: name.clone(),
+            source,
+        },
     })?;
     if !yes {
         return Err(ApprovalError::Denied {

@@ -1,0 +1,60 @@
+//! The approval prompt on a real terminal (a pty): Ctrl-C aborts with nothing approved, and a
+//! re-approval says what changed since the old approval. No Podman is needed: `ags plan` stops
+//! before it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::launch::decl;
+use common::{TestEnv, show};
+
+const PROMPT: &str = "[y/N]";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A hook that creates `marker` when it runs and answers `{"version":1}`.
+fn marking_hook(env: &TestEnv, name: &str, marker: &Path) -> PathBuf {
+    env.write_file(
+        format!("hooks/{name}"),
+        format!(
+            "#!/bin/sh\ntouch {}\necho '{{\"version\":1}}'\n",
+            marker.display()
+        ),
+        0o755,
+    )
+}
+
+#[test]
+fn ctrl_c_at_the_approval_prompt_aborts_with_nothing_approved() {
+    let env = TestEnv::without_podman();
+    let marker = env.root().join("ran");
+    let h = marking_hook(&env, "h", &marker);
+    env.write_global_config(&decl("h", &h, &[], ""));
+    let mut s = env.spawn_pty(["plan"], 24, 80);
+    assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
+    // Ctrl-C, then a `y` typed right after it: the old prompt swallowed the interrupt and
+    // recorded the approval on the `y`.
+    s.write(b"\x03y\n");
+    let status = s.wait(WAIT).expect("ags exits after Ctrl-C");
+    assert_eq!(status.code(), Some(130), "128 + SIGINT: {}", s.output());
+    assert!(
+        s.output().contains("interrupted at the approval prompt"),
+        "{}",
+        s.output()
+    );
+    assert!(!marker.exists(), "an interrupted approval must not run the hook");
+    let out = env.run(["plan"]);
+    assert_eq!(
+        out.status.code(),
+        Some(125),
+        "nothing was approved: {}",
+        show(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("need approval"),
+        "{}",
+        show(&out)
+    );
+    assert!(!marker.exists());
+}
