@@ -58,3 +58,52 @@ fn ctrl_c_at_the_approval_prompt_aborts_with_nothing_approved() {
     );
     assert!(!marker.exists());
 }
+
+#[test]
+fn approval_through_another_repositorys_overlay_is_scoped_to_that_repository() {
+    let env = TestEnv::without_podman();
+    let marker = env.root().join("ran");
+    let other = env.mkdir("other", 0o755);
+    env.mkdir("other/.git", 0o755);
+    let body = std::fs::read(marking_hook(&env, "h", &marker)).unwrap();
+    env.write_file("other/.ags/h", body, 0o755);
+    let overlay = env.write_file(
+        "other/.ags/config.toml",
+        decl("h", Path::new("./h"), &[], ""),
+        0o644,
+    );
+    let overlay = overlay.to_str().unwrap();
+    // Approve it on a terminal, naming the other repository's overlay with --config.
+    let mut s = env.spawn_pty(["plan", "--config", overlay], 24, 120);
+    assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
+    let other = other.canonicalize().unwrap();
+    assert!(
+        s.output().contains(&format!("project {}", other.display())),
+        "the prompt names the repository's scope: {}",
+        s.output()
+    );
+    s.write(b"y\n");
+    assert_eq!(s.wait(WAIT).and_then(|st| st.code()), Some(0), "{}", s.output());
+    let list = env.run(["hooks", "list", "--json", "--config", overlay]);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).expect("list JSON");
+    assert_eq!(
+        rows[0]["scope"],
+        format!("project {}", other.display()),
+        "{}",
+        show(&list)
+    );
+    assert_eq!(rows[0]["approved"], true);
+    // The same declaration (same name, entrypoint, argv, timeout) as a global hook: that
+    // approval must not carry over to every project.
+    std::fs::remove_file(&marker).unwrap();
+    let exe = other.join(".ags/h");
+    env.write_global_config(&decl("h", &exe, &[], ""));
+    let out = env.run(["plan"]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("need approval"),
+        "{}",
+        show(&out)
+    );
+    assert!(!marker.exists(), "the global declaration did not run");
+}

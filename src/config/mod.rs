@@ -174,7 +174,7 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
             root: project.clone(),
         }
     } else {
-        HookScope::Global
+        scope_of_file(&primary_path)
     };
     let mut files = Vec::new();
     if let Some(file) = &primary {
@@ -305,6 +305,25 @@ fn absolute(p: &Path) -> Result<PathBuf> {
         source: e,
     })?;
     Ok(cwd.join(p))
+}
+
+/// The scope of declarations in the primary config `path`, from where the file is, not how it
+/// was named: a `config.toml` in a `.ags` directory is the project overlay of the directory
+/// above (`--config /other/repo/.ags/config.toml` declares hooks of /other/repo); any other file
+/// is global.
+fn scope_of_file(path: &Path) -> HookScope {
+    let Ok(canon) = path.canonicalize() else {
+        return HookScope::Global;
+    };
+    let in_ags_dir = canon.file_name().is_some_and(|n| n == "config.toml")
+        && canon
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == ".ags");
+    match canon.parent().and_then(Path::parent) {
+        Some(root) if in_ags_dir => HookScope::Project { root: root.into() },
+        _ => HookScope::Global,
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

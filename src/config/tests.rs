@@ -159,24 +159,68 @@ fn explicit_overlay_as_primary_is_loaded_once_with_project_scope() {
 }
 
 #[test]
+fn another_repositorys_overlay_as_primary_has_that_repositorys_scope() {
+    let e = env();
+    let other = e.project.parent().unwrap().join("other");
+    fs::create_dir_all(other.join(".git")).unwrap();
+    let overlay = other.join(".ags/config.toml");
+    write(&overlay, "[[prepare_hook]]\nname = \"p\"\nexecutable = \"x\"\n");
+    // Named through a symlink and a `..`: the scope follows where the file is.
+    std::os::unix::fs::symlink(&other, e.project.join("link")).unwrap();
+    for named in [overlay.clone(), e.project.join("link/.git/../.ags/config.toml")] {
+        let o = LoadOptions {
+            config: Some(named.clone()),
+            ..opts(&e.project)
+        };
+        let cfg = load_with(e.paths.clone(), &o).unwrap();
+        assert_eq!(
+            cfg.hooks[0].scope,
+            HookScope::Project { root: other.clone() },
+            "{}",
+            named.display()
+        );
+    }
+    let plain = e.project.parent().unwrap().join("elsewhere/config.toml");
+    write(&plain, "[[prepare_hook]]\nname = \"p\"\nexecutable = \"x\"\n");
+    let o = LoadOptions {
+        config: Some(plain),
+        ..opts(&e.project)
+    };
+    let cfg = load_with(e.paths.clone(), &o).unwrap();
+    assert_eq!(cfg.hooks[0].scope, HookScope::Global);
+}
+
+#[test]
 fn declaration_limits_and_timeouts() {
     let e = env();
-    let many: String = (0..65)
-        .map(|i| format!("[[prepare_hook]]\nname = \"h{i}\"\nexecutable = \"x\"\n"))
-        .collect();
-    write(&e.paths.global_config(), &many);
+    let many = |n: usize| -> String {
+        (0..n)
+            .map(|i| format!("[[prepare_hook]]\nname = \"h{i}\"\nexecutable = \"x\"\n"))
+            .collect()
+    };
+    write(&e.paths.global_config(), &many(64));
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).expect("exactly 64 are accepted");
+    assert_eq!(cfg.hooks.len(), 64);
+    write(&e.paths.global_config(), &many(65));
     let err = load_with(e.paths.clone(), &opts(&e.project))
         .unwrap_err()
         .to_string();
     assert!(err.contains("at most 64 per config file"), "{err}");
-    write(
-        &e.paths.global_config(),
-        "[[prepare_hook]]\nname = \"h\"\nexecutable = \"x\"\ntimeout_seconds = 301\n",
-    );
-    let err = load_with(e.paths.clone(), &opts(&e.project))
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("prepare_hook[0].timeout_seconds"), "{err}");
+    let timeout = |t: i64| {
+        write(
+            &e.paths.global_config(),
+            &format!("[[prepare_hook]]\nname = \"h\"\nexecutable = \"x\"\ntimeout_seconds = {t}\n"),
+        );
+        load_with(e.paths.clone(), &opts(&e.project))
+    };
+    for ok in [1, 300] {
+        let cfg = timeout(ok).unwrap_or_else(|e| panic!("timeout {ok} is accepted: {e}"));
+        assert_eq!(cfg.hooks[0].timeout_seconds, ok as u32);
+    }
+    for bad in [0, 301, -1] {
+        let err = timeout(bad).unwrap_err().to_string();
+        assert!(err.contains("prepare_hook[0].timeout_seconds"), "{bad}: {err}");
+    }
     write(
         &e.paths.global_config(),
         "[[prepare_hook]]\nname = \"a b\"\nexecutable = \"x\"\n",
