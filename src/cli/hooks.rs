@@ -89,7 +89,8 @@ pub struct HookTestArgs {
     /// Agent named in the context (default shell).
     #[arg(long, value_name = "NAME", conflicts_with = "context")]
     pub agent: Option<String>,
-    /// Working directory for the context and for finding the project overlay.
+    /// Working directory for the context and for finding the project overlay (default: the
+    /// current directory, also with --context).
     #[arg(long, value_name = "PATH", conflicts_with = "context")]
     pub workdir: Option<PathBuf>,
     /// A JSON context file to feed the hook instead of a generated one.
@@ -98,4 +99,7 @@ pub struct HookTestArgs {
     /// The event of the hook to run, when names repeat across events (default: any).
     #[arg(long, value_enum, value_name = "EVENT")]
     pub event: Option<EventArg>,
+    /// Pick the declaration whose approval hash starts with PREFIX, when names repeat.
+    #[arg(long, value_name = "PREFIX")]
+    pub hash: Option<String>,
 }

@@ -35,22 +35,25 @@ pub fn run(global: &GlobalArgs, command: &HooksCommand) -> Result<u8, Error> {
 
 /// Execute one named hook after approval: a prepare hook prints a redacted summary of its
 /// contribution, a started/finished hook whether it answered `{"version":1}`.
+///
+/// The configuration is resolved from `--workdir`, else the current directory — also with
+/// `--context`, whose `workdir` is only what the hook is told (and its cwd when that directory
+/// exists here).
 fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
     eprintln!("ags: `ags hooks test` EXECUTES the hook on this host with your authority.");
     let context_file = match &args.context {
         Some(path) => Some(TestContext::read(path)?),
         None => None,
     };
-    let workdir = context_file
-        .as_ref()
-        .map(TestContext::workdir)
-        .or(args.workdir.clone());
-    let config = load_config(global, workdir)?;
+    let config = load_config(global, args.workdir.clone())?;
     let event = args
         .event
         .map(super::hooks::event_of)
         .or(context_file.as_ref().map(TestContext::event));
-    let decl = select_one(&all_decls(&config), &args.name, event)?;
+    let decl = select_one(&all_decls(&config), &args.name, event, args.hash.as_deref())?;
+    let cwd = context_file
+        .as_ref()
+        .map_or_else(|| config.workdir.clone(), |c| hook_cwd(&c.workdir(), &config));
     let context = match context_file {
         None => None,
         Some(TestContext::Prepare(c)) if decl.event == HookEvent::Prepare => Some(c),
@@ -61,10 +64,12 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
                 decl.name
             )));
         }
-        Some(other) => return super::hooks_lifecycle::test(&config, decl, Some(other), args.agent.clone()),
+        Some(other) => {
+            return super::hooks_lifecycle::test(&config, decl, Some(other), args.agent.clone(), cwd);
+        }
     };
     if decl.event != HookEvent::Prepare {
-        return super::hooks_lifecycle::test(&config, decl, None, args.agent.clone());
+        return super::hooks_lifecycle::test(&config, decl, None, args.agent.clone(), cwd);
     }
     let context = context.unwrap_or_else(|| {
         let agent = args.agent.clone().unwrap_or_else(|| "shell".into());
@@ -85,6 +90,8 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
                 ..Default::default()
             },
             context,
+            cwd,
+            project: config.project.clone(),
             interactive: prompt::has_terminal(),
             interrupt: Interrupt::on_signals().map_err(Error::Output)?,
             lockdown: false,
@@ -101,6 +108,21 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
     Ok(0)
 }
 
+/// The hook's cwd for a `--context` file: its workdir when that is a directory on this host,
+/// else (a context written on another machine, or for a checkout since removed) the current
+/// directory, which is said on stderr.
+fn hook_cwd(context_workdir: &std::path::Path, config: &Config) -> PathBuf {
+    if context_workdir.is_dir() {
+        return context_workdir.to_path_buf();
+    }
+    eprintln!(
+        "ags: note: the context's workdir {} is not a directory on this host; the hook runs in {} instead",
+        crate::hooks::runner::escape_controls(&context_workdir.to_string_lossy()),
+        config.workdir.display()
+    );
+    config.workdir.clone()
+}
+
 /// Every active declaration: prepare, then started, then finished.
 fn all_decls(config: &Config) -> Vec<HookDecl> {
     [&config.hooks, &config.started_hooks, &config.finished_hooks]
@@ -110,14 +132,34 @@ fn all_decls(config: &Config) -> Vec<HookDecl> {
         .collect()
 }
 
-/// The single active declaration named `name` (of `event`, when given).
-fn select_one(hooks: &[HookDecl], name: &str, event: Option<HookEvent>) -> Result<HookDecl, Error> {
-    let matching: Vec<&HookDecl> = hooks
+/// The single active declaration named `name` (of `event`, when given; whose approval hash
+/// starts with `hash`, when given). Identical declarations (same hash) count as one.
+fn select_one(
+    hooks: &[HookDecl],
+    name: &str,
+    event: Option<HookEvent>,
+    hash: Option<&str>,
+) -> Result<HookDecl, Error> {
+    if let Some(prefix) = hash {
+        check_hash_prefix(prefix)?;
+    }
+    let named: Vec<&HookDecl> = hooks
         .iter()
         .filter(|h| h.name == name && event.is_none_or(|e| h.event == e))
         .collect();
+    let hashed: Vec<(&HookDecl, Option<String>)> = named.iter().map(|d| (*d, hash_of(d))).collect();
+    let mut matching: Vec<&(&HookDecl, Option<String>)> = hashed
+        .iter()
+        .filter(|(_, h)| hash.is_none_or(|p| h.as_deref().is_some_and(|h| h.starts_with(p))))
+        .collect();
+    matching.dedup_by(|a, b| a.1.is_some() && a.1 == b.1);
     match matching.as_slice() {
-        [one] => Ok((*one).clone()),
+        [(one, _)] => Ok((*one).clone()),
+        [] if !named.is_empty() => Err(Error::Usage(format!(
+            "no active hook named {name:?} has an approval hash starting with {:?}; its hashes: {}",
+            hash.unwrap_or_default(),
+            describe(&hashed)
+        ))),
         [] => {
             let names: Vec<String> = hooks
                 .iter()
@@ -134,14 +176,42 @@ fn select_one(hooks: &[HookDecl], name: &str, event: Option<HookEvent>) -> Resul
             )))
         }
         many => Err(Error::Usage(format!(
-            "{} active hooks are named {name:?} (in {}); give them unique names, or pick one with --event",
+            "{} active hooks are named {name:?}: {}; pick one with --hash PREFIX (or --event), or give them unique names",
             many.len(),
-            many.iter()
-                .map(|h| format!("{} as {}", h.config_path.display(), h.event))
-                .collect::<Vec<_>>()
-                .join(", ")
+            describe(&many.iter().map(|m| (m.0, m.1.clone())).collect::<Vec<_>>())
         ))),
     }
+}
+
+/// A hash prefix must be lowercase hex.
+fn check_hash_prefix(prefix: &str) -> Result<(), Error> {
+    if prefix.is_empty()
+        || prefix.len() > 64
+        || !prefix.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(Error::Usage(format!(
+            "--hash {prefix:?}: expected an approval hash or its start (lowercase hex digits, as `ags hooks list` and `ags hooks log` print)"
+        )));
+    }
+    Ok(())
+}
+
+/// The approval hash of `d` from its entrypoint bytes (nothing is executed); `None` when the
+/// entrypoint is unusable.
+fn hash_of(d: &HookDecl) -> Option<String> {
+    PreparedHook::load(d.clone()).ok().map(|p| p.hash)
+}
+
+/// `config as event (hash 0123456789ab)` for each candidate.
+fn describe(candidates: &[(&HookDecl, Option<String>)]) -> String {
+    candidates
+        .iter()
+        .map(|(d, h)| {
+            let hash = h.as_deref().map_or("unusable entrypoint", |h| &h[..12]);
+            format!("{} as {} (hash {hash})", d.config_path.display(), d.event)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One row of `ags hooks list`.

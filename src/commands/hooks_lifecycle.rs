@@ -74,17 +74,18 @@ fn test_facts(config: &Config, agent: Option<String>) -> LaunchFacts {
 }
 
 /// Approve (asking when possible) and run one started/finished hook with `context` or a made-up
-/// one (no container: id of zeros, name `ags-hooks-test`; finished: exit 0 after 0 ms).
+/// one (no container: id of zeros, name `ags-hooks-test`; finished: exit 0 after 0 ms), in `cwd`.
 pub(super) fn test(
     config: &Config,
     decl: HookDecl,
     context: Option<TestContext>,
     agent: Option<String>,
+    cwd: PathBuf,
 ) -> Result<u8, Error> {
     let facts = test_facts(config, agent);
-    let (bytes, workdir) = match (decl.event, context) {
-        (HookEvent::Started, Some(TestContext::Started(c))) => (serde_json::to_vec(&c), c.workdir),
-        (HookEvent::Finished, Some(TestContext::Finished(c))) => (serde_json::to_vec(&c), c.workdir),
+    let bytes = match (decl.event, context) {
+        (HookEvent::Started, Some(TestContext::Started(c))) => serde_json::to_vec(&c),
+        (HookEvent::Finished, Some(TestContext::Finished(c))) => serde_json::to_vec(&c),
         (event, Some(other)) => {
             return Err(Error::Usage(format!(
                 "--context holds a {} context, but hook {} is a {event} hook",
@@ -92,18 +93,14 @@ pub(super) fn test(
                 decl.name
             )));
         }
-        (HookEvent::Started, None) => (
-            serde_json::to_vec(&StartedContext::new(facts.clone())),
-            facts.workdir,
-        ),
+        (HookEvent::Started, None) => serde_json::to_vec(&StartedContext::new(facts.clone())),
         (_, None) => {
             let ending = Ending {
                 exit_code: Some(0),
                 duration_ms: Some(0),
                 recovered: false,
             };
-            let ctx = FinishedContext::new(facts.clone(), ending);
-            (serde_json::to_vec(&ctx), facts.workdir)
+            serde_json::to_vec(&FinishedContext::new(facts.clone(), ending))
         }
     };
     let store = TrustStore::open(&config.paths, Some(&config.project)).map_err(HookError::from)?;
@@ -116,7 +113,7 @@ pub(super) fn test(
             event: decl.event,
             hooks,
             launch_id: facts.launch_id.clone(),
-            workdir,
+            workdir: cwd,
             context: Arc::from(bytes.expect("contexts serialize")),
             interrupt: Interrupt::on_signals().map_err(Error::Output)?,
             stderr: stderr_to_terminal(),

@@ -206,6 +206,8 @@ pub(super) async fn prepare_hooks(
         paths: &config.paths,
         hooks: &config.hooks,
         context,
+        cwd: config.workdir.clone(),
+        project: config.project.clone(),
         interactive: prompt::has_terminal(),
         interrupt: Interrupt::from_receiver(signals.receiver()),
         overrides: LaunchOverrides {

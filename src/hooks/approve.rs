@@ -126,7 +126,10 @@ pub fn ensure_approved(
     }
     if !interactive || !prompt::has_terminal() {
         return Err(ApprovalError::Unapproved {
-            hooks: missing.iter().map(|h| unapproved(h)).collect(),
+            hooks: missing
+                .iter()
+                .map(|h| unapproved(h, name_repeats(hooks, h)))
+                .collect(),
         });
     }
     for hook in missing {
@@ -202,7 +205,18 @@ pub fn prompt_text(hook: &PreparedHook) -> String {
     )
 }
 
-fn unapproved(hook: &PreparedHook) -> Unapproved {
+/// Whether another hook of `hook`'s event has its name but a different hash (so that
+/// `ags hooks test NAME` alone would be ambiguous).
+fn name_repeats(hooks: &[PreparedHook], hook: &PreparedHook) -> bool {
+    hooks
+        .iter()
+        .any(|h| h.decl.event == hook.decl.event && h.decl.name == hook.decl.name && h.hash != hook.hash)
+}
+
+/// How many hex digits of a hash `ags hooks test --hash` is given (as `ags hooks log` prints).
+pub const SHORT_HASH: usize = 12;
+
+fn unapproved(hook: &PreparedHook, name_repeats: bool) -> Unapproved {
     let d = &hook.decl;
     let mut command = format!(
         "ags hooks test {} --config {}",
@@ -211,6 +225,9 @@ fn unapproved(hook: &PreparedHook) -> Unapproved {
     );
     if d.event != HookEvent::Prepare {
         command.push_str(&format!(" --event {}", d.event));
+    }
+    if name_repeats {
+        command.push_str(&format!(" --hash {}", &hook.hash[..SHORT_HASH]));
     }
     if let HookScope::Project { root } = &d.scope {
         command.push_str(&format!(" --workdir {}", shell_quote(&root.to_string_lossy())));
@@ -276,7 +293,7 @@ mod tests {
     fn lifecycle_hooks_are_named_with_their_event() {
         let mut h = hook(HookScope::Global);
         h.decl.event = HookEvent::Finished;
-        let u = unapproved(&h);
+        let u = unapproved(&h, false);
         assert_eq!(
             u.command,
             "ags hooks test svc --config /p/.ags/config.toml --event finished"
@@ -292,12 +309,17 @@ mod tests {
 
     #[test]
     fn unapproved_command_names_config_and_project() {
-        let g = unapproved(&hook(HookScope::Global));
+        let g = unapproved(&hook(HookScope::Global), false);
         assert_eq!(g.command, "ags hooks test svc --config /p/.ags/config.toml");
-        let p = unapproved(&hook(HookScope::Project { root: "/a b".into() }));
+        let p = unapproved(&hook(HookScope::Project { root: "/a b".into() }), false);
         assert_eq!(
             p.command,
             "ags hooks test svc --config /p/.ags/config.toml --workdir '/a b'"
+        );
+        let r = unapproved(&hook(HookScope::Global), true);
+        assert_eq!(
+            r.command,
+            "ags hooks test svc --config /p/.ags/config.toml --hash abababababab"
         );
     }
 }

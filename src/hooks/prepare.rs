@@ -27,6 +27,12 @@ pub struct PrepareInput<'a> {
     pub hooks: &'a [HookDecl],
     /// The context every hook receives.
     pub context: HookContext,
+    /// Each hook's working directory: the context's workdir for a launch; for `ags hooks test`
+    /// with a context file whose workdir does not exist on this host, the current directory.
+    pub cwd: PathBuf,
+    /// The canonical project on this host, which the approval store must lie outside (the
+    /// context's project for a launch; a test context may name one that does not exist here).
+    pub project: PathBuf,
     /// Whether an approval prompt may be shown on the controlling terminal.
     pub interactive: bool,
     /// Cancellation (SIGINT/SIGTERM/SIGHUP).
@@ -59,7 +65,7 @@ pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
             mount_sources: Vec::new(),
         });
     }
-    let store = TrustStore::open(input.paths, Some(&input.context.project))?;
+    let store = TrustStore::open(input.paths, Some(&input.project))?;
     let prepared = input
         .hooks
         .iter()
@@ -104,8 +110,7 @@ async fn execute(
     prepared: Vec<PreparedHook>,
 ) -> Result<Vec<Contribution>, HookError> {
     let context = serde_json::to_vec(&input.context).expect("the context always serializes");
-    let workdir = input.context.workdir.clone();
-    let mut setup = RunSetup::new(store, workdir, Arc::from(context));
+    let mut setup = RunSetup::new(store, input.cwd.clone(), Arc::from(context));
     setup.interrupt = input.interrupt.clone();
     let decls: Vec<HookDecl> = prepared.iter().map(|p| p.decl.clone()).collect();
     let result = run_hooks(prepared, setup, |_, stdout| parse_response(stdout)).await;
