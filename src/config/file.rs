@@ -32,6 +32,8 @@ pub struct ConfigFile {
     /// `[[project]]`: per-project settings (image), matched by the canonical project path.
     #[serde(default)]
     pub project: Vec<ProjectFile>,
+    /// `[op]`: how the 1Password CLI is found.
+    pub op: Option<OpFile>,
 }
 
 impl ConfigFile {
@@ -54,6 +56,19 @@ pub struct SandboxFile {
     /// Names of variables copied from `ags`'s own environment into every launch (unset ones
     /// are skipped).
     pub env_passthrough: Option<Vec<String>>,
+    /// Mount the workspace's git config and hooks read-only (default true).
+    pub protect_git: Option<bool>,
+    /// One state volume per agent directory for all projects, instead of one per project
+    /// (default false).
+    pub shared_state: Option<bool>,
+}
+
+/// `[op]`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpFile {
+    /// Absolute path of the 1Password CLI (default: found on `PATH` and checked).
+    pub path: Option<String>,
 }
 
 /// One `[[mount]]`.
@@ -136,6 +151,7 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         agent,
         git,
         project,
+        op,
     } = file;
     // Each of these reaches host data or loosens the sandbox: an overlay is written inside the
     // repository, where the agent can write.
@@ -151,13 +167,24 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
     if !project.is_empty() {
         return Err("project");
     }
+    if op.is_some() {
+        return Err("op");
+    }
     if let Some(SandboxFile {
         image,
         pids_limit,
         network,
         env_passthrough,
+        protect_git,
+        shared_state,
     }) = sandbox
     {
+        if protect_git.is_some() {
+            return Err("sandbox.protect_git");
+        }
+        if shared_state.is_some() {
+            return Err("sandbox.shared_state");
+        }
         if env_passthrough.is_some() {
             return Err("sandbox.env_passthrough");
         }

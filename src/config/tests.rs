@@ -307,6 +307,9 @@ fn overlay_may_not_set_everyday_settings() {
         ("[agent.claude]\nskip_permissions = true\n", "agent"),
         ("[git]\nssh_agent = true\n", "git"),
         ("[[project]]\npath = \"/\"\nimage = \"evil\"\n", "project"),
+        ("[sandbox]\nprotect_git = false\n", "sandbox.protect_git"),
+        ("[sandbox]\nshared_state = true\n", "sandbox.shared_state"),
+        ("[op]\npath = \"/tmp/op\"\n", "op"),
     ];
     for (toml, key) in cases {
         write(&e.project.join(".ags/config.toml"), toml);
@@ -352,6 +355,10 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
     assert_eq!(claude.args, ["--model", "opus"]);
     assert!(!format!("{cfg:?}").contains("hidden-value"));
     assert!(u.git.ssh_agent && u.git.identity);
+    assert!(
+        u.protect_git && !u.shared_state && u.op_path.is_none(),
+        "defaults"
+    );
 
     for (toml, key) in [
         (
@@ -365,6 +372,7 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
         ),
         ("[agent.pi]\nenv = { K = \"a\\nb\" }\n", "agent.pi.env.K"),
         ("[[project]]\npath = \"/\"\nimage = \" \"\n", "project[0].image"),
+        ("[op]\npath = \"op\"\n", "op.path"),
     ] {
         write(&global, toml);
         let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();

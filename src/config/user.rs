@@ -10,12 +10,19 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::file::{AgentFile, ConfigFile, GitFile, MountFile, ProjectFile, SandboxFile};
+use super::file::{AgentFile, ConfigFile, GitFile, MountFile, OpFile, ProjectFile, SandboxFile};
 use super::{ConfigError, Paths};
 
 /// What the global config adds to every launch.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserSettings {
+    /// `[sandbox] protect_git` (default true): `.git/config` and `.git/hooks` of the workspace
+    /// are mounted read-only.
+    pub protect_git: bool,
+    /// `[sandbox] shared_state` (default false): agent state volumes shared by all projects.
+    pub shared_state: bool,
+    /// `[op] path`: the 1Password CLI to run (default: looked up on `PATH` and checked).
+    pub op_path: Option<PathBuf>,
     /// `[sandbox] env_passthrough`: names copied from `ags`'s environment when set there.
     pub env_passthrough: Vec<String>,
     /// `[[mount]]` entries, in file order.
@@ -24,6 +31,20 @@ pub struct UserSettings {
     pub agents: BTreeMap<String, AgentSettings>,
     /// `[git]`.
     pub git: GitSettings,
+}
+
+impl Default for UserSettings {
+    fn default() -> Self {
+        Self {
+            protect_git: true,
+            shared_state: false,
+            op_path: None,
+            env_passthrough: Vec::new(),
+            mounts: Vec::new(),
+            agents: BTreeMap::new(),
+            git: GitSettings::default(),
+        }
+    }
 }
 
 /// One `[[mount]]`, with `~/` expanded.
@@ -120,7 +141,15 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
         })
         .collect::<Result<_, _>>()?;
     let git = git(file.git.as_ref(), paths).map_err(|(field, msg)| invalid(format!("git.{field}"), msg))?;
+    let op_path = match file.op.as_ref().and_then(|o: &OpFile| o.path.as_deref()) {
+        None => None,
+        Some(p) => Some(host_path(p, paths).ok_or_else(|| invalid("op.path".into(), PATH_RULE))?),
+    };
+    let sandbox = file.sandbox.as_ref();
     Ok(UserSettings {
+        protect_git: sandbox.and_then(|s| s.protect_git).unwrap_or(true),
+        shared_state: sandbox.and_then(|s| s.shared_state).unwrap_or(false),
+        op_path,
         env_passthrough: passthrough,
         mounts,
         agents,

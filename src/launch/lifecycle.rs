@@ -32,6 +32,7 @@ pub async fn run(
             .await?;
         cleanup.push(Resource::Volume(staging.volume.clone()));
     }
+    ensure_state_volumes(client, plan).await?;
     if let Some(dir) = &plan.host_stage_dir {
         if !client.is_unix() {
             return Err(LaunchError::RemoteFiles {
@@ -92,6 +93,24 @@ pub async fn run(
     io::pump(client, &id, output, input, plan.tty, signals).await?;
     crate::trace::mark("output ended");
     exit_code(client, &id).await
+}
+
+/// Create the plan's agent state volumes that do not exist yet, with the labels naming their
+/// agent and project (Podman would create them at container create, unlabelled). They are
+/// kept after the launch, so they are not recorded for cleanup.
+async fn ensure_state_volumes(client: &Client, plan: &LaunchPlan) -> Result<(), LaunchError> {
+    for v in &plan.state_volumes {
+        match client
+            .volume_create(&v.name, v.labels.clone(), BTreeMap::new())
+            .await
+        {
+            Ok(_) => {}
+            // Kept from an earlier launch (or created by a concurrent one).
+            Err(e) if e.is_conflict() || e.to_string().contains("already exists") => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Driver options of a staging volume: RAM-backed (tmpfs), owner-only, no devices, setuid or

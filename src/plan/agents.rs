@@ -1,7 +1,11 @@
 //! Agent profiles as data: the command each agent runs and the state it keeps under
 //! `/home/dev`. One table, so the CLI, the plan and the docs agree.
 
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 /// What `ags` knows about one agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -12,7 +16,8 @@ pub struct AgentProfile {
     /// than `shell`, and replace the command for `shell`).
     pub command: &'static [&'static str],
     /// Directories under the container home where the agent keeps its state (login, settings,
-    /// sessions). Each is a named volume kept across launches (`ags-state-<agent>-<dir>`).
+    /// sessions). Each is a named volume kept across launches, one per project by default
+    /// (`ags-state-<agent>-<dir>-<workdir hash>`, see [`AgentProfile::state_volume`]).
     pub state: &'static [&'static str],
     /// Environment the agent gets so its state lands in those directories.
     pub env: &'static [(&'static str, &'static str)],
@@ -73,14 +78,25 @@ pub fn names() -> String {
 }
 
 impl AgentProfile {
-    /// The named volume that keeps state directory `dir` of this agent.
-    pub fn state_volume(&self, dir: &str) -> String {
+    /// The named volume that keeps state directory `dir` of this agent for the project whose
+    /// canonical workdir is `workdir`: `ags-state-<agent>-<dir>-<first 12 hex digits of the
+    /// SHA-256 of the workdir path>`. With `workdir` `None` (`[sandbox] shared_state`), one
+    /// volume for every project: `ags-state-<agent>-<dir>`. Separate volumes keep what an agent
+    /// writes into its configuration in one project (a settings hook, say) out of the others.
+    pub fn state_volume(&self, dir: &str, workdir: Option<&Path>) -> String {
         let rel = dir.trim_start_matches(CONTAINER_HOME).trim_matches('/');
         let slug: String = rel
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
-        format!("ags-state-{}-{}", self.name, slug.trim_matches('-'))
+        let shared = format!("ags-state-{}-{}", self.name, slug.trim_matches('-'));
+        match workdir {
+            None => shared,
+            Some(w) => {
+                let digest = Sha256::digest(w.as_os_str().as_bytes());
+                format!("{shared}-{}", &hex::encode(digest)[..12])
+            }
+        }
     }
 
     /// The argv to run for `extra` (the arguments after `--`).
@@ -114,12 +130,23 @@ mod tests {
     fn state_volumes_are_named_per_agent_and_directory() {
         let oc = find("opencode").unwrap();
         assert_eq!(
-            oc.state_volume("/home/dev/.local/share/opencode"),
+            oc.state_volume("/home/dev/.local/share/opencode", None),
             "ags-state-opencode-local-share-opencode"
         );
+        let claude = find("claude").unwrap();
         assert_eq!(
-            find("claude").unwrap().state_volume("/home/dev/.claude"),
+            claude.state_volume("/home/dev/.claude", None),
             "ags-state-claude-claude"
+        );
+        let a = claude.state_volume("/home/dev/.claude", Some(Path::new("/src/a")));
+        let b = claude.state_volume("/home/dev/.claude", Some(Path::new("/src/b")));
+        assert!(
+            a.starts_with("ags-state-claude-claude-") && a.len() == "ags-state-claude-claude-".len() + 12
+        );
+        assert_ne!(a, b);
+        assert_eq!(
+            a,
+            claude.state_volume("/home/dev/.claude", Some(Path::new("/src/a")))
         );
         for a in AGENTS {
             for dir in a.state {

@@ -111,6 +111,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         mount_point: STAGING_MOUNT.into(),
     });
     let mounts = build_mounts(input, &files, staging.as_ref())?;
+    let state_volumes = state_volumes(input, &mounts);
     let host_stage_dir = (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf());
     let container_command = match &staging {
         Some(_) => wrap_command(&command),
@@ -144,9 +145,31 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         files,
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,
+        state_volumes,
         staging,
         lockdown: run.lockdown,
     })
+}
+
+/// The state volumes among `mounts`, with the labels that say whose they are.
+fn state_volumes(input: &PlanInput<'_>, mounts: &[PlanMount]) -> Vec<StateVolume> {
+    let workdir = match input.config.user.shared_state {
+        true => "shared".to_string(),
+        false => input.config.workdir.display().to_string(),
+    };
+    mounts
+        .iter()
+        .filter_map(|m| match &m.kind {
+            MountKind::Volume { name } if name.starts_with("ags-state-") => Some(StateVolume {
+                name: name.clone(),
+                labels: BTreeMap::from([
+                    (LABEL_STATE_AGENT.to_string(), input.run.agent.clone()),
+                    (LABEL_STATE_WORKDIR.to_string(), workdir.clone()),
+                ]),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The annotations that select `ags`'s OCI hooks and tell them where to record
@@ -269,10 +292,11 @@ fn build_mounts(
     // Per-agent state volumes (kept across launches); not with --lockdown, which mounts no
     // agent configuration.
     if let (false, Some(profile)) = (input.run.lockdown, agents::find(&input.run.agent)) {
+        let per_project = (!input.config.user.shared_state).then_some(input.config.workdir.as_path());
         mounts.extend(profile.state.iter().map(|dir| PlanMount {
             destination: dir.into(),
             kind: MountKind::Volume {
-                name: profile.state_volume(dir),
+                name: profile.state_volume(dir, per_project),
             },
             read_only: false,
             origin: Origin::Default,

@@ -303,11 +303,18 @@ fn agents_get_home_their_env_and_state_volumes() {
     let state: Vec<_> = plan
         .mounts
         .iter()
-        .filter(|m| matches!(&m.kind, MountKind::Volume { name } if name == "ags-state-codex-codex"))
+        .filter(
+            |m| matches!(&m.kind, MountKind::Volume { name } if name.starts_with("ags-state-codex-codex-")),
+        )
         .collect();
     assert_eq!(state.len(), 1);
     assert_eq!(state[0].destination, std::path::PathBuf::from("/home/dev/.codex"));
     assert!(!state[0].read_only);
+    assert_eq!(plan.state_volumes.len(), 1);
+    assert_eq!(
+        plan.state_volumes[0].labels[LABEL_STATE_WORKDIR],
+        "/src/My Project/sub"
+    );
     let locked = RunSettings {
         agent: "codex".into(),
         lockdown: true,

@@ -23,6 +23,11 @@ pub const LABEL_OWNER_HOST: &str = "io.ags.owner-host";
 pub const LABEL_AGENT: &str = "io.ags.agent";
 /// Label: the canonical project path.
 pub const LABEL_PROJECT: &str = "io.ags.project";
+/// Label of an agent state volume: the agent it belongs to.
+pub const LABEL_STATE_AGENT: &str = "io.ags.state-agent";
+/// Label of an agent state volume: the canonical workdir it belongs to (`shared` when
+/// `[sandbox] shared_state` is on).
+pub const LABEL_STATE_WORKDIR: &str = "io.ags.state-workdir";
 /// Annotation selecting `ags`'s OCI hooks; its value is the launch id.
 pub const ANNOTATION_LAUNCH: &str = "io.ags.launch";
 /// Annotation: the launching user's spool directory, where the OCI hook records events.
@@ -200,6 +205,16 @@ pub struct Staging {
     pub mount_point: PathBuf,
 }
 
+/// An agent state volume, created with its labels before the container when it does not exist
+/// yet (it is kept across launches; `ags gc` never removes it: it carries no owner labels).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StateVolume {
+    /// Volume name.
+    pub name: String,
+    /// Its labels ([`LABEL_STATE_AGENT`], [`LABEL_STATE_WORKDIR`]).
+    pub labels: BTreeMap<String, String>,
+}
+
 /// Everything needed to launch one container.
 #[derive(Debug, Clone, Serialize)]
 pub struct LaunchPlan {
@@ -242,6 +257,8 @@ pub struct LaunchPlan {
     pub annotations: BTreeMap<String, String>,
     /// The staging volume, when environment values are staged.
     pub staging: Option<Staging>,
+    /// The agent state volumes this launch mounts.
+    pub state_volumes: Vec<StateVolume>,
     /// The private host directory holding generated files, when there are any.
     pub host_stage_dir: Option<PathBuf>,
     /// Whether `--lockdown` is in effect.
