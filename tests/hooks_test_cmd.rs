@@ -244,3 +244,37 @@ fn the_command_of_the_no_terminal_error_approves_each_hook_even_with_repeated_na
     let log = std::fs::read_to_string(paths(&env).hook_log()).expect("run log");
     assert!(!log.contains(SENTINEL));
 }
+
+#[test]
+fn mount_sources_with_a_trailing_or_doubled_slash_are_normalised() {
+    let env = TestEnv::without_podman();
+    let data = env.mkdir("data", 0o755).canonicalize().unwrap();
+    let other = env.mkdir("other", 0o755).canonicalize().unwrap();
+    let doubled = other.to_str().unwrap().replacen('/', "//", 2);
+    let response = serde_json::json!({"version": 1, "mounts": [
+        {"source": format!("{}/", data.display()), "destination": "/workspace/data", "mode": "ro"},
+        {"source": format!("{doubled}/./"), "destination": "/workspace/other", "mode": "rw"},
+    ]});
+    env.write_global_config(&common::launch::respond_hook(&env, "m", &response, None));
+    approve_hooks(&env);
+    let out = env.run(["hooks", "test", "m"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let summary = stdout(&out);
+    for (dest, src) in [("/workspace/data", &data), ("/workspace/other", &other)] {
+        assert!(
+            summary
+                .lines()
+                .any(|l| l.contains(dest) && l.contains(&format!("from host {}  ", src.display()))),
+            "{dest} from {}: {summary}",
+            src.display()
+        );
+    }
+    let bad = serde_json::json!({"version": 1, "mounts": [
+        {"source": format!("{}/../data", data.display()), "destination": "/workspace/data", "mode": "ro"},
+    ]});
+    env.write_global_config(&common::launch::respond_hook(&env, "m", &bad, None));
+    approve_hooks(&env);
+    let out = env.run(["hooks", "test", "m"]);
+    assert_eq!(out.status.code(), Some(125), "`..` stays refused: {}", show(&out));
+    assert!(stderr(&out).contains("`..`"), "{}", show(&out));
+}

@@ -48,7 +48,7 @@ pub enum HookEvent {
 #[serde(expecting = "a prepare context object")]
 #[schemars(title = "ags prepare hook input")]
 pub struct HookContext {
-    /// Protocol version; always `1`.
+    /// Protocol version: always the integer `1`, written exactly so.
     #[schemars(schema_with = "s::version_schema")]
     pub version: u32,
     /// The event being run; always `prepare`.
@@ -157,7 +157,8 @@ impl HookContext {
 #[serde(expecting = "a prepare response object")]
 #[schemars(title = "ags prepare hook output")]
 pub struct PrepareResponse {
-    /// Protocol version; must be `1`.
+    /// Protocol version: the integer `1`, written exactly so (`ags` refuses `1.0` and `1e0`,
+    /// which JSON Schema cannot tell apart from `1`).
     #[schemars(schema_with = "s::version_schema")]
     pub version: u32,
     /// Environment contributions: name → literal string or `{"op": "op://…"}` reference.

@@ -27,6 +27,10 @@ pub const OP_REF_PATTERN: &str =
 /// One normalized path segment: no `/`, NUL, CR, LF or `:`, and not `.` or `..`.
 const SEGMENT: &str = r"([^/\x00\n\r:]*[^/.\x00\n\r:][^/\x00\n\r:]*|\.\.\.+)";
 
+/// A segment of a mount source as written: also empty or `.` (the validator normalises those
+/// away), never `..`.
+const SOURCE_SEGMENT: &str = r"([^/\x00\n\r:]*[^/.\x00\n\r:][^/\x00\n\r:]*|\.\.\.+|\.?)";
+
 /// Which side of the prepare protocol a schema describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SchemaSide {
@@ -138,7 +142,7 @@ pub(crate) fn host_source_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "string",
         "maxLength": MAX_PATH_BYTES,
-        "pattern": format!("^(/|(/{SEGMENT})+)$")
+        "pattern": format!("^(/{SOURCE_SEGMENT})+$")
     })
 }
 

@@ -263,12 +263,29 @@ fn file_entry(i: usize, f: FileWire) -> Result<GeneratedFile, ResponseError> {
 }
 
 fn mount_entry(i: usize, m: MountWire) -> Result<HookMount, ResponseError> {
-    let source = HostSource::try_from(m.source).map_err(|e| fail(Section::Mounts.path(i, "source"), e))?;
+    let source = HostSource::try_from(normalize_source(m.source))
+        .map_err(|e| fail(Section::Mounts.path(i, "source"), e))?;
     Ok(HookMount {
         source,
         destination: destination(Section::Mounts, i, m.destination)?,
         mode: m.mode,
     })
+}
+
+/// Write an absolute mount source without empty and `.` segments (`/data/` → `/data`,
+/// `/a//b` → `/a/b`, `/a/./b` → `/a/b`): the same path to the kernel, so nothing is lost, and the
+/// canonical path is what gets checked anyway. `..` is kept (and then refused), because what it
+/// names depends on symlinks; relative text is kept (and refused).
+pub fn normalize_source(s: String) -> String {
+    let redundant = |seg: &str| seg.is_empty() || seg == ".";
+    let Some(rest) = s.strip_prefix('/') else {
+        return s;
+    };
+    if !rest.split('/').any(redundant) || rest.is_empty() {
+        return s;
+    }
+    let kept: Vec<&str> = rest.split('/').filter(|seg| !redundant(seg)).collect();
+    format!("/{}", kept.join("/"))
 }
 
 fn destination(section: Section, i: usize, s: String) -> Result<Destination, ResponseError> {

@@ -238,3 +238,45 @@ fn env_entries_longer_than_linux_accepts_are_refused_naming_the_key() {
          as a generated file"
     );
 }
+
+#[test]
+fn mount_sources_are_normalised_not_refused() {
+    let source_of = |src: &str| {
+        let json = format!(
+            r#"{{"version":1,"mounts":[{{"source":{},"destination":"/tmp/a","mode":"ro"}}]}}"#,
+            serde_json::to_string(src).unwrap()
+        );
+        parse_response(json.as_bytes()).map(|c| c.mounts[0].source.as_str().to_string())
+    };
+    for (written, normal) in [
+        ("/data/", "/data"),
+        ("/a//b", "/a/b"),
+        ("//a/./b//", "/a/b"),
+        ("/", "/"),
+        ("//", "/"),
+        ("/./", "/"),
+        ("/a/...", "/a/..."),
+    ] {
+        assert_eq!(source_of(written).unwrap(), normal, "{written}");
+    }
+    for refused in ["/a/../b", "/a/..", "a//b", "/a:b/"] {
+        assert!(source_of(refused).is_err(), "{refused}");
+    }
+    assert_eq!(normalize_source("rel//x/".into()), "rel//x/");
+}
+
+#[test]
+fn version_must_be_written_as_the_integer_one() {
+    for bad in ["1.0", "1e0", "1.5", "2", "-1"] {
+        let doc = format!(r#"{{"version":{bad}}}"#);
+        assert!(parse_response(doc.as_bytes()).is_err(), "{bad}");
+    }
+    // JSON Schema compares numbers by value, so the schema can only say it.
+    let schema = serde_json::to_value(super::super::schema::prepare_output_schema()).unwrap();
+    let version = &schema["properties"]["version"];
+    assert_eq!(version["const"], 1);
+    assert!(
+        version["description"].as_str().unwrap().contains("refuses `1.0`"),
+        "{version}"
+    );
+}

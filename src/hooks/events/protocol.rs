@@ -99,7 +99,7 @@ pub struct LaunchFacts {
 #[serde(expecting = "a started context object")]
 #[schemars(title = "ags started hook input")]
 pub struct StartedContext {
-    /// Protocol version; always `1`.
+    /// Protocol version: always the integer `1`, written exactly so.
     #[schemars(schema_with = "s::version_schema")]
     pub version: u32,
     /// Always `started`.
@@ -131,7 +131,7 @@ pub struct StartedContext {
 #[serde(expecting = "a finished context object")]
 #[schemars(title = "ags finished hook input")]
 pub struct FinishedContext {
-    /// Protocol version; always `1`.
+    /// Protocol version: always the integer `1`, written exactly so.
     #[schemars(schema_with = "s::version_schema")]
     pub version: u32,
     /// Always `finished`.
@@ -180,7 +180,8 @@ pub struct FinishedContext {
 #[serde(expecting = "a lifecycle response object {\"version\": 1}")]
 #[schemars(title = "ags started/finished hook output")]
 pub struct LifecycleResponse {
-    /// Protocol version; must be `1`.
+    /// Protocol version: the integer `1`, written exactly so (`ags` refuses `1.0` and `1e0`,
+    /// which JSON Schema cannot tell apart from `1`).
     #[schemars(schema_with = "s::version_schema")]
     pub version: u32,
 }
