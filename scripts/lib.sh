@@ -105,12 +105,38 @@ as_user() {
         XDG_RUNTIME_DIR="/run/user/$uid" "$@")
 }
 
-# load_cargo: make cargo and rustup reachable when the script runs under a clean environment.
+# load_cargo: make cargo and rustup reachable when the script runs under a clean environment. The
+# toolchain is the one thing the scripts do not install: a machine needs rustup's (README).
 load_cargo() {
     command -v cargo >/dev/null 2>&1 && return 0
     local home=${HOME:-$(user_home "$(id -un)")}
     local env_file=${CARGO_HOME:-$home/.cargo}/env
     # shellcheck source=/dev/null
     [ -f "$env_file" ] && . "$env_file"
-    command -v cargo >/dev/null 2>&1 || die "cargo not found (looked on PATH and in $env_file)"
+    command -v cargo >/dev/null 2>&1 || die "cargo not found (looked on PATH and in $env_file):" \
+        "install a Rust toolchain with rustup (the stable channel: see rust-toolchain.toml);" \
+        "Debian 12's cargo package is too old for this crate (Rust 2024)"
+}
+
+# install_missing PACKAGE...: install the Debian packages among PACKAGE that are not installed, as
+# root or through sudo. For a script's own tools beyond scripts/setup-podman's PACKAGES
+# (tests/script_tools.rs checks that every command a script calls is installed by someone).
+install_missing() {
+    local missing=() p
+    for p in "$@"; do
+        if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" != installed ]; then
+            missing+=("$p")
+        fi
+    done
+    [ "${#missing[@]}" -gt 0 ] || return 0
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || die "${missing[*]} missing and not root (apt-get install ${missing[*]})"
+        sudo=(sudo)
+    fi
+    say packages "installing ${missing[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -qq -o DPkg::Lock::Timeout=300 update </dev/null ||
+        die "apt-get update failed"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -qq -y -o DPkg::Lock::Timeout=300 \
+        install "${missing[@]}" </dev/null >/dev/null || die "could not install ${missing[*]}"
 }
