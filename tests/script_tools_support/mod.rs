@@ -1,0 +1,6 @@
+//! Support of tests/script_tools.rs: the shell lexer, the sources it reads, and its table.
+
+pub mod lexer;
+pub mod shell_words;
+pub mod sources;
+pub mod table;
