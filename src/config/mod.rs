@@ -14,7 +14,9 @@ mod user;
 
 use std::path::{Path, PathBuf};
 
-pub use decls::{HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL};
+pub use decls::{
+    DEFAULT_TIMEOUT_SECONDS, HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL,
+};
 pub use file::{ConfigFile, HookDeclFile, SandboxFile};
 pub use paths::Paths;
 pub use safety::{MAX_CONFIG_BYTES, check_not_writable_by_others};

@@ -269,6 +269,45 @@ mod tests {
         );
     }
 
+    /// The describe text states the production values, so changing one without the text fails.
+    #[test]
+    fn describe_prepare_states_the_real_limits_and_rules() {
+        use crate::config::DEFAULT_TIMEOUT_SECONDS;
+        use crate::hooks::runner::{
+            DEFAULT_CONCURRENCY, DEFAULT_PHASE_DEADLINE, DEFAULT_STDERR_CAP, DEFAULT_STDOUT_CAP, PASSED_ENV,
+        };
+        let text = describe_prepare();
+        assert!(text.starts_with("prepare — "), "{text}");
+        let limits = format!(
+            "Limits: {DEFAULT_CONCURRENCY} hooks at a time; {DEFAULT_TIMEOUT_SECONDS} s per hook by default \
+             (timeout_seconds 1..=300); {} s for\n  the whole phase",
+            DEFAULT_PHASE_DEADLINE.as_secs()
+        );
+        assert!(text.contains(&limits), "{text}");
+        assert_eq!(DEFAULT_STDOUT_CAP, 1024 * 1024);
+        assert_eq!(DEFAULT_STDERR_CAP, 64 * 1024);
+        assert!(text.contains("stdout 1 MiB and stderr 64 KiB per hook"), "{text}");
+        let kept = text
+            .split("Only ")
+            .nth(1)
+            .and_then(|t| t.split(" are kept").next())
+            .expect("the kept environment is listed")
+            .replace("\n ", "")
+            .replace(" and ", ", ");
+        let kept: Vec<&str> = kept.split(',').map(str::trim).collect();
+        assert_eq!(kept, PASSED_ENV, "{text}");
+        for needle in [
+            "before secret lookup, Podman\n  or container creation",
+            "strictly below /tmp, /workspace or\n  /home/dev",
+            "defaults < global hooks < project hooks < command-line options",
+            "surviving op references and host bind mounts are\n  refused",
+            "ags hooks test NAME (runs host code)",
+            "Never print secrets",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in {text}");
+        }
+    }
+
     #[test]
     fn escaping() {
         assert_eq!(regex_escape(".claude.json"), r"\.claude\.json");
