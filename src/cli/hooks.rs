@@ -7,6 +7,8 @@ use clap::{Args, Subcommand, ValueEnum};
 /// `ags hooks`.
 #[derive(Debug, Args)]
 pub struct HooksArgs {
+    #[command(flatten)]
+    pub unused_url: super::UnusedUrl,
     #[command(subcommand)]
     pub command: HooksCommand,
 }

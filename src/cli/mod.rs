@@ -42,6 +42,16 @@ pub struct GlobalArgs {
     pub no_repo_config: bool,
 }
 
+/// `--url` where it means nothing: `ags hooks …` and `ags setup …` never contact Podman. Still
+/// accepted (and ignored) there so that existing scripts keep working, but hidden from their
+/// help. It shadows the global `--url` (same id), which clap then does not propagate.
+#[derive(Debug, Clone, Default, Args)]
+pub struct UnusedUrl {
+    /// Ignored: this command never contacts Podman.
+    #[arg(long = "url", id = "url", global = true, hide = true, value_name = "URL")]
+    pub unused_url: Option<String>,
+}
+
 /// Options of a launch (also accepted by `ags plan`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
@@ -166,5 +176,34 @@ mod tests {
     fn bare_tty_flag_means_true() {
         let cli = Cli::try_parse_from(["ags", "--tty"]).unwrap();
         assert_eq!(cli.run.tty, TtyMode::True);
+    }
+
+    #[test]
+    fn url_is_in_the_help_of_commands_that_contact_podman_only() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut help = |path: &[&str]| {
+            let mut c = &mut cmd;
+            for name in path {
+                c = c.find_subcommand_mut(name).expect("subcommand exists");
+            }
+            c.render_help().to_string()
+        };
+        for path in [&["plan"][..], &["gc"], &["doctor"], &["image", "build"], &[]] {
+            assert!(help(path).contains("--url"), "{path:?}");
+        }
+        for path in [&["hooks"][..], &["hooks", "test"], &["hooks", "list"], &["setup", "oci-hooks"]] {
+            assert!(!help(path).contains("--url"), "{path:?}");
+        }
+        // Still accepted there (ignored), before or after the subcommand.
+        for args in [
+            &["ags", "hooks", "list", "--url", "unix:///x"][..],
+            &["ags", "--url", "unix:///x", "hooks", "log"],
+            &["ags", "setup", "oci-hooks", "--url", "unix:///x"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_ok(), "{args:?}");
+        }
+        let cli = Cli::try_parse_from(["ags", "--url", "unix:///y", "plan"]).unwrap();
+        assert_eq!(cli.global.url.as_deref(), Some("unix:///y"));
     }
 }

@@ -7,6 +7,8 @@ use clap::{Args, Subcommand};
 /// `ags setup`.
 #[derive(Debug, Args)]
 pub struct SetupArgs {
+    #[command(flatten)]
+    pub unused_url: super::UnusedUrl,
     #[command(subcommand)]
     pub command: SetupCommand,
 }
