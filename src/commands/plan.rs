@@ -51,6 +51,15 @@ async fn rootless(global: &GlobalArgs) -> bool {
     !nix::unistd::geteuid().is_root()
 }
 
+/// A plan enum as the bare word it serializes to (`default`, `keep-id`), not as a JSON string.
+fn word<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
 fn render(plan: &LaunchPlan) -> String {
     let mut out = String::new();
     let mut line = |k: &str, v: String| out.push_str(&format!("{k:<16}{v}\n"));
@@ -63,12 +72,12 @@ fn render(plan: &LaunchPlan) -> String {
     line("tty", plan.tty.to_string());
     line(
         "user namespace",
-        serde_json::to_string(&plan.user_namespace).unwrap_or_default(),
+        word(&plan.user_namespace),
     );
     line("user", plan.user.clone().unwrap_or_default());
     line(
         "network",
-        serde_json::to_string(&plan.network).unwrap_or_default(),
+        word(&plan.network),
     );
     line(
         "security",
