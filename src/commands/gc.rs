@@ -19,7 +19,8 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     super::finish(rt);
     let (report, recovered) = result?;
     crate::hooks::prepare::sweep_exec_dirs(&paths);
-    for dir in launch::gc::sweep_host(&paths.stage_root()) {
+    let host = launch::gc::sweep_host(&paths.stage_root());
+    for dir in &host {
         println!("removed host staging directory {}", dir.display());
     }
     for c in &report.containers {
@@ -27,6 +28,10 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     }
     for v in &report.volumes {
         println!("removed volume {v}");
+    }
+    let removed = host.len() + report.containers.len() + report.volumes.len();
+    if removed == 0 && recovered.is_empty() && report.errors.is_empty() {
+        println!("nothing to clean up: no leftovers of ags processes that are gone");
     }
     for line in &recovered {
         eprintln!("ags: {line}");
