@@ -66,7 +66,8 @@ pub enum HooksCommand {
     },
     /// Revoke an approval by hook name or by hash.
     Revoke {
-        /// Hook name (active declarations) or full approval hash.
+        /// Hook name (active declarations), approval hash, or a unique start of one (at least 6
+        /// hex digits, e.g. the 12 that `ags hooks log` prints).
         target: String,
         /// Working directory used to find the project overlay.
         #[arg(long, value_name = "PATH")]

@@ -231,15 +231,22 @@ struct ListRow {
 
 fn list(global: &GlobalArgs, workdir: Option<PathBuf>, json: bool) -> Result<u8, Error> {
     let config = load_config(global, workdir)?;
-    let store =
-        TrustStore::open(&config.paths, Some(&config.project)).map_err(crate::hooks::HookError::from)?;
-    let rows: Vec<ListRow> = all_decls(&config).iter().map(|d| list_row(&store, d)).collect();
+    let decls = all_decls(&config);
+    // Without declarations there is nothing to look up: the approval store is not opened, so
+    // listing works anywhere (also where a launch would refuse the store, e.g. in ~ outside Git).
+    let rows: Vec<ListRow> = if decls.is_empty() {
+        Vec::new()
+    } else {
+        let store = TrustStore::open(&config.paths, Some(&config.project))
+            .map_err(crate::hooks::HookError::from)?;
+        decls.iter().map(|d| list_row(&store, d)).collect()
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialize"));
         return Ok(0);
     }
     if rows.is_empty() {
-        println!("no hooks are declared");
+        println!("no hooks declared");
     }
     for r in &rows {
         let state = match (&r.problem, r.approved) {
@@ -284,28 +291,25 @@ fn list_row(store: &TrustStore, d: &HookDecl) -> ListRow {
     }
 }
 
+/// Shortest hash prefix `revoke` accepts (`ags hooks log` prints 12 digits).
+const MIN_REVOKE_PREFIX: usize = 6;
+
+/// Revoke by hook name (every active declaration of that name), by full hash, or by a unique
+/// hash prefix such as the 12 digits `ags hooks log` prints. A name wins over a prefix.
 fn revoke(global: &GlobalArgs, target: &str, workdir: Option<PathBuf>) -> Result<u8, Error> {
-    let is_hash = target.len() == 64
-        && target
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
     let config = load_config(global, workdir)?;
     let store =
         TrustStore::open(&config.paths, Some(&config.project)).map_err(crate::hooks::HookError::from)?;
-    let hashes: Vec<String> = if is_hash {
+    let named: Vec<HookDecl> = all_decls(&config)
+        .into_iter()
+        .filter(|d| d.name == target)
+        .collect();
+    let hashes: Vec<String> = if crate::hooks::trust::is_hash(target) {
         vec![target.to_string()]
+    } else if !named.is_empty() {
+        named.iter().filter_map(|d| list_row(&store, d).hash).collect()
     } else {
-        let rows: Vec<ListRow> = all_decls(&config)
-            .iter()
-            .filter(|d| d.name == target)
-            .map(|d| list_row(&store, d))
-            .collect();
-        if rows.is_empty() {
-            return Err(Error::Usage(format!(
-                "no active hook is named {target:?}; pass the full approval hash to revoke any approval"
-            )));
-        }
-        rows.into_iter().filter_map(|r| r.hash).collect()
+        vec![approval_by_prefix(&store, target)?]
     };
     let mut revoked = 0;
     for h in &hashes {
@@ -318,6 +322,34 @@ fn revoke(global: &GlobalArgs, target: &str, workdir: Option<PathBuf>) -> Result
         println!("nothing to revoke: {target} has no approval");
     }
     Ok(0)
+}
+
+/// The one approval whose hash starts with `prefix`; an ambiguous or unknown prefix is refused.
+fn approval_by_prefix(store: &TrustStore, prefix: &str) -> Result<String, Error> {
+    let hex = prefix.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !hex || prefix.len() < MIN_REVOKE_PREFIX {
+        return Err(Error::Usage(format!(
+            "no active hook is named {prefix:?}, and it is not an approval hash or a prefix of one \
+             (at least {MIN_REVOKE_PREFIX} lowercase hex digits, as `ags hooks log` and `ags hooks list` print)"
+        )));
+    }
+    let entries = store.list().map_err(crate::hooks::HookError::from)?;
+    let matching: Vec<&str> = entries
+        .iter()
+        .map(|e| e.hash.as_str())
+        .filter(|h| h.starts_with(prefix))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok((*one).to_string()),
+        [] => Err(Error::Usage(format!(
+            "no approval hash starts with {prefix}; `ags hooks list` shows the hashes of the active hooks"
+        ))),
+        many => Err(Error::Usage(format!(
+            "{} approvals start with {prefix} ({}); give more digits",
+            many.len(),
+            many.join(", ")
+        ))),
+    }
 }
 
 fn log(n: usize, json: bool) -> Result<u8, Error> {
