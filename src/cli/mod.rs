@@ -192,7 +192,12 @@ mod tests {
         for path in [&["plan"][..], &["gc"], &["doctor"], &["image", "build"], &[]] {
             assert!(help(path).contains("--url"), "{path:?}");
         }
-        for path in [&["hooks"][..], &["hooks", "test"], &["hooks", "list"], &["setup", "oci-hooks"]] {
+        for path in [
+            &["hooks"][..],
+            &["hooks", "test"],
+            &["hooks", "list"],
+            &["setup", "oci-hooks"],
+        ] {
             assert!(!help(path).contains("--url"), "{path:?}");
         }
         // Still accepted there (ignored), before or after the subcommand.

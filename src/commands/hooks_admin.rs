@@ -237,8 +237,8 @@ fn list(global: &GlobalArgs, workdir: Option<PathBuf>, json: bool) -> Result<u8,
     let rows: Vec<ListRow> = if decls.is_empty() {
         Vec::new()
     } else {
-        let store = TrustStore::open(&config.paths, Some(&config.project))
-            .map_err(crate::hooks::HookError::from)?;
+        let store =
+            TrustStore::open(&config.paths, Some(&config.project)).map_err(crate::hooks::HookError::from)?;
         decls.iter().map(|d| list_row(&store, d)).collect()
     };
     if json {

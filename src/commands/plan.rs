@@ -70,15 +70,9 @@ fn render(plan: &LaunchPlan) -> String {
     line("command", format!("{:?}", plan.command));
     line("workdir", plan.workdir.display().to_string());
     line("tty", plan.tty.to_string());
-    line(
-        "user namespace",
-        word(&plan.user_namespace),
-    );
+    line("user namespace", word(&plan.user_namespace));
     line("user", plan.user.clone().unwrap_or_default());
-    line(
-        "network",
-        word(&plan.network),
-    );
+    line("network", word(&plan.network));
     line(
         "security",
         format!(

@@ -1,0 +1,86 @@
+//! Small things a new user meets first, through the real binary: `ags hooks list` with nothing
+//! declared from anywhere, `ags hooks revoke` with the short hash `ags hooks log` prints, the
+//! text plan's bare words. No Podman is needed.
+
+mod common;
+
+use common::launch::{approve_hooks, decl};
+use common::{TestEnv, show};
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn hooks_list_without_declarations_works_from_home_and_tmp() {
+    let env = TestEnv::without_podman();
+    // The home directory outside Git is its own project, and the approval store lies inside
+    // it: a launch there refuses the store, but listing nothing needs no store.
+    for dir in [env.home(), std::path::PathBuf::from("/tmp")] {
+        let mut cmd = env.cmd(["hooks", "list"]);
+        cmd.current_dir(&dir);
+        let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+        assert_eq!(out.status.code(), Some(0), "{}: {}", dir.display(), show(&out));
+        assert_eq!(stdout(&out), "no hooks declared\n", "{}", dir.display());
+    }
+}
+
+#[test]
+fn revoke_accepts_the_short_hash_of_the_log_and_refuses_an_ambiguous_one() {
+    let env = TestEnv::without_podman();
+    let h = env.write_file("hooks/h", "#!/bin/sh\necho '{\"version\":1}'\n", 0o755);
+    env.write_global_config(&decl("h", &h, &[], ""));
+    approve_hooks(&env);
+    let out = env.run(["plan"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let log = stdout(&env.run(["hooks", "log"]));
+    let short = log
+        .split("hash=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no hash in the log: {log}"))
+        .to_string();
+    assert_eq!(short.len(), 12, "{log}");
+    // Too short a start is refused.
+    let out = env.run(["hooks", "revoke", &short[..3]]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    let out = env.run(["hooks", "revoke", &short]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        stdout(&out).starts_with(&format!("revoked {short}")),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(env.run(["plan"]).status.code(), Some(125), "approval is gone");
+    // Two approvals whose hashes share a start: the start is ambiguous and refused.
+    let store = common::launch::paths(&env).hook_trust_dir();
+    for tail in ["0", "1"] {
+        let hash = format!("{}a{tail}", "ab".repeat(31));
+        env.write_file(store.join(&hash), "{}\n", 0o600);
+    }
+    let out = env.run(["hooks", "revoke", "ababab"]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("2 approvals start with ababab"), "{err}");
+    assert_eq!(std::fs::read_dir(&store).unwrap().count(), 2, "nothing revoked");
+    let out = env.run(["hooks", "revoke", &format!("{}a1", "ab".repeat(31))]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
+
+#[test]
+fn text_plan_prints_bare_words() {
+    let env = TestEnv::without_podman();
+    let out = env.run(["plan", "--no-hooks"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let text = stdout(&out);
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} line: {text}"))
+            .to_string()
+    };
+    for key in ["network", "user namespace"] {
+        assert!(!line(key).contains('"'), "{}", line(key));
+    }
+    assert!(line("network").ends_with(" default"), "{text}");
+}
