@@ -25,7 +25,13 @@ fn noninteractive_approval_lists_every_unapproved_hook_with_its_command() {
     let project = PreparedHook::load(decl).unwrap();
     let approved = env.approved(env.decl("known", "ok", &[], 30));
     let hooks = [global.clone(), approved, project.clone()];
-    let err = ensure_approved(&env.store, &hooks, false).unwrap_err();
+    let err = ensure_approved(
+        &env.store,
+        &hooks,
+        false,
+        std::path::Path::new("/nonexistent-workdir"),
+    )
+    .unwrap_err();
     let config = env.paths.global_config();
     let w = env.workdir.display();
     assert_eq!(
@@ -45,7 +51,13 @@ fn noninteractive_approval_lists_every_unapproved_hook_with_its_command() {
     for h in &hooks {
         env.store.approve(&h.hash, &ApprovalRecord::new(&h.decl)).unwrap();
     }
-    ensure_approved(&env.store, &hooks, false).unwrap();
+    ensure_approved(
+        &env.store,
+        &hooks,
+        false,
+        std::path::Path::new("/nonexistent-workdir"),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -67,7 +79,15 @@ fn changed_bytes_or_args_need_a_new_approval() {
     with_args.args.push("--new".into());
     let changed_args = PreparedHook::load(with_args).unwrap();
     assert!(!env.store.is_approved(&changed_args.hash).unwrap());
-    assert!(ensure_approved(&env.store, &[changed, changed_args], false).is_err());
+    assert!(
+        ensure_approved(
+            &env.store,
+            &[changed, changed_args],
+            false,
+            std::path::Path::new("/nonexistent-workdir")
+        )
+        .is_err()
+    );
 }
 
 #[test]
@@ -87,7 +107,15 @@ fn symlinked_token_is_refused_not_ignored() {
             token.display()
         )
     );
-    assert!(ensure_approved(&env.store, &[hook], false).is_err());
+    assert!(
+        ensure_approved(
+            &env.store,
+            &[hook],
+            false,
+            std::path::Path::new("/nonexistent-workdir")
+        )
+        .is_err()
+    );
 }
 
 #[test]

@@ -107,3 +107,67 @@ fn approval_through_another_repositorys_overlay_is_scoped_to_that_repository() {
     );
     assert!(!marker.exists(), "the global declaration did not run");
 }
+
+/// Run `ags plan` on a terminal, answer the one prompt with `y`, and return what was shown.
+fn approve_once(env: &TestEnv) -> String {
+    let mut s = env.spawn_pty(["plan"], 24, 120);
+    assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
+    s.write(b"y\n");
+    assert_eq!(s.wait(WAIT).and_then(|st| st.code()), Some(0), "{}", s.output());
+    s.output()
+}
+
+#[test]
+fn reapproval_says_what_changed_and_when_the_old_approval_was_made() {
+    let env = TestEnv::without_podman();
+    let marker = env.root().join("ran");
+    let h = marking_hook(&env, "h", &marker);
+    env.write_global_config(&decl("h", &h, &["--one"], ""));
+    let first = approve_once(&env);
+    assert!(first.contains("New prepare hook: h"), "{first}");
+    let record = std::fs::read_dir(common::launch::paths(&env).hook_trust_dir())
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().len() == 64)
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("an approval token");
+    let approved_at = serde_json::from_str::<serde_json::Value>(&record).unwrap()["approved_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The entrypoint's bytes change.
+    let mut bytes = std::fs::read(&h).unwrap();
+    bytes.extend_from_slice(b"# edited\n");
+    std::fs::write(&h, bytes).unwrap();
+    let second = approve_once(&env);
+    assert!(
+        second.contains(&format!("Changed prepare hook: h (approved before on {approved_at}")),
+        "{second}"
+    );
+    assert!(second.contains("* entrypoint bytes: changed"), "{second}");
+    assert!(!second.contains("* arguments"), "{second}");
+    // Then only the arguments.
+    env.write_global_config(&decl("h", &h, &["--two"], ""));
+    let third = approve_once(&env);
+    assert!(third.contains("* arguments: were [\"--one\"]"), "{third}");
+    assert!(!third.contains("* entrypoint bytes"), "{third}");
+    assert!(!third.contains("WARNING"), "outside the workdir: {third}");
+}
+
+#[test]
+fn prompt_warns_when_the_entrypoint_is_in_the_agent_writable_workdir() {
+    let env = TestEnv::without_podman();
+    let marker = env.root().join("ran");
+    let body = std::fs::read(marking_hook(&env, "h", &marker)).unwrap();
+    let inside = env.write_file("work/tools/h", body, 0o755);
+    env.write_global_config(&decl("h", &inside, &[], ""));
+    let shown = approve_once(&env);
+    let work = env.work_dir().canonicalize().unwrap();
+    assert!(
+        shown.contains(&format!(
+            "WARNING: the entrypoint is inside the workdir {}, which the agent can write",
+            work.display()
+        )),
+        "{shown}"
+    );
+}

@@ -50,7 +50,7 @@ pub(super) fn approve(config: &Config) -> Result<LifecycleHooks, Error> {
         .flatten()
         .cloned()
         .collect();
-    let hooks = events::load_approved(&store, &all, prompt::has_terminal())?;
+    let hooks = events::load_approved(&store, &all, prompt::has_terminal(), &config.workdir)?;
     let (started, finished) = hooks
         .into_iter()
         .filter(|h| h.decl.event != HookEvent::Prepare)

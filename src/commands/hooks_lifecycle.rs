@@ -104,7 +104,12 @@ pub(super) fn test(
         }
     };
     let store = TrustStore::open(&config.paths, Some(&config.project)).map_err(HookError::from)?;
-    let hooks = events::load_approved(&store, std::slice::from_ref(&decl), prompt::has_terminal())?;
+    let hooks = events::load_approved(
+        &store,
+        std::slice::from_ref(&decl),
+        prompt::has_terminal(),
+        &config.workdir,
+    )?;
     let rt = super::runtime()?;
     let report = rt.block_on(async {
         let input = EventInput {

@@ -7,8 +7,10 @@
 //! (`/dev/tty`, via [`crate::prompt`]) when allowed to.
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 use super::entrypoint::PreparedHook;
+use super::reapproval;
 use super::runner::escape_controls;
 use super::trust::{ApprovalRecord, TrustError, TrustStore};
 use crate::config::{HookEvent, HookScope};
@@ -109,10 +111,14 @@ fn events_of(hooks: &[Unapproved]) -> String {
 /// Require approval of every hook in `hooks` before any runs. New or changed hashes are asked
 /// about one by one on the terminal when `interactive` and a controlling terminal exist;
 /// otherwise the error lists each unapproved hook with the command that approves it.
+///
+/// `workdir` is the directory the agent's container can write: a prompt for an entrypoint in it
+/// warns that a change there may be the agent's.
 pub fn ensure_approved(
     store: &TrustStore,
     hooks: &[PreparedHook],
     interactive: bool,
+    workdir: &Path,
 ) -> Result<(), ApprovalError> {
     let mut seen = HashSet::new();
     let mut missing = Vec::new();
@@ -133,16 +139,20 @@ pub fn ensure_approved(
         });
     }
     for hook in missing {
-        ask(store, hook)?;
+        ask(store, hook, workdir)?;
     }
     Ok(())
 }
 
-fn ask(store: &TrustStore, hook: &PreparedHook) -> Result<(), ApprovalError> {
+fn ask(store: &TrustStore, hook: &PreparedHook, workdir: &Path) -> Result<(), ApprovalError> {
     let name = &hook.decl.name;
     let event = hook.decl.event;
     let question = format!("Approve {event} hook {name}?");
-    let yes = prompt::confirm(&prompt_text(hook), &question).map_err(|source| match source {
+    let notes = PromptNotes {
+        previous: reapproval::previous(store, hook),
+        agent_writable: reapproval::inside_workdir(hook, workdir).then(|| workdir.to_path_buf()),
+    };
+    let yes = prompt::confirm(&prompt_text(hook, &notes), &question).map_err(|source| match source {
         PromptError::Interrupted => ApprovalError::Interrupted {
             event,
             name: name.clone(),
@@ -162,12 +172,23 @@ fn ask(store: &TrustStore, hook: &PreparedHook) -> Result<(), ApprovalError> {
             hash: hook.hash.clone(),
         });
     }
-    store.approve(&hook.hash, &ApprovalRecord::new(&hook.decl))?;
+    let record = ApprovalRecord::new(&hook.decl).with_entrypoint(&hook.entrypoint);
+    store.approve(&hook.hash, &record)?;
     Ok(())
 }
 
-/// The approval prompt for `hook`: what runs, with which authority, and what approval covers.
-pub fn prompt_text(hook: &PreparedHook) -> String {
+/// What the prompt says besides the declaration.
+#[derive(Debug, Default)]
+pub struct PromptNotes {
+    /// The most recent earlier approval of the same hook (event and name), if any.
+    pub previous: Option<ApprovalRecord>,
+    /// The agent-writable workdir that holds the entrypoint, if it is in one.
+    pub agent_writable: Option<PathBuf>,
+}
+
+/// The approval prompt for `hook`: whether it is new or what changed since its last approval,
+/// what runs, with which authority, and what approval covers.
+pub fn prompt_text(hook: &PreparedHook, notes: &PromptNotes) -> String {
     let d = &hook.decl;
     let argv = std::iter::once(d.executable.to_string_lossy().into_owned())
         .chain(d.args.iter().cloned())
@@ -180,8 +201,30 @@ pub fn prompt_text(hook: &PreparedHook) -> String {
     };
     // Declarations come from config files: never let them drive the terminal of the prompt.
     let shown = |s: &str| escape_controls(s).replace('\n', "\\n");
+    let mut head = match &notes.previous {
+        None => format!("\nNew {} hook: {}\n", d.event, shown(&d.name)),
+        Some(old) => {
+            let mut head = format!(
+                "\nChanged {} hook: {} (approved before on {}; what changed since:)\n",
+                d.event,
+                shown(&d.name),
+                shown(&old.approved_at)
+            );
+            for change in reapproval::changes(old, hook) {
+                head.push_str(&format!("  * {}\n", shown(&change)));
+            }
+            head
+        }
+    };
+    if let Some(workdir) = &notes.agent_writable {
+        head.push_str(&format!(
+            "  WARNING: the entrypoint is inside the workdir {}, which the agent can write: a change\n\
+             \x20 you did not make yourself may be the agent's. Review the file before approving.\n",
+            shown(&workdir.to_string_lossy())
+        ));
+    }
     format!(
-        "\nNew or changed {event} hook: {name}\n\
+        "{head}\
          \x20 declared in: {config}\n\
          \x20 executable:  {exe}\n\
          \x20 argv:        {argv}\n\
@@ -194,8 +237,6 @@ pub fn prompt_text(hook: &PreparedHook) -> String {
          Approval covers only the entrypoint bytes and this declaration (name, argv, timeout,\n\
          scope). It does NOT cover interpreters, shared libraries, sourced or imported files, files\n\
          passed to an interpreter, or anything else the program loads; changes there are not noticed.\n",
-        event = d.event,
-        name = shown(&d.name),
         config = shown(&d.config_path.to_string_lossy()),
         exe = shown(&d.executable.to_string_lossy()),
         argv = shown(&argv),
@@ -273,7 +314,10 @@ mod tests {
 
     #[test]
     fn prompt_states_authority_and_coverage() {
-        let text = prompt_text(&hook(HookScope::Project { root: "/p".into() }));
+        let text = prompt_text(
+            &hook(HookScope::Project { root: "/p".into() }),
+            &PromptNotes::default(),
+        );
         for needle in [
             "svc",
             "/opt/my hooks/prepare",
@@ -304,7 +348,7 @@ mod tests {
                 && msg.contains("\n  svc (finished) (hash "),
             "{msg}"
         );
-        assert!(prompt_text(&h).contains("New or changed finished hook: svc"));
+        assert!(prompt_text(&h, &PromptNotes::default()).contains("New finished hook: svc"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod op;
 pub mod policy;
 pub mod prepare;
 pub mod protocol;
+pub mod reapproval;
 pub mod resolve;
 pub mod runner;
 pub mod schema;

@@ -71,7 +71,7 @@ pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
         .iter()
         .map(|d| PreparedHook::load(d.clone()))
         .collect::<Result<Vec<_>, _>>()?;
-    approve::ensure_approved(&store, &prepared, input.interactive)?;
+    approve::ensure_approved(&store, &prepared, input.interactive, &input.context.workdir)?;
     let contributions = execute(&input, store, prepared).await?;
     let outputs = contributions
         .into_iter()

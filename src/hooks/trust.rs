@@ -90,6 +90,10 @@ pub struct ApprovalRecord {
     pub config_path: PathBuf,
     /// When the approval was given (RFC 3339, UTC).
     pub approved_at: String,
+    /// SHA-256 (hex) of the entrypoint bytes alone, so that a later re-approval prompt can say
+    /// whether they changed (tokens written before it existed lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entrypoint_sha256: Option<String>,
 }
 
 impl ApprovalRecord {
@@ -107,7 +111,14 @@ impl ApprovalRecord {
             },
             config_path: decl.config_path.clone(),
             approved_at: super::log::rfc3339(std::time::SystemTime::now()),
+            entrypoint_sha256: None,
         }
+    }
+
+    /// The record with the SHA-256 of the entrypoint bytes that were approved.
+    pub fn with_entrypoint(mut self, entrypoint: &[u8]) -> Self {
+        self.entrypoint_sha256 = Some(hex::encode(Sha256::digest(entrypoint)));
+        self
     }
 }
 

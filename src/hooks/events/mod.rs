@@ -25,16 +25,17 @@ use super::trust::TrustStore;
 use crate::config::HookDecl;
 
 /// Read the entrypoints of `decls` (executing nothing) and make sure every one is approved,
-/// asking on the terminal when `interactive`.
+/// asking on the terminal when `interactive` (`workdir`: the directory the agent can write).
 pub fn load_approved(
     store: &TrustStore,
     decls: &[HookDecl],
     interactive: bool,
+    workdir: &std::path::Path,
 ) -> Result<Vec<PreparedHook>, HookError> {
     let hooks = decls
         .iter()
         .map(|d| PreparedHook::load(d.clone()))
         .collect::<Result<Vec<_>, _>>()?;
-    approve::ensure_approved(store, &hooks, interactive)?;
+    approve::ensure_approved(store, &hooks, interactive, workdir)?;
     Ok(hooks)
 }

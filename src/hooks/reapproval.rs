@@ -1,0 +1,151 @@
+//! Stage 2 (trust), prompt details: what a re-approval prompt says besides the declaration —
+//! which earlier approval of the same hook exists, when it was given and what changed since
+//! (declaration, entrypoint bytes, scope), and whether the entrypoint lives in the workdir that
+//! the agent can write (so a change may be the agent's, not yours).
+//!
+//! Pure apart from reading the approval records ([`TrustStore::list`]); never decides approval.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::entrypoint::PreparedHook;
+use super::trust::{ApprovalRecord, TrustStore};
+use crate::config::HookScope;
+
+/// The most recent earlier approval of the hook `hook` (same event and name; one declared in
+/// the same config file preferred), if the store holds one.
+pub fn previous(store: &TrustStore, hook: &PreparedHook) -> Option<ApprovalRecord> {
+    let d = &hook.decl;
+    let records: Vec<ApprovalRecord> = store
+        .list()
+        .ok()?
+        .into_iter()
+        .filter_map(|e| e.record)
+        .filter(|r| r.event == d.event.as_str() && r.name == d.name)
+        .collect();
+    let same_file = records.iter().any(|r| r.config_path == d.config_path);
+    records
+        .into_iter()
+        .filter(|r| !same_file || r.config_path == d.config_path)
+        .max_by(|a, b| a.approved_at.cmp(&b.approved_at))
+}
+
+/// Lines describing what changed between `old` and `hook` (values shown as the prompt shows
+/// the declaration; the caller escapes them).
+pub fn changes(old: &ApprovalRecord, hook: &PreparedHook) -> Vec<String> {
+    let d = &hook.decl;
+    let mut out = Vec::new();
+    let old_scope = scope_text(old.project.as_deref());
+    let new_scope = scope_text(match &d.scope {
+        HookScope::Global => None,
+        HookScope::Project { root } => Some(root),
+    });
+    if old_scope != new_scope {
+        out.push(format!("scope: was {old_scope}"));
+    }
+    if old.executable != d.executable {
+        out.push(format!("executable: was {}", old.executable.display()));
+    }
+    if old.args != d.args {
+        out.push(format!("arguments: were {:?}", old.args));
+    }
+    if old.timeout_seconds != d.timeout_seconds {
+        out.push(format!("timeout: was {} s", old.timeout_seconds));
+    }
+    let declaration_changed = !out.is_empty();
+    match &old.entrypoint_sha256 {
+        Some(sum) if *sum != hex::encode(Sha256::digest(&hook.entrypoint)) => {
+            out.push("entrypoint bytes: changed (the file's content differs)".into());
+        }
+        Some(_) => {}
+        // Same event, name, declaration and scope but another hash: only the bytes remain.
+        None if !declaration_changed => {
+            out.push("entrypoint bytes: changed (the file's content differs)".into());
+        }
+        None => out.push("entrypoint bytes: unknown (that approval did not record them)".into()),
+    }
+    if old.config_path != d.config_path {
+        out.push(format!("declared in: was {}", old.config_path.display()));
+    }
+    out
+}
+
+fn scope_text(project: Option<&Path>) -> String {
+    match project {
+        None => "global (all projects)".into(),
+        Some(root) => format!("project {}", root.display()),
+    }
+}
+
+/// Whether the canonical entrypoint of `hook` lies inside `workdir` (canonical), which the
+/// agent's container mounts read-write.
+pub fn inside_workdir(hook: &PreparedHook, workdir: &Path) -> bool {
+    let exe = &hook.decl.executable;
+    let exe = exe.canonicalize().unwrap_or_else(|_| exe.clone());
+    exe.starts_with(workdir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{HookDecl, HookEvent};
+
+    fn hook(args: &[&str], bytes: &[u8], scope: HookScope) -> PreparedHook {
+        PreparedHook {
+            decl: HookDecl {
+                event: HookEvent::Prepare,
+                name: "svc".into(),
+                executable: "/opt/hooks/svc".into(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                timeout_seconds: 30,
+                scope,
+                config_path: "/p/.ags/config.toml".into(),
+            },
+            entrypoint: bytes.to_vec().into(),
+            hash: "ab".repeat(32),
+        }
+    }
+
+    fn record(h: &PreparedHook) -> ApprovalRecord {
+        ApprovalRecord::new(&h.decl).with_entrypoint(&h.entrypoint)
+    }
+
+    #[test]
+    fn names_each_kind_of_change() {
+        let project = HookScope::Project { root: "/p".into() };
+        let old = hook(&["a"], b"v1", project.clone());
+        assert_eq!(
+            changes(&record(&old), &hook(&["a"], b"v2", project.clone())),
+            ["entrypoint bytes: changed (the file's content differs)"]
+        );
+        assert_eq!(
+            changes(&record(&old), &hook(&["b"], b"v1", project.clone())),
+            ["arguments: were [\"a\"]"]
+        );
+        assert_eq!(
+            changes(&record(&old), &hook(&["a"], b"v1", HookScope::Global)),
+            ["scope: was project /p"]
+        );
+        // An old record without the bytes' sum: bytes are the only explanation left, unless
+        // the declaration changed too.
+        let mut legacy = record(&old);
+        legacy.entrypoint_sha256 = None;
+        assert_eq!(
+            changes(&legacy, &hook(&["a"], b"v2", project.clone())),
+            ["entrypoint bytes: changed (the file's content differs)"]
+        );
+        assert_eq!(
+            changes(&legacy, &hook(&["b"], b"v2", project))[1],
+            "entrypoint bytes: unknown (that approval did not record them)"
+        );
+    }
+
+    #[test]
+    fn entrypoints_inside_the_workdir_are_noticed() {
+        let h = hook(&[], b"", HookScope::Global);
+        assert!(inside_workdir(&h, Path::new("/opt")));
+        assert!(!inside_workdir(&h, Path::new("/opt/hook")));
+        assert!(!inside_workdir(&h, Path::new("/srv")));
+    }
+}
