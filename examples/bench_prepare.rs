@@ -79,7 +79,7 @@ fn main() -> anyhow::Result<()> {
             .collect::<Result<Vec<_>, _>>()?;
         hooks_n = prepared.len();
         record("entrypoints read + hashed", &mut t);
-        ensure_approved(&store, &prepared, false)?;
+        ensure_approved(&store, &prepared, false, &config.workdir)?;
         record("approval check", &mut t);
         let decls: Vec<_> = prepared.iter().map(|p| p.decl.clone()).collect();
         let setup = RunSetup::new(

@@ -141,7 +141,9 @@ fn reapproval_says_what_changed_and_when_the_old_approval_was_made() {
     std::fs::write(&h, bytes).unwrap();
     let second = approve_once(&env);
     assert!(
-        second.contains(&format!("Changed prepare hook: h (approved before on {approved_at}")),
+        second.contains(&format!(
+            "Changed prepare hook: h (approved before on {approved_at}"
+        )),
         "{second}"
     );
     assert!(second.contains("* entrypoint bytes: changed"), "{second}");
