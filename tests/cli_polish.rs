@@ -84,3 +84,27 @@ fn text_plan_prints_bare_words() {
     }
     assert!(line("network").ends_with(" default"), "{text}");
 }
+
+#[test]
+fn text_before_the_json_response_is_named_with_its_escaped_start_never_a_secret() {
+    let env = TestEnv::without_podman();
+    let secret = "tok_9f8e7d6c5b4a39281706";
+    let h = env.write_file(
+        "hooks/chatty",
+        format!("#!/bin/sh\necho 'Starting services...'\necho 'token {secret}'\necho '{{\"version\":1}}'\n"),
+        0o755,
+    );
+    env.write_global_config(&decl("chatty", &h, &[], ""));
+    approve_hooks(&env);
+    let out = env.run(["plan"]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("stdout starts with non-JSON text (52 bytes before the first `{`, starting \"Starting services...\\ntoken …\")"),
+        "{err}"
+    );
+    assert!(err.contains("chatty"), "{err}");
+    assert!(!err.contains(&secret[4..]), "a long run is hidden: {err}");
+    let log = std::fs::read_to_string(common::launch::paths(&env).hook_log()).unwrap();
+    assert!(!log.contains(&secret[4..]), "{log}");
+}

@@ -6,6 +6,7 @@ pub mod entrypoint;
 pub mod events;
 pub mod exec_copy;
 pub mod json_de;
+pub mod leading_text;
 pub mod log;
 pub mod mount_source;
 pub mod op;

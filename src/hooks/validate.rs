@@ -104,6 +104,17 @@ pub enum Rule {
     /// Not strict JSON of the protocol's shape.
     #[error(transparent)]
     Json(#[from] JsonErrorKind),
+    /// Stdout has text before the JSON response (at a successful exit).
+    #[error(
+        "stdout starts with non-JSON text ({bytes} bytes before the first `{{`, starting \"{start}\"); \
+         print only the JSON response on stdout and diagnostics on stderr"
+    )]
+    TextBeforeJson {
+        /// Bytes before the first `{`.
+        bytes: usize,
+        /// Their escaped start (see [`super::leading_text`]).
+        start: String,
+    },
     /// `version` is not 1.
     #[error("unsupported protocol version; this ags speaks version {PROTOCOL_VERSION}, print \"version\": 1")]
     Version,
@@ -170,7 +181,19 @@ impl From<JsonError> for ResponseError {
 
 /// Decode and validate one hook response.
 pub fn parse_response(bytes: &[u8]) -> Result<Contribution, ResponseError> {
-    let wire: PrepareResponse = json_de::from_slice(bytes)?;
+    let wire: PrepareResponse = json_de::from_slice(bytes).map_err(|e| match e.kind {
+        JsonErrorKind::Syntax { .. } => match super::leading_text::find(bytes) {
+            Some(t) => fail(
+                JsonPath::root(),
+                Rule::TextBeforeJson {
+                    bytes: t.bytes,
+                    start: t.start,
+                },
+            ),
+            None => e.into(),
+        },
+        _ => e.into(),
+    })?;
     validate(wire)
 }
 
