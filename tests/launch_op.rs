@@ -168,3 +168,89 @@ fn contains_text(dir: &std::path::Path, needle: &str) -> bool {
         }
     })
 }
+
+/// Issue 10, hole 7: a `bin/op` the agent planted in the workspace, first on `PATH` (direnv's
+/// `PATH_add bin`), never runs: the launch is refused with the rule and the fix, before any
+/// container exists. With `[op] path` naming the real one, the launch works and still never
+/// runs the planted one; a group-writable configured `op` is refused.
+#[test]
+fn an_op_planted_in_the_workspace_never_runs() {
+    common::each_mode(|env| {
+        let (bin, log) = fake_op(env);
+        let ran = env.root().join("planted-op-ran");
+        let planted = env.write_file(
+            "work/bin/op",
+            format!(
+                "#!/bin/sh\necho \"$OP_SERVICE_ACCOUNT_TOKEN\" > {}\nexec {}/op \"$@\"\n",
+                ran.display(),
+                bin.display()
+            ),
+            0o755,
+        );
+        let hook = env.write_file(
+            "hooks/sec",
+            "#!/bin/sh\ncat >/dev/null\necho '{\"version\":1,\"env\":{\"TOKEN\":{\"op\":\"op://Dev/service/password\"}}}'\n",
+            0o755,
+        );
+        let hook_decl = format!(
+            "[[prepare_hook]]\nname = \"sec\"\nexecutable = \"{}\"\n",
+            hook.display()
+        );
+        env.write_global_config(&hook_decl);
+        approve_all(env);
+        let launch = |env: &TestEnv| {
+            let mut cmd = env.cmd([
+                "--label",
+                &env.label(),
+                "--image",
+                &env.image(),
+                "--tty=false",
+                "--",
+                "sh",
+                "-c",
+                &format!("test \"$TOKEN\" = {SECRET} && echo match"),
+            ]);
+            let path = format!(
+                "{}:{}:{}",
+                planted.parent().unwrap().display(),
+                bin.display(),
+                common::CLEAN_PATH
+            );
+            cmd.env("PATH", path)
+                .env("OP_SERVICE_ACCOUNT_TOKEN", "ops_token_SENTINEL")
+                .env("AGS_FAKE_OP_DB", env.root().join("op-db.json"))
+                .env("AGS_FAKE_OP_LOG", &log);
+            common::run_command(cmd, None, common::RUN_TIMEOUT)
+        };
+        let out = launch(env);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            err.contains(&planted.display().to_string())
+                && err.contains("which the agent can write")
+                && err.contains("[op] path"),
+            "{}",
+            show(&out)
+        );
+        assert!(!ran.exists(), "{}: the planted op ran", env.mode());
+        assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
+
+        let real = bin.join("op").canonicalize().unwrap();
+        env.write_global_config(&format!("[op]\npath = \"{}\"\n{hook_decl}", real.display()));
+        let out = launch(env);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "match\n", "{}", show(&out));
+        assert!(!ran.exists(), "{}: the planted op ran", env.mode());
+
+        let loose = env.write_file("loose/op", std::fs::read(&real).unwrap(), 0o775);
+        env.write_global_config(&format!("[op]\npath = \"{}\"\n{hook_decl}", loose.display()));
+        let out = launch(env);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("writable by group or others"),
+            "{}",
+            show(&out)
+        );
+        env.assert_no_leftovers();
+    });
+}

@@ -13,7 +13,7 @@ use super::{events, launch_input};
 use crate::cli::{GlobalArgs, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
 use crate::hooks::HookError;
-use crate::hooks::op::{OpCli, OpEnv, SecretSetName};
+use crate::hooks::op::{OpCli, OpEnv, OpPolicy, SecretSetName};
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
 use crate::hooks::protocol::{HookContext, MountMode};
 use crate::hooks::resolve::{LaunchOverrides, Origin as HookOrigin};
@@ -116,7 +116,7 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     crate::trace::mark("connected");
     let rootless = client.rootless().await?;
     let plan = build_plan(config, settings, &identity, rootless, &hooks)?;
-    let secrets = lookup_secrets(&prepared, &settings.op_secret_sets, &signals).await?;
+    let secrets = lookup_secrets(config, &plan, &prepared, &signals).await?;
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     gc::sweep_host(&config.paths.stage_root());
@@ -145,16 +145,20 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
 /// The final handoff: resolve the surviving 1Password references in one `op inject` batch and
 /// load `--op-secret-set` items. Runs no `op` when there is nothing to look up.
 async fn lookup_secrets(
+    config: &Config,
+    plan: &LaunchPlan,
     prepared: &Prepared,
-    sets: &[String],
     signals: &SignalWatch,
 ) -> Result<stage::Secrets, Error> {
+    let sets = &plan.op_secret_sets;
     let refs = prepared.resolved.op_env();
     if refs.is_empty() && sets.is_empty() {
         return Ok(stage::Secrets::default());
     }
     let interrupt = Interrupt::from_receiver(signals.receiver());
-    let op = OpCli::new(OpEnv::inherit());
+    let op = OpCli::new(OpEnv::inherit())
+        .resolve(&op_policy(config, plan))
+        .map_err(HookError::from)?;
     op.check_capability(&interrupt).await.map_err(HookError::from)?;
     let references = op
         .resolve_refs(refs.iter().map(|(k, r)| (k.as_str(), *r)), &interrupt)
@@ -175,6 +179,24 @@ async fn lookup_secrets(
     }
     let finals = loaded.into_iter().map(|s| s.values).collect();
     Ok(stage::Secrets { references, finals })
+}
+
+/// Where `op` comes from (`[op] path`) and the directories it may not come from: the sources
+/// of the launch's read-write bind mounts (workdir, `--add-dir`s, hook and config mounts).
+fn op_policy(config: &Config, plan: &LaunchPlan) -> OpPolicy {
+    let agent_writable = plan
+        .mounts
+        .iter()
+        .filter(|m| !m.read_only)
+        .filter_map(|m| match &m.kind {
+            MountKind::Bind { source } => Some(source.clone()),
+            _ => None,
+        })
+        .collect();
+    OpPolicy {
+        configured: config.user.op_path.clone(),
+        agent_writable,
+    }
 }
 
 /// Parse `--op-secret-set VAULT/ITEM` values (checked before anything runs).

@@ -7,9 +7,10 @@
 //! stdout/stderr, a timeout, cancellation by the interrupt, and a group kill at the end.
 //!
 //! Decisions:
-//! - **Which `op`**: the first executable `op` in an absolute directory of the `PATH` in
-//!   [`OpEnv`] (relative and empty entries are skipped). There is no override variable: the
-//!   user's `PATH` is the one knob, as for their shell.
+//! - **Which `op`**: `[op] path` of the global config, else the first executable `op` in an
+//!   absolute directory of the `PATH` in [`OpEnv`] (relative and empty entries are skipped),
+//!   resolved once per launch by [`OpCli::resolve`] and refused unless the agent cannot have
+//!   written it (see `op::trusted`). No environment variable overrides it.
 //! - **Environment**: `op` is the user's own credential tool, not approved hook code, so it gets
 //!   `ags`'s complete environment ([`OpEnv::inherit`]): `OP_SERVICE_ACCOUNT_TOKEN`,
 //!   `OP_SESSION_*`, `OP_ACCOUNT`, `HOME`, `XDG_*`, the desktop-app integration sockets…. Hooks
@@ -32,6 +33,7 @@
 mod error;
 mod item;
 mod template;
+mod trusted;
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -46,6 +48,7 @@ use std::time::Duration;
 
 pub use error::OpError;
 pub use item::{MAX_SET_SEGMENT_BYTES, SecretSet, SecretSetName, SkipReason, SkippedField};
+pub use trusted::OpPolicy;
 
 use super::policy::OpRef;
 use super::runner::process::{self, Ending};
@@ -125,6 +128,8 @@ impl fmt::Debug for OpEnv {
 pub struct OpCli {
     env: OpEnv,
     timeout: Duration,
+    /// The checked, canonical `op` fixed by [`OpCli::resolve`]; `None`: located on each call.
+    program: Option<PathBuf>,
 }
 
 /// A finished `op` call (it exited by itself; its group is gone).
@@ -141,7 +146,26 @@ impl OpCli {
         Self {
             env,
             timeout: DEFAULT_TIMEOUT,
+            program: None,
         }
+    }
+
+    /// Fix the `op` to run for every later call: `policy.configured`, else the one on `PATH`,
+    /// refused ([`OpError::Untrusted`]) unless it is outside every agent-writable directory and
+    /// neither it nor its directory can be written by group or others.
+    pub fn resolve(mut self, policy: &OpPolicy) -> Result<Self, OpError> {
+        let (candidate, configured) = match &policy.configured {
+            Some(p) => (p.clone(), true),
+            None => (self.locate()?, false),
+        };
+        let uid = nix::unistd::geteuid().as_raw();
+        let program = trusted::check(&candidate, policy, uid).map_err(|reason| OpError::Untrusted {
+            program: candidate.clone(),
+            reason,
+            configured,
+        })?;
+        self.program = Some(program);
+        Ok(self)
     }
 
     /// Limit each `op` call to `timeout`.
@@ -306,12 +330,15 @@ impl OpCli {
         stdin: Vec<u8>,
         interrupt: &Interrupt,
     ) -> Result<Ran, OpError> {
-        let program = tokio::task::spawn_blocking({
-            let this = self.clone();
-            move || this.locate()
-        })
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        let program = match &self.program {
+            Some(p) => p.clone(),
+            None => tokio::task::spawn_blocking({
+                let this = self.clone();
+                move || this.locate()
+            })
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?,
+        };
         let interrupted = |signal| OpError::Interrupted {
             action: action.to_owned(),
             signal,
