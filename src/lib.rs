@@ -22,6 +22,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod hardening;
 pub mod hooks;
 pub mod image;
 pub mod launch;

@@ -8,6 +8,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    if let Err(e) = ags::hardening::protect_process() {
+        eprintln!("ags: cannot protect its memory from core dumps: {e}");
+        return ExitCode::from(125);
+    }
     ags::trace::init();
     let cli = ags::cli::Cli::parse();
     match ags::run(cli) {

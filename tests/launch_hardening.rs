@@ -172,3 +172,31 @@ fn a_git_dir_made_in_a_subdirectory_does_not_silently_drop_the_trusted_overlay()
         assert_clean(env);
     });
 }
+
+#[test]
+fn a_running_ags_cannot_dump_core_or_be_read_by_the_users_other_processes() {
+    each_mode(|env| {
+        let args = common::launch::launch_args(env, &["--tty=false"], &["sh", "-c", "echo started; sleep 3"]);
+        let bg = common::launch::Background::spawn(env, &args);
+        bg.expect_stdout("started", std::time::Duration::from_secs(60));
+        let pid = bg.pid();
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        let core = limits
+            .lines()
+            .find(|l| l.starts_with("Max core file size"))
+            .expect("a core limit line");
+        assert_eq!(
+            core.split_whitespace().collect::<Vec<_>>()[4..6],
+            ["0", "0"],
+            "{core}"
+        );
+        // The files in /proc/PID of a process that is not dumpable belong to root: visible only
+        // when ags runs as another user (rootless mode).
+        let status = std::fs::metadata(format!("/proc/{pid}/status")).unwrap();
+        let owner = std::os::unix::fs::MetadataExt::uid(&status);
+        assert_eq!(owner, 0, "ags (running as uid {}) is still dumpable", env.uid());
+        let out = bg.wait();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_clean(env);
+    });
+}

@@ -303,5 +303,5 @@ fn staging_archive(plan: &LaunchPlan, secrets: &stage::Secrets) -> Result<Option
     let (uid, gid) = user_ids();
     let tar =
         stage::archive(&stage::env_file(plan, secrets), uid, gid).map_err(launch::LaunchError::Stage)?;
-    Ok(Some(Bytes::from(tar)))
+    Ok(Some(Bytes::from_owner(stage::ClearOnDrop(tar))))
 }

@@ -54,6 +54,7 @@ use super::policy::OpRef;
 use super::runner::process::{self, Ending};
 use super::runner::{Interrupt, StderrSink, signal_name};
 use template::{Template, check_value};
+use zeroize::{Zeroize, Zeroizing};
 
 /// Default limit on one `op` call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -66,9 +67,16 @@ pub const SHOWN_STDERR_CHARS: usize = 2000;
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// A resolved secret value. `Debug` is redacted; there is no `Display` or `Serialize`: read it
-/// with [`Secret::expose`] only where it is written into the env file.
+/// with [`Secret::expose`] only where it is written into the env file. Its bytes are zeroed when
+/// it is dropped (after the upload to the container), so they do not linger in freed memory.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
 
 impl Secret {
     /// Wrap a value.
@@ -259,7 +267,7 @@ impl OpCli {
             .await?;
         let keys: Vec<&str> = by_key.keys().map(String::as_str).collect();
         let context = format!("resolving the 1Password references of {}", keys.join(", "));
-        let output = ran.success(action, context)?;
+        let output = Zeroizing::new(ran.success(action, context)?);
         let values = template
             .parse(&output)
             .map_err(|reason| OpError::BadOutput { reason })?;
@@ -304,7 +312,7 @@ impl OpCli {
             "json",
         ];
         let ran = self.run(action, &args, Vec::new(), interrupt).await?;
-        let output = ran.success(action, format!("loading --op-secret-set {name}"))?;
+        let output = Zeroizing::new(ran.success(action, format!("loading --op-secret-set {name}"))?);
         item::parse_item(name, &output)
     }
 

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use zeroize::{Zeroize, Zeroizing};
+
 use crate::hooks::op::Secret;
 use crate::plan::{EnvSource, LaunchPlan};
 
@@ -18,7 +20,7 @@ pub struct Secrets {
 
 /// Build the env file: one `export KEY='value'` line per staged variable, in key order.
 /// Values are single-line (validated earlier); single quotes are escaped as `'\''`.
-pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Vec<u8> {
+pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
     let mut values: BTreeMap<&str, &str> = BTreeMap::new();
     for e in &plan.env {
         let value = match &e.source {
@@ -34,11 +36,26 @@ pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Vec<u8> {
     for set in &secrets.finals {
         values.extend(set.iter().map(|(k, v)| (k.as_str(), v.expose())));
     }
-    let mut out = String::new();
+    // Sized up front and written in place: no reallocation leaves a copy of a value behind in
+    // freed memory, and the buffer is cleared when the caller drops it.
+    let size: usize = values
+        .iter()
+        .map(|(k, v)| "export =''\n".len() + k.len() + v.len() + 3 * v.matches('\'').count())
+        .sum();
+    let mut out = Zeroizing::new(Vec::with_capacity(size));
     for (key, value) in values {
-        out.push_str(&format!("export {key}={}\n", shell_quote(value)));
+        out.extend_from_slice(b"export ");
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"='");
+        for (i, part) in value.split('\'').enumerate() {
+            if i > 0 {
+                out.extend_from_slice(br"'\''");
+            }
+            out.extend_from_slice(part.as_bytes());
+        }
+        out.extend_from_slice(b"'\n");
     }
-    out.into_bytes()
+    out
 }
 
 /// Quote `s` for a POSIX shell as one word.
@@ -48,8 +65,10 @@ pub fn shell_quote(s: &str) -> String {
 
 /// A tar archive for the root of the staging volume: the directory itself (owner-only) and the
 /// env file (0400), owned by the container user.
+/// Allocated once with room to spare, so the env file's bytes are not left behind by a
+/// reallocation; see [`ClearOnDrop`] for the buffer's end.
 pub fn archive(env_file: &[u8], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> {
-    let mut builder = tar::Builder::new(Vec::new());
+    let mut builder = tar::Builder::new(Vec::with_capacity(env_file.len() + 8 * 1024));
     let mut dir = tar::Header::new_ustar();
     dir.set_entry_type(tar::EntryType::Directory);
     dir.set_mode(0o500);
@@ -65,6 +84,23 @@ pub fn archive(env_file: &[u8], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> 
     file.set_size(env_file.len() as u64);
     builder.append_data(&mut file, "env", env_file)?;
     builder.into_inner()
+}
+
+/// A buffer holding secret values (the staging archive) that is zeroed when its last user is
+/// done with it: wrap it in `Bytes::from_owner(ClearOnDrop(vec))` to hand it to the HTTP client,
+/// which drops its reference once the upload was sent.
+pub struct ClearOnDrop(pub Vec<u8>);
+
+impl AsRef<[u8]> for ClearOnDrop {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
 }
 
 /// Write the plan's generated files into its private host staging directory (0700 directories,

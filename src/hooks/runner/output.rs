@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe::Receiver;
 use tokio::sync::watch;
+use zeroize::Zeroize;
 
 /// Receives each diagnostic line, already escaped and prefixed with the hook name.
 pub type StderrSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -61,6 +62,7 @@ pub(super) async fn read_stdout(
             }
         }
     }
+    chunk.zeroize(); // `op`'s output holds secret values
     out
 }
 
