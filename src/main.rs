@@ -8,10 +8,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    if let Some(code) = ags::hooks::runner::watchdog::run_if_requested() {
+        return code;
+    }
     if let Err(e) = ags::hardening::protect_process() {
         eprintln!("ags: cannot protect its memory from core dumps: {e}");
         return ExitCode::from(125);
     }
+    ags::hooks::runner::watchdog::enable("/proc/self/exe".into());
     ags::trace::init();
     let cli = ags::cli::Cli::parse();
     match ags::run(cli) {

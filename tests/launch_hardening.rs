@@ -200,3 +200,92 @@ fn a_running_ags_cannot_dump_core_or_be_read_by_the_users_other_processes() {
         assert_clean(env);
     });
 }
+
+/// Pids of the processes in process group `pgid` (from /proc; zombies count as gone).
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // fields[0] is the state, fields[2] the process group.
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// SIGKILL `ags` and wait (at most 10 s, polling) until group `pgid` has no live member.
+fn kill_ags_and_expect_group_gone(bg: common::launch::Background, pgid: i32) {
+    assert!(!group_members(pgid).is_empty(), "group {pgid} is not running");
+    bg.signal(nix::sys::signal::Signal::SIGKILL);
+    let gone = common::launch::wait_until(std::time::Duration::from_secs(10), || {
+        group_members(pgid).is_empty()
+    });
+    let left = group_members(pgid);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        gone,
+        "processes of group {pgid} outlived the SIGKILLed ags: {left:?}"
+    );
+    let out = bg.wait();
+    assert_eq!(out.status.code(), None, "{}", show(&out));
+}
+
+#[test]
+fn a_hook_and_its_grandchild_do_not_outlive_a_sigkilled_ags() {
+    each_mode(|env| {
+        let hook = common::launch::install_hook(env, "slow-with-grandchild");
+        let pids = env.root().join("hook-pids");
+        let decl = common::launch::decl("slow", &hook, &[&pids.to_string_lossy()], "timeout_seconds = 300");
+        env.write_global_config(&decl);
+        approve_hooks(env);
+        let args = common::launch::launch_args(env, &["--tty=false"], &["true"]);
+        let bg = common::launch::Background::spawn(env, &args);
+        let started = common::launch::wait_until(std::time::Duration::from_secs(60), || pids.exists());
+        assert!(started, "the hook did not start: {}", bg.stderr_so_far());
+        let text = std::fs::read_to_string(&pids).unwrap();
+        let pgid: i32 = text.split_whitespace().next().unwrap().parse().unwrap();
+        kill_ags_and_expect_group_gone(bg, pgid);
+    });
+}
+
+#[test]
+fn op_does_not_outlive_a_sigkilled_ags() {
+    each_mode(|env| {
+        let fake = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/op/op")).unwrap();
+        let bin = env.write_file("bin/op", fake, 0o755);
+        let response = json!({"version": 1, "env": {"TOKEN": {"op": "op://Dev/service/password"}}});
+        env.write_global_config(&respond_hook(env, "sec", &response, None));
+        approve_hooks(env);
+        let pidfile = env.root().join("op-pid");
+        let mut cmd = env.cmd(common::launch::launch_args(env, &["--tty=false"], &["true"]));
+        cmd.env(
+            "PATH",
+            format!("{}:{}", bin.parent().unwrap().display(), common::CLEAN_PATH),
+        )
+        .env("AGS_FAKE_OP_SLEEP", "600")
+        .env("AGS_FAKE_OP_PIDFILE", &pidfile);
+        let bg = common::launch::Background::spawn_cmd(cmd);
+        let mut pid = None;
+        let started = common::launch::wait_until(std::time::Duration::from_secs(60), || {
+            pid = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok());
+            pid.is_some()
+        });
+        assert!(started, "op did not start: {}", bg.stderr_so_far());
+        kill_ags_and_expect_group_gone(bg, pid.unwrap());
+    });
+}

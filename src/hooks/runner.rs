@@ -21,6 +21,7 @@ mod child;
 mod output;
 pub(crate) mod process;
 mod report;
+pub mod watchdog;
 
 use std::error::Error as StdError;
 use std::io;

@@ -2,7 +2,9 @@
 //! environment given, feed it stdin bytes then EOF, capture capped stdout, forward capped and
 //! escaped stderr, stop it on a timeout, on output overflow or when an abort future fires, then
 //! SIGKILL its whole group before reaping it. Prepare hooks (`super::child`) and the 1Password
-//! CLI (`crate::hooks::op`) both run through here: there is no other `Command::spawn` in `ags`.
+//! CLI (`crate::hooks::op`) both run through here: there is no other `Command::spawn` in `ags`
+//! (besides the [`watchdog`]'s own start, also here). Every group started is recorded with the
+//! watchdog, which kills it should `ags` die before doing so itself.
 //!
 //! Why `std::process` and a blocking `waitid(WNOWAIT)` instead of `tokio::process`: Tokio reaps a
 //! child as soon as it exits, after which its process-group id may in theory be reused, so a
@@ -14,8 +16,8 @@ use std::future::Future;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +33,7 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 
 use super::output::{StderrSink, forward_stderr, read_stdout};
 pub(crate) use super::output::{StderrSummary, StdoutCapture};
+use super::watchdog;
 use crate::hooks::exec_copy;
 
 /// What to start. The environment is complete: nothing of `ags`'s own is inherited.
@@ -111,7 +114,33 @@ pub(crate) fn spawn(spec: &Spawn) -> io::Result<Running> {
     let fork_guard = exec_copy::fork_guard();
     let child = command.spawn()?;
     drop(fork_guard);
-    Ok(Running::new(child))
+    let running = Running::new(child);
+    // A group the watchdog cannot guard is not left running: `running` is dropped (killed).
+    watchdog::watch(running.pgid())?;
+    Ok(running)
+}
+
+/// Start the watchdog (`program arg`, see [`watchdog`]): its own process group, `/` as cwd, an
+/// empty environment, stdout and stderr on `/dev/null`, stdin a pipe whose write end is returned
+/// (close-on-exec, so no later child inherits it). Blocking (fork/exec).
+pub(crate) fn spawn_watchdog(program: &Path, arg: &str) -> io::Result<(Child, ChildStdin)> {
+    let mut command = Command::new(program);
+    command
+        .arg(arg)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let fork_guard = exec_copy::fork_guard();
+    let mut child = command.spawn()?;
+    drop(fork_guard);
+    let pipe = child
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("the watchdog's stdin was not piped"))?;
+    Ok((child, pipe))
 }
 
 /// Spawn (on the blocking pool) and supervise: the whole life of one process.
@@ -291,8 +320,10 @@ impl Running {
         let _ = killpg(self.pgid, Signal::SIGKILL);
     }
 
-    /// Reap the process (call after [`Self::kill`]; it is dead or dying).
+    /// Reap the process (call after [`Self::kill`]; it is dead or dying). The watchdog forgets
+    /// the group first: once the leader is reaped its id may be reused.
     fn reap(&mut self) -> io::Result<ExitStatus> {
+        watchdog::forget(self.pgid());
         self.child.take().expect("reaped once").wait()
     }
 
@@ -314,6 +345,7 @@ impl Drop for Running {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             self.kill();
+            watchdog::forget(self.pgid());
             let _ = child.wait(); // SIGKILLed: returns promptly
         }
     }
