@@ -183,7 +183,9 @@ Input (stdin, then EOF): one JSON object
 Output (stdout): exactly one JSON object, nothing after it but whitespace
   version  1 (required)
   env      {NAME: \"literal\"} or {NAME: {\"op\": \"op://VAULT/ITEM/[SECTION/]FIELD\"}}
-           single-line NUL-free literals; reserved runtime/agent names and prefixes refused
+           single-line NUL-free literals, KEY=VALUE at most 131071 bytes; reserved
+           runtime/agent names and prefixes refused (GIT_* except the author/committer
+           identity, *_PROXY and npm_config_* in any case, agent endpoint overrides…)
   files    [{\"destination\": PATH, \"content\": UTF-8 text}]  staged 0600, mounted read-only
   mounts   [{\"source\": HOST PATH, \"destination\": PATH, \"mode\": \"ro\"|\"rw\"}]
            the source must already exist and be a regular file or directory
