@@ -119,6 +119,7 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     let secrets = lookup_secrets(config, &plan, &prepared, &signals).await?;
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
+    drop(secrets); // zeroed now: the archive holds the only copy until it is uploaded
     gc::sweep_host(&config.paths.stage_root());
     let session = events::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
