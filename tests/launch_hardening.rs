@@ -3,7 +3,9 @@
 //! an environment entry longer than Linux accepts, a failing hook's stdout that must never be
 //! quoted, config and trust files other users can write, an untrusted overlay whose parse error
 //! would replay terminal escapes, and a `.git` made in a subdirectory that hides the trusted
-//! overlay. Each refusal happens before anything is created in Podman.
+//! overlay (each refusal happens before anything is created in Podman); and, for hole 10, hooks and
+//! `op` that must not outlive a SIGKILLed `ags`, a watchdog that ends with its `ags`, and an `ags`
+//! that cannot dump core.
 
 mod common;
 
@@ -287,5 +289,44 @@ fn op_does_not_outlive_a_sigkilled_ags() {
         });
         assert!(started, "op did not start: {}", bg.stderr_so_far());
         kill_ags_and_expect_group_gone(bg, pid.unwrap());
+    });
+}
+
+#[test]
+fn the_watchdog_ends_with_its_ags() {
+    each_mode(|env| {
+        let response = json!({"version": 1});
+        env.write_global_config(&respond_hook(env, "ok", &response, None));
+        approve_hooks(env);
+        let args = common::launch::launch_args(env, &["--tty=false"], &["sh", "-c", "echo started; sleep 2"]);
+        let bg = common::launch::Background::spawn(env, &args);
+        bg.expect_stdout("started", std::time::Duration::from_secs(60));
+        let ags = bg.pid();
+        let children: Vec<i32> = std::fs::read_dir(format!("/proc/{ags}/task"))
+            .unwrap()
+            .flatten()
+            .flat_map(|t| {
+                std::fs::read_to_string(t.path().join("children"))
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .collect();
+        let watchdog = children
+            .iter()
+            .copied()
+            .find(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                cmdline.split(|b| *b == 0).any(|arg| arg == b"__ags-watchdog")
+            })
+            .unwrap_or_else(|| panic!("no watchdog among the children {children:?} of ags {ags}"));
+        let out = bg.wait();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let gone = common::launch::wait_until(std::time::Duration::from_secs(10), || {
+            !common::launch::process_running(watchdog)
+        });
+        assert!(gone, "the watchdog {watchdog} outlived its ags");
+        assert_clean(env);
     });
 }
