@@ -63,6 +63,29 @@ pub fn is_local_reference(reference: &str) -> bool {
     reference.starts_with("localhost/")
 }
 
+/// What to do about a missing image, by the kind of reference: the agent image is built, the
+/// base image is bootstrapped, another `localhost/` image is built or imported, and anything
+/// else would come from a registry, which `ags` never pulls from.
+pub fn missing_image_advice(image: &str) -> String {
+    let name = image.split(['@', ':']).next().unwrap_or(image);
+    if image == crate::config::DEFAULT_IMAGE || name == "localhost/ags-agent" {
+        format!(
+            "build it with `ags image build` (its base {DEFAULT_BASE} comes from `{BOOTSTRAP_SCRIPT}` \
+             when missing; docs/images.md), or choose another image with --image"
+        )
+    } else if image == DEFAULT_BASE {
+        format!("create it with `{BOOTSTRAP_SCRIPT}` (docs/images.md)")
+    } else if is_local_reference(image) {
+        "it is a local image: build it (`ags image build --context DIR --tag`) or import a root \
+         filesystem (`ags image import`), or choose another image with --image"
+            .into()
+    } else {
+        "ags never pulls images: pull it into this Podman service first (as the service's user, \
+         e.g. `podman pull`), or choose another image with --image"
+            .into()
+    }
+}
+
 /// Split `KEY=VALUE` build arguments.
 pub fn parse_build_args(args: &[String]) -> Result<std::collections::BTreeMap<String, String>, ImageError> {
     args.iter()
@@ -91,6 +114,26 @@ mod tests {
     fn local_references() {
         assert!(is_local_reference(DEFAULT_BASE));
         assert!(!is_local_reference("docker.io/library/debian:trixie-slim"));
+    }
+
+    #[test]
+    fn missing_image_advice_follows_the_reference_kind() {
+        let advice = missing_image_advice;
+        assert!(advice("localhost/ags-agent:latest").starts_with("build it with `ags image build`"));
+        assert!(advice("localhost/ags-agent:v2").contains(BOOTSTRAP_SCRIPT));
+        assert!(advice(DEFAULT_BASE).starts_with(&format!("create it with `{BOOTSTRAP_SCRIPT}`")));
+        assert!(advice("localhost/mine:1").contains("ags image import"));
+        for registry in [
+            "docker.io/library/debian:trixie",
+            "debian",
+            "quay.io/x/y@sha256:ab",
+        ] {
+            let a = advice(registry);
+            assert!(
+                a.contains("never pulls") && !a.contains(BOOTSTRAP_SCRIPT),
+                "{registry}: {a}"
+            );
+        }
     }
 
     #[test]

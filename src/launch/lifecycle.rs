@@ -44,14 +44,9 @@ pub async fn run(
     }
     check(signals)?;
     let (id, warnings) = create(client, plan).await?;
-    for w in warnings {
-        // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup
-        // v1); say so rather than pretend they apply.
-        eprintln!(
-            "ags: warning: podman: {}",
-            crate::hooks::runner::escape_controls(&w)
-        );
-    }
+    // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup v1);
+    // say so (once per service) rather than pretend they apply.
+    super::notices::print_create_warnings(client.url(), &warnings);
     cleanup.push(Resource::Container(id.clone()));
     crate::trace::mark("created");
     check(signals)?;

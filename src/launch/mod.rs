@@ -9,6 +9,7 @@ pub mod gc;
 pub mod identity;
 mod io;
 pub mod lifecycle;
+pub mod notices;
 pub mod signals;
 pub mod stage;
 pub mod terminal;
@@ -24,9 +25,10 @@ pub enum LaunchError {
     Podman(#[from] PodmanError),
     /// The image is not in the Podman service's storage (no pull is attempted).
     #[error(
-        "image {image} is not present in the Podman service ({detail}); build the agent image with `ags image build` (first `scripts/bootstrap-base-image` when its base localhost/ags-base:trixie is missing too; docs/images.md), import one with `ags image import`, or choose another with --image"
+        "image {image} is not present in the Podman service; {}",
+        crate::image::missing_image_advice(image)
     )]
-    ImageMissing { image: String, detail: String },
+    ImageMissing { image: String },
     /// The agent command could not be started.
     #[error("the agent command could not be started: {message}")]
     Start { code: u8, message: String },
@@ -67,12 +69,8 @@ impl LaunchError {
 
     /// Classify a create failure (a missing image gets its own advice).
     pub fn from_create(e: PodmanError, image: &str) -> Self {
-        let msg = e.to_string();
-        if e.is_not_found() || msg.contains("image not known") {
-            return LaunchError::ImageMissing {
-                image: image.into(),
-                detail: msg,
-            };
+        if e.is_not_found() || e.to_string().contains("image not known") {
+            return LaunchError::ImageMissing { image: image.into() };
         }
         LaunchError::Podman(e)
     }
