@@ -56,7 +56,8 @@ impl Error {
             Error::Hooks(HookError::Run(RunError::Interrupted { signal, .. })) => {
                 crate::launch::signals::exit_code_for(*signal)
             }
-            Error::Hooks(HookError::Approval(ApprovalError::Interrupted { .. })) => {
+            Error::Hooks(HookError::Approval(ApprovalError::Interrupted { .. }))
+            | Error::Config(ConfigError::OverlayTrustInterrupted { .. }) => {
                 crate::launch::signals::exit_code_for(libc::SIGINT)
             }
             _ => EXIT_AGS_FAILURE,

@@ -173,3 +173,21 @@ fn prompt_warns_when_the_entrypoint_is_in_the_agent_writable_workdir() {
         "{shown}"
     );
 }
+
+#[test]
+fn ctrl_c_at_the_overlay_trust_prompt_aborts_with_nothing_trusted() {
+    let env = TestEnv::without_podman();
+    let marker = env.root().join("ran");
+    let h = marking_hook(&env, "h", &marker);
+    common::launch::write_overlay(&env, &decl("h", &h, &[], ""));
+    let mut s = env.spawn_pty(["plan"], 24, 120);
+    assert!(s.wait_for("Trust overlays of", WAIT), "no prompt: {}", s.output());
+    s.write(b"\x03y\n");
+    let status = s.wait(WAIT).expect("ags exits after Ctrl-C");
+    assert_eq!(status.code(), Some(130), "{}", s.output());
+    assert!(s.output().contains("was not trusted"), "{}", s.output());
+    let trust_file = common::launch::paths(&env).overlay_trust_file();
+    let trusted = std::fs::read_to_string(&trust_file).unwrap_or_default();
+    assert!(trusted.trim().is_empty(), "nothing recorded: {trusted}");
+    assert!(!marker.exists());
+}

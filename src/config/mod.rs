@@ -52,6 +52,8 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    #[error("interrupted at the prompt for the project overlay {} (Ctrl-C); the repository {} was not trusted and nothing was run", overlay.display(), root.display())]
+    OverlayTrustInterrupted { overlay: PathBuf, root: PathBuf },
     #[error("project overlay {} declares {events} hooks but the repository {} is not trusted; run ags interactively in that repository and answer yes, add the repository to {}, or pass --no-repo-config", overlay.display(), root.display(), trust_file.display())]
     OverlayHooksUntrusted {
         overlay: PathBuf,

@@ -41,6 +41,12 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
                 return Ok(Decision::Load);
             }
             Ok(false) | Err(prompt::PromptError::NoTerminal) => {}
+            Err(prompt::PromptError::Interrupted) => {
+                return Err(ConfigError::OverlayTrustInterrupted {
+                    overlay: overlay.into(),
+                    root: root.into(),
+                });
+            }
             Err(e) => {
                 return Err(ConfigError::TrustFile {
                     path: trust_file,
