@@ -58,6 +58,21 @@ pub(super) fn settings(args: &RunArgs, config: &Config, terminals: bool) -> Resu
     secret_set_names(&args.op_secret_sets)?;
     let host_env = launch_input::host_env(args, config)?;
     let mounts = launch_input::user_mounts(args, config)?;
+    let git_guards = match config.user.protect_git {
+        true => {
+            // Read-write mounts that keep their host path: the workdir and `--add-dir`s.
+            let roots: Vec<PathBuf> = std::iter::once(config.workdir.clone())
+                .chain(
+                    mounts
+                        .iter()
+                        .filter(|m| !m.read_only && m.source == m.destination)
+                        .map(|m| m.source.clone()),
+                )
+                .collect();
+            config::git_guard::guards(&roots).map_err(config::ConfigError::from)?
+        }
+        false => Vec::new(),
+    };
     let tty = match args.tty {
         TtyMode::Auto => terminals,
         TtyMode::True => true,
@@ -75,6 +90,7 @@ pub(super) fn settings(args: &RunArgs, config: &Config, terminals: bool) -> Resu
         env: host_env.cli,
         config_env: host_env.config,
         mounts,
+        git_guards,
         labels: args.labels.clone(),
         op_secret_sets: args.op_secret_sets.clone(),
         lockdown: args.lockdown,

@@ -7,6 +7,7 @@
 
 mod decls;
 mod file;
+pub mod git_guard;
 mod overlay;
 mod paths;
 mod safety;
@@ -30,6 +31,9 @@ pub const DEFAULT_PIDS_LIMIT: i64 = 4096;
 /// Errors of the configuration stage.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The workspace's git repository cannot be guarded (`[sandbox] protect_git`).
+    #[error(transparent)]
+    GitGuard(#[from] git_guard::GitGuardError),
     #[error("HOME is not set; ags needs it to find its config and state")]
     NoHome,
     #[error("workdir {}: {source}", path.display())]

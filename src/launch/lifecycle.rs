@@ -33,6 +33,7 @@ pub async fn run(
         cleanup.push(Resource::Volume(staging.volume.clone()));
     }
     ensure_state_volumes(client, plan).await?;
+    super::git_guard::create_missing(plan)?;
     if let Some(dir) = &plan.host_stage_dir {
         if !client.is_unix() {
             return Err(LaunchError::RemoteFiles {

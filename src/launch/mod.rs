@@ -6,6 +6,7 @@
 
 pub mod cleanup;
 pub mod gc;
+mod git_guard;
 pub mod identity;
 mod io;
 pub mod lifecycle;
@@ -52,6 +53,15 @@ pub enum LaunchError {
     /// Writing generated files to the host staging directory failed.
     #[error("staging generated files: {0}")]
     HostFiles(crate::fsutil::PrivateDirError),
+    /// A missing piece of a guarded git repository could not be created.
+    #[error(
+        "protecting the git repository: {}: {source}; fix it, or set `[sandbox] protect_git = false` in the global config (docs/security.md)",
+        path.display()
+    )]
+    GitGuard {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     /// Building the staging archive failed.
     #[error("staging: {0}")]
     Stage(std::io::Error),

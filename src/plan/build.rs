@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::types::*;
 use super::{PlanError, agents};
 use crate::config::Config;
+use crate::config::git_guard::GitGuard;
 
 /// The launch settings from the command line, already resolved (terminal detection done,
 /// paths canonicalized) by the caller.
@@ -27,6 +28,9 @@ pub struct RunSettings {
     pub config_env: Vec<(String, Redacted<String>)>,
     /// The user's bind mounts (`--add-dir`, `[[mount]]`), sources already checked.
     pub mounts: Vec<UserMount>,
+    /// The parts of the workspace's git repositories mounted onto themselves (`[sandbox]
+    /// protect_git`): the git dir pinned, its config and hooks read-only.
+    pub git_guards: Vec<GitGuard>,
     /// `--label KEY=VALUE`, as given.
     pub labels: Vec<String>,
     /// `--op-secret-set VAULT/ITEM`.
@@ -146,6 +150,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,
         state_volumes,
+        git_guards: run.git_guards.clone(),
         staging,
         lockdown: run.lockdown,
     })
@@ -314,6 +319,15 @@ fn build_mounts(
         origin: f.origin.clone(),
     }));
     check_overlaps(&mounts)?;
+    // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.
+    mounts.extend(input.run.git_guards.iter().map(|g| PlanMount {
+        destination: g.path.clone(),
+        kind: MountKind::Bind {
+            source: g.path.clone(),
+        },
+        read_only: g.read_only,
+        origin: Origin::Default,
+    }));
     if input.run.lockdown {
         for dest in ["/tmp", "/var/tmp", "/run"] {
             let kind = MountKind::Tmpfs;

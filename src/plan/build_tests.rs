@@ -329,3 +329,42 @@ fn agents_get_home_their_env_and_state_volumes() {
         "lockdown mounts no agent state"
     );
 }
+
+#[test]
+fn git_guards_are_nested_binds_of_themselves() {
+    use crate::config::git_guard::{GitCreate, GitGuard};
+    let git = PathBuf::from("/src/My Project/sub/.git");
+    let run = RunSettings {
+        git_guards: vec![
+            GitGuard {
+                path: git.clone(),
+                read_only: false,
+                create: None,
+            },
+            GitGuard {
+                path: git.join("hooks"),
+                read_only: true,
+                create: Some(GitCreate::Dir),
+            },
+        ],
+        ..shell(&["true"])
+    };
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    let binds: Vec<(&PathBuf, bool)> = plan
+        .mounts
+        .iter()
+        .filter_map(|m| match &m.kind {
+            MountKind::Bind { source } if source == &m.destination => Some((source, m.read_only)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        binds,
+        [
+            (&PathBuf::from("/src/My Project/sub"), false),
+            (&git, false),
+            (&git.join("hooks"), true)
+        ]
+    );
+    assert_eq!(plan.git_guards.len(), 2);
+}

@@ -259,6 +259,9 @@ pub struct LaunchPlan {
     pub staging: Option<Staging>,
     /// The agent state volumes this launch mounts.
     pub state_volumes: Vec<StateVolume>,
+    /// The guarded parts of the workspace's git repositories (mounted onto themselves; the
+    /// missing ones are created right before the container).
+    pub git_guards: Vec<crate::config::git_guard::GitGuard>,
     /// The private host directory holding generated files, when there are any.
     pub host_stage_dir: Option<PathBuf>,
     /// Whether `--lockdown` is in effect.

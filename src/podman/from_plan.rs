@@ -61,7 +61,13 @@ fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
             let dest = path_str(&m.destination);
             let mode = if m.read_only { "ro" } else { "rw" };
             match &m.kind {
-                MountKind::Bind { source } => Some(Mount::bind(path_str(source), dest, &["rbind", mode])),
+                // nosuid: a setuid file in a mount is not honoured inside; nodev: no device
+                // nodes either (docs/security.md says what this does not cover on the host).
+                MountKind::Bind { source } => Some(Mount::bind(
+                    path_str(source),
+                    dest,
+                    &["rbind", mode, "nosuid", "nodev"],
+                )),
                 MountKind::Tmpfs => Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev"])),
                 MountKind::Volume { .. } => None,
             }

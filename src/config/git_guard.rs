@@ -1,0 +1,283 @@
+//! Which parts of a workspace's git repository are mounted read-only (`[sandbox] protect_git`,
+//! on by default), so that the agent can commit but cannot change what git executes on the host.
+//!
+//! Git runs programs named in the repository's config (`core.fsmonitor`, `core.hooksPath`,
+//! `core.pager`, aliases, filters, …) and the scripts in its hooks directory; it reads the config
+//! from the *common* git dir, which a `commondir` file inside the git dir may point anywhere. For
+//! the `.git` at the top of every read-write mount that keeps its host path (the workdir, a
+//! read-write `--add-dir`), the launch therefore mounts:
+//! - the git dir itself, read-write, as its own mount point: it cannot be renamed or removed
+//!   (`EBUSY`), so the read-only mounts inside it cannot be side-stepped by
+//!   `mv .git .git.old && mkdir .git`;
+//! - `config`, `hooks/` and `commondir` read-only (`hooks/` and an empty `config` are created
+//!   when missing, as git treats them like missing ones; a missing
+//!   `commondir` is created containing `.`, which names the git dir itself — git reads it as
+//!   "the common dir is this directory" — so that there is a file to mount);
+//! - `config.worktree` read-only when it exists.
+//!
+//! For a linked worktree (`.git` is a file naming its git dir), the `.git` file is read-only,
+//! its git dir's `commondir` and `config.worktree` are read-only when reachable from a mount, and
+//! the common git dir gets the treatment above when it lies inside a read-write mount.
+//!
+//! I/O: reads the workspace's `.git` entries. Creating the missing pieces happens in the launch
+//! stage (`launch::lifecycle`), so `ags plan` changes nothing.
+
+use std::path::{Path, PathBuf};
+
+/// One path of a repository guarded by a bind mount onto itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GitGuard {
+    /// Host path (also the container path: the roots keep their host paths).
+    pub path: PathBuf,
+    /// Read-only (`config`, `hooks/`, …), or read-write to pin a directory in place.
+    pub read_only: bool,
+    /// What to create before the container when the path does not exist yet.
+    pub create: Option<GitCreate>,
+}
+
+/// A piece created before the launch so there is something to mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GitCreate {
+    /// An empty directory (`hooks/`), mode 0755.
+    Dir,
+    /// An empty file (`config`, which git treats like a missing one), mode 0644.
+    EmptyFile,
+    /// A `commondir` file containing `.` (the git dir itself), mode 0644.
+    SelfCommonDir,
+}
+
+/// Why a repository cannot be guarded.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot protect the git repository at {}: {reason}; fix it, or set `[sandbox] protect_git = false` in the global config (the agent can then change what git runs on the host: docs/security.md)",
+    path.display()
+)]
+pub struct GitGuardError {
+    /// The offending path.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// The guards for the `.git` at the top of each of `roots` (read-write mounts whose container
+/// path is their host path). Roots without `.git` give none.
+pub fn guards(roots: &[PathBuf]) -> Result<Vec<GitGuard>, GitGuardError> {
+    let mut out: Vec<GitGuard> = Vec::new();
+    for root in roots {
+        let dot_git = root.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+            continue;
+        };
+        let fail = |reason: &str| GitGuardError {
+            path: dot_git.clone(),
+            reason: reason.into(),
+        };
+        if meta.file_type().is_symlink() {
+            return Err(fail("it is a symbolic link, which the agent could replace"));
+        } else if meta.is_dir() {
+            guard_git_dir(&dot_git, &mut out)?;
+        } else if meta.is_file() {
+            out.push(read_only(&dot_git));
+            let git_dir = linked_git_dir(&dot_git)?;
+            let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
+            if inside(&git_dir) {
+                for name in ["commondir", "config.worktree"] {
+                    if git_dir.join(name).is_file() {
+                        out.push(read_only(&git_dir.join(name)));
+                    }
+                }
+            }
+            let common = common_dir(&git_dir)?;
+            if inside(&common) && common != git_dir {
+                guard_git_dir(&common, &mut out)?;
+            }
+        } else {
+            return Err(fail("it is neither a directory nor a file"));
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.dedup_by(|a, b| a.path == b.path);
+    Ok(out)
+}
+
+fn read_only(path: &Path) -> GitGuard {
+    GitGuard {
+        path: path.into(),
+        read_only: true,
+        create: None,
+    }
+}
+
+/// A git dir (not a worktree's): itself pinned, its executable configuration read-only.
+fn guard_git_dir(dir: &Path, out: &mut Vec<GitGuard>) -> Result<(), GitGuardError> {
+    let fail = |path: PathBuf, reason: String| GitGuardError { path, reason };
+    out.push(GitGuard {
+        path: dir.into(),
+        read_only: false,
+        create: None,
+    });
+    let config = dir.join("config");
+    match std::fs::symlink_metadata(&config) {
+        Ok(m) if m.is_file() => out.push(read_only(&config)),
+        Ok(_) => return Err(fail(config, "it is not a regular file".into())),
+        Err(_) => out.push(GitGuard {
+            create: Some(GitCreate::EmptyFile),
+            ..read_only(&config)
+        }),
+    }
+    let hooks = dir.join("hooks");
+    match std::fs::symlink_metadata(&hooks) {
+        Ok(m) if m.is_dir() => out.push(read_only(&hooks)),
+        Ok(_) => return Err(fail(hooks, "it is not a directory".into())),
+        Err(_) => out.push(GitGuard {
+            create: Some(GitCreate::Dir),
+            ..read_only(&hooks)
+        }),
+    }
+    let commondir = dir.join("commondir");
+    match std::fs::symlink_metadata(&commondir) {
+        Ok(m) if m.is_file() && is_self_commondir(&commondir) => out.push(read_only(&commondir)),
+        Ok(_) => {
+            return Err(fail(
+                commondir,
+                "it points git at another directory's config (ags only ever writes `.`); remove it if you did not put it there".into(),
+            ));
+        }
+        Err(_) => out.push(GitGuard {
+            create: Some(GitCreate::SelfCommonDir),
+            ..read_only(&commondir)
+        }),
+    }
+    if dir.join("config.worktree").is_file() {
+        out.push(read_only(&dir.join("config.worktree")));
+    }
+    Ok(())
+}
+
+/// Whether `path` holds `.` (a line), the content ags creates.
+pub fn is_self_commondir(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.trim_ascii_end() == b".")
+}
+
+/// The git dir named by a `.git` file (`gitdir: PATH`, relative to the file's directory).
+fn linked_git_dir(file: &Path) -> Result<PathBuf, GitGuardError> {
+    let fail = |reason: &str| GitGuardError {
+        path: file.into(),
+        reason: reason.into(),
+    };
+    let text = std::fs::read_to_string(file).map_err(|_| fail("it cannot be read as text"))?;
+    let named = text
+        .strip_prefix("gitdir:")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| fail("it does not start with `gitdir: PATH`"))?;
+    let base = file.parent().unwrap_or(Path::new("/"));
+    base.join(named)
+        .canonicalize()
+        .map_err(|e| fail(&format!("its git dir {named} cannot be resolved ({e})")))
+}
+
+/// The common dir of `git_dir`: what its `commondir` names (relative to it), else itself.
+fn common_dir(git_dir: &Path) -> Result<PathBuf, GitGuardError> {
+    let file = git_dir.join("commondir");
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return Ok(git_dir.into());
+    };
+    git_dir
+        .join(text.trim_end())
+        .canonicalize()
+        .map_err(|e| GitGuardError {
+            path: file,
+            reason: format!("the common dir it names cannot be resolved ({e})"),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(g: &[GitGuard]) -> Vec<(String, bool, Option<GitCreate>)> {
+        g.iter()
+            .map(|g| (g.path.display().to_string(), g.read_only, g.create))
+            .collect()
+    }
+
+    #[test]
+    fn a_repository_is_pinned_and_its_config_and_hooks_read_only() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let r = root.display();
+        assert!(guards(std::slice::from_ref(&root)).unwrap().is_empty(), "no .git");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let got = guards(std::slice::from_ref(&root)).unwrap();
+        assert_eq!(got[2].create, Some(GitCreate::EmptyFile), "{got:?}");
+        std::fs::write(root.join(".git/config"), "").unwrap();
+        let got = guards(std::slice::from_ref(&root)).unwrap();
+        assert_eq!(
+            paths(&got),
+            [
+                (format!("{r}/.git"), false, None),
+                (
+                    format!("{r}/.git/commondir"),
+                    true,
+                    Some(GitCreate::SelfCommonDir)
+                ),
+                (format!("{r}/.git/config"), true, None),
+                (format!("{r}/.git/hooks"), true, Some(GitCreate::Dir)),
+            ]
+        );
+        std::fs::write(root.join(".git/commondir"), "../evil\n").unwrap();
+        let e = guards(std::slice::from_ref(&root)).unwrap_err().to_string();
+        assert!(
+            e.contains("another directory's config") && e.contains("protect_git = false"),
+            "{e}"
+        );
+        std::fs::write(root.join(".git/commondir"), ".\n").unwrap();
+        assert_eq!(guards(std::slice::from_ref(&root)).unwrap()[1].create, None);
+    }
+
+    #[test]
+    fn a_linked_worktree_guards_its_file_and_a_reachable_common_dir() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let main = root.join("main");
+        let wt = root.join("wt");
+        std::fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
+        std::fs::create_dir_all(main.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(main.join(".git/config"), "").unwrap();
+        std::fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}/.git/worktrees/wt\n", main.display()),
+        )
+        .unwrap();
+        // Only the worktree is mounted: its .git file is all there is to guard.
+        let got = guards(std::slice::from_ref(&wt)).unwrap();
+        assert_eq!(paths(&got), [(format!("{}/.git", wt.display()), true, None)]);
+        // With the main repository mounted too, its git dir is guarded as well.
+        let got = guards(&[wt.clone(), main.clone()]).unwrap();
+        let m = main.display();
+        let listed: Vec<String> = got.iter().map(|g| g.path.display().to_string()).collect();
+        for want in [
+            format!("{m}/.git"),
+            format!("{m}/.git/config"),
+            format!("{m}/.git/hooks"),
+            format!("{m}/.git/commondir"),
+            format!("{m}/.git/worktrees/wt/commondir"),
+            format!("{}/.git", wt.display()),
+        ] {
+            assert!(listed.contains(&want), "{want} not in {listed:?}");
+        }
+        std::os::unix::fs::symlink(&wt, root.join("link")).unwrap();
+        std::fs::remove_file(wt.join(".git")).unwrap();
+        std::os::unix::fs::symlink(main.join(".git"), wt.join(".git")).unwrap();
+        assert!(
+            guards(std::slice::from_ref(&wt))
+                .unwrap_err()
+                .to_string()
+                .contains("symbolic link")
+        );
+    }
+}

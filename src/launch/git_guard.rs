@@ -1,0 +1,69 @@
+//! Creating the missing pieces of the guarded git repositories right before the container
+//! (`config::git_guard` decides what they are; docs/security.md): an empty `hooks/` or `config`
+//! (git treats them like missing ones) and a `commondir` containing `.` (the git dir itself).
+//! They are kept afterwards: removing a file that another launch has mounted would unmount it
+//! there.
+
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+use super::LaunchError;
+use crate::config::git_guard::{GitCreate, is_self_commondir};
+use crate::plan::LaunchPlan;
+
+/// Create what the plan's git guards need and is missing.
+pub fn create_missing(plan: &LaunchPlan) -> Result<(), LaunchError> {
+    for g in &plan.git_guards {
+        let fail = |source| LaunchError::GitGuard {
+            path: g.path.clone(),
+            source,
+        };
+        let unsafe_meanwhile = |what: &str| {
+            fail(std::io::Error::other(format!(
+                "it appeared meanwhile as {what}; remove it"
+            )))
+        };
+        match g.create {
+            None => {}
+            Some(GitCreate::Dir) => {
+                match std::fs::DirBuilder::new().mode(0o755).create(&g.path) {
+                    Err(e) if e.kind() != ErrorKind::AlreadyExists => return Err(fail(e)),
+                    _ => {}
+                }
+                if !std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_dir()) {
+                    return Err(unsafe_meanwhile("something other than a directory"));
+                }
+            }
+            Some(GitCreate::EmptyFile) => {
+                create_file(&g.path, b"").map_err(fail)?;
+                if !std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_file()) {
+                    return Err(unsafe_meanwhile("something other than a file"));
+                }
+            }
+            Some(GitCreate::SelfCommonDir) => {
+                create_file(&g.path, b".\n").map_err(fail)?;
+                let plain = std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_file());
+                if !plain || !is_self_commondir(&g.path) {
+                    return Err(unsafe_meanwhile("a commondir naming another directory"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Create `path` with `content` unless it exists (never following a symlink).
+fn create_file(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path);
+    match created {
+        Ok(mut f) => f.write_all(content),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
