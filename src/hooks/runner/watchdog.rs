@@ -3,7 +3,7 @@
 //! than a moment, however `ags` ends.
 //!
 //! How: the watchdog is `ags` itself, re-executed (`/proc/self/exe`) with the hidden argument
-//! [`WATCHDOG_ARG`] through the one spawn primitive ([`super::process::spawn_watchdog`]), in its
+//! [`WATCHDOG_ARG`] through the one spawn primitive (`process::spawn_watchdog`), in its
 //! own process group (terminal signals do not reach it), with `/` as cwd and an empty
 //! environment. Its stdin is a pipe whose write end only `ags` holds (close-on-exec: no hook
 //! inherits it). The spawn primitive writes `+PGID START` once it started a process group (START:
