@@ -2,7 +2,8 @@
 //! launch cannot answer a trust prompt by accident. Used by overlay trust, hook approval and
 //! `ags setup`.
 //!
-//! While a question is open the terminal's signal characters are turned off and Ctrl-C (and
+//! Input typed before the question was shown is discarded, so a stray `y` typed ahead (or
+//! pasted) cannot answer it. While a question is open the terminal's signal characters are turned off and Ctrl-C (and
 //! Ctrl-\) end the line instead: the answer is then [`PromptError::Interrupted`], never a yes.
 //! This does not depend on signal handling, which a launch has already taken over (its handler
 //! only records the signal, and a blocking read on the terminal would resume after it).
@@ -44,6 +45,8 @@ pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
     let guard = InterruptAsLineEnd::enter(&tty);
     write!(out, "{text}{question} [y/N] ")?;
     out.flush()?;
+    // Discard type-ahead: only what is typed once the question is shown can answer it.
+    let _ = rustix::termios::tcflush(tty.as_fd(), rustix::termios::QueueSelector::IFlush);
     let mut line = Vec::new();
     BufReader::new(&tty).read_until(b'\n', &mut line)?;
     drop(guard);

@@ -191,3 +191,24 @@ fn ctrl_c_at_the_overlay_trust_prompt_aborts_with_nothing_trusted() {
     assert!(trusted.trim().is_empty(), "nothing recorded: {trusted}");
     assert!(!marker.exists());
 }
+
+#[test]
+fn input_typed_before_the_prompt_does_not_answer_it() {
+    let env = TestEnv::without_podman();
+    let marker = env.root().join("ran");
+    let h = marking_hook(&env, "h", &marker);
+    env.write_global_config(&decl("h", &h, &[], ""));
+    let mut s = env.spawn_pty(["plan"], 24, 120);
+    // Typed ahead, long before `ags` has read the config, hashed the hook and asked.
+    s.write(b"y\n");
+    assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
+    s.write(b"n\n");
+    let status = s.wait(WAIT).expect("ags exits");
+    assert_eq!(
+        status.code(),
+        Some(125),
+        "the typed-ahead y was discarded: {}",
+        s.output()
+    );
+    assert!(!marker.exists());
+}
