@@ -278,3 +278,30 @@ fn mount_sources_with_a_trailing_or_doubled_slash_are_normalised() {
     assert_eq!(out.status.code(), Some(125), "`..` stays refused: {}", show(&out));
     assert!(stderr(&out).contains("`..`"), "{}", show(&out));
 }
+
+#[test]
+fn a_prepare_hook_wins_over_a_lifecycle_hook_of_the_same_name_without_event() {
+    let env = TestEnv::without_podman();
+    let p = recording_hook(&env, "p");
+    let f = env.write_file(
+        "hooks/f",
+        format!(
+            "#!/bin/sh\ncat > {}/f.context\necho '{{\"version\":1}}'\n",
+            env.root().display()
+        ),
+        0o755,
+    );
+    let finished = format!(
+        "[[finished_hook]]\nname = \"same\"\nexecutable = {:?}\n",
+        f.display().to_string()
+    );
+    env.write_global_config(&[decl("same", &p, &[], ""), finished].join("\n"));
+    // Approve both on a terminal, as the no-terminal error suggests (prepare: no --event).
+    approve_on_a_terminal(&env, &["hooks".into(), "test".into(), "same".into()]);
+    assert!(ran(&env, "p") && !ran(&env, "f"), "the prepare hook ran");
+    let args: Vec<String> = ["hooks", "test", "same", "--event", "finished"]
+        .map(String::from)
+        .into();
+    approve_on_a_terminal(&env, &args);
+    assert!(ran(&env, "f"), "--event picks the finished hook");
+}

@@ -132,8 +132,9 @@ fn all_decls(config: &Config) -> Vec<HookDecl> {
         .collect()
 }
 
-/// The single active declaration named `name` (of `event`, when given; whose approval hash
-/// starts with `hash`, when given). Identical declarations (same hash) count as one.
+/// The single active declaration named `name` (of `event`, when given, else a prepare hook when
+/// there is one; whose approval hash starts with `hash`, when given). Identical declarations
+/// (same hash) count as one.
 fn select_one(
     hooks: &[HookDecl],
     name: &str,
@@ -143,10 +144,15 @@ fn select_one(
     if let Some(prefix) = hash {
         check_hash_prefix(prefix)?;
     }
-    let named: Vec<&HookDecl> = hooks
+    let mut named: Vec<&HookDecl> = hooks
         .iter()
         .filter(|h| h.name == name && event.is_none_or(|e| h.event == e))
         .collect();
+    // Without --event a prepare hook wins over started/finished hooks of the same name (the
+    // no-terminal error of a launch suggests `ags hooks test NAME` for prepare hooks).
+    if event.is_none() && named.iter().any(|h| h.event == HookEvent::Prepare) {
+        named.retain(|h| h.event == HookEvent::Prepare);
+    }
     let hashed: Vec<(&HookDecl, Option<String>)> = named.iter().map(|d| (*d, hash_of(d))).collect();
     let mut matching: Vec<&(&HookDecl, Option<String>)> = hashed
         .iter()
