@@ -248,8 +248,12 @@ fn launch_with_a_missing_image_says_how_to_make_it() {
         let (_, err) = text(&out);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         assert!(err.contains(&format!("image {image} is not present")), "{err}");
+        // Another local image (not the agent image): build or import it; the base-image script
+        // is no advice for it.
         assert!(
-            err.contains("`ags image build`") && err.contains("scripts/bootstrap-base-image"),
+            err.contains("`ags image build --context DIR --tag`")
+                && err.contains("`ags image import`")
+                && !err.contains("scripts/bootstrap-base-image"),
             "{err}"
         );
         env.assert_no_leftovers();

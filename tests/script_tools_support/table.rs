@@ -66,6 +66,7 @@ pub const TOOLS: &[(&str, &str, &str)] = &[
     ("tr", "coreutils", ""),
     ("umount", "mount", ""),
     ("uname", "coreutils", ""),
+    ("unshare", "util-linux", ""),
     ("update-ca-certificates", "ca-certificates", ""),
     ("useradd", "passwd", ""),
     ("usermod", "passwd", ""),
