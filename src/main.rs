@@ -17,7 +17,19 @@ fn main() -> ExitCode {
     }
     ags::hooks::runner::watchdog::enable("/proc/self/exe".into());
     ags::trace::init();
-    let cli = ags::cli::Cli::parse();
+    // Argument errors exit 125 like `podman run`'s own failures (clap's default is 2); help
+    // and version exit 0.
+    let cli = match ags::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                ags::error::EXIT_AGS_FAILURE
+            } else {
+                0
+            });
+        }
+    };
     match ags::run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

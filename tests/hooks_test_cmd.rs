@@ -110,7 +110,7 @@ fn context_cannot_be_combined_with_agent_or_workdir() {
         let mut args = vec!["hooks", "test", "a", "--context", ctx];
         args.extend(extra);
         let out = env.run(&args);
-        assert_ne!(out.status.code(), Some(0), "{extra:?}: {}", show(&out));
+        assert_eq!(out.status.code(), Some(125), "{extra:?}: {}", show(&out));
         assert!(
             stderr(&out).contains("cannot be used with"),
             "{extra:?}: {}",
