@@ -13,21 +13,22 @@ use super::entrypoint::PreparedHook;
 use super::trust::{ApprovalRecord, TrustStore};
 use crate::config::HookScope;
 
-/// The most recent earlier approval of the hook `hook` (same event and name; one declared in
-/// the same config file preferred), if the store holds one.
+/// The most recent earlier approval of the hook `hook`: same event and name, declared in the
+/// same config file or with the same scope (a same-named hook of another project is another
+/// hook), if the store holds one.
 pub fn previous(store: &TrustStore, hook: &PreparedHook) -> Option<ApprovalRecord> {
     let d = &hook.decl;
-    let records: Vec<ApprovalRecord> = store
+    let project = match &d.scope {
+        HookScope::Global => None,
+        HookScope::Project { root } => Some(root.as_path()),
+    };
+    store
         .list()
         .ok()?
         .into_iter()
         .filter_map(|e| e.record)
         .filter(|r| r.event == d.event.as_str() && r.name == d.name)
-        .collect();
-    let same_file = records.iter().any(|r| r.config_path == d.config_path);
-    records
-        .into_iter()
-        .filter(|r| !same_file || r.config_path == d.config_path)
+        .filter(|r| r.config_path == d.config_path || r.project.as_deref() == project)
         .max_by(|a, b| a.approved_at.cmp(&b.approved_at))
 }
 
@@ -147,5 +148,52 @@ mod tests {
         assert!(inside_workdir(&h, Path::new("/opt")));
         assert!(!inside_workdir(&h, Path::new("/opt/hook")));
         assert!(!inside_workdir(&h, Path::new("/srv")));
+    }
+
+    #[test]
+    fn previous_is_the_latest_of_the_same_file_or_scope_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_path_buf();
+        let paths = crate::config::Paths {
+            config_home: home.join(".config"),
+            state_home: home.join(".local/state"),
+            cache_home: home.join(".cache"),
+            runtime_dir: None,
+            home,
+        };
+        let store = TrustStore::open(&paths, None).unwrap();
+        let project = HookScope::Project { root: "/p".into() };
+        let current = hook(&["new"], b"v2", project);
+        assert!(previous(&store, &current).is_none());
+        let mut approve = |h: &PreparedHook, hash: &str, at: &str, config: &str| {
+            let mut r = record(h);
+            r.approved_at = at.into();
+            r.config_path = config.into();
+            store.approve(hash, &r).unwrap();
+        };
+        // A same-named hook of another project, from another file: another hook.
+        let other = hook(&["x"], b"v1", HookScope::Project { root: "/q".into() });
+        approve(
+            &other,
+            &"1".repeat(64),
+            "2026-01-03T00:00:00.000Z",
+            "/q/.ags/config.toml",
+        );
+        assert!(previous(&store, &current).is_none());
+        let old = hook(&["old"], b"v1", HookScope::Project { root: "/p".into() });
+        approve(
+            &old,
+            &"2".repeat(64),
+            "2026-01-01T00:00:00.000Z",
+            "/p/.ags/config.toml",
+        );
+        approve(
+            &old,
+            &"3".repeat(64),
+            "2026-01-02T00:00:00.000Z",
+            "/p/.ags/config.toml",
+        );
+        let found = previous(&store, &current).expect("an earlier approval");
+        assert_eq!(found.approved_at, "2026-01-02T00:00:00.000Z");
     }
 }
