@@ -165,7 +165,7 @@ mod tests {
         let project = HookScope::Project { root: "/p".into() };
         let current = hook(&["new"], b"v2", project);
         assert!(previous(&store, &current).is_none());
-        let mut approve = |h: &PreparedHook, hash: &str, at: &str, config: &str| {
+        let approve = |h: &PreparedHook, hash: &str, at: &str, config: &str| {
             let mut r = record(h);
             r.approved_at = at.into();
             r.config_path = config.into();
