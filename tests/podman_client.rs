@@ -338,14 +338,8 @@ async fn tmpfs_volume_upload_after_init() {
     }
     assert_eq!(String::from_utf8_lossy(&out), "in tmpfs\nro\n");
     client.delete(&id, true, true).await.unwrap();
-    client.volume_delete(&vol, false).await.unwrap();
-    assert!(
-        client
-            .volume_delete(&vol, false)
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    client.volume_delete(&vol).await.unwrap();
+    assert!(client.volume_delete(&vol).await.unwrap_err().is_not_found());
 }
 
 #[tokio::test]

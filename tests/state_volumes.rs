@@ -55,7 +55,7 @@ fn state_volumes(mode: Mode, workdir: &str) -> Vec<String> {
 
 fn remove_volumes(mode: Mode, names: &[String]) {
     for name in names {
-        api::call(mode, "DELETE", &format!("/volumes/{name}?force=true"), None);
+        api::call(mode, "DELETE", &format!("/volumes/{name}"), None);
     }
 }
 

@@ -66,7 +66,7 @@ async fn remove(client: &Client, r: &Resource) -> Result<(), String> {
     };
     match r {
         Resource::Container(id) => client.delete(id, true, true).await.or_else(gone),
-        Resource::Volume(name) => client.volume_delete(name, true).await.or_else(gone),
+        Resource::Volume(name) => client.volume_delete(name).await.or_else(gone),
         Resource::HostDir(dir) => match std::fs::remove_dir_all(dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.to_string()),
             _ => Ok(()),

@@ -94,9 +94,11 @@ pub async fn sweep(client: &Client, force_launch: Option<&str>) -> Result<GcRepo
     }
     for v in client.volume_list(&[&managed]).await? {
         if wanted(&v.labels) {
-            match client.volume_delete(&v.name, true).await {
+            match client.volume_delete(&v.name).await {
                 Ok(()) => report.volumes.push(v.name),
-                Err(e) if e.is_not_found() => {}
+                // Gone, or still used by a container another `ags` is removing right now: the
+                // next sweep takes it (volumes are never force-removed, see `volume_delete`).
+                Err(e) if e.is_not_found() || e.is_conflict() => {}
                 Err(e) => report.errors.push(format!("volume {}: {e}", v.name)),
             }
         }

@@ -199,10 +199,14 @@ impl Client {
         self.call_json(req, "volume create response").await
     }
 
-    /// Delete a named volume; `force` also removes containers using it.
-    pub async fn volume_delete(&self, name: &str, force: bool) -> Result<()> {
-        let req = Request::new(Method::DELETE, format!("/volumes/{}", segment(name)))
-            .query("force", bool_str(force));
+    /// Delete a named volume that no container uses any more (a volume still in use answers
+    /// 409, see [`PodmanError::is_conflict`]). There is deliberately no `force`: with it, Podman
+    /// removes the containers using the volume while holding the volume's lock, and on 4.3 that
+    /// deadlocked the whole service against the container's own `podman container cleanup`
+    /// process (observed with concurrent sweeps of a SIGKILLed launch). Remove the container
+    /// first, then the volume.
+    pub async fn volume_delete(&self, name: &str) -> Result<()> {
+        let req = Request::new(Method::DELETE, format!("/volumes/{}", segment(name)));
         self.call(req).await.map(drop)
     }
 

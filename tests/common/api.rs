@@ -222,7 +222,9 @@ pub fn cleanup_label(mode: Mode, label: &str) -> Vec<String> {
         match request(
             &mode.socket(),
             "DELETE",
-            &format!("/volumes/{}?force=true", encode(&name)),
+            // Never `force`: the containers are gone already, and a forced volume removal that
+            // has to remove a container deadlocked Podman 4.3 (see `Client::volume_delete`).
+            &format!("/volumes/{}", encode(&name)),
             None,
         ) {
             Ok(r) if r.ok() || r.status == 404 => removed.push(format!("volume:{name}")),

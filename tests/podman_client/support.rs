@@ -112,7 +112,7 @@ impl Drop for Guard {
                     report("container", &c, client.delete(&c, true, true).await);
                 }
                 for v in volumes {
-                    report("volume", &v, client.volume_delete(&v, true).await);
+                    report("volume", &v, client.volume_delete(&v).await);
                 }
                 for i in images {
                     report("image", &i, client.image_delete(&i, true).await);

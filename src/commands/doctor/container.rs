@@ -140,7 +140,7 @@ async fn delete_volume(
     created: &Result<crate::podman::Volume, PodmanError>,
 ) -> Result<(), PodmanError> {
     match created {
-        Ok(_) => client.volume_delete(volume, true).await,
+        Ok(_) => client.volume_delete(volume).await,
         Err(_) => Ok(()),
     }
 }
