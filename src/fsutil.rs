@@ -27,6 +27,28 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Whether the file system holding `path` keeps its content in RAM only (tmpfs or ramfs), by
+/// `statfs`: its type name otherwise (`ext4`, …, or the magic number in hex).
+pub fn ram_backed(path: &Path) -> io::Result<Result<(), String>> {
+    let st = nix::sys::statfs::statfs(path).map_err(io::Error::from)?;
+    let kind: libc::c_long = st.filesystem_type().0;
+    // ramfs's magic number (linux/magic.h); the libc crate does not name it.
+    const RAMFS_MAGIC: libc::c_long = 0x8584_58f6;
+    let known: &[(libc::c_long, &str)] = &[
+        (libc::TMPFS_MAGIC, "tmpfs"),
+        (RAMFS_MAGIC, "ramfs"),
+        (libc::EXT4_SUPER_MAGIC, "ext2/3/4"),
+        (libc::XFS_SUPER_MAGIC, "xfs"),
+        (libc::BTRFS_SUPER_MAGIC, "btrfs"),
+        (libc::OVERLAYFS_SUPER_MAGIC, "overlay"),
+    ];
+    match known.iter().find(|(m, _)| *m == kind) {
+        Some((_, "tmpfs" | "ramfs")) => Ok(Ok(())),
+        Some((_, name)) => Ok(Err((*name).to_string())),
+        None => Ok(Err(format!("file system type {kind:#x}"))),
+    }
+}
+
 /// Create `dir` (and missing parents) and make sure it is a real directory owned by the current
 /// user with mode 0700. Refuses a symlink or a directory with group/other permissions instead of
 /// silently changing them, so a misconfiguration is noticed.
@@ -170,6 +192,14 @@ pub fn read_small_text_nofollow(path: &Path, max: usize) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ram_backed_knows_tmpfs_from_other_file_systems() {
+        // /dev/shm is tmpfs on every Linux host these tests run on; /proc never is.
+        assert_eq!(ram_backed(Path::new("/dev/shm")).unwrap(), Ok(()));
+        let proc = ram_backed(Path::new("/proc")).unwrap().unwrap_err();
+        assert!(proc.starts_with("file system type 0x"), "{proc}");
+    }
 
     #[test]
     fn atomic_write_replaces_and_sets_mode() {

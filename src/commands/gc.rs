@@ -19,7 +19,11 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     super::finish(rt);
     let (report, recovered) = result?;
     crate::hooks::prepare::sweep_exec_dirs(&paths);
-    let host = launch::gc::sweep_host(&paths.stage_root());
+    let host: Vec<_> = paths
+        .stage_roots()
+        .iter()
+        .flat_map(|root| launch::gc::sweep_host(root))
+        .collect();
     for dir in &host {
         println!("removed host staging directory {}", dir.display());
     }

@@ -116,7 +116,11 @@ pub(super) fn build_plan(
         identity,
         rootless,
         user: user_ids(),
-        host_stage_dir: &config.paths.stage_root().join(gc::stage_dir_name(identity)),
+        host_stage_dir: &match hooks.files.is_empty() {
+            true => config.paths.stage_root(),
+            false => stage::ram_stage_root(&config.paths)?,
+        }
+        .join(gc::stage_dir_name(identity)),
         hooks,
     })?)
 }
@@ -136,7 +140,9 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     drop(secrets); // zeroed now: the archive holds the only copy until it is uploaded
-    gc::sweep_host(&config.paths.stage_root());
+    for root in config.paths.stage_roots() {
+        gc::sweep_host(&root);
+    }
     let session = events::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.

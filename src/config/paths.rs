@@ -73,6 +73,17 @@ impl Paths {
         }
     }
 
+    /// The RAM-backed place to stage generated files when [`Paths::stage_root`] is on disk:
+    /// `/dev/shm/ags-<uid>`.
+    pub fn shm_stage_root(&self) -> PathBuf {
+        PathBuf::from(format!("/dev/shm/ags-{}", nix::unistd::geteuid()))
+    }
+
+    /// Every place a launch may stage files in (swept for leftovers, protected from mounts).
+    pub fn stage_roots(&self) -> [PathBuf; 2] {
+        [self.stage_root(), self.shm_stage_root()]
+    }
+
     /// `ags`'s cache directory.
     pub fn cache_dir(&self) -> PathBuf {
         self.cache_home.join("ags")

@@ -72,6 +72,10 @@ impl ProtectedHostPaths {
                     path: paths.stage_root(),
                 },
                 ProtectedPath {
+                    label: "AGS launch staging directory in /dev/shm",
+                    path: paths.shm_stage_root(),
+                },
+                ProtectedPath {
                     label: "rootful Podman API socket directory",
                     path: PathBuf::from("/run/podman"),
                 },

@@ -50,6 +50,11 @@ pub enum LaunchError {
         "hook-generated files are bind-mounted from private host files, which a remote Podman service ({url}) cannot see; use a local unix socket service, or remove the files from the hook response"
     )]
     RemoteFiles { url: String },
+    /// No RAM-backed directory to stage generated files in.
+    #[error(
+        "hook-generated files are staged only in RAM (tmpfs or ramfs), and neither $XDG_RUNTIME_DIR/ags nor /dev/shm is RAM-backed here ({tried}); mount a tmpfs at /dev/shm (or set XDG_RUNTIME_DIR to a tmpfs directory of yours), or remove the files from the hook response"
+    )]
+    DiskStage { tried: String },
     /// Writing generated files to the host staging directory failed.
     #[error("staging generated files: {0}")]
     HostFiles(crate::fsutil::PrivateDirError),

@@ -1,11 +1,16 @@
 //! What goes into the per-launch staging volume: the environment file, as one tar archive
 //! uploaded after the container is initialised (so it lands in the mounted tmpfs) and before it
-//! starts. Nothing here touches the disk: the archive is built in memory.
+//! starts. Nothing here touches the disk: the archive is built in memory, and generated files
+//! are staged only in a RAM-backed directory ([`ram_stage_root`]).
 
 use std::collections::BTreeMap;
 
 use zeroize::{Zeroize, Zeroizing};
 
+use std::path::{Path, PathBuf};
+
+use super::LaunchError;
+use crate::config::Paths;
 use crate::hooks::op::Secret;
 use crate::plan::{EnvSource, LaunchPlan};
 
@@ -103,6 +108,32 @@ impl Drop for ClearOnDrop {
     }
 }
 
+/// The directory to stage generated files in: [`Paths::stage_root`] (`$XDG_RUNTIME_DIR/ags`)
+/// when its file system is RAM-backed (tmpfs or ramfs, by `statfs`), else
+/// [`Paths::shm_stage_root`] (`/dev/shm/ags-<uid>`) when that is; otherwise the launch is
+/// refused: the content of generated files must never reach a disk.
+pub fn ram_stage_root(paths: &Paths) -> Result<PathBuf, LaunchError> {
+    let mut seen = Vec::new();
+    for root in [
+        paths.runtime_dir.as_ref().map(|_| paths.stage_root()),
+        Some(paths.shm_stage_root()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        // The root itself may not exist yet: its nearest existing ancestor decides.
+        let probe = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
+        match crate::fsutil::ram_backed(probe) {
+            Ok(Ok(())) => return Ok(root),
+            Ok(Err(kind)) => seen.push(format!("{} is on {kind}", probe.display())),
+            Err(e) => seen.push(format!("{}: {e}", probe.display())),
+        }
+    }
+    Err(LaunchError::DiskStage {
+        tried: seen.join("; "),
+    })
+}
+
 /// Write the plan's generated files into its private host staging directory (0700 directories,
 /// 0600 files), ready to be bind-mounted read-only. The caller records the directory for
 /// cleanup before calling this, and removes it as soon as the container is initialised: the
@@ -118,6 +149,24 @@ pub fn write_host_files(plan: &LaunchPlan) -> Result<(), crate::fsutil::PrivateD
         ensure_private_dir(root)?;
     }
     ensure_private_dir(dir)?;
+    // Checked again where the bytes go, not only when the directory was chosen.
+    match crate::fsutil::ram_backed(dir) {
+        Ok(Ok(())) => {}
+        Ok(Err(kind)) => {
+            return Err(PrivateDirError::Io {
+                path: dir.clone(),
+                source: std::io::Error::other(format!(
+                    "it is on {kind}, not in RAM; generated files are only staged on tmpfs or ramfs"
+                )),
+            });
+        }
+        Err(source) => {
+            return Err(PrivateDirError::Io {
+                path: dir.clone(),
+                source,
+            });
+        }
+    }
     ensure_private_dir(&dir.join("files"))?;
     for f in &plan.files {
         let io = |source| PrivateDirError::Io {

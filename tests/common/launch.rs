@@ -192,6 +192,15 @@ pub fn host_leftovers(env: &TestEnv) -> Vec<PathBuf> {
             left.push(entry.path());
         }
     }
+    // The RAM-backed staging root when the runtime directory is on disk: shared by every launch
+    // of the user, so only entries of dead owners count.
+    let shm_root = PathBuf::from(format!("/dev/shm/ags-{}", env.uid()));
+    for entry in fs::read_dir(&shm_root).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("stage-") && !stage_dir_owner_alive(&name) {
+            left.push(entry.path());
+        }
+    }
     let store = paths(env).hook_trust_dir();
     for entry in fs::read_dir(&store).into_iter().flatten().flatten() {
         if entry.file_name().to_string_lossy().starts_with("ags-hook-exec-") {
