@@ -40,12 +40,21 @@ pub enum Error {
     /// `ags setup` refused or failed.
     #[error(transparent)]
     Setup(#[from] crate::oci_hooks::install::SetupError),
+    /// A host path may not be mounted (workdir, `--add-dir`).
+    #[error(transparent)]
+    Containment(#[from] Box<crate::containment::ContainmentError>),
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),
     /// Writing output failed.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
+}
+
+impl From<crate::containment::ContainmentError> for Error {
+    fn from(e: crate::containment::ContainmentError) -> Self {
+        Error::Containment(Box::new(e))
+    }
 }
 
 impl Error {

@@ -20,6 +20,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod containment;
 pub mod error;
 pub mod fsutil;
 pub mod hardening;
@@ -31,6 +32,7 @@ pub mod plan;
 pub mod podman;
 pub mod procfs;
 pub mod prompt;
+pub mod safepath;
 pub mod spool;
 pub mod trace;
 

@@ -80,6 +80,12 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
             agent,
         )
     });
+    let mut containment = super::host_paths::base_rules(&config, global.url.as_deref());
+    containment.writable(crate::containment::WritableRoot {
+        path: context.workdir.clone(),
+        owner: "the workdir".into(),
+        running: false,
+    });
     let rt = super::runtime()?;
     let result = rt.block_on(async {
         let input = PrepareInput {
@@ -95,6 +101,7 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
             interactive: prompt::has_terminal(),
             interrupt: Interrupt::on_signals().map_err(Error::Output)?,
             lockdown: false,
+            containment,
         };
         Ok::<_, Error>(prepare::prepare(input).await?)
     });

@@ -1,18 +1,19 @@
 //! The host inputs of a launch that the user names, resolved before any hook runs: the
 //! environment from the host (`--env`, `--env-file`, passthrough, `[agent.NAME] env`) and the
-//! user's bind mounts (`--add-dir PATH[:ro]`, `[[mount]]`). Mount sources obey the rules of hook
-//! mount sources (`hooks::mount_source`); env values the rules of `plan::host_env`.
+//! user's bind mounts (`--add-dir PATH[:ro]`, `[[mount]]`). Mount sources obey the containment
+//! rules (`crate::containment`); env values the rules of `plan::host_env`.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::cli::RunArgs;
-use crate::config::{Config, ConfigMount};
+use crate::config::Config;
+use crate::containment::{self, Role, Rules, WritableRoot};
 use crate::fsutil;
-use crate::hooks::mount_source::{ProtectedHostPaths, check_mount_source};
 use crate::hooks::policy::HostSource;
 use crate::plan::{self, Origin, UserMount, host_env};
+use crate::safepath::{self, Missing};
 
 /// `--env`, `--env-file`, `[sandbox] env_passthrough` and `[agent.NAME] env`, resolved
 /// (plan::host_env); env files are read here, without following a final symlink.
@@ -43,51 +44,64 @@ pub(super) fn host_env(args: &RunArgs, config: &Config) -> Result<host_env::Host
     .map_err(plan::PlanError::from)?)
 }
 
-/// `--add-dir PATH[:ro]` (mounted at its canonical path) and the global config's `[[mount]]`s
+/// `--add-dir PATH[:ro]` (mounted at its physical path) and the global config's `[[mount]]`s
 /// (at `target`, default the configured source path; skipped under `--lockdown`, and when
-/// `optional` and missing). Every source is checked like a hook mount source.
-pub(super) fn user_mounts(args: &RunArgs, config: &Config) -> Result<Vec<UserMount>, Error> {
-    let protected = ProtectedHostPaths::from_paths(&config.paths);
-    let mut out = Vec::new();
+/// `optional` and missing). Every source is checked with `rules` (crate::containment), which
+/// already hold the workdir; the read-write ones are added to `rules` as writable roots first,
+/// so no source may sit inside another read-write mount of the launch.
+pub(super) fn user_mounts(
+    args: &RunArgs,
+    config: &Config,
+    rules: &mut Rules,
+) -> Result<Vec<UserMount>, Error> {
+    let mut wanted = Vec::new();
     for raw in &args.add_dirs {
         let (path, read_only) = split_mode(raw);
-        let what = format!("--add-dir {}", path.display());
-        let source = checked_source(&path, &what, &protected)?;
-        if !source.is_dir() {
-            return Err(Error::Usage(format!("{what}: not a directory; name a directory")));
+        let path = std::path::absolute(&path)
+            .map_err(|e| Error::Usage(format!("--add-dir {}: {e}", path.display())))?;
+        wanted.push((path, read_only, Role::AddDir, None, Origin::Cli));
+    }
+    if !args.lockdown {
+        for m in &config.user.mounts {
+            let missing =
+                std::fs::symlink_metadata(&m.source).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+            if m.optional && missing {
+                continue;
+            }
+            let target = Some(m.target.clone().unwrap_or_else(|| m.source.clone()));
+            wanted.push((
+                m.source.clone(),
+                m.readonly,
+                Role::ConfigMount,
+                target,
+                Origin::Config,
+            ));
         }
+    }
+    for (path, read_only, role, _, _) in &wanted {
+        if !read_only && let Ok(r) = safepath::resolve(path, Missing::Append) {
+            let owner = match role {
+                Role::AddDir => "this launch's --add-dir",
+                _ => "this launch's [[mount]]",
+            };
+            rules.writable(WritableRoot {
+                path: r.path,
+                owner: owner.into(),
+                running: false,
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for (path, read_only, role, target, origin) in wanted {
+        let source = checked_source(&path, &role, rules)?;
         out.push(UserMount {
-            destination: source.clone(),
+            destination: target.unwrap_or_else(|| source.clone()),
             source,
             read_only,
-            origin: Origin::Cli,
+            origin,
         });
     }
-    if args.lockdown {
-        return Ok(out);
-    }
-    for m in &config.user.mounts {
-        if let Some(mount) = config_mount(m, &protected)? {
-            out.push(mount);
-        }
-    }
     Ok(out)
-}
-
-fn config_mount(m: &ConfigMount, protected: &ProtectedHostPaths) -> Result<Option<UserMount>, Error> {
-    let what = format!("[[mount]] source {}", m.source.display());
-    if m.optional
-        && std::fs::symlink_metadata(&m.source).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-    {
-        return Ok(None);
-    }
-    let source = checked_source(&m.source, &what, protected)?;
-    Ok(Some(UserMount {
-        destination: m.target.clone().unwrap_or_else(|| m.source.clone()),
-        source,
-        read_only: m.readonly,
-        origin: Origin::Config,
-    }))
 }
 
 /// `PATH:ro` → (PATH, true); `PATH:rw` and `PATH` → (PATH, false).
@@ -101,18 +115,17 @@ fn split_mode(raw: &Path) -> (PathBuf, bool) {
     (raw.to_path_buf(), false)
 }
 
-/// The canonical source after the hook mount-source rules (it exists, is a file or directory,
-/// and does not expose `ags`'s or Podman's own storage).
-fn checked_source(path: &Path, what: &str, protected: &ProtectedHostPaths) -> Result<PathBuf, Error> {
-    let absolute = std::path::absolute(path).map_err(|e| Error::Usage(format!("{what}: {e}")))?;
-    let canonical = absolute
-        .canonicalize()
-        .map_err(|e| Error::Usage(format!("{what}: {e}; name an existing path")))?;
-    let text = canonical
-        .to_str()
-        .ok_or_else(|| Error::Usage(format!("{what}: the path is not UTF-8; rename it")))?;
-    let source = HostSource::try_from(text).map_err(|e| Error::Usage(format!("{what}: the path {e}")))?;
-    check_mount_source(&source, protected).map_err(|e| Error::Usage(format!("{what}: {e}")))
+/// The physical source after the containment rules (it exists, has the right type, exposes no
+/// protected location, passes through no symlink an agent could have planted) and the static
+/// rules of hook mount sources (Podman's API must carry it unchanged).
+pub(super) fn checked_source(path: &Path, role: &Role, rules: &Rules) -> Result<PathBuf, Error> {
+    let checked = containment::check(path, role, rules)?;
+    if !checked.links.is_empty() {
+        super::host_paths::note_links(&role.describe(path), &checked);
+    }
+    let text = checked.path.to_str().unwrap_or_default();
+    HostSource::try_from(text).map_err(|e| Error::Usage(format!("{}: the path {e}", role.describe(path))))?;
+    Ok(checked.path)
 }
 
 #[cfg(test)]

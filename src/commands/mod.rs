@@ -7,6 +7,7 @@ mod gc;
 mod hooks;
 mod hooks_admin;
 mod hooks_lifecycle;
+mod host_paths;
 mod image;
 mod launch_input;
 mod plan;

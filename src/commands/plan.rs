@@ -9,7 +9,10 @@ use crate::{Error, podman};
 /// Print the plan as JSON or text.
 pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let config = super::run::load_config(global, args.run.workdir.clone())?;
-    let settings = super::run::settings(&args.run, &config, crate::launch::terminal::both_are_terminals())?;
+    let named = super::host_paths::named_workdir(args.run.workdir.as_deref());
+    let mut rules = super::host_paths::check_early(&config, named.as_deref(), global.url.as_deref())?;
+    let terminals = crate::launch::terminal::both_are_terminals();
+    let settings = super::run::settings(&args.run, &config, &mut rules, terminals)?;
     let identity = identity::current();
     let rt = super::runtime()?;
     let prepared = rt.block_on(async {
@@ -17,7 +20,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             return Ok(None);
         }
         let signals = SignalWatch::install().map_err(Error::Output)?;
-        super::run::prepare_hooks(&config, &settings, &identity, &signals)
+        super::run::prepare_hooks(&config, &settings, &identity, &signals, rules)
             .await
             .map(Some)
     });

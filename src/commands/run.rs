@@ -9,9 +9,10 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 
-use super::{events, launch_input};
+use super::{events, host_paths, launch_input};
 use crate::cli::{GlobalArgs, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
+use crate::containment::Rules;
 use crate::hooks::HookError;
 use crate::hooks::op::{OpCli, OpEnv, OpPolicy, SecretSetName};
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
@@ -31,9 +32,11 @@ use crate::{Error, podman, prompt};
 /// Launch an agent and return its exit code.
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
     let config = load_config(global, args.workdir.clone())?;
-    let settings = settings(args, &config, launch::terminal::both_are_terminals())?;
+    let named = host_paths::named_workdir(args.workdir.as_deref());
+    let mut rules = host_paths::check_early(&config, named.as_deref(), global.url.as_deref())?;
+    let settings = settings(args, &config, &mut rules, launch::terminal::both_are_terminals())?;
     let rt = super::runtime()?;
-    let result = rt.block_on(launch_async(global, &config, &settings));
+    let result = rt.block_on(launch_async(global, &config, &settings, rules));
     super::finish(rt);
     result
 }
@@ -52,12 +55,17 @@ pub(super) fn load_config(global: &GlobalArgs, workdir: Option<PathBuf>) -> Resu
     Ok(config)
 }
 
-/// Resolve the launch options: terminal detection, the user's mounts and the environment from
-/// the host (`launch_input`).
-pub(super) fn settings(args: &RunArgs, config: &Config, terminals: bool) -> Result<RunSettings, Error> {
+/// Resolve the launch options: terminal detection, the user's mounts (checked with `rules`,
+/// which then hold the read-write ones) and the environment from the host (`launch_input`).
+pub(super) fn settings(
+    args: &RunArgs,
+    config: &Config,
+    rules: &mut Rules,
+    terminals: bool,
+) -> Result<RunSettings, Error> {
     secret_set_names(&args.op_secret_sets)?;
     let host_env = launch_input::host_env(args, config)?;
-    let mounts = launch_input::user_mounts(args, config)?;
+    let mounts = launch_input::user_mounts(args, config, rules)?;
     let git_guards = match config.user.protect_git {
         true => {
             // Read-write mounts that keep their host path: the workdir and `--add-dir`s.
@@ -125,11 +133,16 @@ pub(super) fn build_plan(
     })?)
 }
 
-async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettings) -> Result<u8, Error> {
+async fn launch_async(
+    global: &GlobalArgs,
+    config: &Config,
+    settings: &RunSettings,
+    rules: Rules,
+) -> Result<u8, Error> {
     let mut signals = SignalWatch::install().map_err(Error::Output)?;
     let identity = identity::current();
     let lifecycle_hooks = events::approve(config)?;
-    let prepared = prepare_hooks(config, settings, &identity, &signals).await?;
+    let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
     let hooks = hook_layer(&prepared);
     crate::trace::mark("hooks done");
     let client = podman::connect(global.url.as_deref()).await?;
@@ -140,6 +153,7 @@ async fn launch_async(global: &GlobalArgs, config: &Config, settings: &RunSettin
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     drop(secrets); // zeroed now: the archive holds the only copy until it is uploaded
+    host_paths::check_late(&client, config, settings, &prepared, global.url.as_deref()).await?;
     for root in config.paths.stage_roots() {
         gc::sweep_host(&root);
     }
@@ -235,6 +249,7 @@ pub(super) async fn prepare_hooks(
     settings: &RunSettings,
     identity: &LaunchIdentity,
     signals: &SignalWatch,
+    containment: Rules,
 ) -> Result<Prepared, Error> {
     let cli_env = settings
         .env
@@ -261,6 +276,7 @@ pub(super) async fn prepare_hooks(
             fixed_destinations: vec![config.workdir.clone(), STAGING_MOUNT.into()],
         },
         lockdown: settings.lockdown,
+        containment,
     };
     Ok(prepare::prepare(input).await?)
 }

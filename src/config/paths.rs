@@ -3,6 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::containment::{Class, Protected};
+
+/// Well-known credential directories under the home directory.
+pub const CREDENTIAL_DIRS: &[&str] = &[".ssh", ".gnupg", ".aws", ".config/gcloud", ".kube", ".docker"];
+
 /// Host locations `ags` reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
@@ -87,6 +92,55 @@ impl Paths {
     /// `ags`'s cache directory.
     pub fn cache_dir(&self) -> PathBuf {
         self.cache_home.join("ags")
+    }
+
+    /// The host locations no mount of a launch may expose (docs/security.md): `ags`'s own
+    /// storage, Podman's default sockets, configuration and storage (root and rootless), the
+    /// credential directories and the home directory itself. The socket of a non-default
+    /// endpoint and the storage the service reports are added by the launch.
+    pub fn protected(&self) -> Vec<Protected> {
+        let ags = [
+            ("hook approval store", self.hook_trust_dir()),
+            ("AGS state directory", self.state_dir()),
+            ("AGS cache directory", self.cache_dir()),
+            ("repository-overlay trust file", self.overlay_trust_file()),
+            ("AGS config directory", self.config_home.join("ags")),
+            ("AGS launch staging directory", self.stage_root()),
+            ("AGS launch staging directory in /dev/shm", self.shm_stage_root()),
+        ];
+        let mut podman = vec![
+            (
+                "rootful Podman API socket directory",
+                PathBuf::from("/run/podman"),
+            ),
+            ("Podman configuration", self.config_home.join("containers")),
+            ("Podman configuration", self.home.join(".config/containers")),
+            ("Podman configuration", PathBuf::from("/etc/containers")),
+            ("Podman storage", self.home.join(".local/share/containers")),
+            ("Podman storage", PathBuf::from("/var/lib/containers")),
+            ("Podman run-time storage", PathBuf::from("/run/containers")),
+            ("Podman run-time storage", PathBuf::from("/run/libpod")),
+        ];
+        let uid = nix::unistd::getuid().as_raw();
+        let runtime_dirs = self
+            .runtime_dir
+            .iter()
+            .cloned()
+            .chain((uid != 0).then(|| PathBuf::from(format!("/run/user/{uid}"))));
+        for dir in runtime_dirs {
+            podman.push(("rootless Podman API socket directory", dir.join("podman")));
+            podman.push(("Podman run-time storage", dir.join("containers")));
+            podman.push(("Podman run-time storage", dir.join("libpod")));
+        }
+        let ags = ags.into_iter().map(|(l, p)| Protected::overlap(l, p, Class::Ags));
+        let podman = podman
+            .into_iter()
+            .map(|(l, p)| Protected::overlap(l, p, Class::Podman));
+        let creds = CREDENTIAL_DIRS
+            .iter()
+            .map(|d| Protected::overlap("credential directory", self.home.join(d), Class::Credentials));
+        let home = Protected::self_or_ancestor("home directory", self.home.clone(), Class::Home);
+        ags.chain(podman).chain(creds).chain([home]).collect()
     }
 
     /// Whether `p` lies inside `dir` (both taken as given; canonicalize first when it matters).

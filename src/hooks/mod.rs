@@ -42,7 +42,7 @@ pub enum HookError {
     Lockdown(#[from] resolve::LockdownError),
     /// A hook mount source is unusable on this host.
     #[error(transparent)]
-    MountSource(#[from] mount_source::MountSourceError),
+    MountSource(#[from] Box<crate::containment::ContainmentError>),
     /// An entrypoint cannot be read.
     #[error(transparent)]
     Entrypoint(#[from] entrypoint::EntrypointError),

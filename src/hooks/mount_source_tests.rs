@@ -1,11 +1,13 @@
-//! Tests of `check_mount_source` against temporary directory trees with symlink aliases.
+//! Tests of the hook mount source checks against temporary trees with symlinks planted in them.
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::config::Paths;
 
-/// A fake home: `home/.config`, `home/.local/state`, `home/.cache`, nothing of AGS created yet.
+/// A fake home: `home/.config`, `home/.local/state`, `home/.cache`, nothing of AGS created yet,
+/// plus `data/` (outside every writable root) and `work/` (the launch's workdir).
 struct Home {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -15,7 +17,7 @@ impl Home {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        for sub in ["home/.config", "home/.local/state", "home/.cache", "data"] {
+        for sub in ["home/.config", "home/.local/state", "home/.cache", "data", "work"] {
             std::fs::create_dir_all(root.join(sub)).unwrap();
         }
         Self { _dir: dir, root }
@@ -32,8 +34,18 @@ impl Home {
         }
     }
 
-    fn protected(&self) -> ProtectedHostPaths {
-        ProtectedHostPaths::from_paths(&self.paths(&self.root.join("home/.config")))
+    fn rules_for(&self, paths: &Paths) -> Rules {
+        let mut rules = Rules::new(paths.protected());
+        rules.writable(WritableRoot {
+            path: self.path("work"),
+            owner: "this launch's workdir".into(),
+            running: false,
+        });
+        rules
+    }
+
+    fn rules(&self) -> Rules {
+        self.rules_for(&self.paths(&self.path("home/.config")))
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -45,20 +57,90 @@ fn source(p: &Path) -> HostSource {
     HostSource::try_from(p.to_str().unwrap()).unwrap()
 }
 
-fn check(p: &Path, protected: &ProtectedHostPaths) -> Result<PathBuf, String> {
-    check_mount_source(&source(p), protected).map_err(|e| e.to_string())
+fn check(p: &Path, rules: &Rules) -> Result<PathBuf, String> {
+    check_mount_source(&source(p), "h", rules).map_err(|e| e.to_string())
 }
 
 #[test]
-fn existing_files_and_directories_pass_with_canonical_path() {
+fn existing_files_and_directories_pass_with_their_physical_path() {
+    let h = Home::new();
+    std::fs::write(h.path("data/file.txt"), "x").unwrap();
+    assert_eq!(check(&h.path("data"), &h.rules()), Ok(h.path("data")));
+    assert_eq!(
+        check(&h.path("data/file.txt"), &h.rules()),
+        Ok(h.path("data/file.txt"))
+    );
+}
+
+#[test]
+fn a_symlink_outside_the_system_layout_is_refused() {
     let h = Home::new();
     std::fs::write(h.path("data/file.txt"), "x").unwrap();
     symlink(h.path("data/file.txt"), h.path("link.txt")).unwrap();
-    assert_eq!(check(&h.path("data"), &h.protected()), Ok(h.path("data")));
-    assert_eq!(
-        check(&h.path("link.txt"), &h.protected()),
-        Ok(h.path("data/file.txt"))
+    let err = check(&h.path("link.txt"), &h.rules()).unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "passes through the symlink {} -> {}",
+            h.path("link.txt").display(),
+            h.path("data/file.txt").display()
+        )) && err.contains("make the hook answer the real path"),
+        "{err}"
     );
+}
+
+#[test]
+fn a_symlink_planted_in_the_workdir_is_refused_as_such() {
+    let h = Home::new();
+    symlink(h.path("home/.local"), h.path("work/data")).unwrap();
+    let err = check(&h.path("work/data"), &h.rules()).unwrap_err();
+    assert!(
+        err.contains("which lies inside this launch's workdir") && err.contains("an agent can write there"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_source_inside_a_read_write_mount_is_refused() {
+    let h = Home::new();
+    std::fs::create_dir(h.path("work/data")).unwrap();
+    let err = check(&h.path("work/data"), &h.rules()).unwrap_err();
+    assert!(
+        err.contains("lies inside this launch's workdir") && err.contains("swap it for a symlink"),
+        "{err}"
+    );
+    assert_eq!(check(&h.path("work"), &h.rules()), Ok(h.path("work")));
+}
+
+#[test]
+fn a_source_inside_another_hooks_read_write_mount_is_refused() {
+    let h = Home::new();
+    std::fs::create_dir(h.path("data/inner")).unwrap();
+    let mount = |src: &Path, dest: &str, mode| {
+        let m = HookMount {
+            source: source(src),
+            destination: crate::hooks::policy::Destination::try_from(dest).unwrap(),
+            mode,
+        };
+        let origin = Origin::GlobalHook {
+            name: "g".into(),
+            index: 0,
+        };
+        (m, origin)
+    };
+    let mounts = [
+        mount(&h.path("data"), "/workspace/a", MountMode::Rw),
+        mount(&h.path("data/inner"), "/workspace/b", MountMode::Ro),
+    ];
+    let err = check_mount_sources(&mounts, &h.rules()).unwrap_err().to_string();
+    assert!(
+        err.contains("lies inside the read-write mount of hook `g`"),
+        "{err}"
+    );
+    let ro = [
+        mount(&h.path("data"), "/workspace/a", MountMode::Ro),
+        mounts[1].clone(),
+    ];
+    assert!(check_mount_sources(&ro, &h.rules()).is_ok());
 }
 
 #[test]
@@ -66,17 +148,11 @@ fn missing_source_is_refused() {
     let h = Home::new();
     let missing = h.path("data/nope");
     assert_eq!(
-        check(&missing, &h.protected()),
+        check(&missing, &h.rules()),
         Err(format!(
-            "mount source {} does not exist; the hook must create it before answering",
-            missing.display()
+            "mount source {m} of hook `h` does not exist ({m}); the hook must create it before answering",
+            m = missing.display()
         ))
-    );
-    symlink(h.path("data/nope"), h.path("dangling")).unwrap();
-    assert!(
-        check(&h.path("dangling"), &h.protected())
-            .unwrap_err()
-            .contains("does not exist")
     );
 }
 
@@ -86,47 +162,37 @@ fn special_files_are_refused_by_type() {
     let sock = h.path("data/s.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     assert_eq!(
-        check(&sock, &h.protected()),
+        check(&sock, &h.rules()),
         Err(format!(
-            "mount source {} is a socket; only regular files and directories can be mounted",
+            "mount source {} of hook `h` is a socket; only regular files and directories can be mounted",
             sock.display()
         ))
     );
-    symlink(&sock, h.path("sock-link")).unwrap();
-    assert!(
-        check(&h.path("sock-link"), &h.protected())
-            .unwrap_err()
-            .contains("is a socket")
-    );
     if Path::new("/dev/null").exists() {
-        let err = check(Path::new("/dev/null"), &h.protected()).unwrap_err();
+        let err = check(Path::new("/dev/null"), &h.rules()).unwrap_err();
         assert!(err.contains("is a character device"), "{err}");
     }
 }
 
 #[test]
-fn approval_store_inside_alias_and_ancestor_are_refused() {
+fn approval_store_inside_and_ancestor_are_refused() {
     let h = Home::new();
     let trust = h.path("home/.local/state/ags-hook-trust");
     std::fs::create_dir_all(trust.join("ags-hook-exec-1")).unwrap();
-    symlink(&trust, h.path("data/alias")).unwrap();
-    assert_eq!(
-        check(&trust, &h.protected()),
-        Err(format!(
-            "mount source {t} (canonical {t}) overlaps the hook approval store at {t}; hooks may not \
-             expose AGS trust, state or cache storage, mount a different directory",
-            t = trust.display()
-        ))
+    let err = check(&trust, &h.rules()).unwrap_err();
+    assert!(
+        err.contains(&format!("is the hook approval store {}", trust.display()))
+            && err.contains("the agent could approve its own hooks"),
+        "{err}"
     );
-    for refused in [
-        trust.join("ags-hook-exec-1"),
-        h.path("data/alias"),
-        h.path("home/.local"),
-        h.root.clone(),
+    for (refused, relation) in [
+        (trust.join("ags-hook-exec-1"), "is inside"),
+        (h.path("home/.local"), "contains"),
+        (h.root.clone(), "contains"),
     ] {
-        let err = check(&refused, &h.protected()).unwrap_err();
+        let err = check(&refused, &h.rules()).unwrap_err();
         assert!(
-            err.contains("overlaps the hook approval store"),
+            err.contains(&format!("{relation} the hook approval store")),
             "{refused:?}: {err}"
         );
     }
@@ -135,15 +201,28 @@ fn approval_store_inside_alias_and_ancestor_are_refused() {
 #[test]
 fn state_and_cache_directories_are_protected_before_they_exist() {
     let h = Home::new();
-    let err = check(&h.path("home/.cache"), &h.protected()).unwrap_err();
-    assert!(err.contains("overlaps the AGS cache directory at"), "{err}");
-    std::fs::create_dir_all(h.path("home/.cache/ags/images")).unwrap();
-    symlink(h.path("home/.cache/ags/images"), h.path("data/img")).unwrap();
-    let err = check(&h.path("data/img"), &h.protected()).unwrap_err();
-    assert!(err.contains("overlaps the AGS cache directory"), "{err}");
+    let err = check(&h.path("home/.cache"), &h.rules()).unwrap_err();
+    assert!(err.contains("contains the AGS cache directory"), "{err}");
     std::fs::create_dir_all(h.path("home/.local/state/ags")).unwrap();
-    let err = check(&h.path("home/.local/state/ags"), &h.protected()).unwrap_err();
-    assert!(err.contains("overlaps the AGS state directory"), "{err}");
+    let err = check(&h.path("home/.local/state/ags"), &h.rules()).unwrap_err();
+    assert!(err.contains("is the AGS state directory"), "{err}");
+}
+
+#[test]
+fn credential_directories_and_the_home_itself_are_refused() {
+    let h = Home::new();
+    for d in [".ssh", ".kube", ".config/containers", ".local/share/containers"] {
+        std::fs::create_dir_all(h.path("home").join(d)).unwrap();
+        let err = check(&h.path("home").join(d), &h.rules()).unwrap_err();
+        assert!(err.contains(" is the "), "{d}: {err}");
+    }
+    let err = check(&h.path("home"), &h.rules()).unwrap_err();
+    assert!(
+        err.contains("contains the") || err.contains("is the home directory"),
+        "{err}"
+    );
+    std::fs::create_dir_all(h.path("home/src/p")).unwrap();
+    assert!(check(&h.path("home/src/p"), &h.rules()).is_ok());
 }
 
 #[test]
@@ -151,30 +230,38 @@ fn overlay_trust_file_aliases_are_caught_before_it_exists() {
     let h = Home::new();
     std::fs::create_dir_all(h.path("real-config/ags")).unwrap();
     symlink(h.path("real-config"), h.path("home/cfg-link")).unwrap();
-    let protected = ProtectedHostPaths::from_paths(&h.paths(&h.path("home/cfg-link")));
+    let rules = h.rules_for(&h.paths(&h.path("home/cfg-link")));
     let trust_file = h.path("real-config/ags/trusted-repo-overlays.txt");
-    assert!(!trust_file.exists());
-    for refused in ["real-config", "real-config/ags", "home/cfg-link/ags"] {
-        let err = check(&h.path(refused), &protected).unwrap_err();
+    for refused in ["real-config", "real-config/ags"] {
+        let err = check(&h.path(refused), &rules).unwrap_err();
         assert!(
             err.contains(&format!(
-                "overlaps the repository-overlay trust file at {}",
+                "the repository-overlay trust file {}",
                 trust_file.display()
             )),
             "{refused}: {err}"
         );
     }
     std::fs::create_dir_all(h.path("real-config/other")).unwrap();
-    assert!(check(&h.path("real-config/other"), &protected).is_ok());
+    assert!(check(&h.path("real-config/other"), &rules).is_ok());
 }
 
 #[test]
-fn resolution_through_nearest_existing_ancestor() {
+fn a_dangling_trust_file_symlink_protects_its_future_target() {
     let h = Home::new();
-    symlink(h.path("data"), h.path("d")).unwrap();
-    assert_eq!(
-        resolve_through_existing_ancestor(&h.path("d/x/y")),
-        h.path("data/x/y")
+    std::fs::create_dir_all(h.path("home/.config/ags")).unwrap();
+    std::fs::create_dir_all(h.path("dotfiles")).unwrap();
+    symlink(
+        h.path("dotfiles/ags/trusted-repo-overlays.txt"),
+        h.path("home/.config/ags/trusted-repo-overlays.txt"),
+    )
+    .unwrap();
+    let err = check(&h.path("dotfiles"), &h.rules()).unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "contains the repository-overlay trust file {}",
+            h.path("dotfiles/ags/trusted-repo-overlays.txt").display()
+        )),
+        "{err}"
     );
-    assert_eq!(resolve_through_existing_ancestor(&h.path("d")), h.path("data"));
 }

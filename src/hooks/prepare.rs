@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::entrypoint::PreparedHook;
 use super::log::{Record, RunLog};
-use super::mount_source::{ProtectedHostPaths, check_mount_source};
+use super::mount_source::check_mount_sources;
 use super::protocol::HookContext;
 use super::resolve::{HookOutput, LaunchOverrides, Origin, Resolved, lockdown_check, resolve};
 use super::runner::{Interrupt, RunSetup, run_hooks};
@@ -17,6 +17,7 @@ use super::trust::TrustStore;
 use super::validate::{Contribution, parse_response};
 use super::{HookError, approve, exec_copy};
 use crate::config::{HookDecl, HookScope, Paths};
+use crate::containment::Rules;
 
 /// Inputs of one prepare phase.
 #[derive(Debug)]
@@ -41,6 +42,9 @@ pub struct PrepareInput<'a> {
     pub overrides: LaunchOverrides,
     /// `--lockdown`: refuse surviving op references and host mounts.
     pub lockdown: bool,
+    /// What mount sources are checked against: protected locations, and the workdir and
+    /// `--add-dir`s as writable roots (the hooks' own read-write mounts are added here).
+    pub containment: Rules,
 }
 
 /// The outcome of the phase.
@@ -82,12 +86,7 @@ pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
     if input.lockdown {
         lockdown_check(&resolved)?;
     }
-    let protected = ProtectedHostPaths::from_paths(input.paths);
-    let mount_sources = resolved
-        .mounts
-        .iter()
-        .map(|(m, _)| check_mount_source(&m.source, &protected))
-        .collect::<Result<_, _>>()?;
+    let mount_sources = check_mount_sources(&resolved.mounts, &input.containment).map_err(Box::new)?;
     Ok(Prepared {
         resolved,
         mount_sources,

@@ -10,6 +10,7 @@
 //! - `discover`: which socket to use (`--url` → `CONTAINER_HOST` → XDG → system socket).
 //! - `api`: one short [`Client`] method per endpoint; `build`: image builds with progress.
 //! - `attach`: attach streams, stdin EOF and the stdout/stderr demultiplexer.
+//! - `neighbours`: the read-write binds of other running launches, Podman's storage paths.
 //! - `spec`: the create body; `models`: response models; `error`: [`PodmanError`].
 //!
 //! Only `/v4.0.0/libpod` routes are used (answered by Podman 4 and 5); the podman CLI is never
@@ -23,6 +24,7 @@ mod endpoint;
 mod error;
 mod from_plan;
 mod models;
+mod neighbours;
 mod spec;
 mod transport;
 
@@ -38,5 +40,6 @@ pub use models::{
     ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
     InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, StoreInfo, VersionInfo, Volume, VolumeCreate,
 };
+pub use neighbours::NeighbourMount;
 pub use spec::{Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
 pub use transport::{API_PREFIX, Client};

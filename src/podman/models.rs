@@ -269,6 +269,10 @@ pub struct StoreInfo {
     pub graph_driver_name: String,
     /// Where images and containers are stored.
     pub graph_root: String,
+    /// Where run-time state is kept.
+    pub run_root: String,
+    /// Where named volumes are kept.
+    pub volume_path: String,
 }
 
 /// `host` of [`Info`].

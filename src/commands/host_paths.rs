@@ -1,0 +1,189 @@
+//! The containment checks of a launch's host paths ([`crate::containment`]), orchestrated: what
+//! is protected (config paths, the Podman endpoint in use, Podman's storage), which directories
+//! an agent can write (this launch's read-write mounts, other live launches' ones), and when each
+//! path is checked.
+//!
+//! - [`check_early`], before any hook runs: the workdir (a user error surfaces before anything
+//!   executes). Its [`Rules`] then check the user's mounts (`launch_input::user_mounts`) and go
+//!   to the hook stage, which checks the hook mount sources with them.
+//! - [`check_late`], after connecting and right before the container is created: everything again,
+//!   now also against the storage the service reports and the read-write mounts of other live
+//!   `ags` containers; each path must still resolve to what was checked before.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::containment::{self, Class, Protected, Role, Rules, WritableRoot};
+use crate::hooks::mount_source;
+use crate::hooks::prepare::Prepared;
+use crate::plan::{LABEL_MANAGED, Origin, RunSettings, UserMount};
+use crate::safepath::{self, Missing};
+use crate::{Error, podman};
+
+/// The path the user named as the workdir: `--workdir` (made absolute), else the shell's
+/// logical `$PWD` when it is the current directory, else the current directory.
+pub(super) fn named_workdir(arg: Option<&Path>) -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    if let Some(p) = arg {
+        return Some(cwd.join(p));
+    }
+    let pwd = std::env::var_os("PWD")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let same = |p: &Path| match (std::fs::metadata(p), std::fs::metadata(&cwd)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    };
+    Some(pwd.filter(|p| same(p)).unwrap_or(cwd))
+}
+
+/// What is protected before Podman is contacted: the config paths, the system trees (for the
+/// workdir and `--add-dir`s) and the socket directories of every endpoint candidate.
+pub(super) fn base_rules(config: &Config, url: Option<&str>) -> Rules {
+    let mut rules = Rules::new(config.paths.protected());
+    rules.protect(containment::system_trees());
+    rules.protect(socket_dirs(url));
+    rules
+}
+
+/// The directory of each unix socket `ags` may talk to (as given and as resolved).
+fn socket_dirs(url: Option<&str>) -> Vec<Protected> {
+    let env = |k: &str| std::env::var(k).ok();
+    let euid = nix::unistd::geteuid().as_raw();
+    let candidates = podman::candidates(
+        url,
+        env("CONTAINER_HOST").as_deref(),
+        env("XDG_RUNTIME_DIR").as_deref(),
+        euid,
+    );
+    let mut out = Vec::new();
+    for c in candidates {
+        let Ok(podman::Endpoint::Unix(socket)) = podman::Endpoint::parse(&c.url) else {
+            continue;
+        };
+        let resolved = safepath::resolve(&socket, Missing::Append).map(|r| r.path).ok();
+        for sock in [Some(socket), resolved].into_iter().flatten() {
+            if let Some(dir) = sock.parent().filter(|d| *d != Path::new("/")) {
+                out.push(Protected::overlap(
+                    "Podman API socket directory",
+                    dir,
+                    Class::Podman,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Check the workdir and return the rules for the user's mounts and the hook stage, with the
+/// workdir as a writable root (`launch_input::user_mounts` adds the read-write user mounts).
+pub(super) fn check_early(config: &Config, named: Option<&Path>, url: Option<&str>) -> Result<Rules, Error> {
+    let mut rules = base_rules(config, url);
+    check_workdir(config, named.unwrap_or(&config.workdir), &rules, true)?;
+    rules.writable(WritableRoot {
+        path: config.workdir.clone(),
+        owner: "this launch's workdir".into(),
+        running: false,
+    });
+    Ok(rules)
+}
+
+/// Right before the container is created: check everything again with what the service knows.
+pub(super) async fn check_late(
+    client: &podman::Client,
+    config: &Config,
+    settings: &RunSettings,
+    prepared: &Prepared,
+    url: Option<&str>,
+) -> Result<(), Error> {
+    let mut rules = base_rules(config, url);
+    if !settings.mounts.is_empty() || !prepared.mount_sources.is_empty() {
+        // `GET /info` is slow (~150 ms): asked only when more than the workdir is mounted. The
+        // default storage locations are protected either way.
+        if let Ok(dirs) = client.storage_dirs().await {
+            rules.protect(
+                dirs.into_iter()
+                    .map(|d| Protected::overlap("Podman storage", d, Class::Podman)),
+            );
+        }
+    }
+    let label = format!("{LABEL_MANAGED}=true");
+    for n in client.live_rw_binds(&label).await? {
+        rules.writable(WritableRoot {
+            path: n.source,
+            owner: format!("running ags container {}", n.container),
+            running: true,
+        });
+    }
+    check_workdir(config, &config.workdir, &rules, false)?;
+    add_own_roots(&mut rules, &config.workdir, &settings.mounts);
+    for m in &settings.mounts {
+        let role = match m.origin {
+            Origin::Cli => Role::AddDir,
+            _ => Role::ConfigMount,
+        };
+        let checked = containment::check(&m.source, &role, &rules)?;
+        unchanged(&role.describe(&m.source), &m.source, &checked.path)?;
+    }
+    let sources = mount_source::check_mount_sources(&prepared.resolved.mounts, &rules)
+        .map_err(|e| Error::Hooks(Box::new(e).into()))?;
+    for (before, now) in prepared.mount_sources.iter().zip(&sources) {
+        unchanged("hook mount source", before, now)?;
+    }
+    Ok(())
+}
+
+fn check_workdir(config: &Config, named: &Path, rules: &Rules, note: bool) -> Result<(), Error> {
+    let checked = containment::check(named, &Role::Workdir, rules)?;
+    unchanged("workdir", &config.workdir, &checked.path)?;
+    if note && !checked.links.is_empty() {
+        note_links(&format!("workdir {}", safepath::display(named)), &checked);
+    }
+    Ok(())
+}
+
+fn add_own_roots(rules: &mut Rules, workdir: &Path, mounts: &[UserMount]) {
+    rules.writable(WritableRoot {
+        path: workdir.into(),
+        owner: "this launch's workdir".into(),
+        running: false,
+    });
+    for m in mounts.iter().filter(|m| !m.read_only) {
+        let owner = match m.origin {
+            Origin::Cli => "this launch's --add-dir",
+            _ => "this launch's [[mount]]",
+        };
+        rules.writable(WritableRoot {
+            path: m.source.clone(),
+            owner: owner.into(),
+            running: false,
+        });
+    }
+}
+
+/// Tell the user that the directory the container gets is not the path they named.
+pub(super) fn note_links(what: &str, checked: &containment::Checked) {
+    let links: Vec<String> = checked
+        .links
+        .iter()
+        .map(|(l, t)| format!("{} -> {}", safepath::display(l), safepath::display(t)))
+        .collect();
+    eprintln!(
+        "ags: note: {what} is reached through the symlink {}; the container gets the real directory {}",
+        links.join(", "),
+        safepath::display(&checked.path)
+    );
+}
+
+fn unchanged(what: &str, before: &Path, now: &Path) -> Result<(), Error> {
+    if before == now {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{what} {} now resolves to {}: it changed while ags was starting (a symlink was swapped in?); nothing was \
+         created, check the path and launch again",
+        safepath::display(before),
+        safepath::display(now)
+    )))
+}

@@ -1,0 +1,69 @@
+//! What the containment checks need from the service: the read-write bind mounts of the other
+//! `ags` containers that are not over (their agents may be writing right now), and where the
+//! service keeps its storage.
+//!
+//! Part of stage 4 (`podman`): list + inspect per container, `GET /libpod/info` for storage.
+
+use std::path::PathBuf;
+
+use super::error::Result;
+use super::transport::Client;
+
+/// A read-write bind mount of another live container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeighbourMount {
+    /// The container's name.
+    pub container: String,
+    /// The host source of the bind.
+    pub source: PathBuf,
+}
+
+/// Container states whose agent runs or may start at any moment.
+const LIVE_STATES: &[&str] = &[
+    "created",
+    "initialized",
+    "configured",
+    "running",
+    "paused",
+    "stopping",
+];
+
+impl Client {
+    /// The read-write bind mounts of every live container carrying `label` (`key=value`). A
+    /// container that vanished between list and inspect is skipped.
+    pub async fn live_rw_binds(&self, label: &str) -> Result<Vec<NeighbourMount>> {
+        let mut out = Vec::new();
+        for summary in self.list(&[label]).await? {
+            if !LIVE_STATES.contains(&summary.state.as_str()) {
+                continue;
+            }
+            let inspect = match self.inspect(&summary.id).await {
+                Ok(i) => i,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e),
+            };
+            let name = inspect.name.trim_start_matches('/').to_string();
+            out.extend(
+                inspect
+                    .mounts
+                    .iter()
+                    .filter(|m| m.kind == "bind" && m.rw && !m.source.is_empty())
+                    .map(|m| NeighbourMount {
+                        container: name.clone(),
+                        source: PathBuf::from(&m.source),
+                    }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The service's storage directories (graph root, run root, volume path) from `GET /info`.
+    pub async fn storage_dirs(&self) -> Result<Vec<PathBuf>> {
+        let store = self.info().await?.store;
+        Ok([store.graph_root, store.run_root, store.volume_path]
+            .into_iter()
+            .filter(|s| s.starts_with('/'))
+            .map(PathBuf::from)
+            .collect())
+    }
+}
