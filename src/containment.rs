@@ -306,7 +306,9 @@ pub enum ContainmentError {
         real: String,
     },
     /// Overlaps a protected location.
-    #[error("{what} (real path {real}) {relation} the {protected}: {why}; {remedy}")]
+    #[error(
+        "{what} overlaps the {protected}: its real path {real} {relation} that location; {why}; {remedy}"
+    )]
     Protected {
         /// The input.
         what: String,
@@ -350,7 +352,7 @@ pub fn check(named: &Path, role: &Role, rules: &Rules) -> Result<Checked, Contai
             missing: safepath::display(&p),
             remedy: match role {
                 Role::HookMount { .. } => "the hook must create it before answering",
-                _ => "check the path",
+                _ => "name an existing path",
             },
         },
         source => ContainmentError::Resolve {

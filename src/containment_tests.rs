@@ -72,8 +72,8 @@ fn a_workdir_symlink_to_a_credential_directory_is_refused_by_its_target() {
         .to_string();
     assert!(
         err.contains(&format!(
-            "(real path {}) is the credential directory",
-            ssh.display()
+            "overlaps the credential directory {s}: its real path {s} is that location",
+            s = ssh.display()
         )),
         "{err}"
     );

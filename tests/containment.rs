@@ -174,14 +174,24 @@ fn home_root_system_and_credential_directories_are_refused_as_workdir_or_add_dir
         let named = format!("workdir {}", home.display());
         assert_refused(env, &out, &[&named, remedy], since);
         let out = attempt_in(env, Path::new("/"), &[]);
-        assert_refused(env, &out, &["workdir / (real path /)", remedy], since);
+        assert_refused(env, &out, &["workdir / overlaps the", remedy], since);
         let out = attempt_in(env, Path::new("/usr/share"), &[]);
-        assert_refused(env, &out, &["is inside the system directory /usr", remedy], since);
+        assert_refused(
+            env,
+            &out,
+            &[
+                "overlaps the system directory /usr: its real path /usr/share is inside that location",
+                remedy,
+            ],
+            since,
+        );
         let out = attempt_in(env, &ssh, &[]);
-        assert_refused(env, &out, &["is the credential directory", remedy], since);
+        assert_refused(env, &out, &["overlaps the credential directory", remedy], since);
         let ssh_arg = ssh.to_string_lossy().into_owned();
         let out = attempt(env, &["--add-dir", &ssh_arg], &["true"]);
-        let named = format!("--add-dir {ssh_arg} (real path {ssh_arg}) is the credential directory");
+        let named = format!(
+            "--add-dir {ssh_arg} overlaps the credential directory {ssh_arg}: its real path {ssh_arg} is that location"
+        );
         assert_refused(
             env,
             &out,
@@ -189,7 +199,7 @@ fn home_root_system_and_credential_directories_are_refused_as_workdir_or_add_dir
             since,
         );
         let out = attempt(env, &["--add-dir", "/"], &["true"]);
-        assert_refused(env, &out, &["--add-dir / (real path /)"], since);
+        assert_refused(env, &out, &["--add-dir / overlaps the"], since);
         assert_clean(env);
     });
 }
@@ -202,8 +212,12 @@ fn a_workdir_through_a_symlink_is_checked_at_its_target_and_reported() {
         let packages = env.work_dir().join("packages");
         plant(env, &ssh, &packages);
         let out = attempt_in(env, &packages, &[]);
-        let real = format!("workdir {} (real path {})", packages.display(), ssh.display());
-        assert_refused(env, &out, &[&real, "is the credential directory"], since);
+        let real = format!(
+            "workdir {} overlaps the credential directory {s}: its real path {s} is that location",
+            packages.display(),
+            s = ssh.display()
+        );
+        assert_refused(env, &out, &[&real], since);
 
         // An honest symlinked project still works; the user is told what is mounted.
         let elsewhere = env.mkdir("elsewhere", 0o755);
@@ -259,7 +273,7 @@ fn the_podman_socket_directory_in_use_and_podman_storage_are_protected() {
         let since = now_secs();
         mount_hook(env, "sock", &dir, "/workspace/podman", "ro");
         let out = attempt(env, &["--url", &url], &["ls", "/workspace/podman"]);
-        let named = format!("real path {}) is the Podman API socket directory", dir.display());
+        let named = format!("overlaps the Podman API socket directory {}", dir.display());
         assert_refused(env, &out, &[&named, "the agent could control Podman"], since);
 
         let info = api::call(env.mode(), "GET", "/info", None).json();
@@ -283,7 +297,7 @@ fn a_dangling_trust_file_symlink_does_not_let_a_hook_expose_its_target() {
         let script =
             "mkdir -p /workspace/dotfiles/ags && echo / > /workspace/dotfiles/ags/trusted-repo-overlays.txt";
         let out = attempt(env, &[], &["sh", "-c", script]);
-        let named = format!("contains the repository-overlay trust file {}", future.display());
+        let named = format!("overlaps the repository-overlay trust file {}", future.display());
         assert_refused(env, &out, &[&named], since);
         assert!(!dotfiles.join("ags").exists(), "the agent wrote the trust file");
         assert_clean(env);

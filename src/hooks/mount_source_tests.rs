@@ -181,8 +181,10 @@ fn approval_store_inside_and_ancestor_are_refused() {
     std::fs::create_dir_all(trust.join("ags-hook-exec-1")).unwrap();
     let err = check(&trust, &h.rules()).unwrap_err();
     assert!(
-        err.contains(&format!("is the hook approval store {}", trust.display()))
-            && err.contains("the agent could approve its own hooks"),
+        err.contains(&format!(
+            "overlaps the hook approval store {t}: its real path {t} is that location",
+            t = trust.display()
+        )) && err.contains("the agent could approve its own hooks"),
         "{err}"
     );
     for (refused, relation) in [
@@ -192,7 +194,8 @@ fn approval_store_inside_and_ancestor_are_refused() {
     ] {
         let err = check(&refused, &h.rules()).unwrap_err();
         assert!(
-            err.contains(&format!("{relation} the hook approval store")),
+            err.contains("overlaps the hook approval store")
+                && err.contains(&format!("{relation} that location")),
             "{refused:?}: {err}"
         );
     }
@@ -202,10 +205,10 @@ fn approval_store_inside_and_ancestor_are_refused() {
 fn state_and_cache_directories_are_protected_before_they_exist() {
     let h = Home::new();
     let err = check(&h.path("home/.cache"), &h.rules()).unwrap_err();
-    assert!(err.contains("contains the AGS cache directory"), "{err}");
+    assert!(err.contains("overlaps the AGS cache directory"), "{err}");
     std::fs::create_dir_all(h.path("home/.local/state/ags")).unwrap();
     let err = check(&h.path("home/.local/state/ags"), &h.rules()).unwrap_err();
-    assert!(err.contains("is the AGS state directory"), "{err}");
+    assert!(err.contains("overlaps the AGS state directory"), "{err}");
 }
 
 #[test]
@@ -214,13 +217,10 @@ fn credential_directories_and_the_home_itself_are_refused() {
     for d in [".ssh", ".kube", ".config/containers", ".local/share/containers"] {
         std::fs::create_dir_all(h.path("home").join(d)).unwrap();
         let err = check(&h.path("home").join(d), &h.rules()).unwrap_err();
-        assert!(err.contains(" is the "), "{d}: {err}");
+        assert!(err.contains("is that location"), "{d}: {err}");
     }
     let err = check(&h.path("home"), &h.rules()).unwrap_err();
-    assert!(
-        err.contains("contains the") || err.contains("is the home directory"),
-        "{err}"
-    );
+    assert!(err.contains("overlaps the"), "{err}");
     std::fs::create_dir_all(h.path("home/src/p")).unwrap();
     assert!(check(&h.path("home/src/p"), &h.rules()).is_ok());
 }
@@ -259,7 +259,7 @@ fn a_dangling_trust_file_symlink_protects_its_future_target() {
     let err = check(&h.path("dotfiles"), &h.rules()).unwrap_err();
     assert!(
         err.contains(&format!(
-            "contains the repository-overlay trust file {}",
+            "overlaps the repository-overlay trust file {}",
             h.path("dotfiles/ags/trusted-repo-overlays.txt").display()
         )),
         "{err}"
