@@ -18,34 +18,65 @@ use nix::sys::signal::Signal;
 use serde_json::json;
 
 use common::launch::{
-    Background, approve_hooks, assert_clean, container_events, launch_args, now_secs, paths, respond_hook,
-    run_agent, stderr, stdout,
+    Background, approve_hooks, assert_clean, launch_args, now_secs, paths, respond_hook, run_agent, stderr,
+    stdout,
 };
 use common::{TestEnv, api, each_mode, run_command, show};
 
-/// The label put on the launches that must never create a container.
-const REFUSED: &str = "io.ags.test.refused=yes";
+/// The label put on this test's launches that must never create a container.
+fn refused_label(env: &TestEnv) -> String {
+    format!("io.ags.test.refused={}", env.id())
+}
 
-/// A launch carrying [`REFUSED`] with `extra` arguments, run to completion.
+/// A launch carrying [`refused_label`] with `extra` arguments, run to completion.
 fn attempt(env: &TestEnv, extra: &[&str], cmd: &[&str]) -> Output {
-    let mut all = vec!["--tty=false", "--label", REFUSED];
+    let label = refused_label(env);
+    let mut all = vec!["--tty=false", "--label", &label];
     all.extend_from_slice(extra);
     env.run(launch_args(env, &all, cmd))
 }
 
-/// Exit 125, every needle in stderr, and no container created for [`REFUSED`] since `since`.
+/// Assert that no container carrying [`refused_label`] was created since `since`: from the
+/// service's events; when the events API answers with an error document instead (Podman 4.3's
+/// file events backend can be left with a torn line by concurrent writers, and then every events
+/// query fails), loudly fall back to the container list.
+fn assert_no_container(env: &TestEnv, since: u64, context: &str) {
+    let label = refused_label(env);
+    let filters = api::encode(&json!({"label": [label], "type": ["container"]}).to_string());
+    let path = format!(
+        "/events?stream=false&since={since}&until={}&filters={filters}",
+        now_secs() + 1
+    );
+    let reply = api::call(env.mode(), "GET", &path, None);
+    let events: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&reply.body)
+        .into_iter::<serde_json::Value>()
+        .collect::<Result<_, _>>()
+        .unwrap_or_default();
+    let broken = !reply.ok()
+        || events
+            .iter()
+            .any(|e| e.get("cause").is_some() && e.get("Action").is_none());
+    if broken {
+        eprintln!(
+            "WARNING: {}: the events API is unusable ({}); checking the container list instead",
+            env.mode(),
+            reply.text().trim()
+        );
+        let left = api::containers_with_label(env.mode(), &label);
+        assert!(left.is_empty(), "containers exist: {left:?}\n{context}");
+        return;
+    }
+    assert!(events.is_empty(), "container events: {events:?}\n{context}");
+}
+
+/// Exit 125, every needle in stderr, and no container created since `since`.
 fn assert_refused(env: &TestEnv, out: &Output, needles: &[&str], since: u64) {
     assert_eq!(out.status.code(), Some(125), "{}", show(out));
     let err = stderr(out);
     for needle in needles {
         assert!(err.contains(needle), "missing {needle:?}\n{}", show(out));
     }
-    assert_eq!(
-        container_events(env.mode(), REFUSED, since),
-        Vec::<String>::new(),
-        "{}",
-        show(out)
-    );
+    assert_no_container(env, since, &show(out));
 }
 
 /// A symlink made by the test process, owned by the mode's user.
@@ -147,7 +178,7 @@ fn a_sibling_swapping_a_source_for_a_symlink_never_gets_the_protected_dir_mounte
             assert!(accepted.iter().any(|a| err.contains(a)), "{}", show(&out));
             assert!(!stdout(&out).contains(".json"), "{}", show(&out));
         }
-        assert_eq!(container_events(env.mode(), REFUSED, since), Vec::<String>::new());
+        assert_no_container(env, since, "after the race");
         sibling.signal(Signal::SIGTERM);
         let _ = sibling.wait();
         assert_clean(env);
@@ -156,7 +187,8 @@ fn a_sibling_swapping_a_source_for_a_symlink_never_gets_the_protected_dir_mounte
 
 /// Run `ags` (a refused launch) with cwd `dir` and the shell's `PWD` set to it.
 fn attempt_in(env: &TestEnv, dir: &Path, extra: &[&str]) -> Output {
-    let mut all = vec!["--tty=false", "--label", REFUSED];
+    let label = refused_label(env);
+    let mut all = vec!["--tty=false", "--label", &label];
     all.extend_from_slice(extra);
     let mut cmd = env.cmd(launch_args(env, &all, &["pwd"]));
     cmd.current_dir(dir).env("PWD", dir);
