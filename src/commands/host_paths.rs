@@ -57,6 +57,12 @@ fn socket_dirs(url: Option<&str>) -> Vec<Protected> {
         env("XDG_RUNTIME_DIR").as_deref(),
         euid,
     );
+    socket_dirs_of(&candidates)
+}
+
+/// [`socket_dirs`] for a given candidate list: the parent of every `unix://` socket, as named
+/// and as its symlinks resolve (`/` itself is left to the other rules).
+fn socket_dirs_of(candidates: &[podman::Candidate]) -> Vec<Protected> {
     let mut out = Vec::new();
     for c in candidates {
         let Ok(podman::Endpoint::Unix(socket)) = podman::Endpoint::parse(&c.url) else {
@@ -186,4 +192,36 @@ fn unchanged(what: &str, before: &Path, now: &Path) -> Result<(), Error> {
         safepath::display(before),
         safepath::display(now)
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(url: &str) -> podman::Candidate {
+        podman::Candidate {
+            url: url.into(),
+            source: podman::CandidateSource::Explicit,
+        }
+    }
+
+    #[test]
+    fn the_directory_of_the_socket_in_use_is_protected_as_named_and_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real/podman.sock"), root.join("podman.sock")).unwrap();
+        let url = format!("unix://{}/podman.sock", root.display());
+        let dirs: Vec<PathBuf> = socket_dirs_of(&[candidate(&url), candidate("tcp://host:1")])
+            .into_iter()
+            .map(|p| p.path)
+            .collect();
+        assert_eq!(dirs, [root.clone(), root.join("real")]);
+        let rules = Rules::new(socket_dirs_of(&[candidate(&url)]));
+        let hook = Role::HookMount { hook: "h".into() };
+        let err = containment::check(&root.join("real"), &hook, &rules)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("overlaps the Podman API socket directory"), "{err}");
+    }
 }
