@@ -232,7 +232,8 @@ impl Rules {
 pub struct Checked {
     /// The physical path to mount.
     pub path: PathBuf,
-    /// The symlinks followed to reach it, `(link, target)` (empty for most paths).
+    /// The symlinks followed to reach it that are not part of the system's layout,
+    /// `(link, target)` (empty for most paths; `/home -> /var/home` is not listed).
     pub links: Vec<(PathBuf, PathBuf)>,
 }
 
@@ -371,6 +372,7 @@ pub fn check(named: &Path, role: &Role, rules: &Rules) -> Result<Checked, Contai
         links: res
             .links
             .iter()
+            .filter(|l| !is_system_link(l))
             .map(|l| (l.at.clone(), l.target.clone()))
             .collect(),
         path: res.path,

@@ -134,3 +134,15 @@ fn files_are_refused_as_workdir() {
         .to_string();
     assert!(err.contains("is a regular file; only directories"), "{err}");
 }
+
+#[test]
+fn system_layout_links_are_followed_silently_even_for_hooks() {
+    let lib = Path::new("/lib");
+    if !std::fs::symlink_metadata(lib).is_ok_and(|m| m.file_type().is_symlink()) {
+        return; // not a merged-/usr host
+    }
+    let hook = Role::HookMount { hook: "h".into() };
+    let checked = check(lib, &hook, &Rules::default()).unwrap();
+    assert_eq!(checked.path, std::fs::canonicalize(lib).unwrap());
+    assert!(checked.links.is_empty(), "{:?}", checked.links);
+}
