@@ -34,6 +34,7 @@ pub const TOOLS: &[(&str, &str, &str)] = &[
     ("ln", "coreutils", ""),
     ("ls", "coreutils", ""),
     ("mkdir", "coreutils", ""),
+    ("mkfifo", "coreutils", ""),
     ("mknod", "coreutils", ""),
     ("mktemp", "coreutils", ""),
     ("mount", "mount", ""),
