@@ -405,6 +405,12 @@ fn base_conf(dir: &Path) -> String {
     // (exit files, locks) with the machine's main service, and under load the isolated
     // service's container cleanup (which runs the poststop hooks) went astray.
     out.push_str(&format!("[engine]\ntmp_dir = \"{}/tmp\"\n", dir.display()));
+    // File locks under that directory, not the user's shared-memory lock segment
+    // (/dev/shm/libpod_lock, libpod_rootless_lock_UID): a service with a fresh tmp_dir "refreshes"
+    // at start and frees every lock in the segment, including those of the main service's live
+    // containers, which then share locks with new ones; the main rootless service deadlocked
+    // that way under concurrent tests.
+    out.push_str("lock_type = \"file\"\n");
     if let Some(r) = runtime {
         out.push_str(&format!("runtime = {r}\n"));
     }
