@@ -88,6 +88,10 @@ pub struct RunArgs {
     /// Refuse host bind mounts and 1Password references from hooks; tmpfs /tmp, /var/tmp, /run.
     #[arg(long)]
     pub lockdown: bool,
+    /// Network for this launch: open (Podman's default), allowlist (only the allowlisted hosts,
+    /// through ags's egress proxy) or none. Cannot go below a project overlay's mode.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub network: Option<NetworkMode>,
     /// Command and arguments for the agent (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -103,6 +107,17 @@ pub enum TtyMode {
     True,
     /// Never a terminal.
     False,
+}
+
+/// `--network` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NetworkMode {
+    /// Podman's default network.
+    Open,
+    /// Only allowlisted destinations, through the egress proxy of `ags`.
+    Allowlist,
+    /// No network (loopback only).
+    None,
 }
 
 /// Subcommands.

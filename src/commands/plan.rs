@@ -75,7 +75,31 @@ fn render(plan: &LaunchPlan) -> String {
     line("tty", plan.tty.to_string());
     line("user namespace", word(&plan.user_namespace));
     line("user", plan.user.clone().unwrap_or_default());
-    line("network", word(&plan.network));
+    line(
+        "network",
+        format!(
+            "{} [{}]",
+            word(&plan.network),
+            serde_json::to_string(&plan.egress.mode_origin).unwrap_or_default()
+        ),
+    );
+    for a in &plan.egress.allow {
+        let ports = a
+            .entry
+            .ports
+            .iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        line(
+            "allow",
+            format!(
+                "{} ports {ports} [{}]",
+                a.entry.entry,
+                serde_json::to_string(&a.origin).unwrap_or_default()
+            ),
+        );
+    }
     line(
         "security",
         format!(

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use bytes::Bytes;
 
 use super::{events, host_paths, launch_input};
-use crate::cli::{GlobalArgs, RunArgs, TtyMode};
+use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
 use crate::containment::Rules;
 use crate::hooks::HookError;
@@ -102,6 +102,11 @@ pub(super) fn settings(
         labels: args.labels.clone(),
         op_secret_sets: args.op_secret_sets.clone(),
         lockdown: args.lockdown,
+        network: args.network.map(|m| match m {
+            NetworkMode::Open => config::Network::Open,
+            NetworkMode::Allowlist => config::Network::Allowlist,
+            NetworkMode::None => config::Network::None,
+        }),
     })
 }
 

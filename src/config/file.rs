@@ -34,6 +34,9 @@ pub struct ConfigFile {
     pub project: Vec<ProjectFile>,
     /// `[op]`: how the 1Password CLI is found.
     pub op: Option<OpFile>,
+    /// `[network]`: mode and egress allowlist (an overlay may only narrow it; checked in
+    /// `config::network`).
+    pub network: Option<super::network::NetworkFile>,
 }
 
 impl ConfigFile {
@@ -51,7 +54,7 @@ pub struct SandboxFile {
     pub image: Option<String>,
     /// Maximum number of processes in the container.
     pub pids_limit: Option<i64>,
-    /// `"default"` (Podman's default network) or `"none"` (loopback only).
+    /// The old spelling of `[network] mode`: `"default"` (open), `"allowlist"` or `"none"`.
     pub network: Option<String>,
     /// Names of variables copied from `ags`'s own environment into every launch (unset ones
     /// are skipped).
@@ -152,6 +155,7 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         git,
         project,
         op,
+        network: _,
     } = file;
     // Each of these reaches host data or loosens the sandbox: an overlay is written inside the
     // repository, where the agent can write.

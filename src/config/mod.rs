@@ -8,6 +8,7 @@
 mod decls;
 mod file;
 pub mod git_guard;
+mod network;
 mod overlay;
 mod paths;
 mod safety;
@@ -19,6 +20,10 @@ pub use decls::{
     DEFAULT_TIMEOUT_SECONDS, HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL,
 };
 pub use file::{ConfigFile, HookDeclFile, SandboxFile};
+pub use network::{
+    AllowEntry, DEFAULT_PORTS, EgressOrigin, EgressSettings, Network, NetworkFile, Target, canonical,
+    is_internal,
+};
 pub use paths::Paths;
 pub use safety::{MAX_CONFIG_BYTES, check_not_writable_by_others};
 pub use user::{AgentSettings, ConfigMount, GitSettings, UserSettings, env_name_syntax};
@@ -110,8 +115,10 @@ pub struct Config {
     pub image: String,
     /// Pids limit for the container.
     pub pids_limit: i64,
-    /// Network mode.
+    /// Network mode (the global config's, narrowed by the overlay; `--network` may change it).
     pub network: Network,
+    /// Where the mode came from, the overlay's floor and the allowlist (`[network]`).
+    pub egress: EgressSettings,
     /// Active prepare hook declarations: global first, then project, in declaration order.
     pub hooks: Vec<HookDecl>,
     /// Active `started` hook declarations, in the same order.
@@ -126,16 +133,6 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// Environment passthrough, mounts, per-agent and git settings of the global config.
     pub user: UserSettings,
-}
-
-/// Container network mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Network {
-    /// Podman's default (bridge when rootful, slirp4netns/pasta when rootless).
-    Default,
-    /// No network except loopback.
-    None,
 }
 
 /// Load the configuration for one invocation.
@@ -201,7 +198,23 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         .as_ref()
         .and_then(|f| f.sandbox.clone())
         .unwrap_or_default();
-    let (mut image, pids_limit, network) = sandbox_settings(&primary_path, sandbox)?;
+    let sandbox_network = sandbox.network.clone();
+    let (mut image, pids_limit) = sandbox_settings(&primary_path, sandbox)?;
+    let (network, egress) = network::resolve(
+        (
+            primary.as_ref().and_then(|f| f.network.as_ref()),
+            sandbox_network.as_deref(),
+        ),
+        overlay.as_ref().and_then(|(_, f)| f.network.as_ref()),
+    )
+    .map_err(|(in_overlay, (key, message))| ConfigError::Invalid {
+        path: match (in_overlay, &overlay) {
+            (true, Some((p, _))) => p.clone(),
+            _ => primary_path.clone(),
+        },
+        key,
+        message,
+    })?;
     let user = user::resolve(&primary_path, primary.as_ref(), &paths)?;
     let projects = primary.as_ref().map(|f| f.project.as_slice()).unwrap_or_default();
     if let Some(project_image) = user::project_image(&primary_path, projects, &project, &paths)? {
@@ -214,6 +227,7 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         image,
         pids_limit,
         network,
+        egress,
         hooks,
         started_hooks,
         finished_hooks,
@@ -244,7 +258,7 @@ fn declarations(files: &[(&Path, &ConfigFile, HookScope)], event: HookEvent) -> 
     Ok(out)
 }
 
-fn sandbox_settings(path: &Path, s: SandboxFile) -> Result<(String, i64, Network)> {
+fn sandbox_settings(path: &Path, s: SandboxFile) -> Result<(String, i64)> {
     let invalid = |key: &str, message: &str| ConfigError::Invalid {
         path: path.into(),
         key: key.into(),
@@ -258,12 +272,7 @@ fn sandbox_settings(path: &Path, s: SandboxFile) -> Result<(String, i64, Network
     if !(1..=1_000_000).contains(&pids) {
         return Err(invalid("sandbox.pids_limit", "must be between 1 and 1000000"));
     }
-    let network = match s.network.as_deref() {
-        None | Some("default") => Network::Default,
-        Some("none") => Network::None,
-        Some(_) => return Err(invalid("sandbox.network", "must be \"default\" or \"none\"")),
-    };
-    Ok((image, pids, network))
+    Ok((image, pids))
 }
 
 fn read_config(path: &Path, must_exist: bool) -> Result<Option<ConfigFile>> {

@@ -76,7 +76,10 @@ fn main() -> ExitCode {
             command,
         }) => launch(&listen, &socket, &command),
         Ok(Mode::Serve { socket }) => serve(&socket),
-        Err(e) => Err((EXIT_OWN, format!("{e}; usage: ags-egress-fwd --listen ADDR --socket PATH -- CMD…"))),
+        Err(e) => Err((
+            EXIT_OWN,
+            format!("{e}; usage: ags-egress-fwd --listen ADDR --socket PATH -- CMD…"),
+        )),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -91,7 +94,10 @@ fn main() -> ExitCode {
 fn launch(listen: &str, socket: &str, command: &[String]) -> Result<(), (u8, String)> {
     let own = |what: &str, e: std::io::Error| (EXIT_OWN, format!("{what}: {e}"));
     let listener = TcpListener::bind(listen).map_err(|e| own(&format!("listen on {listen}"), e))?;
-    let fd = listener.as_fd().try_clone_to_owned().map_err(|e| own("dup listener", e))?;
+    let fd = listener
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| own("dup listener", e))?;
     let me = std::env::current_exe().map_err(|e| own("own executable", e))?;
     Command::new(me)
         .args(["--serve", "--socket", socket])
@@ -130,7 +136,9 @@ fn relay(mut client: TcpStream, socket: &str) {
     let upstream = match UnixStream::connect(socket) {
         Ok(s) => s,
         Err(e) => {
-            let body = format!("ags egress: the proxy at {socket} is unreachable ({e}); the ags process that launched this container has ended\n");
+            let body = format!(
+                "ags egress: the proxy at {socket} is unreachable ({e}); the ags process that launched this container has ended\n"
+            );
             let _ = write!(
                 client,
                 "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -176,7 +184,17 @@ mod tests {
 
     #[test]
     fn parses_launch_and_serve() {
-        let m = parse(&args(&["--listen", "127.0.0.1:3128", "--socket", "/s", "--", "sh", "-c", "x"])).unwrap();
+        let m = parse(&args(&[
+            "--listen",
+            "127.0.0.1:3128",
+            "--socket",
+            "/s",
+            "--",
+            "sh",
+            "-c",
+            "x",
+        ]))
+        .unwrap();
         assert_eq!(
             m,
             Mode::Launch {
@@ -185,7 +203,10 @@ mod tests {
                 command: args(&["sh", "-c", "x"]),
             }
         );
-        assert_eq!(parse(&args(&["--serve", "--socket", "/s"])).unwrap(), Mode::Serve { socket: "/s".into() });
+        assert_eq!(
+            parse(&args(&["--serve", "--socket", "/s"])).unwrap(),
+            Mode::Serve { socket: "/s".into() }
+        );
         assert!(parse(&args(&["--listen", "x", "--socket", "/s", "--"])).is_err());
         assert!(parse(&args(&["--bogus"])).is_err());
     }

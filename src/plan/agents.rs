@@ -21,6 +21,9 @@ pub struct AgentProfile {
     pub state: &'static [&'static str],
     /// Environment the agent gets so its state lands in those directories.
     pub env: &'static [(&'static str, &'static str)],
+    /// Allowlist entries its own model API needs, added in allowlist mode unless
+    /// `[network] agent_hosts = false` (docs/network.md).
+    pub egress: &'static [&'static str],
 }
 
 /// The home directory inside the container (`HOME` of every agent).
@@ -33,6 +36,7 @@ pub const AGENTS: &[AgentProfile] = &[
         command: &["pi"],
         state: &["/home/dev/.pi"],
         env: &[],
+        egress: &["api.anthropic.com:443"],
     },
     AgentProfile {
         name: "claude",
@@ -40,30 +44,35 @@ pub const AGENTS: &[AgentProfile] = &[
         state: &["/home/dev/.claude"],
         // Also moves `.claude.json` (otherwise in the home root) into the kept directory.
         env: &[("CLAUDE_CONFIG_DIR", "/home/dev/.claude")],
+        egress: &["api.anthropic.com:443"],
     },
     AgentProfile {
         name: "codex",
         command: &["codex"],
         state: &["/home/dev/.codex"],
         env: &[("CODEX_HOME", "/home/dev/.codex")],
+        egress: &["api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"],
     },
     AgentProfile {
         name: "gemini",
         command: &["gemini"],
         state: &["/home/dev/.gemini"],
         env: &[],
+        egress: &["generativelanguage.googleapis.com:443"],
     },
     AgentProfile {
         name: "opencode",
         command: &["opencode"],
         state: &["/home/dev/.local/share/opencode", "/home/dev/.config/opencode"],
         env: &[],
+        egress: &["opencode.ai:443", "*.opencode.ai:443"],
     },
     AgentProfile {
         name: "shell",
         command: &["/bin/sh"],
         state: &[],
         env: &[],
+        egress: &[],
     },
 ];
 

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::types::*;
-use super::{PlanError, agents};
-use crate::config::Config;
+use super::{PlanError, agents, network};
 use crate::config::git_guard::GitGuard;
+use crate::config::{Config, Network};
 
 /// The launch settings from the command line, already resolved (terminal detection done,
 /// paths canonicalized) by the caller.
@@ -37,6 +37,8 @@ pub struct RunSettings {
     pub op_secret_sets: Vec<String>,
     /// `--lockdown`.
     pub lockdown: bool,
+    /// `--network`.
+    pub network: Option<Network>,
 }
 
 /// A bind mount the user asked for: `--add-dir` (origin `Cli`) or a global-config `[[mount]]`
@@ -106,7 +108,13 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         known: agents::names(),
     })?;
     let command = profile.argv(&run.command);
-    let env = build_env(input)?;
+    let egress = network::plan(input.config, run.network, profile, input.host_stage_dir);
+    let mut env = build_env(input)?;
+    // The proxy variables are ags's own in allowlist mode: they replace any other value.
+    let proxy_env = egress.env();
+    env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));
+    env.extend(proxy_env);
+    env.sort_by(|a, b| a.key.cmp(&b.key));
     let staged =
         env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. })) || !run.op_secret_sets.is_empty();
     let files = place_files(&input.hooks.files, input.host_stage_dir);
@@ -114,13 +122,13 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         volume: format!("ags-stage-{}", input.identity.suffix),
         mount_point: STAGING_MOUNT.into(),
     });
-    let mounts = build_mounts(input, &files, staging.as_ref())?;
+    let mounts = build_mounts(input, &files, staging.as_ref(), egress.mounts())?;
     let state_volumes = state_volumes(input, &mounts);
     let host_stage_dir = (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf());
-    let container_command = match &staging {
+    let container_command = egress.wrap(match &staging {
         Some(_) => wrap_command(&command),
         None => command.clone(),
-    };
+    });
     Ok(LaunchPlan {
         launch_id: input.identity.launch_id.clone(),
         container_name: container_name(&input.config.project, &input.identity.suffix),
@@ -141,7 +149,8 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
             no_new_privileges: true,
             pids_limit: input.config.pids_limit,
         },
-        network: input.config.network,
+        network: egress.mode,
+        egress,
         mounts,
         env,
         annotations: annotations(input, host_stage_dir.as_deref()),
@@ -275,6 +284,7 @@ fn build_mounts(
     input: &PlanInput<'_>,
     files: &[PlanFile],
     staging: Option<&Staging>,
+    egress: Vec<PlanMount>,
 ) -> Result<Vec<PlanMount>, PlanError> {
     let bind = |path: &Path, origin: Origin, read_only: bool| PlanMount {
         destination: path.into(),
@@ -318,6 +328,7 @@ fn build_mounts(
         read_only: true,
         origin: f.origin.clone(),
     }));
+    mounts.extend(egress);
     check_overlaps(&mounts)?;
     // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.
     mounts.extend(input.run.git_guards.iter().map(|g| PlanMount {

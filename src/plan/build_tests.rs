@@ -19,6 +19,7 @@ fn config() -> Config {
         image: "localhost/img:1".into(),
         pids_limit: 4096,
         network: Network::None,
+        egress: Default::default(),
         hooks: vec![],
         started_hooks: vec![],
         finished_hooks: vec![],

@@ -8,6 +8,7 @@
 pub mod agents;
 mod build;
 pub mod host_env;
+pub mod network;
 mod types;
 
 pub use build::{HookLayer, LaunchIdentity, PlanInput, RunSettings, UserMount, build, container_name, slug};

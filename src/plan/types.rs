@@ -243,6 +243,8 @@ pub struct LaunchPlan {
     pub security: Security,
     /// Network mode.
     pub network: Network,
+    /// The network policy: mode origin, allowlist, egress proxy (docs/network.md).
+    pub egress: super::network::EgressPlan,
     /// Mounts, in the order they are applied.
     pub mounts: Vec<PlanMount>,
     /// Environment variables.

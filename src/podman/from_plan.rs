@@ -36,8 +36,8 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
             UserNamespace::Default => None,
         },
         netns: match plan.network {
-            Network::Default => None,
-            Network::None => Some(Namespace::new(NsMode::None)),
+            Network::Open => None,
+            Network::None | Network::Allowlist => Some(Namespace::new(NsMode::None)),
         },
         mounts: mounts(plan),
         volumes: volumes(plan),

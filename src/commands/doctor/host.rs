@@ -24,7 +24,7 @@ pub(super) fn check(config: Option<&Config>, rootless: Option<bool>) -> Vec<Chec
         None if euid.is_root() => checks.push(Check::skip("userns", "no service; root needs no mapping")),
         _ => {
             checks.push(userns_check(euid));
-            if config.is_none_or(|c| c.network == Network::Default) {
+            if config.is_none_or(|c| c.network == Network::Open) {
                 checks.push(tun_check(Path::new("/dev/net/tun")));
             }
         }

@@ -1,0 +1,457 @@
+//! `[network]`: the network mode and the egress allowlist (docs/network.md).
+//!
+//! Owns the mode ([`Network`]), the syntax of allowlist entries ([`AllowEntry`]: exact host,
+//! `*.suffix`, IP or CIDR, optional port) and how the global config and a trusted project
+//! overlay combine: an overlay may narrow (a stricter mode, fewer entries) but never widen.
+//! Matching a destination against an entry is pure and lives here too, so the proxy and the
+//! plan agree on one definition.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+/// Container network mode, least strict first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// Podman's default network (bridge when rootful, slirp4netns/pasta when rootless).
+    Open,
+    /// No network: only the allowlisting proxy of `ags` is reachable, through the forwarder.
+    Allowlist,
+    /// No network except loopback.
+    None,
+}
+
+impl Network {
+    /// Parse a mode name (`default` is the old name of `open`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "open" | "default" => Some(Self::Open),
+            "allowlist" => Some(Self::Allowlist),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Open => "open",
+            Self::Allowlist => "allowlist",
+            Self::None => "none",
+        })
+    }
+}
+
+/// `[network]` as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkFile {
+    /// `"open"`, `"allowlist"` or `"none"`.
+    pub mode: Option<String>,
+    /// Allowlist entries.
+    pub allow: Option<Vec<String>>,
+    /// Add the hosts of the launched agent's own API in allowlist mode (default true).
+    pub agent_hosts: Option<bool>,
+}
+
+/// What an entry matches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "kebab-case")]
+pub enum Target {
+    /// Exactly this host name (lowercase, no trailing dot).
+    Host(String),
+    /// Any name strictly below this domain (`*.example.com`: `a.example.com`, `a.b.example.com`,
+    /// not `example.com`).
+    Suffix(String),
+    /// An address or network (a single address has the full prefix length).
+    Net {
+        /// Network address.
+        addr: IpAddr,
+        /// Prefix length.
+        prefix: u8,
+    },
+}
+
+/// One allowlist entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllowEntry {
+    /// The entry in its normalized written form.
+    pub entry: String,
+    /// What it matches.
+    pub target: Target,
+    /// The ports it allows (a bare entry: 443 and 80).
+    pub ports: Vec<u16>,
+}
+
+/// Ports a bare entry allows.
+pub const DEFAULT_PORTS: [u16; 2] = [443, 80];
+
+impl AllowEntry {
+    /// Parse `host`, `*.suffix`, `IP`, `[IPv6]`, `CIDR`, each with an optional `:PORT`
+    /// (IPv6 with a port in brackets: `[::1]:8080`).
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let s = raw.trim();
+        if s.is_empty() || s.len() > 260 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err("must be a non-empty host, *.domain, IP or CIDR without spaces".into());
+        }
+        let (target, port) = split_port(s)?;
+        let target = parse_target(target)?;
+        let ports = match port {
+            Some(p) => vec![p],
+            None => DEFAULT_PORTS.to_vec(),
+        };
+        let shown = match &target {
+            Target::Host(h) => h.clone(),
+            Target::Suffix(d) => format!("*.{d}"),
+            Target::Net { addr, prefix } if *prefix == full_prefix(addr) => match addr {
+                IpAddr::V6(_) if port.is_some() => format!("[{addr}]"),
+                _ => addr.to_string(),
+            },
+            Target::Net { addr, prefix } => match addr {
+                IpAddr::V6(_) if port.is_some() => format!("[{addr}/{prefix}]"),
+                _ => format!("{addr}/{prefix}"),
+            },
+        };
+        let entry = match port {
+            Some(p) => format!("{shown}:{p}"),
+            None => shown,
+        };
+        Ok(Self { entry, target, ports })
+    }
+
+    /// Whether the entry allows a name `host` (normalized, not an IP literal) on `port`.
+    pub fn allows_name(&self, host: &str, port: u16) -> bool {
+        self.ports.contains(&port)
+            && match &self.target {
+                Target::Host(h) => h == host,
+                Target::Suffix(d) => {
+                    host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
+                        host.as_bytes()[host.len() - d.len() - 1] == b'.'
+                    }
+                }
+                Target::Net { .. } => false,
+            }
+    }
+
+    /// Whether the entry allows the address `ip` on `port` (IP and CIDR entries only).
+    pub fn allows_addr(&self, ip: IpAddr, port: u16) -> bool {
+        self.ports.contains(&port)
+            && match &self.target {
+                Target::Net { addr, prefix } => in_net(ip, *addr, *prefix),
+                _ => false,
+            }
+    }
+
+    /// Whether this is an exact-host entry naming `host` (which lets `host` resolve to an
+    /// internal address).
+    pub fn names_exactly(&self, host: &str, port: u16) -> bool {
+        matches!(&self.target, Target::Host(h) if h == host) && self.ports.contains(&port)
+    }
+}
+
+/// Where a mode or an allowlist entry came from (shown by `ags plan`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "source", content = "name", rename_all = "kebab-case")]
+pub enum EgressOrigin {
+    /// Built in.
+    Default,
+    /// The global config (or the one named by `--config`).
+    Config,
+    /// The trusted project overlay.
+    ProjectConfig,
+    /// The command line.
+    Cli,
+    /// The agent table: the hosts this agent's API needs.
+    Agent(String),
+}
+
+/// The resolved `[network]` settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressSettings {
+    /// Where [`Config::network`](super::Config::network) came from.
+    pub mode_origin: EgressOrigin,
+    /// The project overlay's mode: the command line cannot go below it.
+    pub floor: Option<Network>,
+    /// Configured entries, global first.
+    pub allow: Vec<(AllowEntry, EgressOrigin)>,
+    /// Whether the agent's own API hosts are added in allowlist mode.
+    pub agent_hosts: bool,
+}
+
+impl Default for EgressSettings {
+    fn default() -> Self {
+        Self {
+            mode_origin: EgressOrigin::Default,
+            floor: None,
+            allow: Vec::new(),
+            agent_hosts: true,
+        }
+    }
+}
+
+/// A field error: (key, message).
+pub type FieldError = (String, String);
+
+/// One file's `[network]` (and the old `[sandbox] network`), parsed.
+struct Parsed {
+    mode: Option<Network>,
+    allow: Option<Vec<AllowEntry>>,
+    agent_hosts: Option<bool>,
+}
+
+fn parse_file(file: Option<&NetworkFile>, sandbox_network: Option<&str>) -> Result<Parsed, FieldError> {
+    let err = |k: &str, m: String| (k.to_string(), m);
+    let f = file.cloned().unwrap_or_default();
+    if f.mode.is_some() && sandbox_network.is_some() {
+        return Err(err(
+            "network.mode",
+            "also set as [sandbox] network; keep only [network] mode".into(),
+        ));
+    }
+    let mode = match (f.mode.as_deref(), sandbox_network) {
+        (Some(m), _) => Some(Network::parse(m).filter(|_| m != "default").ok_or_else(|| {
+            err(
+                "network.mode",
+                format!("{m:?}: must be \"open\", \"allowlist\" or \"none\""),
+            )
+        })?),
+        (None, Some(m)) => Some(Network::parse(m).ok_or_else(|| {
+            err(
+                "sandbox.network",
+                format!("{m:?}: must be \"default\" (or \"open\"), \"allowlist\" or \"none\""),
+            )
+        })?),
+        (None, None) => None,
+    };
+    let allow = f
+        .allow
+        .map(|list| {
+            list.iter()
+                .enumerate()
+                .map(|(i, raw)| {
+                    AllowEntry::parse(raw)
+                        .map_err(|m| err(&format!("network.allow[{i}]"), format!("{raw:?}: {m}")))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    Ok(Parsed {
+        mode,
+        allow,
+        agent_hosts: f.agent_hosts,
+    })
+}
+
+/// Combine the global `[network]` with a trusted overlay's. Returns the mode and the settings;
+/// errors name the key and whether it was the overlay (`Err((true, …))`) that broke a rule.
+pub fn resolve(
+    global: (Option<&NetworkFile>, Option<&str>),
+    overlay: Option<&NetworkFile>,
+) -> Result<(Network, EgressSettings), (bool, FieldError)> {
+    let g = parse_file(global.0, global.1).map_err(|e| (false, e))?;
+    let o = parse_file(overlay, None).map_err(|e| (true, e))?;
+    let mut settings = EgressSettings::default();
+    let mut mode = Network::Open;
+    if let Some(m) = g.mode {
+        mode = m;
+        settings.mode_origin = EgressOrigin::Config;
+    }
+    let g_allow = g.allow.unwrap_or_default();
+    let narrow = |key: &str, msg: String| (true, (key.to_string(), msg));
+    if let Some(m) = o.mode {
+        if m < mode {
+            return Err(narrow(
+                "network.mode",
+                format!(
+                    "a project overlay may only narrow the network; the global config says \"{mode}\", the overlay \"{m}\""
+                ),
+            ));
+        }
+        if m > mode {
+            settings.mode_origin = EgressOrigin::ProjectConfig;
+        }
+        mode = m;
+        settings.floor = Some(m);
+    }
+    settings.allow = g_allow
+        .iter()
+        .cloned()
+        .map(|e| (e, EgressOrigin::Config))
+        .collect();
+    if let Some(list) = o.allow {
+        let restricted = !g_allow.is_empty() || g.mode == Some(Network::Allowlist);
+        for (i, entry) in list.iter().enumerate() {
+            if restricted && !g_allow.contains(entry) {
+                return Err(narrow(
+                    &format!("network.allow[{i}]"),
+                    format!(
+                        "{}: a project overlay may not add destinations to the global allowlist; add it to the global config",
+                        entry.entry
+                    ),
+                ));
+            }
+        }
+        settings.allow = list
+            .into_iter()
+            .map(|e| (e, EgressOrigin::ProjectConfig))
+            .collect();
+    }
+    settings.agent_hosts = g.agent_hosts.unwrap_or(true);
+    if let Some(a) = o.agent_hosts {
+        if a && !settings.agent_hosts {
+            return Err(narrow(
+                "network.agent_hosts",
+                "a project overlay may not turn agent hosts back on".into(),
+            ));
+        }
+        settings.agent_hosts = a;
+    }
+    Ok((mode, settings))
+}
+
+fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
+    let port = |p: &str| match p.parse::<u16>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(format!("port {p:?} must be a number from 1 to 65535")),
+    };
+    if let Some(rest) = s.strip_prefix('[') {
+        let (inner, after) = rest.split_once(']').ok_or("a '[' needs its ']'")?;
+        return match after {
+            "" => Ok((inner, None)),
+            _ => Ok((
+                inner,
+                port(after.strip_prefix(':').ok_or("expected :PORT after ']'")?)?,
+            )),
+        };
+    }
+    match s.matches(':').count() {
+        0 => Ok((s, None)),
+        1 => {
+            let (t, p) = s.split_once(':').unwrap_or((s, ""));
+            Ok((t, port(p)?))
+        }
+        // A bare IPv6 address or network; write `[addr]:port` for a port.
+        _ => Ok((s, None)),
+    }
+}
+
+fn parse_target(t: &str) -> Result<Target, String> {
+    if let Some((addr, prefix)) = t.split_once('/') {
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("{addr:?} is not an IP address"))?;
+        let prefix: u8 = prefix
+            .parse()
+            .ok()
+            .filter(|p| *p <= full_prefix(&addr))
+            .ok_or_else(|| format!("prefix /{prefix} is not valid for {addr}"))?;
+        return Ok(Target::Net {
+            addr: network_of(addr, prefix),
+            prefix,
+        });
+    }
+    if let Ok(addr) = t.parse::<IpAddr>() {
+        return Ok(Target::Net {
+            addr,
+            prefix: full_prefix(&addr),
+        });
+    }
+    let name = t.trim_end_matches('.').to_ascii_lowercase();
+    if let Some(domain) = name.strip_prefix("*.") {
+        check_name(domain)?;
+        if !domain.contains('.') {
+            return Err(format!(
+                "*.{domain} is too wide: name at least a second-level domain"
+            ));
+        }
+        return Ok(Target::Suffix(domain.to_string()));
+    }
+    check_name(&name)?;
+    Ok(Target::Host(name))
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a host name (letters, digits, '-', '_' in dot-separated labels; '*.' only as a prefix)"
+        ))
+    }
+}
+
+fn full_prefix(addr: &IpAddr) -> u8 {
+    if addr.is_ipv4() { 32 } else { 128 }
+}
+
+fn network_of(addr: IpAddr, prefix: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V4((u32::from(a) & mask).into())
+        }
+        IpAddr::V6(a) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V6((u128::from(a) & mask).into())
+        }
+    }
+}
+
+fn in_net(ip: IpAddr, net: IpAddr, prefix: u8) -> bool {
+    let ip = canonical(ip);
+    ip.is_ipv4() == net.is_ipv4() && network_of(ip, prefix) == net
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+pub fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Whether `ip` is not a public unicast address: loopback, private, shared (CGNAT), link-local,
+/// unique-local, multicast, unspecified, broadcast or reserved. The proxy refuses these unless an
+/// entry names them explicitly.
+pub fn is_internal(ip: IpAddr) -> bool {
+    match canonical(ip) {
+        IpAddr::V4(a) => {
+            let o = a.octets();
+            a.is_loopback()
+                || a.is_private()
+                || a.is_link_local()
+                || a.is_multicast()
+                || a.is_unspecified()
+                || a.is_broadcast()
+                || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xc0) == 64)
+                || o[0] >= 240
+        }
+        IpAddr::V6(a) => {
+            let s = a.segments();
+            a.is_loopback()
+                || a.is_unspecified()
+                || a.is_multicast()
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] == 0x64 && s[1] == 0xff9b)
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "network_tests.rs"]
+mod tests;

@@ -1,0 +1,145 @@
+use super::*;
+
+fn e(s: &str) -> AllowEntry {
+    AllowEntry::parse(s).unwrap_or_else(|err| panic!("{s}: {err}"))
+}
+
+#[test]
+fn entries_parse_and_normalize() {
+    assert_eq!(e("API.Anthropic.com.").entry, "api.anthropic.com");
+    assert_eq!(e("api.anthropic.com").ports, [443, 80]);
+    assert_eq!(e("*.githubusercontent.com:443").ports, [443]);
+    assert_eq!(
+        e("10.88.0.1:8080").target,
+        Target::Net {
+            addr: "10.88.0.1".parse().unwrap(),
+            prefix: 32
+        }
+    );
+    assert_eq!(e("10.1.2.3/8").entry, "10.0.0.0/8");
+    assert_eq!(e("[::1]:8080").entry, "[::1]:8080");
+    assert_eq!(e("fd00::/8").entry, "fd00::/8");
+    for bad in [
+        "",
+        "a b",
+        "*.com",
+        "x:0",
+        "x:70000",
+        "-a.com",
+        "a..b",
+        "[::1",
+        "1.2.3.4/33",
+        "*",
+        "a/b",
+        "h:p",
+    ] {
+        assert!(AllowEntry::parse(bad).is_err(), "{bad:?} accepted");
+    }
+}
+
+#[test]
+fn names_match_exactly_or_strictly_below_a_suffix() {
+    let s = e("*.example.com");
+    assert!(s.allows_name("a.example.com", 443) && s.allows_name("a.b.example.com", 80));
+    assert!(!s.allows_name("example.com", 443) && !s.allows_name("badexample.com", 443));
+    assert!(!s.allows_name("a.example.com", 8443));
+    let h = e("api.openai.com:443");
+    assert!(h.allows_name("api.openai.com", 443) && !h.allows_name("api.openai.com", 80));
+    assert!(h.names_exactly("api.openai.com", 443) && !s.names_exactly("a.example.com", 443));
+    // A raw IP never matches a name entry, and names never match IP entries.
+    assert!(!e("1.2.3.4").allows_name("1.2.3.4", 443));
+    assert!(e("10.0.0.0/8:22").allows_addr("10.9.8.7".parse().unwrap(), 22));
+    assert!(e("127.0.0.1:9").allows_addr("::ffff:127.0.0.1".parse().unwrap(), 9));
+    assert!(!e("127.0.0.1:9").allows_addr("127.0.0.2".parse().unwrap(), 9));
+}
+
+#[test]
+fn internal_addresses_are_recognized() {
+    for ip in [
+        "127.0.0.2",
+        "10.1.1.1",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "fe80::1",
+        "fd00::1",
+        "ff02::1",
+        "::ffff:10.0.0.1",
+        "::",
+    ] {
+        assert!(is_internal(ip.parse().unwrap()), "{ip}");
+    }
+    for ip in ["1.1.1.1", "160.79.104.10", "2606:4700::1111"] {
+        assert!(!is_internal(ip.parse().unwrap()), "{ip}");
+    }
+}
+
+#[test]
+fn modes_order_by_strictness() {
+    assert!(Network::Open < Network::Allowlist && Network::Allowlist < Network::None);
+    assert_eq!(Network::parse("default"), Some(Network::Open));
+    assert_eq!(Network::parse("allowlist"), Some(Network::Allowlist));
+    assert_eq!(Network::parse("bridge"), None);
+}
+
+fn file(mode: Option<&str>, allow: Option<&[&str]>, agent_hosts: Option<bool>) -> NetworkFile {
+    NetworkFile {
+        mode: mode.map(Into::into),
+        allow: allow.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        agent_hosts,
+    }
+}
+
+#[test]
+fn overlay_narrows_never_widens() {
+    let g = file(Some("allowlist"), Some(&["a.com", "b.com:443"]), None);
+    // Narrower mode and a subset of the entries: accepted, the overlay's list wins.
+    let o = file(Some("none"), Some(&["b.com:443"]), Some(false));
+    let (mode, s) = resolve((Some(&g), None), Some(&o)).unwrap();
+    assert_eq!(mode, Network::None);
+    assert_eq!(s.floor, Some(Network::None));
+    assert_eq!(s.mode_origin, EgressOrigin::ProjectConfig);
+    assert_eq!(s.allow.len(), 1);
+    assert_eq!(s.allow[0].1, EgressOrigin::ProjectConfig);
+    assert!(!s.agent_hosts);
+    // Wider mode, a new destination, agent hosts back on: refused, naming the key.
+    let (in_overlay, (key, _)) =
+        resolve((Some(&g), None), Some(&file(Some("open"), None, None))).unwrap_err();
+    assert!(in_overlay && key == "network.mode");
+    let (_, (key, msg)) =
+        resolve((Some(&g), None), Some(&file(None, Some(&["evil.com"]), None))).unwrap_err();
+    assert_eq!(key, "network.allow[0]");
+    assert!(msg.contains("may not add"), "{msg}");
+    let g2 = file(None, None, Some(false));
+    let (_, (key, _)) = resolve((Some(&g2), None), Some(&file(None, None, Some(true)))).unwrap_err();
+    assert_eq!(key, "network.agent_hosts");
+    // From an open global config with no list, any overlay list narrows.
+    let (mode, s) = resolve(
+        (None, None),
+        Some(&file(Some("allowlist"), Some(&["x.org"]), None)),
+    )
+    .unwrap();
+    assert_eq!((mode, s.allow.len()), (Network::Allowlist, 1));
+}
+
+#[test]
+fn old_sandbox_network_still_works_but_not_with_network_mode() {
+    assert_eq!(resolve((None, Some("default")), None).unwrap().0, Network::Open);
+    assert_eq!(resolve((None, Some("none")), None).unwrap().0, Network::None);
+    let g = file(Some("none"), None, None);
+    let (_, (key, _)) = resolve((Some(&g), Some("none")), None).unwrap_err();
+    assert_eq!(key, "network.mode");
+    let (_, (key, msg)) = resolve((Some(&file(Some("bridge"), None, None)), None), None).unwrap_err();
+    assert!(key == "network.mode" && msg.contains("allowlist"), "{msg}");
+    let (_, (key, _)) = resolve(
+        (Some(&file(None, Some(&["ok.com", "bad host"]), None)), None),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(key, "network.allow[1]");
+}

@@ -1,0 +1,200 @@
+//! The network part of the plan: the effective mode (config, overlay floor, `--network`), the
+//! effective allowlist with the origin of each entry, and, in allowlist mode, what the launch
+//! adds to the container for the egress proxy: two read-only binds, the proxy environment and
+//! the forwarder in front of the command (docs/decisions/0003-egress.md). Pure.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::agents::AgentProfile;
+use super::types::{EnvSource, MountKind, Origin, PlanEnv, PlanMount};
+use crate::config::{AllowEntry, Config, EgressOrigin, Network};
+
+/// Where the forwarder listens inside the container.
+pub const PROXY_LISTEN: &str = "127.0.0.1:3128";
+/// The proxy URL the agent is given.
+pub const PROXY_URL: &str = "http://127.0.0.1:3128";
+/// Destinations the agent reaches without the proxy (its own loopback).
+pub const NO_PROXY: &str = "localhost,127.0.0.1,::1";
+/// Where the launch's socket directory is mounted (read-only) inside the container.
+pub const EGRESS_MOUNT: &str = "/run/ags-egress";
+/// The proxy socket's file name in that directory.
+pub const SOCKET_NAME: &str = "proxy.sock";
+/// Where the forwarder executable is mounted (read-only) inside the container.
+pub const FORWARDER_MOUNT: &str = "/run/ags-egress-fwd";
+/// File name of the installed forwarder under `<cache>/egress/`, named by its content.
+pub const FORWARDER_FILE: &str = concat!("ags-egress-fwd-", env!("AGS_EGRESS_FWD_ID"));
+/// Environment keys `ags` sets in allowlist mode (reserved: no hook or `--env` may set them).
+pub const PROXY_ENV_KEYS: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// One effective allowlist entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanAllow {
+    /// The entry.
+    #[serde(flatten)]
+    pub entry: AllowEntry,
+    /// Where it came from.
+    pub origin: EgressOrigin,
+}
+
+/// The host side of the egress proxy of one launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProxyPlan {
+    /// Private per-launch directory (0700) holding the proxy socket; removed after the launch.
+    pub socket_dir: PathBuf,
+    /// The installed forwarder executable.
+    pub forwarder: PathBuf,
+    /// Where the forwarder listens inside the container.
+    pub listen: String,
+    /// The JSONL log of egress attempts.
+    pub log: PathBuf,
+}
+
+impl ProxyPlan {
+    /// The socket path on the host.
+    pub fn socket(&self) -> PathBuf {
+        self.socket_dir.join(SOCKET_NAME)
+    }
+}
+
+/// The effective network policy of a launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EgressPlan {
+    /// The mode.
+    pub mode: Network,
+    /// Where the mode came from.
+    pub mode_origin: EgressOrigin,
+    /// The allowlist (empty unless the mode is `allowlist`).
+    pub allow: Vec<PlanAllow>,
+    /// The proxy (allowlist mode only).
+    pub proxy: Option<ProxyPlan>,
+}
+
+/// Decide the mode and the allowlist. `cli` is `--network`; it cannot go below a project
+/// overlay's mode. `host_stage_dir` is the launch's private staging directory; the socket
+/// directory is its sibling with `-egress` appended (swept like it).
+pub fn plan(
+    config: &Config,
+    cli: Option<Network>,
+    agent: &AgentProfile,
+    host_stage_dir: &Path,
+) -> EgressPlan {
+    let floor = config.egress.floor.unwrap_or(Network::Open);
+    let (mode, mode_origin) = match cli {
+        Some(m) if m >= floor => (m, EgressOrigin::Cli),
+        Some(_) => (floor, EgressOrigin::ProjectConfig),
+        None => (config.network, config.egress.mode_origin.clone()),
+    };
+    if mode != Network::Allowlist {
+        return EgressPlan {
+            mode,
+            mode_origin,
+            allow: Vec::new(),
+            proxy: None,
+        };
+    }
+    let mut allow: Vec<PlanAllow> = config
+        .egress
+        .allow
+        .iter()
+        .map(|(entry, origin)| PlanAllow {
+            entry: entry.clone(),
+            origin: origin.clone(),
+        })
+        .collect();
+    if config.egress.agent_hosts {
+        for raw in agent.egress {
+            let entry = AllowEntry::parse(raw).unwrap_or_else(|e| panic!("agent table entry {raw}: {e}"));
+            if !allow.iter().any(|a| a.entry == entry) {
+                let origin = EgressOrigin::Agent(agent.name.into());
+                allow.push(PlanAllow { entry, origin });
+            }
+        }
+    }
+    let mut dir_name = host_stage_dir.file_name().unwrap_or_default().to_os_string();
+    dir_name.push("-egress");
+    let proxy = ProxyPlan {
+        socket_dir: host_stage_dir.with_file_name(dir_name),
+        forwarder: config.paths.cache_dir().join("egress").join(FORWARDER_FILE),
+        listen: PROXY_LISTEN.into(),
+        log: egress_log(config),
+    };
+    EgressPlan {
+        mode,
+        mode_origin,
+        allow,
+        proxy: Some(proxy),
+    }
+}
+
+/// The JSONL log of egress attempts: `$XDG_STATE_HOME/ags/egress.jsonl`.
+pub fn egress_log(config: &Config) -> PathBuf {
+    config.paths.state_dir().join("egress.jsonl")
+}
+
+impl EgressPlan {
+    /// The container command: the forwarder in front of `command` in allowlist mode.
+    pub fn wrap(&self, command: Vec<String>) -> Vec<String> {
+        match &self.proxy {
+            None => command,
+            Some(p) => [
+                FORWARDER_MOUNT,
+                "--listen",
+                &p.listen,
+                "--socket",
+                &format!("{EGRESS_MOUNT}/{SOCKET_NAME}"),
+                "--",
+            ]
+            .into_iter()
+            .map(String::from)
+            .chain(command)
+            .collect(),
+        }
+    }
+
+    /// The read-only binds of the socket directory and the forwarder.
+    pub fn mounts(&self) -> Vec<PlanMount> {
+        let Some(p) = &self.proxy else { return Vec::new() };
+        [(&p.socket_dir, EGRESS_MOUNT), (&p.forwarder, FORWARDER_MOUNT)]
+            .into_iter()
+            .map(|(source, dest)| PlanMount {
+                destination: dest.into(),
+                kind: MountKind::Bind {
+                    source: source.clone(),
+                },
+                read_only: true,
+                origin: Origin::Default,
+            })
+            .collect()
+    }
+
+    /// The proxy environment (plain values chosen by `ags`).
+    pub fn env(&self) -> Vec<PlanEnv> {
+        if self.proxy.is_none() {
+            return Vec::new();
+        }
+        PROXY_ENV_KEYS
+            .iter()
+            .map(|key| PlanEnv {
+                key: key.to_string(),
+                source: EnvSource::Plain {
+                    value: if key.eq_ignore_ascii_case("NO_PROXY") {
+                        NO_PROXY
+                    } else {
+                        PROXY_URL
+                    }
+                    .into(),
+                },
+                origin: Origin::Default,
+            })
+            .collect()
+    }
+}
