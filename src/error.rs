@@ -37,6 +37,9 @@ pub enum Error {
     /// The container launch failed.
     #[error(transparent)]
     Launch(#[from] LaunchError),
+    /// The egress proxy of an allowlist-mode launch could not be set up.
+    #[error(transparent)]
+    Egress(#[from] crate::egress::EgressError),
     /// `ags setup` refused or failed.
     #[error(transparent)]
     Setup(#[from] crate::oci_hooks::install::SetupError),

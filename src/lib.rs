@@ -21,6 +21,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod containment;
+pub mod egress;
 pub mod error;
 pub mod fsutil;
 pub mod hardening;

@@ -136,6 +136,23 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Install optional host integration (OCI hooks).
     Setup(SetupArgs),
+    /// Show a log: `--egress` for the egress proxy's record of connection attempts (the hook
+    /// run log is `ags hooks log`).
+    Log(LogArgs),
+}
+
+/// `ags log`.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// The egress log: every connection attempt through the proxy of allowlist-mode launches.
+    #[arg(long, required = true)]
+    pub egress: bool,
+    /// Show the last N records.
+    #[arg(short = 'n', default_value_t = 20)]
+    pub n: usize,
+    /// Print the raw JSON lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `ags plan`.

@@ -10,6 +10,7 @@ mod hooks_lifecycle;
 mod host_paths;
 mod image;
 mod launch_input;
+mod log;
 mod plan;
 mod recover;
 mod run;
@@ -28,6 +29,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         Some(Command::Image(args)) => image::image(&cli.global, &args),
         Some(Command::Doctor(args)) => doctor::doctor(&cli.global, &args),
         Some(Command::Setup(args)) => setup::setup(&args),
+        Some(Command::Log(args)) => log::log(&cli.global, &args),
     }
 }
 

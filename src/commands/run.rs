@@ -20,7 +20,7 @@ use crate::hooks::protocol::{HookContext, MountMode};
 use crate::hooks::resolve::{LaunchOverrides, Origin as HookOrigin};
 use crate::hooks::runner::Interrupt;
 use crate::hooks::validate::EnvValue;
-use crate::launch::cleanup::Cleanup;
+use crate::launch::cleanup::{Cleanup, Resource};
 use crate::launch::signals::SignalWatch;
 use crate::launch::{self, gc, identity, lifecycle, stage};
 use crate::plan::{
@@ -162,18 +162,27 @@ async fn launch_async(
     for root in config.paths.stage_roots() {
         gc::sweep_host(&root);
     }
+    // Allowlist mode: the proxy serves from this process for the whole session; its private
+    // socket directory is removed with the launch's other resources (and swept after a crash).
+    let egress = crate::egress::start(&plan.egress, &plan.launch_id)?;
     let session = events::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.
     let (started, on_start) = tokio::sync::oneshot::channel();
     let background = tokio::spawn(session.after_start(client.clone(), on_start));
     let mut cleanup = Cleanup::default();
+    if let Some(e) = &egress {
+        cleanup.push(Resource::HostDir(e.dir().to_path_buf()));
+    }
     let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup, started).await;
     let ended = std::time::Instant::now();
     crate::trace::mark("exit code known");
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     let (errors, background) = tokio::join!(cleanup.run(&client), background);
+    if let Some(e) = egress {
+        e.stop();
+    }
     for e in errors {
         eprintln!("ags: {e}");
     }

@@ -68,6 +68,11 @@ impl Paths {
         self.state_dir().join("hooks.jsonl")
     }
 
+    /// The JSONL log of egress attempts (docs/network.md).
+    pub fn egress_log(&self) -> PathBuf {
+        self.state_dir().join("egress.jsonl")
+    }
+
     /// Where launches keep private, short-lived host files (generated files bind-mounted into
     /// the container): `$XDG_RUNTIME_DIR/ags` (RAM-backed on systemd hosts), else
     /// `<state>/ags/run`.

@@ -137,7 +137,7 @@ pub fn plan(
 
 /// The JSONL log of egress attempts: `$XDG_STATE_HOME/ags/egress.jsonl`.
 pub fn egress_log(config: &Config) -> PathBuf {
-    config.paths.state_dir().join("egress.jsonl")
+    config.paths.egress_log()
 }
 
 impl EgressPlan {

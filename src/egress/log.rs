@@ -1,0 +1,156 @@
+//! The egress log: one JSON line per connection attempt through the proxy of any launch,
+//! `$XDG_STATE_HOME/ags/egress.jsonl` (0600 in a 0700 directory, never mounted into a
+//! container). Refusals are written when they happen, allowed connections when they close
+//! (with their byte counts). Each line is one `write` on an `O_APPEND` descriptor, so lines of
+//! concurrent launches never interleave. No request contents: host, port, decision, counts.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the record format.
+pub const EGRESS_LOG_VERSION: u32 = 1;
+
+/// What the proxy did with an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    /// Connected and relayed.
+    Allowed,
+    /// Refused by the policy (403).
+    Refused,
+    /// Allowed, but the destination could not be reached (502).
+    Failed,
+    /// Not a request the proxy understands (400).
+    Invalid,
+}
+
+/// One attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EgressRecord {
+    /// Format version.
+    pub version: u32,
+    /// When the attempt was decided, RFC 3339 UTC.
+    pub time: String,
+    /// The launch whose agent made it.
+    pub launch_id: String,
+    /// `connect` (a tunnel) or `http` (a plain-HTTP request).
+    pub kind: String,
+    /// Destination host as asked (validated; `?` when malformed).
+    pub host: String,
+    /// Destination port.
+    pub port: u16,
+    /// The decision.
+    pub decision: Decision,
+    /// Why (for refusals and failures) or the entry that allowed it.
+    pub reason: String,
+    /// The address connected to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Bytes from the agent to the destination.
+    pub bytes_up: u64,
+    /// Bytes from the destination to the agent.
+    pub bytes_down: u64,
+    /// From the decision to the close, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// Appends records for one launch.
+#[derive(Debug)]
+pub struct EgressLog {
+    path: PathBuf,
+    launch_id: String,
+}
+
+impl EgressLog {
+    /// A log at `path` for `launch_id`.
+    pub fn new(path: PathBuf, launch_id: String) -> Self {
+        Self { path, launch_id }
+    }
+
+    /// The launch id records carry.
+    pub fn launch_id(&self) -> &str {
+        &self.launch_id
+    }
+
+    /// Append one record. A log that cannot be written is reported on stderr once per attempt;
+    /// the decision stands either way.
+    pub fn append(&self, record: &EgressRecord) {
+        if let Err(e) = append(&self.path, record) {
+            eprintln!("ags: egress log {}: {e}", self.path.display());
+        }
+    }
+
+    /// A record stamped now.
+    pub fn record(
+        &self,
+        kind: &str,
+        host: &str,
+        port: u16,
+        decision: Decision,
+        reason: String,
+    ) -> EgressRecord {
+        EgressRecord {
+            version: EGRESS_LOG_VERSION,
+            time: crate::hooks::log::rfc3339(SystemTime::now()),
+            launch_id: self.launch_id.clone(),
+            kind: kind.into(),
+            host: host.into(),
+            port,
+            decision,
+            reason,
+            address: None,
+            bytes_up: 0,
+            bytes_down: 0,
+            duration_ms: 0,
+        }
+    }
+}
+
+fn append(path: &Path, record: &EgressRecord) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        crate::fsutil::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
+    }
+    let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+    line.push(b'\n');
+    let mut file = crate::fsutil::open_private_append(path)?;
+    file.write_all(&line)
+}
+
+/// The last `n` records, oldest first; lines that do not parse are skipped.
+pub fn read_last(path: &Path, n: usize) -> io::Result<Vec<EgressRecord>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut records: Vec<EgressRecord> = bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect();
+    let skip = records.len().saturating_sub(n);
+    Ok(records.split_off(skip))
+}
+
+/// One line of text for `ags log --egress`.
+pub fn render(r: &EgressRecord) -> String {
+    let decision = serde_json::to_value(r.decision)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    format!(
+        "{} {} {:<7} {:<8} {}:{} up={} down={} {}ms {}",
+        r.time,
+        r.launch_id,
+        r.kind,
+        decision,
+        r.host.escape_debug(),
+        r.port,
+        r.bytes_up,
+        r.bytes_down,
+        r.duration_ms,
+        r.reason.escape_debug()
+    )
+}

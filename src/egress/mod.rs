@@ -1,0 +1,125 @@
+//! The egress proxy of an allowlist-mode launch (docs/decisions/0003-egress.md,
+//! docs/network.md), run inside the `ags` process for the length of the session.
+//!
+//! [`start`] installs the static forwarder (once per content), creates the launch's private
+//! socket directory and serves the proxy there; [`Egress::stop`] ends it and removes the
+//! directory. [`proxy`] holds the protocol handling and the decisions, [`log`] the JSONL record
+//! of every attempt. `forwarder.rs` is the separate program that runs inside the container.
+
+pub mod log;
+pub mod proxy;
+
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::plan::network::{EgressPlan, ProxyPlan};
+
+/// The statically linked forwarder built by `build.rs`.
+pub const FORWARDER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ags-egress-fwd"));
+
+/// Errors setting up the egress proxy.
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    /// The forwarder could not be installed.
+    #[error("egress: cannot install the forwarder at {}: {source}; check that the cache directory is writable", path.display())]
+    Forwarder { path: PathBuf, source: io::Error },
+    /// The socket directory could not be created.
+    #[error("egress: cannot create the proxy socket directory {}: {source}", path.display())]
+    SocketDir { path: PathBuf, source: io::Error },
+    /// The proxy could not listen.
+    #[error("egress: cannot listen on {}: {source}", path.display())]
+    Listen { path: PathBuf, source: io::Error },
+}
+
+/// A running proxy. Dropping it stops the proxy (its tasks are aborted); [`Egress::stop`] also
+/// removes the socket directory.
+#[derive(Debug)]
+pub struct Egress {
+    task: tokio::task::JoinHandle<()>,
+    dir: PathBuf,
+}
+
+impl Drop for Egress {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Egress {
+    /// The private socket directory (recorded for cleanup by the caller).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stop serving and remove the socket directory.
+    pub fn stop(self) {
+        self.task.abort();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Start the proxy of `plan` (allowlist mode), or do nothing in the other modes.
+pub fn start(plan: &EgressPlan, launch_id: &str) -> Result<Option<Egress>, EgressError> {
+    let Some(proxy) = &plan.proxy else { return Ok(None) };
+    install_forwarder(&proxy.forwarder)?;
+    let listener = listen(proxy)?;
+    let policy = Arc::new(proxy::Policy::new(
+        plan.allow.iter().map(|a| a.entry.clone()).collect(),
+    ));
+    let log = Arc::new(log::EgressLog::new(proxy.log.clone(), launch_id.to_string()));
+    let task = tokio::spawn(proxy::serve(listener, policy, log));
+    Ok(Some(Egress {
+        task,
+        dir: proxy.socket_dir.clone(),
+    }))
+}
+
+/// Create the private directory (0700; it must not exist) and listen in it.
+fn listen(proxy: &ProxyPlan) -> Result<tokio::net::UnixListener, EgressError> {
+    let dir = &proxy.socket_dir;
+    let dir_err = |source| EgressError::SocketDir {
+        path: dir.clone(),
+        source,
+    };
+    if let Some(parent) = dir.parent() {
+        // Missing ancestors are created owner-only too (the state directory may be one).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(dir_err)?;
+        crate::fsutil::ensure_private_dir(parent).map_err(|e| dir_err(io::Error::other(e.to_string())))?;
+    }
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(dir_err)?;
+    let path = proxy.socket();
+    tokio::net::UnixListener::bind(&path).map_err(|source| {
+        let _ = std::fs::remove_dir_all(dir);
+        EgressError::Listen { path, source }
+    })
+}
+
+/// Write the forwarder to `path` unless an identical copy is there (the name carries a hash of
+/// the content): 0555 in a 0700 directory, written atomically.
+fn install_forwarder(path: &Path) -> Result<(), EgressError> {
+    let err = |source| EgressError::Forwarder {
+        path: path.to_path_buf(),
+        source,
+    };
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == FORWARDER.len() as u64) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(err)?;
+    }
+    crate::fsutil::atomic_write(path, FORWARDER, 0o555).map_err(err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o555)).map_err(err)
+}

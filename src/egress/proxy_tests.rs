@@ -1,0 +1,73 @@
+use super::*;
+
+fn policy(entries: &[&str]) -> Policy {
+    Policy::new(entries.iter().map(|e| AllowEntry::parse(e).unwrap()).collect())
+}
+
+#[test]
+fn connect_and_absolute_uri_heads_parse() {
+    let r = parse_head(b"CONNECT api.anthropic.com:443 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    assert_eq!(
+        (r.kind, r.host, r.port),
+        ("connect", Host::Name("api.anthropic.com".into()), 443)
+    );
+    let r = parse_head(b"CONNECT [::1]:8443 HTTP/1.1\r\n\r\n").unwrap();
+    assert_eq!(r.host, Host::Ip("::1".parse().unwrap()));
+    let r = parse_head(b"GET http://Example.com/a?b HTTP/1.1\r\nHost: evil.org\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n").unwrap();
+    assert_eq!((r.kind, r.port), ("http", 80));
+    let head = String::from_utf8(r.upstream_head.unwrap()).unwrap();
+    // The Host header is the target's: no sending another name to an allowed address.
+    assert_eq!(
+        head,
+        "GET /a?b HTTP/1.1\r\nHost: Example.com\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+    );
+    for bad in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        b"GET https://x.com/ HTTP/1.1\r\n\r\n",
+        b"CONNECT x.com HTTP/1.1\r\n\r\n",
+        b"CONNECT u:p@x.com:443 HTTP/1.1\r\n\r\n",
+        b"CONNECT x\x1b[31m.com:443 HTTP/1.1\r\n\r\n",
+        b"CONNECT x.com:443 HTTP/1.1\r\n",
+    ] {
+        assert!(parse_head(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+    }
+}
+
+#[test]
+fn admission_needs_a_matching_entry() {
+    let p = policy(&["api.anthropic.com:443", "*.example.org", "127.0.0.1:8080"]);
+    assert!(p.admit(&Host::Name("api.anthropic.com".into()), 443).is_ok());
+    assert!(p.admit(&Host::Name("api.anthropic.com".into()), 80).is_err());
+    assert!(p.admit(&Host::Name("a.example.org".into()), 80).is_ok());
+    assert!(p.admit(&Host::Name("evil.com".into()), 443).is_err());
+    assert!(p.admit(&Host::Ip("127.0.0.1".parse().unwrap()), 8080).is_ok());
+    let Refusal(why) = p.admit(&Host::Ip("1.2.3.4".parse().unwrap()), 443).unwrap_err();
+    assert!(why.contains("raw IP"), "{why}");
+}
+
+#[test]
+fn internal_addresses_need_an_explicit_entry() {
+    let p = policy(&["*.corp.example", "db.corp.example:5432", "10.1.0.0/16:443"]);
+    let private = [SocketAddr::from(([10, 9, 0, 1], 443))];
+    let Refusal(why) = p.usable("www.corp.example", 443, &private).unwrap_err();
+    assert!(why.contains("internal address"), "{why}");
+    // The exact host entry names it; a CIDR entry covers the address.
+    assert!(
+        p.usable(
+            "db.corp.example",
+            5432,
+            &[SocketAddr::from(([10, 9, 0, 1], 5432))]
+        )
+        .is_ok()
+    );
+    assert!(
+        p.usable("www.corp.example", 443, &[SocketAddr::from(([10, 1, 2, 3], 443))])
+            .is_ok()
+    );
+    // Public addresses are fine; a mix keeps only the usable ones.
+    let mixed = [
+        SocketAddr::from(([127, 0, 0, 1], 443)),
+        SocketAddr::from(([93, 184, 216, 34], 443)),
+    ];
+    assert_eq!(p.usable("www.corp.example", 443, &mixed).unwrap(), [mixed[1]]);
+}
