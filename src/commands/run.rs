@@ -181,7 +181,7 @@ async fn launch_async(
     let _ = std::io::stderr().flush();
     let (errors, background) = tokio::join!(cleanup.run(&client), background);
     if let Some(e) = egress {
-        e.stop();
+        e.stop().await;
     }
     for e in errors {
         eprintln!("ags: {e}");

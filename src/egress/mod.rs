@@ -33,11 +33,15 @@ pub enum EgressError {
     Listen { path: PathBuf, source: io::Error },
 }
 
-/// A running proxy. Dropping it stops the proxy (its tasks are aborted); [`Egress::stop`] also
-/// removes the socket directory.
+/// How long [`Egress::stop`] lets open connections record themselves.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A running proxy. Dropping it aborts the proxy; [`Egress::stop`] ends it in order (every open
+/// connection is recorded with its byte counts) and removes the socket directory.
 #[derive(Debug)]
 pub struct Egress {
     task: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::watch::Sender<bool>,
     dir: PathBuf,
 }
 
@@ -53,9 +57,11 @@ impl Egress {
         &self.dir
     }
 
-    /// Stop serving and remove the socket directory.
-    pub fn stop(self) {
-        self.task.abort();
+    /// Stop serving: close open connections (each writes its log record), then remove the
+    /// socket directory.
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(STOP_GRACE, &mut self.task).await;
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -69,9 +75,11 @@ pub fn start(plan: &EgressPlan, launch_id: &str) -> Result<Option<Egress>, Egres
         plan.allow.iter().map(|a| a.entry.clone()).collect(),
     ));
     let log = Arc::new(log::EgressLog::new(proxy.log.clone(), launch_id.to_string()));
-    let task = tokio::spawn(proxy::serve(listener, policy, log));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(proxy::serve(listener, policy, log, stopped));
     Ok(Some(Egress {
         task,
+        stop,
         dir: proxy.socket_dir.clone(),
     }))
 }

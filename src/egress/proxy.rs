@@ -7,10 +7,12 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::log::{Decision, EgressLog};
@@ -140,23 +142,51 @@ struct Request {
     upstream_head: Option<Vec<u8>>,
 }
 
-/// Serve connections until the task is aborted (which also aborts the connections).
-pub async fn serve(listener: UnixListener, policy: Arc<Policy>, log: Arc<EgressLog>) {
+/// Serve connections until `stop` turns true; then end every open connection, each recording
+/// what it relayed so far, and return.
+pub async fn serve(
+    listener: UnixListener,
+    policy: Arc<Policy>,
+    log: Arc<EgressLog>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut conns = JoinSet::new();
+    let for_conns = stop.clone();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    conns.spawn(handle(stream, policy.clone(), log.clone()));
+                    conns.spawn(handle(stream, policy.clone(), log.clone(), for_conns.clone()));
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = stopped(&mut stop) => break,
+        }
+    }
+    drop(listener);
+    while conns.join_next().await.is_some() {}
+}
+
+/// Resolves once the stop flag is set (never, if its sender is gone without setting it).
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    loop {
+        let set = *rx.borrow_and_update();
+        if set {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
 }
 
-async fn handle(mut client: UnixStream, policy: Arc<Policy>, log: Arc<EgressLog>) {
+async fn handle(
+    mut client: UnixStream,
+    policy: Arc<Policy>,
+    log: Arc<EgressLog>,
+    mut stop: watch::Receiver<bool>,
+) {
     let Ok(Ok((head, rest))) = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await else {
         return;
     };
@@ -199,7 +229,12 @@ async fn handle(mut client: UnixStream, policy: Arc<Policy>, log: Arc<EgressLog>
         }
     };
     let started = Instant::now();
-    let (up, down) = relay(client, upstream, &req, rest).await;
+    let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));
+    tokio::select! {
+        _ = relay(client, upstream, &req, rest, &up, &down) => {}
+        _ = stopped(&mut stop) => {}
+    }
+    let (up, down) = (up.load(Ordering::Relaxed), down.load(Ordering::Relaxed));
     let mut record = log.record(
         req.kind,
         &host,
@@ -241,8 +276,17 @@ async fn connect(policy: &Policy, req: &Request) -> Result<(TcpStream, SocketAdd
     Err(Connect::Failed(format!("cannot connect to {last}")))
 }
 
-/// Relay until both directions end; returns (bytes up, bytes down).
-async fn relay(mut client: UnixStream, mut upstream: TcpStream, req: &Request, rest: Vec<u8>) -> (u64, u64) {
+/// Relay, counting bytes as they pass. A tunnel ends when both directions have; a plain-HTTP
+/// exchange ends when the destination has answered and closed (it was asked to close), even if
+/// the client keeps its side open for another request.
+async fn relay(
+    mut client: UnixStream,
+    mut upstream: TcpStream,
+    req: &Request,
+    rest: Vec<u8>,
+    up: &AtomicU64,
+    down: &AtomicU64,
+) {
     let mut first = Vec::new();
     match &req.upstream_head {
         None => {
@@ -251,29 +295,37 @@ async fn relay(mut client: UnixStream, mut upstream: TcpStream, req: &Request, r
                 .await
                 .is_err()
             {
-                return (0, 0);
+                return;
             }
         }
         Some(head) => first.extend_from_slice(head),
     }
     first.extend_from_slice(&rest);
     if upstream.write_all(&first).await.is_err() {
-        return (0, 0);
+        return;
     }
+    up.fetch_add(first.len() as u64, Ordering::Relaxed);
     let (mut cr, mut cw) = client.into_split();
     let (mut ur, mut uw) = upstream.into_split();
-    let (up, down) = tokio::join!(pump(&mut cr, &mut uw), pump(&mut ur, &mut cw));
-    (first.len() as u64 + up, down)
+    let upward = pump(&mut cr, &mut uw, up);
+    let downward = pump(&mut ur, &mut cw, down);
+    if req.upstream_head.is_some() {
+        tokio::select! {
+            _ = downward => {}
+            _ = async { upward.await; std::future::pending::<()>().await } => {}
+        }
+    } else {
+        tokio::join!(upward, downward);
+    }
 }
 
-/// Copy until end of stream or error, then shut the writer down; returns the bytes copied.
-async fn pump<R, W>(from: &mut R, to: &mut W) -> u64
+/// Copy until end of stream or error, then shut the writer down; counts into `total`.
+async fn pump<R, W>(from: &mut R, to: &mut W, total: &AtomicU64)
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
     let mut buf = vec![0u8; 32 * 1024];
-    let mut total = 0u64;
     loop {
         match from.read(&mut buf).await {
             Ok(0) | Err(_) => break,
@@ -281,12 +333,11 @@ where
                 if to.write_all(&buf[..n]).await.is_err() {
                     break;
                 }
-                total += n as u64;
+                total.fetch_add(n as u64, Ordering::Relaxed);
             }
         }
     }
     let _ = to.shutdown().await;
-    total
 }
 
 /// Read up to the end of the request head; returns the head and whatever followed it.
