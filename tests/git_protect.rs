@@ -3,7 +3,8 @@
 //! `core.fsmonitor` into `.git/config`, drops `.git/hooks/pre-commit`, points `.git/commondir`
 //! elsewhere, and tries to side-step read-only mounts by renaming `.git` and rebuilding it. Then
 //! the user's git runs on the host (`status`, `commit`): nothing planted runs, the commits the
-//! agent can make still work, and a setuid bit set inside is not honoured inside. With
+//! agent can make still work, and `chmod u+s` / `g+s` inside fail (seccomp), so no setuid file
+//! appears on the host. With
 //! `[sandbox] protect_git = false` (the documented opt-out) the planted config does run.
 
 mod common;
@@ -46,7 +47,10 @@ mkdir -p evil && cp -a .git/objects .git/refs evil/ && printf '[core]\n\tfsmonit
 echo ../evil > .git/commondir && echo WROTE-COMMONDIR
 # What an honest git needs keeps working: new files, renames and objects in .git.
 echo x > .git/ags-probe.lock && mv .git/ags-probe.lock .git/ags-probe && rm .git/ags-probe && echo GITDIR-WRITABLE
-cp /bin/busybox ./suid-tool && chmod u+s ./suid-tool && echo SETUID-SET
+cp /bin/busybox ./suid-tool && chmod 755 ./suid-tool && echo CHMOD-OK
+chmod u+s ./suid-tool && echo SETUID-SET
+chmod g+s ./suid-tool && echo SETGID-SET
+chmod 4755 ./suid-tool && echo SETUID-OCTAL-SET
 grep -E " $PWD(/.git)? " /proc/mounts | cut -d' ' -f2,4
 echo DONE
 "#
@@ -78,6 +82,9 @@ fn planted_git_config_and_hooks_never_run_on_the_host() {
             "REMOVED-HOOKS",
             "MOVED-GIT",
             "REBUILT-GIT",
+            "SETUID-SET",
+            "SETGID-SET",
+            "SETUID-OCTAL-SET",
         ] {
             assert!(
                 !said.contains(refused),
@@ -87,6 +94,16 @@ fn planted_git_config_and_hooks_never_run_on_the_host() {
             );
         }
         assert!(said.contains("GITDIR-WRITABLE"), "{}: {}", env.mode(), show(&out));
+        assert!(said.contains("CHMOD-OK"), "{}: {}", env.mode(), show(&out));
+        let tool_mode = std::fs::metadata(env.work_dir().join("suid-tool"))
+            .unwrap()
+            .permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&tool_mode) & 0o7777,
+            0o755,
+            "{}: no setuid or setgid bit on the host",
+            env.mode()
+        );
         let work = env.work_dir().canonicalize().unwrap();
         let mount_line = said
             .lines()

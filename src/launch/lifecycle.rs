@@ -123,7 +123,12 @@ pub fn staging_volume_options() -> BTreeMap<String, String> {
 /// creates with a spurious subordinate-id error (it reads /etc/subuid racily); that exact
 /// error is retried a few times.
 async fn create(client: &Client, plan: &LaunchPlan) -> Result<(String, Vec<String>), LaunchError> {
-    let spec = spec_from_plan(plan);
+    let mut spec = spec_from_plan(plan);
+    if client.is_unix() {
+        // The profile is read by the service from this host's file system.
+        let path = super::seccomp::write_profile(&plan.seccomp_dir).map_err(LaunchError::Seccomp)?;
+        spec.seccomp_profile_path = Some(path.to_string_lossy().into_owned());
+    }
     let mut attempt = 0;
     loop {
         match client.create_with_warnings(&spec).await {

@@ -11,6 +11,7 @@ pub mod identity;
 mod io;
 pub mod lifecycle;
 pub mod notices;
+mod seccomp;
 pub mod signals;
 pub mod stage;
 pub mod terminal;
@@ -58,6 +59,11 @@ pub enum LaunchError {
     /// Writing generated files to the host staging directory failed.
     #[error("staging generated files: {0}")]
     HostFiles(crate::fsutil::PrivateDirError),
+    /// The seccomp profile that blocks setuid bits could not be prepared.
+    #[error(
+        "preparing the seccomp profile that keeps setuid bits out of the workspace: {0}; install Podman's containers-common (it provides /usr/share/containers/seccomp.json)"
+    )]
+    Seccomp(String),
     /// A missing piece of a guarded git repository could not be created.
     #[error(
         "protecting the git repository: {}: {source}; fix it, or set `[sandbox] protect_git = false` in the global config (docs/security.md)",

@@ -159,6 +159,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,
         state_volumes,
+        seccomp_dir: input.config.paths.cache_dir(),
         git_guards: run.git_guards.clone(),
         staging,
         lockdown: run.lockdown,

@@ -259,6 +259,9 @@ pub struct LaunchPlan {
     pub annotations: BTreeMap<String, String>,
     /// The staging volume, when environment values are staged.
     pub staging: Option<Staging>,
+    /// Where the launch writes the seccomp profile that blocks setuid and setgid bits (`ags`'s
+    /// cache directory; a local service reads it from there).
+    pub seccomp_dir: PathBuf,
     /// The agent state volumes this launch mounts.
     pub state_volumes: Vec<StateVolume>,
     /// The guarded parts of the workspace's git repositories (mounted onto themselves; the

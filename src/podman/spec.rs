@@ -78,6 +78,10 @@ pub struct SpecGenerator {
     /// Remove the container when it exits (`--rm`).
     #[serde(skip_serializing_if = "is_false")]
     pub remove: bool,
+    /// Path of a seccomp profile on the service host (`--security-opt seccomp=PATH`); `None`:
+    /// Podman's default profile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seccomp_profile_path: Option<String>,
     /// Where the container's output is logged; `None` keeps Podman's default (a `ctr.log`
     /// file in its storage, on disk).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -270,6 +274,7 @@ mod tests {
             }),
             user: Some("1000:1000".into()),
             remove: true,
+            seccomp_profile_path: Some("/p.json".into()),
             log_configuration: Some(LogConfig::none()),
         };
         let expected = json!({
@@ -283,7 +288,7 @@ mod tests {
                 {"destination": "/t", "source": "tmpfs", "type": "tmpfs"}
             ],
             "volumes": [{"Name": "v", "Dest": "/v", "Options": ["ro"]}],
-            "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true,
+            "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true, "seccomp_profile_path": "/p.json",
             "log_configuration": {"driver": "none"}
         });
         assert_eq!(serde_json::to_value(&spec).unwrap(), expected);
