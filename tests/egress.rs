@@ -346,3 +346,45 @@ fn concurrent_launches_each_get_their_own_policy() {
     }
     assert_clean(&env);
 }
+
+/// A TCP relay to a unix socket: a "remote" service that is really the local one.
+fn tcp_relay_to(socket: std::path::PathBuf) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind relay");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(tcp) = conn else { continue };
+            let Ok(unix) = std::os::unix::net::UnixStream::connect(&socket) else {
+                continue;
+            };
+            let (mut t2, mut u2) = (tcp.try_clone().expect("clone"), unix.try_clone().expect("clone"));
+            let (mut tcp, mut unix) = (tcp, unix);
+            std::thread::spawn(move || std::io::copy(&mut t2, &mut u2));
+            std::thread::spawn(move || std::io::copy(&mut unix, &mut tcp));
+        }
+    });
+    port
+}
+
+/// Allowlist mode needs a local service (the proxy socket is bind-mounted from this host): a
+/// tcp:// service is refused before anything is created.
+#[test]
+fn allowlist_mode_refuses_a_remote_service() {
+    if !common::modes().contains(&Mode::Rootful) {
+        return;
+    }
+    let env = TestEnv::new(Mode::Rootful);
+    let port = tcp_relay_to(Mode::Rootful.socket());
+    let url = format!("tcp://127.0.0.1:{port}");
+    let out = run_agent(&env, &["--url", &url, "--network", "allowlist"], &["true"]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    assert!(
+        common::launch::stderr(&out).contains("remote Podman service"),
+        "{}",
+        show(&out)
+    );
+    // The same service over tcp:// works in the other modes.
+    let out = run_agent(&env, &["--url", &url, "--network", "none"], &["true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_clean(&env);
+}

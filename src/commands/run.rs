@@ -164,7 +164,8 @@ async fn launch_async(
     }
     // Allowlist mode: the proxy serves from this process for the whole session; its private
     // socket directory is removed with the launch's other resources (and swept after a crash).
-    let egress = crate::egress::start(&plan.egress, &plan.launch_id)?;
+    let remote = (!client.is_unix()).then(|| client.url());
+    let egress = crate::egress::start(&plan.egress, &plan.launch_id, remote)?;
     let session = events::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.

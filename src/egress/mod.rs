@@ -22,6 +22,11 @@ pub const FORWARDER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ags-egres
 /// Errors setting up the egress proxy.
 #[derive(Debug, thiserror::Error)]
 pub enum EgressError {
+    /// A remote service cannot bind-mount this host's socket directory.
+    #[error(
+        "network mode allowlist serves its proxy on a unix socket bind-mounted from this host, which a remote Podman service ({url}) cannot see; use a local unix socket service, or --network none|open"
+    )]
+    Remote { url: String },
     /// The forwarder could not be installed.
     #[error("egress: cannot install the forwarder at {}: {source}; check that the cache directory is writable", path.display())]
     Forwarder { path: PathBuf, source: io::Error },
@@ -66,9 +71,17 @@ impl Egress {
     }
 }
 
-/// Start the proxy of `plan` (allowlist mode), or do nothing in the other modes.
-pub fn start(plan: &EgressPlan, launch_id: &str) -> Result<Option<Egress>, EgressError> {
+/// Start the proxy of `plan` (allowlist mode), or do nothing in the other modes. `remote` is the
+/// service URL when it is not a local unix socket.
+pub fn start(
+    plan: &EgressPlan,
+    launch_id: &str,
+    remote: Option<&str>,
+) -> Result<Option<Egress>, EgressError> {
     let Some(proxy) = &plan.proxy else { return Ok(None) };
+    if let Some(url) = remote {
+        return Err(EgressError::Remote { url: url.into() });
+    }
     install_forwarder(&proxy.forwarder)?;
     let listener = listen(proxy)?;
     let policy = Arc::new(proxy::Policy::new(
