@@ -10,6 +10,9 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+/// Rotate the log to `egress.jsonl.1` once it is larger than this (10 MiB).
+pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
+
 /// Version of the record format.
 pub const EGRESS_LOG_VERSION: u32 = 1;
 
@@ -113,25 +116,44 @@ fn append(path: &Path, record: &EgressRecord) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         crate::fsutil::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
     }
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() > ROTATE_BYTES) {
+        std::fs::rename(path, rotated(path))?;
+    }
     let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
     line.push(b'\n');
     let mut file = crate::fsutil::open_private_append(path)?;
     file.write_all(&line)
 }
 
-/// The last `n` records, oldest first; lines that do not parse are skipped.
+fn rotated(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".1");
+    PathBuf::from(s)
+}
+
+/// The last `n` records, oldest first (reading the rotated file too when needed); lines that do
+/// not parse are skipped.
 pub fn read_last(path: &Path, n: usize) -> io::Result<Vec<EgressRecord>> {
+    let mut records = read_all(path)?;
+    if records.len() < n {
+        let mut older = read_all(&rotated(path))?;
+        older.append(&mut records);
+        records = older;
+    }
+    let skip = records.len().saturating_sub(n);
+    Ok(records.split_off(skip))
+}
+
+fn read_all(path: &Path) -> io::Result<Vec<EgressRecord>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut records: Vec<EgressRecord> = bytes
+    Ok(bytes
         .split(|b| *b == b'\n')
         .filter_map(|line| serde_json::from_slice(line).ok())
-        .collect();
-    let skip = records.len().saturating_sub(n);
-    Ok(records.split_off(skip))
+        .collect())
 }
 
 /// One line of text for `ags log --egress`.
@@ -153,4 +175,35 @@ pub fn render(r: &EgressRecord) -> String {
         r.duration_ms,
         r.reason.escape_debug()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_append_rotate_and_read_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let path = state.join("egress.jsonl");
+        let log = EgressLog::new(path.clone(), "ags-1-2".into());
+        for port in [1, 2, 3] {
+            log.append(&log.record("connect", "a.example", port, Decision::Refused, "no".into()));
+        }
+        let got = read_last(&path, 2).unwrap();
+        assert_eq!(got.iter().map(|r| r.port).collect::<Vec<_>>(), [2, 3]);
+        assert!(render(&got[0]).contains("refused") && got[0].launch_id == "ags-1-2");
+        // Past the limit the file moves to .1 and reading spans both files.
+        let f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.set_len(ROTATE_BYTES + 1).unwrap();
+        log.append(&log.record("http", "b.example", 4, Decision::Allowed, "ok".into()));
+        assert!(rotated(&path).exists());
+        let got = read_last(&path, 2).unwrap();
+        assert_eq!(got.iter().map(|r| r.port).collect::<Vec<_>>(), [3, 4]);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
 }
