@@ -1,4 +1,4 @@
-//! Real agent CLIs through the egress proxy (issue 15): claude and opencode from the agent image
+//! Real agent CLIs through the egress proxy (issue 15): claude, opencode and codex from the agent image
 //! reach a scripted model endpoint (`tests/support/model_endpoint.py`) in allowlist mode, using
 //! the proxy variables `ags` sets, and are refused when the endpoint is not on the list. Their
 //! API hosts from the agent table are turned off (`agent_hosts = false`), so their background
@@ -147,7 +147,7 @@ fn check(env: &TestEnv, ep: &Endpoint, agent: &str, envs: &[String], args: &[&st
 }
 
 #[test]
-fn claude_and_opencode_reach_a_listed_endpoint_and_only_that() {
+fn claude_opencode_and_codex_reach_a_listed_endpoint_and_only_that() {
     let Some(addr) = host_address() else {
         println!("SKIP: no address of this machine from `hostname -I`");
         return;
@@ -187,5 +187,25 @@ fn claude_and_opencode_reach_a_listed_endpoint_and_only_that() {
             &["OPENCODE_DISABLE_MODELS_FETCH=1".into()],
             &["run", "say hi"],
         );
+        let provider = |k: &str, v: &str| format!("model_providers.scripted.{k}={v:?}");
+        let codex_args = [
+            "exec".to_string(),
+            "--skip-git-repo-check".into(),
+            "-c".into(),
+            "model_provider=scripted".into(),
+            "-c".into(),
+            provider("name", "scripted"),
+            "-c".into(),
+            provider("base_url", &format!("{base}/v1")),
+            "-c".into(),
+            provider("wire_api", "responses"),
+            "-c".into(),
+            provider("env_key", "SCRIPTED_KEY"),
+            "-c".into(),
+            "model=\"m\"".into(),
+            "say hi".into(),
+        ];
+        let codex_args: Vec<&str> = codex_args.iter().map(String::as_str).collect();
+        check(env, &ep, "codex", &["SCRIPTED_KEY=test".into()], &codex_args);
     });
 }
