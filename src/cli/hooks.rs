@@ -64,6 +64,21 @@ pub enum HooksCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Approve the active hook NAME for exactly the pinned hash, without running it (for
+    /// provisioning CI images); refused when its current hash differs.
+    Approve {
+        /// Hook name.
+        name: String,
+        /// The full approval hash (64 lowercase hex digits, as `ags hooks list` prints).
+        #[arg(long, value_name = "SHA256")]
+        hash: String,
+        /// The event of the hook, when names repeat across events (default: prepare first).
+        #[arg(long, value_enum, value_name = "EVENT")]
+        event: Option<EventArg>,
+        /// Working directory used to find the project overlay.
+        #[arg(long, value_name = "PATH")]
+        workdir: Option<PathBuf>,
+    },
     /// Revoke an approval by hook name or by hash.
     Revoke {
         /// Hook name (active declarations), approval hash, or a unique start of one (at least 6

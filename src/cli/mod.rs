@@ -92,6 +92,10 @@ pub struct RunArgs {
     /// through ags's egress proxy) or none. Cannot go below a project overlay's mode.
     #[arg(long, value_enum, value_name = "MODE")]
     pub network: Option<NetworkMode>,
+    /// After the launch, write a JSON report (launch id, image, exit code, phase timings, hook
+    /// runs, leftovers) to PATH, atomically, or to standard output with `-` (docs/ci.md).
+    #[arg(long, value_name = "PATH")]
+    pub report: Option<PathBuf>,
     /// Command and arguments for the agent (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

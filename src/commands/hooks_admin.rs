@@ -1,4 +1,4 @@
-//! `ags hooks test|list|revoke|log`: the subcommands that work with declarations, approvals
+//! `ags hooks test|list|revoke|log` (`approve`: [`super::hooks_approve`]): the subcommands that work with declarations, approvals
 //! and the run log.
 
 use std::path::PathBuf;
@@ -28,6 +28,12 @@ pub fn run(global: &GlobalArgs, command: &HooksCommand) -> Result<u8, Error> {
         HooksCommand::Test(args) => test(global, args),
         HooksCommand::List { workdir, json } => list(global, workdir.clone(), *json),
         HooksCommand::Revoke { target, workdir } => revoke(global, target, workdir.clone()),
+        HooksCommand::Approve {
+            name,
+            hash,
+            event,
+            workdir,
+        } => super::hooks_approve::approve(global, name, hash, event.map(super::hooks::event_of), workdir),
         HooksCommand::Log { n, json } => log(*n, *json),
         _ => unreachable!("inert hook commands are handled by commands::hooks"),
     }
@@ -131,7 +137,7 @@ fn hook_cwd(context_workdir: &std::path::Path, config: &Config) -> PathBuf {
 }
 
 /// Every active declaration: prepare, then started, then finished.
-fn all_decls(config: &Config) -> Vec<HookDecl> {
+pub(super) fn all_decls(config: &Config) -> Vec<HookDecl> {
     [&config.hooks, &config.started_hooks, &config.finished_hooks]
         .into_iter()
         .flatten()
@@ -142,7 +148,7 @@ fn all_decls(config: &Config) -> Vec<HookDecl> {
 /// The single active declaration named `name` (of `event`, when given, else a prepare hook when
 /// there is one; whose approval hash starts with `hash`, when given). Identical declarations
 /// (same hash) count as one.
-fn select_one(
+pub(super) fn select_one(
     hooks: &[HookDecl],
     name: &str,
     event: Option<HookEvent>,

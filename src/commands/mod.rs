@@ -6,6 +6,7 @@ mod events;
 mod gc;
 mod hooks;
 mod hooks_admin;
+mod hooks_approve;
 mod hooks_lifecycle;
 mod host_paths;
 mod image;

@@ -8,6 +8,11 @@ use crate::{Error, podman};
 
 /// Print the plan as JSON or text.
 pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
+    if args.run.report.is_some() {
+        return Err(Error::Usage(
+            "--report describes a launch; `ags plan` launches nothing (its --json output is the plan)".into(),
+        ));
+    }
     let config = super::run::load_config(global, args.run.workdir.clone())?;
     let named = super::host_paths::named_workdir(args.run.workdir.as_deref());
     let mut rules = super::host_paths::check_early(&config, named.as_deref(), global.url.as_deref())?;

@@ -21,6 +21,7 @@ use crate::hooks::resolve::{LaunchOverrides, Origin as HookOrigin};
 use crate::hooks::runner::Interrupt;
 use crate::hooks::validate::EnvValue;
 use crate::launch::cleanup::{Cleanup, Resource};
+use crate::launch::report::{Destination, Facts, Report};
 use crate::launch::signals::SignalWatch;
 use crate::launch::{self, gc, identity, lifecycle, stage};
 use crate::plan::{
@@ -29,14 +30,38 @@ use crate::plan::{
 };
 use crate::{Error, podman, prompt};
 
-/// Launch an agent and return its exit code.
+/// Launch an agent and return its exit code; with `--report`, write the launch report after it
+/// (whatever the outcome).
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
+    let Some(dest) = &args.report else {
+        return launch(global, args, &mut Facts::default());
+    };
+    let dest = Destination::parse(dest).map_err(launch::LaunchError::from)?;
+    let mut facts = Facts {
+        began: Some(std::time::Instant::now()),
+        agent: Some(args.agent.clone()),
+        ..Facts::default()
+    };
+    let result = launch(global, args, &mut facts);
+    let (code, error) = match &result {
+        Ok(code) => (*code, None),
+        Err(e) => (e.exit_code(), Some(crate::error::render(e))),
+    };
+    let written = Report::new(facts, code, error).write(&dest);
+    match (result, written) {
+        (Ok(_), Err(e)) => Err(launch::LaunchError::from(e).into()),
+        (result, _) => result,
+    }
+}
+
+fn launch(global: &GlobalArgs, args: &RunArgs, facts: &mut Facts) -> Result<u8, Error> {
     let config = load_config(global, args.workdir.clone())?;
+    facts.paths = Some(config.paths.clone());
     let named = host_paths::named_workdir(args.workdir.as_deref());
     let mut rules = host_paths::check_early(&config, named.as_deref(), global.url.as_deref())?;
     let settings = settings(args, &config, &mut rules, launch::terminal::both_are_terminals())?;
     let rt = super::runtime()?;
-    let result = rt.block_on(launch_async(global, &config, &settings, rules));
+    let result = rt.block_on(launch_async(global, &config, &settings, rules, facts));
     super::finish(rt);
     result
 }
@@ -143,9 +168,11 @@ async fn launch_async(
     config: &Config,
     settings: &RunSettings,
     rules: Rules,
+    facts: &mut Facts,
 ) -> Result<u8, Error> {
     let mut signals = SignalWatch::install().map_err(Error::Output)?;
     let identity = identity::current();
+    facts.launch_id = Some(identity.launch_id.clone());
     let lifecycle_hooks = events::approve(config)?;
     let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
     let hooks = hook_layer(&prepared);
@@ -154,6 +181,7 @@ async fn launch_async(
     crate::trace::mark("connected");
     let rootless = client.rootless().await?;
     let plan = build_plan(config, settings, &identity, rootless, &hooks)?;
+    facts.image = Some(plan.image.clone());
     let secrets = lookup_secrets(config, &plan, &prepared, &signals).await?;
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
@@ -186,6 +214,7 @@ async fn launch_async(
     }
     for e in errors {
         eprintln!("ags: {e}");
+        facts.leftovers.push((&e).into());
     }
     crate::trace::mark("cleaned up");
     let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));

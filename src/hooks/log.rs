@@ -225,6 +225,15 @@ impl RunLog {
         let skip = records.len().saturating_sub(n);
         Ok(records.split_off(skip))
     }
+
+    /// Every record of launch `launch_id`, oldest first (the rotated file included).
+    pub fn for_launch(paths: &Paths, launch_id: &str) -> Result<Vec<Record>, LogError> {
+        let path = paths.hook_log();
+        let mut records = read_records(&rotated(&path))?;
+        records.append(&mut read_records(&path)?);
+        records.retain(|r| r.launch_id == launch_id);
+        Ok(records)
+    }
 }
 
 fn rotated(path: &Path) -> PathBuf {

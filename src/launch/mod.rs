@@ -11,6 +11,7 @@ pub mod identity;
 mod io;
 pub mod lifecycle;
 pub mod notices;
+pub mod report;
 mod seccomp;
 pub mod signals;
 pub mod stage;
@@ -76,6 +77,9 @@ pub enum LaunchError {
     /// Building the staging archive failed.
     #[error("staging: {0}")]
     Stage(std::io::Error),
+    /// `--report` was refused or could not be written.
+    #[error(transparent)]
+    Report(#[from] report::ReportError),
 }
 
 impl LaunchError {

@@ -1,0 +1,235 @@
+//! The machine-readable result of one launch, for CI (`ags --report PATH|-`): launch id, image,
+//! exit code, phase timings, every hook run (the hook log's records of this launch: names,
+//! hashes, outcomes, env keys and destinations — never values) and the leftovers cleanup could
+//! not remove. Written once, after the launch (atomically for a path), also when it failed.
+//!
+//! I/O: the report file or standard output, and reading the hook run log.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::cleanup::{CleanupError, Resource};
+use crate::config::Paths;
+use crate::hooks::log::{Record, RunLog};
+
+/// Version of the report format (bumped when a field changes meaning or goes away).
+pub const REPORT_VERSION: u32 = 1;
+
+/// Where the report goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Standard output, after everything the agent printed (`--report -`).
+    Stdout,
+    /// A file, replaced atomically.
+    File(PathBuf),
+}
+
+/// `--report` refused before anything runs.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The report's directory does not exist (or is not a directory).
+    #[error(
+        "--report {}: the directory {} does not exist; create it or give another path (or `-` for standard output)",
+        path.display(), dir.display()
+    )]
+    NoDirectory { path: PathBuf, dir: PathBuf },
+    /// The path is a directory.
+    #[error("--report {}: is a directory; give a file path (or `-` for standard output)", path.display())]
+    IsDirectory { path: PathBuf },
+    /// Writing the report failed (the launch itself is over).
+    #[error("--report {}: writing the launch report failed: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+impl Destination {
+    /// Parse and check `--report`: `-`, or a file path whose directory exists.
+    pub fn parse(arg: &Path) -> Result<Self, ReportError> {
+        if arg == Path::new("-") {
+            return Ok(Destination::Stdout);
+        }
+        if arg.is_dir() {
+            return Err(ReportError::IsDirectory { path: arg.into() });
+        }
+        let dir = arg
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(ReportError::NoDirectory {
+                path: arg.into(),
+                dir: dir.into(),
+            });
+        }
+        Ok(Destination::File(arg.into()))
+    }
+}
+
+/// What the launch learns as it goes, for the report.
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// When the launch began (before approval and the prepare hooks).
+    pub began: Option<Instant>,
+    /// The launch id, once known.
+    pub launch_id: Option<String>,
+    /// The image, once the plan exists.
+    pub image: Option<String>,
+    /// The agent.
+    pub agent: Option<String>,
+    /// The state directory holding the hook run log.
+    pub paths: Option<Paths>,
+    /// What cleanup could not remove.
+    pub leftovers: Vec<Leftover>,
+}
+
+/// Something the launch created and could not remove (`ags gc` retries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Leftover {
+    /// `container`, `volume` or `host-directory`.
+    pub kind: &'static str,
+    /// Its id, name or path.
+    pub name: String,
+    /// Why it is still there.
+    pub error: String,
+}
+
+impl From<&CleanupError> for Leftover {
+    fn from(e: &CleanupError) -> Self {
+        let (kind, name) = match &e.resource {
+            Resource::Container(id) => ("container", id.clone()),
+            Resource::Volume(name) => ("volume", name.clone()),
+            Resource::HostDir(dir) => ("host-directory", dir.display().to_string()),
+        };
+        Leftover {
+            kind,
+            name,
+            error: e.message.clone(),
+        }
+    }
+}
+
+/// Milliseconds spent in each phase; `null` for a phase the launch did not reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Phases {
+    /// Approval and the prepare hooks.
+    pub hooks: Option<u64>,
+    /// Staging and state volumes and the container's creation.
+    pub create: Option<u64>,
+    /// Attach, staging upload and start, up to the agent running.
+    pub start: Option<u64>,
+    /// The agent's run, up to its exit code being known.
+    pub exit: Option<u64>,
+    /// Removing what the launch created.
+    pub cleanup: Option<u64>,
+}
+
+impl Phases {
+    /// The phases from the launch's trace marks (`crate::trace`).
+    pub fn from_marks(began: Option<Instant>) -> Self {
+        use crate::trace::reached;
+        let span = |from: Option<Instant>, to: &str| {
+            let (from, to) = (from?, reached(to)?);
+            Some(to.saturating_duration_since(from).as_millis() as u64)
+        };
+        Phases {
+            hooks: span(began, "hooks done"),
+            create: span(reached("secrets"), "created"),
+            start: span(reached("created"), "started"),
+            exit: span(reached("started"), "exit code known"),
+            cleanup: span(reached("exit code known"), "cleaned up"),
+        }
+    }
+}
+
+/// The report document.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// [`REPORT_VERSION`].
+    pub version: u32,
+    /// The launch id (`null` when the launch failed before it had one).
+    pub launch_id: Option<String>,
+    /// The image (`null` when the launch failed before its plan existed).
+    pub image: Option<String>,
+    /// The agent.
+    pub agent: Option<String>,
+    /// `ags`'s exit code: the agent's, or 125/126/127 like `podman run`.
+    pub exit_code: u8,
+    /// Why the launch failed, when `ags` itself failed (the message it printed).
+    pub error: Option<String>,
+    /// Phase timings in milliseconds.
+    pub phases_ms: Phases,
+    /// Every hook run of this launch, as in the hook run log (no values).
+    pub hooks: Vec<Record>,
+    /// What cleanup could not remove (empty when nothing was left).
+    pub leftovers: Vec<Leftover>,
+}
+
+impl Report {
+    /// The report of a launch that ended with `exit_code` (and `error` when `ags` failed).
+    pub fn new(facts: Facts, exit_code: u8, error: Option<String>) -> Self {
+        let hooks = match (&facts.paths, &facts.launch_id) {
+            (Some(paths), Some(id)) => RunLog::for_launch(paths, id).unwrap_or_else(|e| {
+                eprintln!("ags: warning: --report: reading the hook run log: {e}");
+                Vec::new()
+            }),
+            _ => Vec::new(),
+        };
+        Report {
+            version: REPORT_VERSION,
+            phases_ms: Phases::from_marks(facts.began),
+            launch_id: facts.launch_id,
+            image: facts.image,
+            agent: facts.agent,
+            exit_code,
+            error,
+            hooks,
+            leftovers: facts.leftovers,
+        }
+    }
+
+    /// Write the report to `dest`: atomically for a file (mode 0644), else to standard output.
+    pub fn write(&self, dest: &Destination) -> Result<(), ReportError> {
+        let mut json = serde_json::to_vec_pretty(self).expect("a report serializes");
+        json.push(b'\n');
+        match dest {
+            Destination::File(path) => {
+                crate::fsutil::atomic_write(path, &json, 0o644).map_err(|source| ReportError::Write {
+                    path: path.clone(),
+                    source,
+                })
+            }
+            Destination::Stdout => {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                out.write_all(&json)
+                    .and_then(|()| out.flush())
+                    .map_err(|source| ReportError::Write {
+                        path: "-".into(),
+                        source,
+                    })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destination_checks_the_directory() {
+        assert_eq!(Destination::parse(Path::new("-")).unwrap(), Destination::Stdout);
+        let dir = tempfile::tempdir().unwrap();
+        let ok = dir.path().join("r.json");
+        assert_eq!(Destination::parse(&ok).unwrap(), Destination::File(ok));
+        assert!(matches!(
+            Destination::parse(&dir.path().join("missing/r.json")),
+            Err(ReportError::NoDirectory { .. })
+        ));
+        assert!(matches!(
+            Destination::parse(dir.path()),
+            Err(ReportError::IsDirectory { .. })
+        ));
+    }
+}
