@@ -25,6 +25,7 @@ use crate::hooks::runner::{Interrupt, Limits, StderrSink, interrupt_channel, std
 use crate::hooks::trust::TrustStore;
 use crate::launch::gc;
 use crate::launch::signals::SignalWatch;
+use crate::launch::sweep_gate::Gate;
 use crate::plan::{LaunchIdentity, LaunchPlan};
 use crate::podman::Client;
 use crate::spool::{LaunchRecord, Owner, RecordedHook, SPOOL_VERSION, Spool};
@@ -183,8 +184,15 @@ impl Session {
                 messages
             };
             let reconcile = async {
+                // Only when a dead launch may have left something (`sweep_gate`).
+                let Some(gate) = Gate::open(&paths, client.url()) else {
+                    return Vec::new();
+                };
                 match gc::sweep(&client, None).await {
-                    Ok(report) => recover::recover(&paths, &report.swept, sink.clone()).await,
+                    Ok(report) => {
+                        gate.done();
+                        recover::recover(&paths, &report.swept, sink.clone()).await
+                    }
                     Err(e) => vec![format!("warning: removing leftovers of earlier launches: {e}")],
                 }
             };

@@ -23,6 +23,7 @@ use crate::hooks::validate::EnvValue;
 use crate::launch::cleanup::{Cleanup, Resource};
 use crate::launch::report::{Destination, Facts, Report};
 use crate::launch::signals::SignalWatch;
+use crate::launch::sweep_gate::OwnerMark;
 use crate::launch::{self, gc, identity, lifecycle, stage};
 use crate::plan::{
     self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, Origin, PlanFile, PlanMount, Redacted,
@@ -190,6 +191,7 @@ async fn launch_async(
     for root in config.paths.stage_roots() {
         gc::sweep_host(&root);
     }
+    let owner = OwnerMark::write(&config.paths, &identity);
     // Allowlist mode: the proxy serves from this process for the whole session; its private
     // socket directory is removed with the launch's other resources (and swept after a crash).
     let remote = (!client.is_unix()).then(|| client.url());
@@ -203,7 +205,8 @@ async fn launch_async(
     if let Some(e) = &egress {
         cleanup.push(Resource::HostDir(e.dir().to_path_buf()));
     }
-    let result = lifecycle::run(&client, &plan, stage, &mut signals, &mut cleanup, started).await;
+    let locks = config.paths.state_dir().join("locks");
+    let result = lifecycle::run(&client, &plan, &locks, stage, &mut signals, &mut cleanup, started).await;
     let ended = std::time::Instant::now();
     crate::trace::mark("exit code known");
     let _ = std::io::stdout().flush();
@@ -211,6 +214,9 @@ async fn launch_async(
     let (errors, background) = tokio::join!(cleanup.run(&client), background);
     if let Some(e) = egress {
         e.stop().await;
+    }
+    if !errors.is_empty() {
+        owner.keep(); // the next launch after this process is gone sweeps
     }
     for e in errors {
         eprintln!("ags: {e}");

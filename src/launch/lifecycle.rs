@@ -17,10 +17,13 @@ use crate::podman::{AttachOptions, Client, spec_from_plan};
 /// Run the container of `plan` to completion and return the agent's exit code.
 /// `stage` is the tar archive for the staging volume (required when the plan stages anything).
 /// `started` fires with the container id once the agent runs, so work that must not delay the
-/// launch (started hooks, the leftover sweep) can begin then.
+/// launch (started hooks, the leftover sweep) can begin then. `locks` is the directory of the
+/// host-side service locks ([`super::service_lock`]).
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     client: &Client,
     plan: &LaunchPlan,
+    locks: &std::path::Path,
     stage: Option<Bytes>,
     signals: &mut SignalWatch,
     cleanup: &mut Cleanup,
@@ -44,7 +47,7 @@ pub async fn run(
         stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;
     }
     check(signals)?;
-    let (id, warnings) = create(client, plan).await?;
+    let (id, warnings) = create(client, plan, locks).await?;
     // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup v1);
     // say so (once per service) rather than pretend they apply.
     super::notices::print_create_warnings(client.url(), &warnings);
@@ -119,16 +122,25 @@ pub fn staging_volume_options() -> BTreeMap<String, String> {
     ])
 }
 
-/// Create the container. Podman 4.3's rootless service sometimes fails concurrent `keep-id`
-/// creates with a spurious subordinate-id error (it reads /etc/subuid racily); that exact
-/// error is retried a few times.
-async fn create(client: &Client, plan: &LaunchPlan) -> Result<(String, Vec<String>), LaunchError> {
+/// Create the container. Podman 4.3's rootless service fails (or crashes on) concurrent `keep-id`
+/// creates, as it reads /etc/subuid racily: a rootless create waits for this user's turn on the
+/// service ([`super::service_lock`]), and the spurious subordinate-id error (from creates of other
+/// users or tools) is retried a few times.
+async fn create(
+    client: &Client,
+    plan: &LaunchPlan,
+    locks: &std::path::Path,
+) -> Result<(String, Vec<String>), LaunchError> {
     let mut spec = spec_from_plan(plan);
     if client.is_unix() {
         // The profile is read by the service from this host's file system.
         let path = super::seccomp::write_profile(&plan.seccomp_dir).map_err(LaunchError::Seccomp)?;
         spec.seccomp_profile_path = Some(path.to_string_lossy().into_owned());
     }
+    let _turn = match plan.user_namespace == crate::plan::UserNamespace::KeepId {
+        true => super::service_lock::create_turn(locks, client.url()).await,
+        false => None,
+    };
     let mut attempt = 0;
     loop {
         match client.create_with_warnings(&spec).await {

@@ -13,8 +13,10 @@ pub mod lifecycle;
 pub mod notices;
 pub mod report;
 mod seccomp;
+pub mod service_lock;
 pub mod signals;
 pub mod stage;
+pub mod sweep_gate;
 pub mod terminal;
 
 use crate::error::{EXIT_AGS_FAILURE, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
