@@ -9,7 +9,7 @@ mod common;
 use serde_json::Value;
 
 use common::launch::{approve_hooks, assert_clean, decl, install_hook, launch_args, stdout};
-use common::{TestEnv, each_mode, show};
+use common::{each_mode, show};
 
 const LAUNCHES: usize = 20;
 
