@@ -82,11 +82,7 @@ fn render(plan: &LaunchPlan) -> String {
     line("user", plan.user.clone().unwrap_or_default());
     line(
         "network",
-        format!(
-            "{} [{}]",
-            word(&plan.network),
-            serde_json::to_string(&plan.egress.mode_origin).unwrap_or_default()
-        ),
+        format!("{} from {}", word(&plan.network), plan.egress.mode_origin),
     );
     for a in &plan.egress.allow {
         let ports = a
@@ -98,11 +94,7 @@ fn render(plan: &LaunchPlan) -> String {
             .join(",");
         line(
             "allow",
-            format!(
-                "{} ports {ports} [{}]",
-                a.entry.entry,
-                serde_json::to_string(&a.origin).unwrap_or_default()
-            ),
+            format!("{} ports {ports} from {}", a.entry.entry, a.origin),
         );
     }
     line(

@@ -168,6 +168,18 @@ pub enum EgressOrigin {
     Agent(String),
 }
 
+impl std::fmt::Display for EgressOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::Config => f.write_str("config"),
+            Self::ProjectConfig => f.write_str("project config"),
+            Self::Cli => f.write_str("command line"),
+            Self::Agent(name) => write!(f, "agent {name}"),
+        }
+    }
+}
+
 /// The resolved `[network]` settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EgressSettings {
