@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::cli::{DoctorArgs, GlobalArgs};
 use crate::config::{self, Config, LoadOptions, Paths};
-use crate::hooks::op::OpEnv;
+use crate::hooks::op::{OpEnv, OpPolicy};
 use crate::{Error, podman};
 
 /// Exit status when a required check failed.
@@ -122,7 +122,11 @@ pub fn doctor(global: &GlobalArgs, args: &DoctorArgs) -> Result<u8, Error> {
     let rt = super::runtime()?;
     let (service, op) = rt.block_on(async {
         let service = service::check(global.url.as_deref(), config.as_ref()).await;
-        (service, op::check(OpEnv::inherit()).await)
+        let policy = OpPolicy {
+            configured: config.as_ref().and_then(|c| c.user.op_path.clone()),
+            agent_writable: config.iter().map(|c| c.workdir.clone()).collect(),
+        };
+        (service, op::check(OpEnv::inherit(), &policy).await)
     });
     super::finish(rt);
     checks.extend(service.checks);

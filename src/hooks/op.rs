@@ -158,6 +158,11 @@ impl OpCli {
         }
     }
 
+    /// The `op` fixed by [`OpCli::resolve`], if any.
+    pub fn program(&self) -> Option<PathBuf> {
+        self.program.clone()
+    }
+
     /// Fix the `op` to run for every later call: `policy.configured`, else the one on `PATH`,
     /// refused ([`OpError::Untrusted`]) unless it is outside every agent-writable directory and
     /// neither it nor its directory can be written by group or others.

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::Check;
-use crate::hooks::op::{OpCli, OpEnv};
+use crate::hooks::op::{OpCli, OpEnv, OpPolicy};
 use crate::hooks::runner::Interrupt;
 
 /// How long `op inject --help` may take.
@@ -14,16 +14,28 @@ const OP_TIMEOUT: Duration = Duration::from_secs(10);
 
 const INSTALL: &str = "install or update the 1Password CLI (version 2 or later): https://developer.1password.com/docs/cli/get-started/";
 
-/// Check the `op` found through `env`'s `PATH`.
-pub(super) async fn check(env: OpEnv) -> Check {
+/// Check the `op` a launch would run: `[op] path`, else the one found through `env`'s `PATH`,
+/// under the same rules (outside the workdir, not writable by group or others).
+pub(super) async fn check(env: OpEnv, policy: &OpPolicy) -> Check {
     let op = OpCli::new(env).with_timeout(OP_TIMEOUT);
-    let Ok(program) = op.locate() else {
+    if policy.configured.is_none() && op.locate().is_err() {
         return Check::warn(
             "op",
             "`op` (1Password CLI) is not on PATH; needed only for op:// references and --op-secret-set",
             INSTALL,
         );
+    }
+    let op = match op.resolve(policy) {
+        Ok(op) => op,
+        Err(e) => {
+            return Check::warn(
+                "op",
+                e.to_string(),
+                "see docs/prepare-hooks.md#1password-references",
+            );
+        }
     };
+    let program = op.program().unwrap_or_default();
     match op.check_capability(&Interrupt::never()).await {
         Ok(()) => Check::ok("op", format!("{} supports `op inject`", program.display())),
         Err(e) => Check::warn("op", e.to_string(), INSTALL),
@@ -53,17 +65,17 @@ mod tests {
         let (_d, env) = env_with_op(Some(
             "#!/bin/sh\necho 'Usage: op inject [--in-file f] [--out-file f]'\n",
         ));
-        let c = check(env).await;
+        let c = check(env, &OpPolicy::default()).await;
         assert_eq!(c.status, Status::Ok, "{c:?}");
         assert!(c.detail.ends_with("/op supports `op inject`"), "{}", c.detail);
 
         let (_d, env) = env_with_op(None);
-        let c = check(env).await;
+        let c = check(env, &OpPolicy::default()).await;
         assert_eq!(c.status, Status::Warn);
         assert!(c.detail.contains("not on PATH"));
 
         let (_d, env) = env_with_op(Some("#!/bin/sh\nexit 3\n"));
-        let c = check(env).await;
+        let c = check(env, &OpPolicy::default()).await;
         assert_eq!(c.status, Status::Warn);
         assert!(c.detail.contains("does not support `op inject`"), "{}", c.detail);
     }
