@@ -13,11 +13,19 @@
 //!   when missing, as git treats them like missing ones; a missing
 //!   `commondir` is created containing `.`, which names the git dir itself — git reads it as
 //!   "the common dir is this directory" — so that there is a file to mount);
-//! - `config.worktree` read-only when it exists.
+//! - `config.worktree` read-only (created empty when missing: git reads it once the config
+//!   enables `extensions.worktreeConfig`);
+//! - `worktrees/` and each linked worktree entry in it pinned, and the entry's `commondir` and
+//!   `config.worktree` read-only: git on the host reads them when you work in that worktree.
+//!
+//! Every guarded file must be a regular file, never a symbolic link (a bind mount would follow
+//! it to a host file and show that file to the agent), and the `.git` files and `commondir`s
+//! read are short regular files opened without blocking (not a FIFO or `/dev/zero`).
 //!
 //! For a linked worktree (`.git` is a file naming its git dir), the `.git` file is read-only,
 //! its git dir's `commondir` and `config.worktree` are read-only when reachable from a mount, and
-//! the common git dir gets the treatment above when it lies inside a read-write mount.
+//! the common git dir (the git dir itself without `commondir`) gets the treatment above when it
+//! lies inside a read-write mount.
 //!
 //! I/O: reads the workspace's `.git` entries. Creating the missing pieces happens in the launch
 //! stage (`launch::lifecycle`), so `ags plan` changes nothing.
@@ -45,6 +53,8 @@ pub enum GitCreate {
     EmptyFile,
     /// A `commondir` file containing `.` (the git dir itself), mode 0644.
     SelfCommonDir,
+    /// A linked worktree entry's `commondir` as git writes it, `../..`, mode 0644.
+    ParentCommonDir,
 }
 
 /// Why a repository cannot be guarded.
@@ -82,14 +92,14 @@ pub fn guards(roots: &[PathBuf]) -> Result<Vec<GitGuard>, GitGuardError> {
             let git_dir = linked_git_dir(&dot_git)?;
             let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
             if inside(&git_dir) {
-                for name in ["commondir", "config.worktree"] {
-                    if git_dir.join(name).is_file() {
-                        out.push(read_only(&git_dir.join(name)));
-                    }
+                if is_plain_file(&git_dir.join("commondir"))? {
+                    out.push(read_only(&git_dir.join("commondir")));
                 }
+                guard_file(&git_dir.join("config.worktree"), GitCreate::EmptyFile, &mut out)?;
             }
+            // Without a `commondir` the git dir is its own common dir (its `config` counts).
             let common = common_dir(&git_dir)?;
-            if inside(&common) && common != git_dir {
+            if inside(&common) {
                 guard_git_dir(&common, &mut out)?;
             }
         } else {
@@ -149,15 +159,115 @@ fn guard_git_dir(dir: &Path, out: &mut Vec<GitGuard>) -> Result<(), GitGuardErro
             ..read_only(&commondir)
         }),
     }
-    if dir.join("config.worktree").is_file() {
-        out.push(read_only(&dir.join("config.worktree")));
+    // Read when the (read-only) config enables `extensions.worktreeConfig`, which `git
+    // sparse-checkout` does: a missing one would be the agent's to create.
+    guard_file(&dir.join("config.worktree"), GitCreate::EmptyFile, out)?;
+    guard_linked_worktrees(dir, out)
+}
+
+/// The metadata of the repository's linked worktrees (`worktrees/<name>/`), which git on the
+/// host reads when you work in such a worktree elsewhere: `commondir` would send it to a config
+/// the agent wrote, `config.worktree` is read like `config`. `worktrees/` and each entry are
+/// pinned (not renameable), those two files read-only; the rest (`HEAD`, `index`) stays
+/// writable. A missing `commondir` is created as git writes it (`../..`): without one git would
+/// read the entry's own `config`.
+fn guard_linked_worktrees(dir: &Path, out: &mut Vec<GitGuard>) -> Result<(), GitGuardError> {
+    let worktrees = dir.join("worktrees");
+    match std::fs::symlink_metadata(&worktrees) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(GitGuardError {
+                path: worktrees,
+                reason: "it is not a directory".into(),
+            });
+        }
+        Err(_) => return Ok(()),
+    }
+    out.push(pinned(&worktrees));
+    let entries = std::fs::read_dir(&worktrees).map_err(|e| GitGuardError {
+        path: worktrees.clone(),
+        reason: format!("it cannot be listed ({e})"),
+    })?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        out.push(pinned(&path));
+        guard_file(&path.join("commondir"), GitCreate::ParentCommonDir, out)?;
+        guard_file(&path.join("config.worktree"), GitCreate::EmptyFile, out)?;
     }
     Ok(())
 }
 
+/// A git dir or worktree entry pinned as its own (read-write) mount point.
+fn pinned(path: &Path) -> GitGuard {
+    GitGuard {
+        path: path.into(),
+        read_only: false,
+        create: None,
+    }
+}
+
+/// `path` read-only: a regular file as it is, created with `create` when missing; anything
+/// else (a symbolic link the runtime would follow to a host file, a FIFO) refused.
+fn guard_file(path: &Path, create: GitCreate, out: &mut Vec<GitGuard>) -> Result<(), GitGuardError> {
+    if is_plain_file(path)? {
+        out.push(read_only(path));
+    } else {
+        out.push(GitGuard {
+            create: Some(create),
+            ..read_only(path)
+        });
+    }
+    Ok(())
+}
+
+/// Whether `path` is a regular file (not through a symbolic link); `false` when it is missing,
+/// an error when it is something else: a bind mount of a symbolic link would mount its target.
+fn is_plain_file(path: &Path) -> Result<bool, GitGuardError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(_) => Err(GitGuardError {
+            path: path.into(),
+            reason: "it is not a regular file (a symbolic link, a FIFO or a directory); remove it if you did not put it there".into(),
+        }),
+        Err(_) => Ok(false),
+    }
+}
+
 /// Whether `path` holds `.` (a line), the content ags creates.
 pub fn is_self_commondir(path: &Path) -> bool {
-    std::fs::read(path).is_ok_and(|b| b.trim_ascii_end() == b".")
+    read_small(path).is_ok_and(|b| b.trim_ascii_end() == b".")
+}
+
+/// Longest `.git` file or `commondir` read (git's own are one short line).
+const MAX_POINTER_BYTES: u64 = 4096;
+
+/// The bytes of a small regular file, never following a symbolic link and never blocking: the
+/// agent can make these a FIFO (`open` would hang `ags`) or a link to `/dev/zero`.
+fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_POINTER_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_POINTER_BYTES {
+        return Err(std::io::Error::other(format!(
+            "longer than {MAX_POINTER_BYTES} bytes"
+        )));
+    }
+    Ok(bytes)
+}
+
+fn read_small_text(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read_small(path)?).map_err(std::io::Error::other)
 }
 
 /// The git dir named by a `.git` file (`gitdir: PATH`, relative to the file's directory).
@@ -166,7 +276,8 @@ fn linked_git_dir(file: &Path) -> Result<PathBuf, GitGuardError> {
         path: file.into(),
         reason: reason.into(),
     };
-    let text = std::fs::read_to_string(file).map_err(|_| fail("it cannot be read as text"))?;
+    let text = read_small_text(file)
+        .map_err(|e| fail(&format!("it cannot be read as a short text file ({e})")))?;
     let named = text
         .strip_prefix("gitdir:")
         .map(str::trim)
@@ -181,8 +292,15 @@ fn linked_git_dir(file: &Path) -> Result<PathBuf, GitGuardError> {
 /// The common dir of `git_dir`: what its `commondir` names (relative to it), else itself.
 fn common_dir(git_dir: &Path) -> Result<PathBuf, GitGuardError> {
     let file = git_dir.join("commondir");
-    let Ok(text) = std::fs::read_to_string(&file) else {
-        return Ok(git_dir.into());
+    let text = match read_small_text(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(git_dir.into()),
+        Err(e) => {
+            return Err(GitGuardError {
+                path: file,
+                reason: format!("it cannot be read as a short text file ({e})"),
+            });
+        }
     };
     git_dir
         .join(text.trim_end())
@@ -224,9 +342,36 @@ mod tests {
                     Some(GitCreate::SelfCommonDir)
                 ),
                 (format!("{r}/.git/config"), true, None),
+                (
+                    format!("{r}/.git/config.worktree"),
+                    true,
+                    Some(GitCreate::EmptyFile)
+                ),
                 (format!("{r}/.git/hooks"), true, Some(GitCreate::Dir)),
             ]
         );
+        // A symbolic link would be mounted as its target: refused, whatever it names.
+        std::os::unix::fs::symlink("/etc/passwd", root.join(".git/config.worktree")).unwrap();
+        let e = guards(std::slice::from_ref(&root)).unwrap_err().to_string();
+        assert!(e.contains("config.worktree") && e.contains("not a regular file"), "{e}");
+        std::fs::remove_file(root.join(".git/config.worktree")).unwrap();
+        // Linked worktree entries: pinned, their commondir and config.worktree read-only.
+        std::fs::create_dir_all(root.join(".git/worktrees/wt")).unwrap();
+        std::fs::write(root.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        let got = paths(&guards(std::slice::from_ref(&root)).unwrap());
+        for want in [
+            (format!("{r}/.git/worktrees"), false, None),
+            (format!("{r}/.git/worktrees/wt"), false, None),
+            (format!("{r}/.git/worktrees/wt/commondir"), true, None),
+            (
+                format!("{r}/.git/worktrees/wt/config.worktree"),
+                true,
+                Some(GitCreate::EmptyFile),
+            ),
+        ] {
+            assert!(got.contains(&want), "{want:?} not in {got:?}");
+        }
+        std::fs::remove_dir_all(root.join(".git/worktrees")).unwrap();
         std::fs::write(root.join(".git/commondir"), "../evil\n").unwrap();
         let e = guards(std::slice::from_ref(&root)).unwrap_err().to_string();
         assert!(

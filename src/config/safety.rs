@@ -23,13 +23,25 @@ const MAX_SHOWN_LINE_CHARS: usize = 200;
 /// Lines of a parse error shown.
 const MAX_SHOWN_LINES: usize = 12;
 
-/// Read `path` as UTF-8 text, refusing more than [`MAX_CONFIG_BYTES`].
+/// Read `path` as UTF-8 text, refusing more than [`MAX_CONFIG_BYTES`] and anything but a
+/// regular file: it is opened without blocking, so a FIFO planted as a project overlay (or a
+/// link to `/dev/tty`) cannot hang `ags` or read your terminal.
 pub(super) fn read_bounded(path: &Path) -> Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
     let read_err = |source| ConfigError::Read {
         path: path.into(),
         source,
     };
-    let file = fs::File::open(path).map_err(read_err)?;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(read_err)?;
+    if !file.metadata().map_err(read_err)?.is_file() {
+        return Err(read_err(std::io::Error::other(
+            "it is not a regular file (a FIFO, socket or device); a config file must be a regular file",
+        )));
+    }
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_BYTES + 1)
         .read_to_end(&mut bytes)

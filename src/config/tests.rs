@@ -498,3 +498,13 @@ fn a_nested_git_that_hides_a_trusted_overlay_is_reported() {
         "{note}"
     );
 }
+
+#[test]
+fn a_fifo_config_is_refused_without_blocking() {
+    let e = env();
+    let fifo = e.project.join("fifo.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    // Opened with O_NONBLOCK: a FIFO without a writer would block a plain open forever.
+    let err = parse_file(&fifo).unwrap_err().to_string();
+    assert!(err.contains("not a regular file"), "{err}");
+}

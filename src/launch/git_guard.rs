@@ -41,6 +41,12 @@ pub fn create_missing(plan: &LaunchPlan) -> Result<(), LaunchError> {
                     return Err(unsafe_meanwhile("something other than a file"));
                 }
             }
+            Some(GitCreate::ParentCommonDir) => {
+                create_file(&g.path, b"../..\n").map_err(fail)?;
+                if !std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_file()) {
+                    return Err(unsafe_meanwhile("something other than a file"));
+                }
+            }
             Some(GitCreate::SelfCommonDir) => {
                 create_file(&g.path, b".\n").map_err(fail)?;
                 let plain = std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_file());
