@@ -9,8 +9,11 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use common::launch::{assert_clean, launch_args, run_agent, stderr, stdout, trust_overlay, write_overlay};
+use common::launch::{
+    Background, assert_clean, launch_args, run_agent, stderr, stdout, trust_overlay, write_overlay,
+};
 use common::{TestEnv, each_mode, run_command, show, tool};
+use nix::sys::signal::Signal;
 
 /// Longest a refused launch may take here; a hang is what the attack is after.
 const REFUSAL_TIMEOUT: Duration = Duration::from_secs(90);
@@ -114,7 +117,12 @@ echo DONE
             git_ok(env, dir, &["status", "--short"]);
         }
         let tags = ["commondir", "wtconfig", "wtworktree", "mainworktree"];
-        assert_eq!(planted(&pwned, &tags), Vec::<String>::new(), "{}: planted code ran", env.mode());
+        assert_eq!(
+            planted(&pwned, &tags),
+            Vec::<String>::new(),
+            "{}: planted code ran",
+            env.mode()
+        );
         assert_clean(env);
     });
 }
@@ -129,22 +137,40 @@ fn a_symlinked_git_file_never_mounts_a_host_file() {
         let work = init_repo(env);
         let secret = env.write_file("secret", "HOST-SECRET-4417\n", 0o600);
         let s = secret.display();
-        let plant = format!("rm -f .git/config.worktree; ln -s {s} .git/config.worktree && echo PLANTED; echo DONE");
+        let plant =
+            format!("rm -f .git/config.worktree; ln -s {s} .git/config.worktree && echo PLANTED; echo DONE");
         let out = run_agent(env, &[], &["sh", "-c", &plant]);
-        assert!(stdout(&out).contains("DONE") && !stdout(&out).contains("PLANTED"), "{}", show(&out));
+        assert!(
+            stdout(&out).contains("DONE") && !stdout(&out).contains("PLANTED"),
+            "{}",
+            show(&out)
+        );
         let read = "cat .git/config.worktree; echo DONE";
         let out = run_agent(env, &[], &["sh", "-c", read]);
-        assert!(!stdout(&out).contains("HOST-SECRET"), "{}: {}", env.mode(), show(&out));
+        assert!(
+            !stdout(&out).contains("HOST-SECRET"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
 
         let link = work.join(".git/config.worktree");
         let out = run_command(
-            env.command("/bin/sh", ["-c", &format!("rm -f {0} && ln -s {s} {0}", link.display())]),
+            env.command(
+                "/bin/sh",
+                ["-c", &format!("rm -f {0} && ln -s {s} {0}", link.display())],
+            ),
             None,
             common::RUN_TIMEOUT,
         );
         assert!(out.status.success(), "{}", show(&out));
         let out = run_agent(env, &[], &["sh", "-c", read]);
-        assert!(!stdout(&out).contains("HOST-SECRET"), "{}: {}", env.mode(), show(&out));
+        assert!(
+            !stdout(&out).contains("HOST-SECRET"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         assert!(
             stderr(&out).contains("config.worktree") && stderr(&out).contains("not a regular file"),
@@ -155,13 +181,63 @@ fn a_symlinked_git_file_never_mounts_a_host_file() {
     });
 }
 
+/// Podman resolves a guard's path again when it binds it. A sibling launch that started before
+/// the linked worktree existed has no mount on `.git/worktrees/wt` and can rename it: it swaps
+/// the entry for a symlink to a host directory in a loop while launches happen, hoping that the
+/// pinned (read-write) entry gets mounted as that directory. Every launch must be refused while
+/// the sibling runs, and none may show the directory.
+#[test]
+fn a_sibling_swapping_a_guarded_entry_never_gets_a_host_dir_mounted() {
+    each_mode(|env| {
+        let work = init_repo(env);
+        let secret = env.mkdir("secretdir", 0o700);
+        env.write_file("secretdir/secret-file-7781", "x\n", 0o600);
+        let script = format!(
+            "while [ ! -d .git/worktrees/wt ]; do sleep 0.1; done; cd .git/worktrees && \
+             ln -s {} link && echo swapping && \
+             while :; do mv wt tmp; mv link wt; mv wt link; mv tmp wt; done",
+            secret.display()
+        );
+        let args = launch_args(env, &["--tty=false"], &["sh", "-c", &script]);
+        let sibling = Background::spawn(env, &args);
+        // The user adds a linked worktree while the sibling runs.
+        std::thread::sleep(Duration::from_secs(2));
+        git_ok(
+            env,
+            &work,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                &env.root().join("wt").display().to_string(),
+            ],
+        );
+        sibling.expect_stdout("swapping", Duration::from_secs(60));
+        for _ in 0..8 {
+            let out = launch_bounded(env, &["sh", "-c", "ls .git/worktrees/wt/ && echo LISTED"]);
+            assert!(
+                !stdout(&out).contains("secret-file"),
+                "{}: {}",
+                env.mode(),
+                show(&out)
+            );
+            assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+            assert!(stderr(&out).contains("running ags container"), "{}", show(&out));
+        }
+        sibling.signal(Signal::SIGTERM);
+        let _ = sibling.wait();
+        assert_clean(env);
+    });
+}
+
 /// `ags` reads the `commondir` of a `.git` file's git dir; in a workspace that is not a
 /// repository yet the agent makes both: `.git` a file naming `.gitd`, `.gitd/commondir` a FIFO.
 /// The next launch must refuse it, not block opening the FIFO forever.
 #[test]
 fn a_fifo_commondir_does_not_hang_the_next_launch() {
     each_mode(|env| {
-        let plant = "mkdir .gitd && printf 'gitdir: .gitd\\n' > .git && mkfifo .gitd/commondir && echo PLANTED";
+        let plant =
+            "mkdir .gitd && printf 'gitdir: .gitd\\n' > .git && mkfifo .gitd/commondir && echo PLANTED";
         let out = run_agent(env, &[], &["sh", "-c", plant]);
         assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
         let out = launch_bounded(env, &["true"]);
@@ -209,7 +285,19 @@ fn a_submodule_config_does_not_run_on_the_host() {
         git_ok(env, &lib, &["init", "-q", "-b", "main"]);
         git_ok(env, &lib, &["commit", "-q", "--allow-empty", "-m", "lib"]);
         let l = lib.display().to_string();
-        git_ok(env, &work, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", &l, "sub"]);
+        git_ok(
+            env,
+            &work,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                &l,
+                "sub",
+            ],
+        );
         git_ok(env, &work, &["commit", "-q", "-m", "sub"]);
         let pwned = env.root().join("pwned");
         let script = format!(
@@ -219,7 +307,12 @@ fn a_submodule_config_does_not_run_on_the_host() {
         let out = run_agent(env, &[], &["sh", "-c", &script]);
         assert!(stdout(&out).contains("DONE"), "{}", show(&out));
         git_ok(env, &work, &["status", "--short"]);
-        assert_eq!(planted(&pwned, &["submodule"]), Vec::<String>::new(), "{}", env.mode());
+        assert_eq!(
+            planted(&pwned, &["submodule"]),
+            Vec::<String>::new(),
+            "{}",
+            env.mode()
+        );
         assert_clean(env);
     });
 }

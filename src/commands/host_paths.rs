@@ -115,13 +115,18 @@ pub(super) async fn check_late(
         }
     }
     let label = format!("{LABEL_MANAGED}=true");
-    for n in client.live_rw_binds(&label).await? {
-        rules.writable(WritableRoot {
-            path: n.source,
-            owner: format!("running ags container {}", n.container),
-            running: true,
-        });
+    let neighbours = client.live_neighbours(&label).await?;
+    for n in &neighbours {
+        for (source, _, _) in n.binds.iter().filter(|(_, _, rw)| *rw) {
+            rules.writable(WritableRoot {
+                path: source.clone(),
+                owner: format!("running ags container {}", n.container),
+                running: true,
+            });
+        }
     }
+    super::guard_neighbours::check(&settings.git_guards, &neighbours)
+        .map_err(crate::config::ConfigError::from)?;
     check_workdir(config, &config.workdir, &rules, false)?;
     add_own_roots(&mut rules, &config.workdir, &settings.mounts);
     for m in &settings.mounts {

@@ -4,6 +4,7 @@
 mod doctor;
 mod events;
 mod gc;
+mod guard_neighbours;
 mod hooks;
 mod hooks_admin;
 mod hooks_approve;

@@ -276,8 +276,8 @@ fn linked_git_dir(file: &Path) -> Result<PathBuf, GitGuardError> {
         path: file.into(),
         reason: reason.into(),
     };
-    let text = read_small_text(file)
-        .map_err(|e| fail(&format!("it cannot be read as a short text file ({e})")))?;
+    let text =
+        read_small_text(file).map_err(|e| fail(&format!("it cannot be read as a short text file ({e})")))?;
     let named = text
         .strip_prefix("gitdir:")
         .map(str::trim)
@@ -353,7 +353,10 @@ mod tests {
         // A symbolic link would be mounted as its target: refused, whatever it names.
         std::os::unix::fs::symlink("/etc/passwd", root.join(".git/config.worktree")).unwrap();
         let e = guards(std::slice::from_ref(&root)).unwrap_err().to_string();
-        assert!(e.contains("config.worktree") && e.contains("not a regular file"), "{e}");
+        assert!(
+            e.contains("config.worktree") && e.contains("not a regular file"),
+            "{e}"
+        );
         std::fs::remove_file(root.join(".git/config.worktree")).unwrap();
         // Linked worktree entries: pinned, their commondir and config.worktree read-only.
         std::fs::create_dir_all(root.join(".git/worktrees/wt")).unwrap();

@@ -40,6 +40,6 @@ pub use models::{
     ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
     InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, StoreInfo, VersionInfo, Volume, VolumeCreate,
 };
-pub use neighbours::NeighbourMount;
+pub use neighbours::{Neighbour, NeighbourMount};
 pub use spec::{Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
 pub use transport::{API_PREFIX, Client};

@@ -1,6 +1,6 @@
-//! What the containment checks need from the service: the read-write bind mounts of the other
-//! `ags` containers that are not over (their agents may be writing right now), and where the
-//! service keeps its storage.
+//! What the containment checks need from the service: the bind mounts of the other `ags`
+//! containers that are not over (their agents may be writing right now), and where the service
+//! keeps its storage.
 //!
 //! Part of stage 4 (`podman`): list + inspect per container, `GET /libpod/info` for storage.
 
@@ -36,10 +36,19 @@ const LIVE_STATES: &[&str] = &[
     "stopping",
 ];
 
+/// A live container and all its bind mounts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Neighbour {
+    /// The container's name.
+    pub container: String,
+    /// Its bind mounts: host source, container destination, writable.
+    pub binds: Vec<(PathBuf, PathBuf, bool)>,
+}
+
 impl Client {
-    /// The read-write bind mounts of every live container carrying `label` (`key=value`). A
-    /// container that vanished between list and inspect is skipped.
-    pub async fn live_rw_binds(&self, label: &str) -> Result<Vec<NeighbourMount>> {
+    /// Every live container carrying `label` (`key=value`) with its bind mounts. A container
+    /// that vanished between list and inspect is skipped.
+    pub async fn live_neighbours(&self, label: &str) -> Result<Vec<Neighbour>> {
         let mut out = Vec::new();
         for summary in self.list(&[label]).await? {
             if !LIVE_STATES.contains(&summary.state.as_str()) {
@@ -50,19 +59,36 @@ impl Client {
                 Err(e) if vanished(&e) => continue,
                 Err(e) => return Err(e),
             };
-            let name = inspect.name.trim_start_matches('/').to_string();
-            out.extend(
-                inspect
+            out.push(Neighbour {
+                container: inspect.name.trim_start_matches('/').to_string(),
+                binds: inspect
                     .mounts
                     .iter()
-                    .filter(|m| m.kind == "bind" && m.rw && !m.source.is_empty())
-                    .map(|m| NeighbourMount {
-                        container: name.clone(),
-                        source: PathBuf::from(&m.source),
-                    }),
-            );
+                    .filter(|m| m.kind == "bind" && !m.source.is_empty())
+                    .map(|m| (PathBuf::from(&m.source), PathBuf::from(&m.destination), m.rw))
+                    .collect(),
+            });
         }
         Ok(out)
+    }
+
+    /// The read-write bind mounts of every live container carrying `label` (`key=value`). A
+    /// container that vanished between list and inspect is skipped.
+    pub async fn live_rw_binds(&self, label: &str) -> Result<Vec<NeighbourMount>> {
+        Ok(self
+            .live_neighbours(label)
+            .await?
+            .into_iter()
+            .flat_map(|n| {
+                n.binds
+                    .into_iter()
+                    .filter(|(_, _, rw)| *rw)
+                    .map(move |(source, _, _)| NeighbourMount {
+                        container: n.container.clone(),
+                        source,
+                    })
+            })
+            .collect())
     }
 
     /// The service's storage directories (graph root, run root, volume path) from `GET /info`.
