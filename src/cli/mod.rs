@@ -96,6 +96,11 @@ pub struct RunArgs {
     /// runs, leftovers) to PATH, atomically, or to standard output with `-` (docs/ci.md).
     #[arg(long, value_name = "PATH")]
     pub report: Option<PathBuf>,
+    /// The sandbox is the boundary: add the agent's own flag that skips its permission prompts
+    /// (claude --dangerously-skip-permissions, codex --dangerously-bypass-approvals-and-sandbox,
+    /// gemini --yolo, opencode --auto). See docs/agents.md.
+    #[arg(long)]
+    pub yolo: bool,
     /// Command and arguments for the agent (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::cli::RunArgs;
-use crate::config::Config;
+use crate::config::{AgentSettings, Config};
 use crate::containment::{self, Role, Rules, WritableRoot};
 use crate::fsutil;
 use crate::hooks::policy::HostSource;
@@ -42,6 +42,21 @@ pub(super) fn host_env(args: &RunArgs, config: &Config) -> Result<host_env::Host
         lookup: &lookup,
     })
     .map_err(plan::PlanError::from)?)
+}
+
+/// The `[agent.NAME]` table of the launched agent (default: empty). Every table must name a
+/// known agent, so a typo is an error rather than a setting silently never applied.
+pub(super) fn agent_settings(args: &RunArgs, config: &Config) -> Result<AgentSettings, Error> {
+    for name in config.user.agents.keys() {
+        if plan::agents::find(name).is_none() {
+            return Err(Error::Usage(format!(
+                "config {}: [agent.{name}]: unknown agent; known agents: {}",
+                config.primary.as_deref().unwrap_or(Path::new("?")).display(),
+                plan::agents::names()
+            )));
+        }
+    }
+    Ok(config.user.agents.get(&args.agent).cloned().unwrap_or_default())
 }
 
 /// `--add-dir PATH[:ro]` (mounted at its physical path) and the global config's `[[mount]]`s

@@ -107,6 +107,7 @@ fn render(plan: &LaunchPlan) -> String {
         ),
     );
     line("lockdown", plan.lockdown.to_string());
+    line("skip prompts", plan.skip_permissions.to_string());
     for m in &plan.mounts {
         let what = match &m.kind {
             crate::plan::MountKind::Bind { source } => format!("bind {}", source.display()),

@@ -107,6 +107,7 @@ pub(super) fn settings(
         }
         false => Vec::new(),
     };
+    let agent = launch_input::agent_settings(args, config)?;
     let tty = match args.tty {
         TtyMode::Auto => terminals,
         TtyMode::True => true,
@@ -133,6 +134,8 @@ pub(super) fn settings(
             NetworkMode::Allowlist => config::Network::Allowlist,
             NetworkMode::None => config::Network::None,
         }),
+        skip_permissions: args.yolo || agent.skip_permissions,
+        agent_args: agent.args,
     })
 }
 

@@ -1,5 +1,6 @@
-//! Agent profiles as data: the command each agent runs and the state it keeps under
-//! `/home/dev`. One table, so the CLI, the plan and the docs agree.
+//! Agent profiles as data: the command each agent runs, the state it keeps under `/home/dev`,
+//! and how it skips its own permission prompts when the sandbox is the boundary. One table, so
+//! the CLI, the plan, the docs and scripts/test-agents agree.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -24,7 +25,21 @@ pub struct AgentProfile {
     /// Allowlist entries its own model API needs, added in allowlist mode unless
     /// `[network] agent_hosts = false` (docs/network.md).
     pub egress: &'static [&'static str],
+    /// What "the sandbox is the boundary" mode (`--yolo`, `[agent.NAME] skip_permissions`) adds.
+    pub skip_permissions: SkipPermissions,
 }
+
+/// The agent's own switch for running without permission prompts (docs/agents.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SkipPermissions {
+    /// Arguments placed right after the agent's command.
+    pub args: &'static [&'static str],
+    /// Environment the switch needs.
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+/// No switch: the agent has no permission prompts to skip.
+const NO_PROMPTS: SkipPermissions = SkipPermissions { args: &[], env: &[] };
 
 /// The home directory inside the container (`HOME` of every agent).
 pub const CONTAINER_HOME: &str = "/home/dev";
@@ -37,6 +52,8 @@ pub const AGENTS: &[AgentProfile] = &[
         state: &["/home/dev/.pi"],
         env: &[],
         egress: &["api.anthropic.com:443"],
+        // pi asks no permission before running a tool.
+        skip_permissions: NO_PROMPTS,
     },
     AgentProfile {
         name: "claude",
@@ -45,6 +62,11 @@ pub const AGENTS: &[AgentProfile] = &[
         // Also moves `.claude.json` (otherwise in the home root) into the kept directory.
         env: &[("CLAUDE_CONFIG_DIR", "/home/dev/.claude")],
         egress: &["api.anthropic.com:443"],
+        // Claude refuses the flag as root (a rootful launch by root) unless IS_SANDBOX=1.
+        skip_permissions: SkipPermissions {
+            args: &["--dangerously-skip-permissions"],
+            env: &[("IS_SANDBOX", "1")],
+        },
     },
     AgentProfile {
         name: "codex",
@@ -52,6 +74,11 @@ pub const AGENTS: &[AgentProfile] = &[
         state: &["/home/dev/.codex"],
         env: &[("CODEX_HOME", "/home/dev/.codex")],
         egress: &["api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"],
+        // Also switches off codex's own bwrap sandbox, which cannot start in the container.
+        skip_permissions: SkipPermissions {
+            args: &["--dangerously-bypass-approvals-and-sandbox"],
+            env: &[],
+        },
     },
     AgentProfile {
         name: "gemini",
@@ -59,6 +86,10 @@ pub const AGENTS: &[AgentProfile] = &[
         state: &["/home/dev/.gemini"],
         env: &[],
         egress: &["generativelanguage.googleapis.com:443"],
+        skip_permissions: SkipPermissions {
+            args: &["--yolo"],
+            env: &[],
+        },
     },
     AgentProfile {
         name: "opencode",
@@ -66,6 +97,11 @@ pub const AGENTS: &[AgentProfile] = &[
         state: &["/home/dev/.local/share/opencode", "/home/dev/.config/opencode"],
         env: &[],
         egress: &["opencode.ai:443", "*.opencode.ai:443"],
+        // Accepted by the TUI and by `opencode run`.
+        skip_permissions: SkipPermissions {
+            args: &["--auto"],
+            env: &[],
+        },
     },
     AgentProfile {
         name: "shell",
@@ -73,6 +109,7 @@ pub const AGENTS: &[AgentProfile] = &[
         state: &[],
         env: &[],
         egress: &[],
+        skip_permissions: NO_PROMPTS,
     },
 ];
 
@@ -108,14 +145,23 @@ impl AgentProfile {
         }
     }
 
-    /// The argv to run for `extra` (the arguments after `--`).
-    pub fn argv(&self, extra: &[String]) -> Vec<String> {
+    /// The argv to run: the agent's command, its permission-skipping arguments when
+    /// `skip_permissions`, the configured `args`, then `extra` (the arguments after `--`). For
+    /// `shell`, a non-empty `extra` is the whole command.
+    pub fn argv(&self, skip_permissions: bool, args: &[String], extra: &[String]) -> Vec<String> {
         if self.name == "shell" && !extra.is_empty() {
             return extra.to_vec();
         }
+        let skip = if skip_permissions {
+            self.skip_permissions.args
+        } else {
+            &[]
+        };
         self.command
             .iter()
+            .chain(skip)
             .map(|s| s.to_string())
+            .chain(args.iter().cloned())
             .chain(extra.iter().cloned())
             .collect()
     }
@@ -128,9 +174,25 @@ mod tests {
     #[test]
     fn shell_replaces_agents_append() {
         let extra = vec!["-c".to_string(), "true".to_string()];
-        assert_eq!(find("shell").unwrap().argv(&[]), ["/bin/sh"]);
-        assert_eq!(find("shell").unwrap().argv(&["true".into()]), ["true"]);
-        assert_eq!(find("claude").unwrap().argv(&extra), ["claude", "-c", "true"]);
+        let shell = find("shell").unwrap();
+        assert_eq!(shell.argv(false, &[], &[]), ["/bin/sh"]);
+        assert_eq!(shell.argv(true, &[], &["true".into()]), ["true"]);
+        assert_eq!(shell.argv(false, &["-l".into()], &[]), ["/bin/sh", "-l"]);
+        let claude = find("claude").unwrap();
+        assert_eq!(claude.argv(false, &[], &extra), ["claude", "-c", "true"]);
+        let args = ["--model".to_string(), "opus".into()];
+        assert_eq!(
+            claude.argv(true, &args, &extra),
+            [
+                "claude",
+                "--dangerously-skip-permissions",
+                "--model",
+                "opus",
+                "-c",
+                "true"
+            ]
+        );
+        assert_eq!(find("pi").unwrap().argv(true, &[], &[]), ["pi"]);
         assert!(find("vim").is_none());
         assert_eq!(names(), "pi, claude, codex, gemini, opencode, shell");
     }

@@ -39,6 +39,10 @@ pub struct RunSettings {
     pub lockdown: bool,
     /// `--network`.
     pub network: Option<Network>,
+    /// "The sandbox is the boundary": `--yolo` or `[agent.NAME] skip_permissions`.
+    pub skip_permissions: bool,
+    /// `[agent.NAME] args` of the launched agent.
+    pub agent_args: Vec<String>,
 }
 
 /// A bind mount the user asked for: `--add-dir` (origin `Cli`) or a global-config `[[mount]]`
@@ -107,7 +111,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         name: run.agent.clone(),
         known: agents::names(),
     })?;
-    let command = profile.argv(&run.command);
+    let command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
     let egress = network::plan(input.config, run.network, profile, input.host_stage_dir);
     let mut env = build_env(input)?;
     // The proxy variables are ags's own in allowlist mode: they replace any other value.
@@ -163,6 +167,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         git_guards: run.git_guards.clone(),
         staging,
         lockdown: run.lockdown,
+        skip_permissions: run.skip_permissions,
     })
 }
 
@@ -216,9 +221,14 @@ fn wrap_command(command: &[String]) -> Vec<String> {
 fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
     let mut map: BTreeMap<String, PlanEnv> = BTreeMap::new();
     let profile = agents::find(&input.run.agent);
+    let skip_env = match profile {
+        Some(p) if input.run.skip_permissions => p.skip_permissions.env,
+        _ => &[],
+    };
     let defaults = [("HOME", agents::CONTAINER_HOME)]
         .into_iter()
-        .chain(profile.map(|p| p.env).unwrap_or_default().iter().copied());
+        .chain(profile.map(|p| p.env).unwrap_or_default().iter().copied())
+        .chain(skip_env.iter().copied());
     for (key, value) in defaults {
         let source = EnvSource::Plain { value: value.into() };
         map.insert(

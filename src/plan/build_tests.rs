@@ -369,3 +369,54 @@ fn git_guards_are_nested_binds_of_themselves() {
     );
     assert_eq!(plan.git_guards.len(), 2);
 }
+
+#[test]
+fn sandbox_mode_adds_each_agents_own_switch_and_config_args() {
+    let mut run = RunSettings {
+        agent: "claude".into(),
+        command: vec!["-p".into(), "hi".into()],
+        skip_permissions: true,
+        agent_args: vec!["--model".into(), "opus".into()],
+        ..Default::default()
+    };
+    let plan = plan_with(&run, &HookLayer::default(), false).unwrap();
+    assert_eq!(
+        plan.command,
+        [
+            "claude",
+            "--dangerously-skip-permissions",
+            "--model",
+            "opus",
+            "-p",
+            "hi"
+        ]
+    );
+    assert!(plan.skip_permissions);
+    let sandbox = plan
+        .env
+        .iter()
+        .find(|e| e.key == "IS_SANDBOX")
+        .expect("IS_SANDBOX");
+    assert_eq!(sandbox.source, EnvSource::Plain { value: "1".into() });
+    for (agent, flag) in [
+        ("codex", Some("--dangerously-bypass-approvals-and-sandbox")),
+        ("gemini", Some("--yolo")),
+        ("opencode", Some("--auto")),
+        ("pi", None),
+    ] {
+        run.agent = agent.into();
+        run.agent_args.clear();
+        let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+        assert_eq!(
+            plan.command.get(1).map(String::as_str),
+            flag.or(Some("-p")),
+            "{agent}"
+        );
+        assert!(plan.env.iter().all(|e| e.key != "IS_SANDBOX"), "{agent}");
+    }
+    run.skip_permissions = false;
+    run.agent = "claude".into();
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.command, ["claude", "-p", "hi"]);
+    assert!(plan.env.iter().all(|e| e.key != "IS_SANDBOX"));
+}

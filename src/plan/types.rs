@@ -271,6 +271,8 @@ pub struct LaunchPlan {
     pub host_stage_dir: Option<PathBuf>,
     /// Whether `--lockdown` is in effect.
     pub lockdown: bool,
+    /// Whether the agent runs without its own permission prompts (`--yolo`).
+    pub skip_permissions: bool,
 }
 
 impl LaunchPlan {
