@@ -334,7 +334,7 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
              [[mount]]\nsource = \"~/data\"\n\n[[mount]]\nsource = \"/opt/x\"\ntarget = \"/opt/y\"\n\
              readonly = true\noptional = true\n\n\
              [agent.claude]\nargs = [\"--model\", \"opus\"]\nenv = {{ SECRET_TOKEN = \"hidden-value\" }}\n\
-             skip_permissions = true\n\n[git]\nssh_agent = true\n\n\
+             skip_permissions = true\n\n[git]\nssh_agent = false\n\n\
              [[project]]\npath = \"{root}\"\nimage = \"outer\"\n\n\
              [[project]]\npath = \"{project}\"\nimage = \"inner\"\n\n\
              [[project]]\npath = \"/does/not/exist\"\nimage = \"never\"\n",
@@ -354,7 +354,7 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
     assert!(claude.skip_permissions);
     assert_eq!(claude.args, ["--model", "opus"]);
     assert!(!format!("{cfg:?}").contains("hidden-value"));
-    assert!(u.git.ssh_agent && u.git.identity);
+    assert!(!u.git.ssh_agent && u.git.identity);
     assert!(
         u.protect_git && !u.shared_state && u.op_path.is_none(),
         "defaults"

@@ -208,6 +208,16 @@ fn git(g: Option<&GitFile>, paths: &Paths) -> Result<GitSettings, FieldError> {
     let Some(g) = g else {
         return Ok(GitSettings::default());
     };
+    // Not delivered yet (issue 12, item 1): refuse rather than silently forward nothing.
+    if g.ssh_agent == Some(true) {
+        return Err((
+            "ssh_agent".into(),
+            "ssh-agent forwarding is not implemented yet; remove the key",
+        ));
+    }
+    if g.known_hosts.is_some() {
+        return Err(("known_hosts".into(), "is not implemented yet; remove the key"));
+    }
     let known_hosts = match &g.known_hosts {
         None => None,
         Some(p) => Some(host_path(p, paths).ok_or_else(|| ("known_hosts".to_string(), PATH_RULE))?),
