@@ -5,8 +5,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     if let Some(code) = ags::hooks::runner::watchdog::run_if_requested() {
         return code;
@@ -17,10 +15,10 @@ fn main() -> ExitCode {
     }
     ags::hooks::runner::watchdog::enable("/proc/self/exe".into());
     ags::trace::init();
-    // Argument errors exit 125 like `podman run`'s own failures (clap's default is 2); help
-    // and version exit 0.
-    let cli = match ags::cli::Cli::try_parse() {
+    let cli = match ags::cli::parse(std::env::args_os()) {
         Ok(cli) => cli,
+        // `--help` and `--version` print to stdout and succeed; a usage error exits 125 like
+        // every other failure of ags itself (podman run's convention), not clap's 2.
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() {

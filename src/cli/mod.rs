@@ -3,6 +3,7 @@
 
 mod hooks;
 mod image;
+mod parse;
 mod setup;
 
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use hooks::{EventArg, HookTestArgs, HooksArgs, HooksCommand, SchemaSide};
 pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImportArgs};
+pub use parse::{parse, parse_duration};
 pub use setup::{OciHooksArgs, SetupArgs, SetupCommand};
 
 /// Run AI coding agents in rootless Podman containers.
@@ -25,6 +27,10 @@ pub struct Cli {
     pub command: Option<Command>,
     #[command(flatten)]
     pub run: RunArgs,
+    /// Launch options given before the subcommand (`ags --agent claude plan`), by long name;
+    /// filled by [`parse`], which knows where each value came from.
+    #[arg(skip)]
+    pub run_given: Vec<String>,
 }
 
 /// Options every subcommand understands.
@@ -101,6 +107,21 @@ pub struct RunArgs {
     /// gemini --yolo, opencode --auto). See docs/agents.md.
     #[arg(long)]
     pub yolo: bool,
+    /// Container name (default: ags-<project>-<random>); a name already in use is refused.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Stop the agent after DURATION (SIGTERM, then SIGKILL 10 s later) and exit 124, like
+    /// timeout(1). DURATION: a number with an optional unit s, m, h or d (default s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Publish a container port on the host: [[IP:]HOST_PORT:]CONTAINER_PORT[/tcp|udp]
+    /// (e.g. `-p 1455:1455` for a browser login callback).
+    #[arg(long = "publish", short = 'p', value_name = "PORT")]
+    pub publish: Vec<String>,
+    /// Run the agent directly as PID 1 instead of under Podman's init process (which forwards
+    /// signals and reaps zombies).
+    #[arg(long)]
+    pub no_init: bool,
     /// Command and arguments for the agent (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -148,6 +169,29 @@ pub enum Command {
     /// Show a log: `--egress` for the egress proxy's record of connection attempts (the hook
     /// run log is `ags hooks log`).
     Log(LogArgs),
+    /// Print a shell completion script (bash, zsh or fish) to standard output.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) to standard output: `ags man | man -l -`.
+    Man,
+}
+
+/// `ags completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// Shells `ags completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// Bash (source it, or put it in ~/.local/share/bash-completion/completions/ags).
+    Bash,
+    /// Zsh (as `_ags` in a directory of $fpath).
+    Zsh,
+    /// Fish (as ~/.config/fish/completions/ags.fish).
+    Fish,
 }
 
 /// `ags log`.

@@ -1,6 +1,7 @@
 //! Orchestration: one function per subcommand. This is the only module that calls several
 //! stages; each function reads as the sequence of stage calls it performs.
 
+mod completions;
 mod doctor;
 mod events;
 mod gc;
@@ -32,6 +33,8 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         Some(Command::Doctor(args)) => doctor::doctor(&cli.global, &args),
         Some(Command::Setup(args)) => setup::setup(&args),
         Some(Command::Log(args)) => log::log(&cli.global, &args),
+        Some(Command::Completions(args)) => completions::completions(args.shell),
+        Some(Command::Man) => completions::man(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! `ags plan`: the effective launch plan, creating nothing.
 
+use super::run::Service;
 use crate::cli::{GlobalArgs, PlanArgs};
 use crate::launch::identity;
 use crate::launch::signals::SignalWatch;
@@ -13,13 +14,17 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             "--report describes a launch; `ags plan` launches nothing (its --json output is the plan)".into(),
         ));
     }
+    super::run::check_args(global, &args.run)?;
     let config = super::run::load_config(global, args.run.workdir.clone())?;
     let named = super::host_paths::named_workdir(args.run.workdir.as_deref());
     let mut rules = super::host_paths::check_early(&config, named.as_deref(), global.url.as_deref())?;
     let terminals = crate::launch::terminal::both_are_terminals();
     let settings = super::run::settings(&args.run, &config, &mut rules, terminals)?;
+    let image = settings.image.clone().unwrap_or_else(|| config.image.clone());
+    crate::plan::check::check_image_ref(&image)?;
     let identity = identity::current();
     let rt = super::runtime()?;
+    let service = rt.block_on(service(global, &image, settings.name.as_deref()));
     let prepared = rt.block_on(async {
         if args.no_hooks {
             return Ok(None);
@@ -29,11 +34,9 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             .await
             .map(Some)
     });
-    let rootless = prepared.is_ok().then(|| rt.block_on(rootless(global)));
     super::finish(rt);
     let hooks = prepared?.map(|p| super::run::hook_layer(&p)).unwrap_or_default();
-    let rootless = rootless.unwrap_or(false);
-    let plan = super::run::build_plan(&config, &settings, &identity, rootless, &hooks)?;
+    let plan = super::run::build_plan(&config, &settings, &identity, service, &hooks)?;
     if args.json {
         println!(
             "{}",
@@ -45,18 +48,27 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     Ok(0)
 }
 
-/// Ask the service whether it is rootless; without a service, assume rootless unless root.
-async fn rootless(global: &GlobalArgs) -> bool {
+/// Ask the service what the plan depends on, and warn about what a launch would refuse (a
+/// missing image, a taken name); without a service, assume rootless unless root, no SELinux.
+async fn service(global: &GlobalArgs, image: &str, name: Option<&str>) -> Service {
     match podman::connect(global.url.as_deref()).await {
-        Ok(client) => match client.rootless().await {
-            Ok(rootless) => return rootless,
-            Err(e) => eprintln!("ags: warning: {e}"),
-        },
+        Ok(client) => {
+            if let Err(e) = crate::launch::lifecycle::preflight(&client, image, name).await {
+                eprintln!("ags: warning: a launch would fail: {e}");
+            }
+            match super::run::service_facts(&client).await {
+                Ok(facts) => return facts,
+                Err(e) => eprintln!("ags: warning: {e}"),
+            }
+        }
         Err(e) => eprintln!(
             "ags: warning: no Podman service answered; planning as if it were rootless unless root: {e}"
         ),
     }
-    !nix::unistd::geteuid().is_root()
+    Service {
+        rootless: !nix::unistd::geteuid().is_root(),
+        selinux: false,
+    }
 }
 
 /// A plan enum as the bare word it serializes to (`default`, `keep-id`), not as a JSON string.
@@ -108,6 +120,17 @@ fn render(plan: &LaunchPlan) -> String {
     );
     line("lockdown", plan.lockdown.to_string());
     line("skip prompts", plan.skip_permissions.to_string());
+    line("init", plan.init.to_string());
+    if let Some(t) = plan.timeout_seconds {
+        line("timeout", format!("{t} s"));
+    }
+    for p in &plan.ports {
+        let ip = p.host_ip.map(|ip| format!("{ip}:")).unwrap_or_default();
+        line(
+            "publish",
+            format!("{ip}{}:{}/{:?}", p.host_port, p.container_port, p.protocol).to_lowercase(),
+        );
+    }
     for m in &plan.mounts {
         let what = match &m.kind {
             crate::plan::MountKind::Bind { source } => format!("bind {}", source.display()),

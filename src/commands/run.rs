@@ -1,8 +1,9 @@
 //! `ags [run options] -- CMD…`: the launch.
 //!
-//! CLI → config → hooks (every event approved, prepare run) → plan → podman → launch (started
-//! hooks alongside the agent) → cleanup → finished hooks. Nothing touches Podman before the
-//! configuration is loaded and the prepare hooks have succeeded.
+//! CLI values checked → config → Podman service, image and name checked → hooks (every event
+//! approved, prepare run) → plan → podman → launch (started hooks alongside the agent) →
+//! cleanup → finished hooks. No hook and no `op` runs for a launch that is bound to fail on its
+//! command line, its service or its image; nothing is created before the prepare hooks succeed.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -56,11 +57,14 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
 }
 
 fn launch(global: &GlobalArgs, args: &RunArgs, facts: &mut Facts) -> Result<u8, Error> {
+    check_args(global, args)?;
     let config = load_config(global, args.workdir.clone())?;
     facts.paths = Some(config.paths.clone());
     let named = host_paths::named_workdir(args.workdir.as_deref());
     let mut rules = host_paths::check_early(&config, named.as_deref(), global.url.as_deref())?;
     let settings = settings(args, &config, &mut rules, launch::terminal::both_are_terminals())?;
+    let image = settings.image.as_deref().unwrap_or(&config.image);
+    plan::check::check_image_ref(image)?;
     let rt = super::runtime()?;
     let result = rt.block_on(launch_async(global, &config, &settings, rules, facts));
     super::finish(rt);
@@ -79,6 +83,38 @@ pub(super) fn load_config(global: &GlobalArgs, workdir: Option<PathBuf>) -> Resu
         eprintln!("ags: warning: {w}");
     }
     Ok(config)
+}
+
+/// Check the values of the command line that need nothing else (agent, labels, name, ports,
+/// image syntax, URL, workdir): before the configuration (and its overlay trust prompt), the
+/// hooks, `op` and Podman, so a typo costs nothing. `--env`, `--env-file` and `--add-dir` are
+/// checked by [`settings`], still before any hook runs.
+pub(super) fn check_args(global: &GlobalArgs, args: &RunArgs) -> Result<(), Error> {
+    if let Some(url) = &global.url {
+        podman::Endpoint::parse_from(url, "--url")?;
+    }
+    if let Some(dir) = &args.workdir
+        && !dir.is_dir()
+    {
+        return Err(Error::Usage(format!(
+            "--workdir {}: not an existing directory",
+            dir.display()
+        )));
+    }
+    plan::check::find_agent(&args.agent)?;
+    for label in &args.labels {
+        plan::check::parse_label(label)?;
+    }
+    if let Some(name) = &args.name {
+        plan::check::check_name(name)?;
+    }
+    for p in &args.publish {
+        plan::check::parse_publish(p)?;
+    }
+    if let Some(image) = &args.image {
+        plan::check::check_image_ref(image)?;
+    }
+    Ok(())
 }
 
 /// Resolve the launch options: terminal detection, the user's mounts (checked with `rules`,
@@ -113,7 +149,7 @@ pub(super) fn settings(
         TtyMode::True => true,
         TtyMode::False => false,
     };
-    Ok(RunSettings {
+    let settings = RunSettings {
         agent: args.agent.clone(),
         command: args.command.clone(),
         tty,
@@ -136,7 +172,12 @@ pub(super) fn settings(
         }),
         skip_permissions: args.yolo || agent.skip_permissions,
         agent_args: agent.args,
-    })
+        name: args.name.clone(),
+        timeout: args.timeout,
+        publish: args.publish.clone(),
+        no_init: args.no_init,
+    };
+    Ok(settings)
 }
 
 /// The invoking user's uid and gid.
@@ -149,14 +190,15 @@ pub(super) fn build_plan(
     config: &Config,
     settings: &RunSettings,
     identity: &LaunchIdentity,
-    rootless: bool,
+    service: Service,
     hooks: &HookLayer,
 ) -> Result<LaunchPlan, Error> {
     Ok(plan::build(&plan::PlanInput {
         config,
         run: settings,
         identity,
-        rootless,
+        rootless: service.rootless,
+        selinux: service.selinux,
         user: user_ids(),
         host_stage_dir: &match hooks.files.is_empty() {
             true => config.paths.stage_root(),
@@ -165,6 +207,19 @@ pub(super) fn build_plan(
         .join(gc::stage_dir_name(identity)),
         hooks,
     })?)
+}
+
+/// What the plan needs to know about the Podman service.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Service {
+    pub rootless: bool,
+    pub selinux: bool,
+}
+
+/// Ask the service what the plan depends on.
+pub(super) async fn service_facts(client: &podman::Client) -> Result<Service, Error> {
+    let (rootless, selinux) = tokio::try_join!(client.rootless(), client.selinux_enabled())?;
+    Ok(Service { rootless, selinux })
 }
 
 async fn launch_async(
@@ -177,14 +232,19 @@ async fn launch_async(
     let mut signals = SignalWatch::install().map_err(Error::Output)?;
     let identity = identity::current();
     facts.launch_id = Some(identity.launch_id.clone());
+    let client = podman::connect(global.url.as_deref()).await?;
+    crate::trace::mark("connected");
+    let image = settings.image.as_deref().unwrap_or(&config.image);
+    let (service, ()) = tokio::try_join!(service_facts(&client), async {
+        lifecycle::preflight(&client, image, settings.name.as_deref())
+            .await
+            .map_err(Error::from)
+    })?;
     let lifecycle_hooks = events::approve(config)?;
     let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
     let hooks = hook_layer(&prepared);
     crate::trace::mark("hooks done");
-    let client = podman::connect(global.url.as_deref()).await?;
-    crate::trace::mark("connected");
-    let rootless = client.rootless().await?;
-    let plan = build_plan(config, settings, &identity, rootless, &hooks)?;
+    let plan = build_plan(config, settings, &identity, service, &hooks)?;
     facts.image = Some(plan.image.clone());
     let secrets = lookup_secrets(config, &plan, &prepared, &signals).await?;
     crate::trace::mark("secrets");

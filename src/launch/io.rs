@@ -10,7 +10,8 @@ use super::{LaunchError, terminal};
 use crate::podman::{AttachInput, AttachOutput, Client, Demux, StreamKind};
 
 /// Copy until the container's output ends. Stdin is forwarded in a task; without a tty its EOF
-/// is delivered by half-closing the connection.
+/// is delivered by half-closing the connection. At `deadline` (`--timeout`) the agent gets
+/// SIGTERM, then SIGKILL after [`STOP_GRACE`]; returns whether that happened.
 pub async fn pump(
     client: &Client,
     id: &str,
@@ -18,17 +19,18 @@ pub async fn pump(
     input: AttachInput,
     tty: bool,
     signals: &mut SignalWatch,
-) -> Result<(), LaunchError> {
+    mut deadline: Option<tokio::time::Instant>,
+) -> Result<bool, LaunchError> {
     let stdin_task = tokio::spawn(forward_stdin(input, tty));
     let mut winch = signal(SignalKind::window_change()).map_err(LaunchError::Terminal)?;
     let mut sigs = signals.receiver();
     sigs.mark_unchanged();
-    let (mut sigs_open, mut escalate) = (true, None);
+    let (mut sigs_open, mut escalate, mut timed_out) = (true, None, false);
     let result = loop {
         tokio::select! {
             frame = output.read_frame() => match frame {
                 Ok(Some((kind, data))) => write_out(kind, &data)?,
-                Ok(None) => break Ok(()),
+                Ok(None) => break Ok(timed_out),
                 Err(e) => break Err(LaunchError::Stream(e)),
             },
             _ = winch.recv(), if tty => {
@@ -50,6 +52,12 @@ pub async fn pump(
                         escalate = Some(tokio::time::Instant::now() + STOP_GRACE);
                     }
                 }
+            }
+            () = sleep_until_some(deadline) => {
+                eprintln!("ags: --timeout reached; stopping the agent (SIGTERM, SIGKILL after {} s)", STOP_GRACE.as_secs());
+                let _ = client.kill(id, "SIGTERM").await;
+                (deadline, timed_out) = (None, true);
+                escalate.get_or_insert(tokio::time::Instant::now() + STOP_GRACE);
             }
             () = sleep_until_some(escalate) => {
                 eprintln!("ags: the agent did not exit within {} s of the signal; killing it", STOP_GRACE.as_secs());

@@ -89,9 +89,33 @@ pub async fn run(
     client.start(&id).await.map_err(LaunchError::from_start)?;
     crate::trace::mark("started");
     let _ = started.send(id.clone());
-    io::pump(client, &id, output, input, plan.tty, signals).await?;
+    let deadline = plan
+        .timeout_seconds
+        .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s));
+    let timed_out = io::pump(client, &id, output, input, plan.tty, signals, deadline).await?;
     crate::trace::mark("output ended");
-    exit_code(client, &id).await
+    let code = exit_code(client, &id).await?;
+    Ok(if timed_out { EXIT_TIMED_OUT } else { code })
+}
+
+/// Exit code when `--timeout` stopped the agent (timeout(1)'s).
+pub const EXIT_TIMED_OUT: u8 = 124;
+
+/// Checks against the service before any hook or `op` runs: the image is present (create
+/// never pulls) and a requested container name is free.
+pub async fn preflight(client: &Client, image: &str, name: Option<&str>) -> Result<(), LaunchError> {
+    if !client.image_exists(image).await? {
+        return Err(LaunchError::ImageMissing {
+            image: image.into(),
+            detail: "the service has no such image".into(),
+        });
+    }
+    if let Some(name) = name
+        && client.container_exists(name).await?
+    {
+        return Err(LaunchError::NameInUse { name: name.into() });
+    }
+    Ok(())
 }
 
 /// Create the plan's agent state volumes that do not exist yet, with the labels naming their
@@ -148,7 +172,9 @@ async fn create(
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
             }
-            other => return other.map_err(|e| LaunchError::from_create(e, &plan.image)),
+            other => {
+                return other.map_err(|e| LaunchError::from_create(e, &plan.image, &plan.container_name));
+            }
         }
     }
 }

@@ -33,7 +33,12 @@ pub enum LaunchError {
         "image {image} is not present in the Podman service; {}",
         crate::image::missing_image_advice(image)
     )]
-    ImageMissing { image: String },
+    ImageMissing { image: String, detail: String },
+    /// `--name` is taken by another container.
+    #[error(
+        "--name {name}: a container with this name already exists; choose another name, or remove that container if it is a leftover (`ags gc` removes ags's own)"
+    )]
+    NameInUse { name: String },
     /// The agent command could not be started.
     #[error("the agent command could not be started: {message}")]
     Start { code: u8, message: String },
@@ -94,10 +99,17 @@ impl LaunchError {
         }
     }
 
-    /// Classify a create failure (a missing image gets its own advice).
-    pub fn from_create(e: PodmanError, image: &str) -> Self {
-        if e.is_not_found() || e.to_string().contains("image not known") {
-            return LaunchError::ImageMissing { image: image.into() };
+    /// Classify a create failure (a missing image and a taken name get their own advice).
+    pub fn from_create(e: PodmanError, image: &str, name: &str) -> Self {
+        let msg = e.to_string();
+        if e.is_not_found() || msg.contains("image not known") {
+            return LaunchError::ImageMissing {
+                image: image.into(),
+                detail: msg,
+            };
+        }
+        if msg.contains("is already in use") {
+            return LaunchError::NameInUse { name: name.into() };
         }
         LaunchError::Podman(e)
     }

@@ -44,6 +44,9 @@ const NO_PROMPTS: SkipPermissions = SkipPermissions { args: &[], env: &[] };
 /// The home directory inside the container (`HOME` of every agent).
 pub const CONTAINER_HOME: &str = "/home/dev";
 
+/// The `shell` agent's default command: bash when the image has it, else sh.
+pub const SHELL_SCRIPT: &str = "command -v bash >/dev/null 2>&1 && exec bash \"$@\"; exec sh \"$@\"";
+
 /// Every known agent, in the order shown to users.
 pub const AGENTS: &[AgentProfile] = &[
     AgentProfile {
@@ -105,7 +108,8 @@ pub const AGENTS: &[AgentProfile] = &[
     },
     AgentProfile {
         name: "shell",
-        command: &["/bin/sh"],
+        // An interactive shell: bash where the image has it (the agent image does), else sh.
+        command: &["/bin/sh", "-c", SHELL_SCRIPT, "sh"],
         state: &[],
         env: &[],
         egress: &[],
@@ -175,9 +179,12 @@ mod tests {
     fn shell_replaces_agents_append() {
         let extra = vec!["-c".to_string(), "true".to_string()];
         let shell = find("shell").unwrap();
-        assert_eq!(shell.argv(false, &[], &[]), ["/bin/sh"]);
+        assert_eq!(shell.argv(false, &[], &[]), ["/bin/sh", "-c", SHELL_SCRIPT, "sh"]);
         assert_eq!(shell.argv(true, &[], &["true".into()]), ["true"]);
-        assert_eq!(shell.argv(false, &["-l".into()], &[]), ["/bin/sh", "-l"]);
+        assert_eq!(
+            shell.argv(false, &["-l".into()], &[]),
+            ["/bin/sh", "-c", SHELL_SCRIPT, "sh", "-l"]
+        );
         let claude = find("claude").unwrap();
         assert_eq!(claude.argv(false, &[], &extra), ["claude", "-c", "true"]);
         let args = ["--model".to_string(), "opus".into()];

@@ -43,6 +43,14 @@ pub struct RunSettings {
     pub skip_permissions: bool,
     /// `[agent.NAME] args` of the launched agent.
     pub agent_args: Vec<String>,
+    /// `--name`.
+    pub name: Option<String>,
+    /// `--timeout`.
+    pub timeout: Option<std::time::Duration>,
+    /// `--publish`, as given.
+    pub publish: Vec<String>,
+    /// `--no-init`.
+    pub no_init: bool,
 }
 
 /// A bind mount the user asked for: `--add-dir` (origin `Cli`) or a global-config `[[mount]]`
@@ -96,6 +104,8 @@ pub struct PlanInput<'a> {
     pub identity: &'a LaunchIdentity,
     /// Whether the Podman service is rootless.
     pub rootless: bool,
+    /// Whether the Podman service reports SELinux enabled (`/libpod/info`).
+    pub selinux: bool,
     /// The invoking user's uid and gid.
     pub user: (u32, u32),
     /// Private host directory for this launch's generated files (used only when there are any).
@@ -107,12 +117,19 @@ pub struct PlanInput<'a> {
 /// Build the launch plan.
 pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let run = input.run;
-    let profile = agents::find(&run.agent).ok_or_else(|| PlanError::UnknownAgent {
-        name: run.agent.clone(),
-        known: agents::names(),
-    })?;
+    let image = run.image.clone().unwrap_or_else(|| input.config.image.clone());
+    super::check::check_settings(run, Some(&image))?;
+    let profile = super::check::find_agent(&run.agent)?;
+    let ports = run
+        .publish
+        .iter()
+        .map(|p| super::check::parse_publish(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
     let egress = network::plan(input.config, run.network, profile, input.host_stage_dir);
+    if !ports.is_empty() && egress.mode == crate::config::Network::None {
+        return Err(PlanError::PublishWithoutNetwork);
+    }
     let mut env = build_env(input)?;
     // The proxy variables are ags's own in allowlist mode: they replace any other value.
     let proxy_env = egress.env();
@@ -135,8 +152,11 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     });
     Ok(LaunchPlan {
         launch_id: input.identity.launch_id.clone(),
-        container_name: container_name(&input.config.project, &input.identity.suffix),
-        image: run.image.clone().unwrap_or_else(|| input.config.image.clone()),
+        container_name: run
+            .name
+            .clone()
+            .unwrap_or_else(|| container_name(&input.config.project, &input.identity.suffix)),
+        image,
         agent: profile.name.into(),
         command,
         container_command,
@@ -152,9 +172,17 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
             cap_drop: vec!["ALL".into()],
             no_new_privileges: true,
             pids_limit: input.config.pids_limit,
+            selinux_label: if input.selinux {
+                SelinuxLabel::Disabled
+            } else {
+                SelinuxLabel::NotEnabled
+            },
         },
         network: egress.mode,
         egress,
+        ports,
+        init: !run.no_init,
+        timeout_seconds: run.timeout.map(|t| t.as_secs_f64()),
         mounts,
         env,
         annotations: annotations(input, host_stage_dir.as_deref()),
@@ -436,16 +464,7 @@ fn build_labels(input: &PlanInput<'_>) -> Result<BTreeMap<String, String>, PlanE
     let id = input.identity;
     let mut labels = BTreeMap::new();
     for arg in &input.run.labels {
-        let (k, v) = arg.split_once('=').ok_or_else(|| PlanError::BadLabel {
-            arg: arg.clone(),
-            rule: "use KEY=VALUE",
-        })?;
-        if k.is_empty() || k == LABEL_MANAGED || k.starts_with("io.ags.owner") || k == LABEL_LAUNCH_ID {
-            return Err(PlanError::BadLabel {
-                arg: arg.clone(),
-                rule: "this key is reserved for ags",
-            });
-        }
+        let (k, v) = super::check::parse_label(arg)?;
         labels.insert(k.to_string(), v.to_string());
     }
     labels.extend([

@@ -41,13 +41,23 @@ fn identity() -> LaunchIdentity {
 }
 
 fn plan_with(run: &RunSettings, hooks: &HookLayer, rootless: bool) -> Result<LaunchPlan, PlanError> {
-    let cfg = config();
+    plan_in(&config(), run, hooks, rootless, false)
+}
+
+fn plan_in(
+    cfg: &Config,
+    run: &RunSettings,
+    hooks: &HookLayer,
+    rootless: bool,
+    selinux: bool,
+) -> Result<LaunchPlan, PlanError> {
     let id = identity();
     build(&PlanInput {
-        config: &cfg,
+        config: cfg,
         run,
         identity: &id,
         rootless,
+        selinux,
         user: (1000, 1000),
         host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-abc123"),
         hooks,
@@ -87,7 +97,7 @@ fn minimal_plan() {
     );
     let rootful = plan_with(&shell(&[]), &HookLayer::default(), false).unwrap();
     assert_eq!(rootful.user_namespace, UserNamespace::Default);
-    assert_eq!(rootful.container_command, ["/bin/sh"]);
+    assert_eq!(rootful.container_command[..2], ["/bin/sh", "-c"]);
 }
 
 #[test]
@@ -181,7 +191,7 @@ fn unknown_agent_is_refused() {
         .to_string();
     assert_eq!(
         err,
-        "unknown agent \"vim\"; known agents: pi, claude, codex, gemini, opencode, shell"
+        "--agent \"vim\": unknown agent; known agents: pi, claude, codex, gemini, opencode, shell"
     );
 }
 
@@ -419,4 +429,66 @@ fn sandbox_mode_adds_each_agents_own_switch_and_config_args() {
     let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
     assert_eq!(plan.command, ["claude", "-p", "hi"]);
     assert!(plan.env.iter().all(|e| e.key != "IS_SANDBOX"));
+}
+
+#[test]
+fn init_name_timeout_and_ports() {
+    let plan = plan_with(&shell(&["true"]), &HookLayer::default(), true).unwrap();
+    assert!(plan.init, "init runs as PID 1 by default");
+    assert!(plan.ports.is_empty() && plan.timeout_seconds.is_none());
+    let run = RunSettings {
+        name: Some("my-agent".into()),
+        timeout: Some(std::time::Duration::from_millis(1500)),
+        no_init: true,
+        ..shell(&["true"])
+    };
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.container_name, "my-agent");
+    assert_eq!(plan.timeout_seconds, Some(1.5));
+    assert!(!plan.init);
+    // Publishing needs a network: refused under network = "none", planned otherwise.
+    let run = RunSettings {
+        publish: vec!["127.0.0.1:1455:1455".into()],
+        ..shell(&["true"])
+    };
+    let err = plan_with(&run, &HookLayer::default(), true).unwrap_err();
+    assert!(matches!(err, PlanError::PublishWithoutNetwork), "{err}");
+    let cfg = Config {
+        network: Network::Open,
+        ..config()
+    };
+    let plan = plan_in(&cfg, &run, &HookLayer::default(), true, false).unwrap();
+    assert_eq!(plan.ports.len(), 1);
+    assert_eq!(
+        (plan.ports[0].host_port, plan.ports[0].container_port),
+        (1455, 1455)
+    );
+}
+
+#[test]
+fn bad_values_are_refused_by_the_plan_too() {
+    for run in [
+        RunSettings {
+            name: Some("bad name".into()),
+            ..shell(&[])
+        },
+        RunSettings {
+            image: Some("Bad Image".into()),
+            ..shell(&[])
+        },
+        RunSettings {
+            publish: vec!["80".into()],
+            ..shell(&[])
+        },
+    ] {
+        assert!(plan_with(&run, &HookLayer::default(), true).is_err(), "{run:?}");
+    }
+}
+
+#[test]
+fn selinux_decides_the_label() {
+    let plan = plan_in(&config(), &shell(&[]), &HookLayer::default(), true, false).unwrap();
+    assert_eq!(plan.security.selinux_label, SelinuxLabel::NotEnabled);
+    let plan = plan_in(&config(), &shell(&[]), &HookLayer::default(), true, true).unwrap();
+    assert_eq!(plan.security.selinux_label, SelinuxLabel::Disabled);
 }

@@ -7,6 +7,7 @@
 
 pub mod agents;
 mod build;
+pub mod check;
 pub mod host_env;
 pub mod network;
 mod types;
@@ -18,8 +19,30 @@ pub use types::*;
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     /// `--agent` names no known agent.
-    #[error("unknown agent {name:?}; known agents: {known}")]
-    UnknownAgent { name: String, known: String },
+    #[error("--agent {name:?}: unknown agent; {suggestion}known agents: {known}")]
+    UnknownAgent {
+        name: String,
+        suggestion: String,
+        known: String,
+    },
+    /// `--name` is not a valid container name.
+    #[error(
+        "--name {name:?}: a container name starts with a letter or digit, followed by letters, digits, '_', '.' or '-'"
+    )]
+    BadName { name: String },
+    /// A `--publish` value is malformed.
+    #[error("--publish {arg:?}: {rule}; use [[IP:]HOST_PORT:]CONTAINER_PORT[/tcp|udp], e.g. -p 1455:1455")]
+    BadPublish { arg: String, rule: String },
+    /// `--publish` without a network.
+    #[error(
+        "--publish needs a network, but the network mode is none (--network or [network] mode); remove --publish or use --network open"
+    )]
+    PublishWithoutNetwork,
+    /// The image reference is malformed.
+    #[error(
+        "image {image:?}: not a valid image reference ({rule}); use e.g. localhost/ags-agent:latest (--image or [sandbox] image)"
+    )]
+    BadImage { image: String, rule: &'static str },
     /// The environment from the host (`--env`, `--env-file`, passthrough) is unusable.
     #[error(transparent)]
     HostEnv(#[from] host_env::HostEnvError),

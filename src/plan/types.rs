@@ -113,6 +113,42 @@ pub struct Security {
     pub no_new_privileges: bool,
     /// Maximum number of processes.
     pub pids_limit: i64,
+    /// SELinux labelling of the container (docs/security.md, "SELinux hosts").
+    pub selinux_label: SelinuxLabel,
+}
+
+/// How the container is treated on an SELinux host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelinuxLabel {
+    /// The service reports SELinux disabled: nothing to decide.
+    NotEnabled,
+    /// SELinux is enabled: the container runs with `label=disable` (unconfined by SELinux), so
+    /// that the workdir and other binds can be used without relabelling host files.
+    Disabled,
+}
+
+/// Transport protocol of a published port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+}
+
+/// A container port published on the host (`--publish`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortMapping {
+    /// Host address to listen on; all addresses when absent.
+    pub host_ip: Option<std::net::IpAddr>,
+    /// Host port.
+    pub host_port: u16,
+    /// Container port.
+    pub container_port: u16,
+    /// Protocol.
+    pub protocol: Protocol,
 }
 
 /// What backs a mount.
@@ -245,6 +281,12 @@ pub struct LaunchPlan {
     pub network: Network,
     /// The network policy: mode origin, allowlist, egress proxy (docs/network.md).
     pub egress: super::network::EgressPlan,
+    /// Ports published on the host (`--publish`).
+    pub ports: Vec<PortMapping>,
+    /// Whether Podman's init process runs as PID 1 (forwarding signals, reaping zombies).
+    pub init: bool,
+    /// `--timeout`, in seconds: the agent is stopped (SIGTERM, then SIGKILL) after this long.
+    pub timeout_seconds: Option<f64>,
     /// Mounts, in the order they are applied.
     pub mounts: Vec<PlanMount>,
     /// Environment variables.

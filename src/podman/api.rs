@@ -77,6 +77,26 @@ impl Client {
         Ok(self.info().await?.host.security.rootless)
     }
 
+    /// Whether the service labels containers with SELinux (`host.security.selinuxEnabled` of
+    /// `GET /libpod/info`). A unix socket's service shares this host's kernel: without a
+    /// mounted selinuxfs SELinux cannot be enabled, and the slow `info` call is skipped.
+    pub async fn selinux_enabled(&self) -> Result<bool> {
+        if self.endpoint().is_unix() && !std::path::Path::new("/sys/fs/selinux/enforce").exists() {
+            return Ok(false);
+        }
+        Ok(self.info().await?.host.security.selinux_enabled)
+    }
+
+    /// Whether a container with this name or id exists (`GET /libpod/containers/{name}/exists`).
+    pub async fn container_exists(&self, name: &str) -> Result<bool> {
+        let req = Request::new(Method::GET, format!("/containers/{}/exists", segment(name)));
+        match self.call(req).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Create a container; returns its ID. The image must exist locally.
     pub async fn create(&self, spec: &SpecGenerator) -> Result<String> {
         self.create_with_warnings(spec).await.map(|(id, _)| id)

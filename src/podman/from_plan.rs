@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use super::spec::{
-    LogConfig, Mount, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator,
+    LogConfig, Mount, NamedVolume, Namespace, NsMode, PidsLimit, PortMapping, ResourceLimits, SpecGenerator,
 };
 use crate::config::Network;
-use crate::plan::{EnvSource, LaunchPlan, MountKind, UserNamespace};
+use crate::plan::{EnvSource, LaunchPlan, MountKind, Protocol, SelinuxLabel, UserNamespace};
 
 /// Build the create body for `plan`. Only `Plain` env values (chosen by `ags`, never secrets)
 /// go into the spec; everything else is staged.
@@ -50,6 +50,27 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         // The agent's output (with a terminal, echoed keystrokes too) may hold secrets: keep
         // no log file of it. Attach streams it all the same.
         log_configuration: Some(LogConfig::none()),
+        init: plan.init,
+        portmappings: plan
+            .ports
+            .iter()
+            .map(|p| PortMapping {
+                host_ip: p.host_ip.map(|ip| ip.to_string()).unwrap_or_default(),
+                container_port: p.container_port,
+                host_port: p.host_port,
+                protocol: match p.protocol {
+                    Protocol::Tcp => "tcp",
+                    Protocol::Udp => "udp",
+                }
+                .into(),
+            })
+            .collect(),
+        // On an SELinux host the binds are not relabelled (a `:z` relabel would rewrite the
+        // labels of the user's files on the host); the container runs unlabelled instead.
+        selinux_opts: match plan.security.selinux_label {
+            SelinuxLabel::Disabled => vec!["disable".into()],
+            SelinuxLabel::NotEnabled => vec![],
+        },
         ..SpecGenerator::default()
     }
 }
@@ -105,4 +126,97 @@ fn volumes(plan: &LaunchPlan) -> Vec<NamedVolume> {
 
 fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{LaunchPlan, SelinuxLabel};
+
+    fn plan_json(selinux: bool, init: bool) -> serde_json::Value {
+        let home = std::path::PathBuf::from("/home/u");
+        let config = crate::config::Config {
+            paths: crate::config::Paths {
+                config_home: home.join(".config"),
+                state_home: home.join(".local/state"),
+                cache_home: home.join(".cache"),
+                runtime_dir: None,
+                home: home.clone(),
+            },
+            workdir: home.join("project"),
+            project: home.join("project"),
+            image: "localhost/img:1".into(),
+            pids_limit: 4096,
+            network: Network::Open,
+            hooks: vec![],
+            started_hooks: vec![],
+            finished_hooks: vec![],
+            primary: None,
+            overlay: None,
+            warnings: vec![],
+            user: Default::default(),
+            egress: Default::default(),
+        };
+        let run = crate::plan::RunSettings {
+            agent: "claude".into(),
+            mounts: vec![crate::plan::UserMount {
+                source: "/home/u/other".into(),
+                destination: "/home/u/other".into(),
+                read_only: false,
+                origin: crate::plan::Origin::Cli,
+            }],
+            no_init: !init,
+            ..Default::default()
+        };
+        let plan: LaunchPlan = crate::plan::build(&crate::plan::PlanInput {
+            config: &config,
+            run: &run,
+            identity: &crate::plan::LaunchIdentity {
+                launch_id: "ags-1-2".into(),
+                suffix: "abc".into(),
+                pid: 1,
+                start_time: 2,
+                host: "h".into(),
+            },
+            rootless: true,
+            selinux,
+            user: (1000, 1000),
+            host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-abc"),
+            hooks: &Default::default(),
+        })
+        .unwrap();
+        let want = if selinux {
+            SelinuxLabel::Disabled
+        } else {
+            SelinuxLabel::NotEnabled
+        };
+        assert_eq!(plan.security.selinux_label, want);
+        serde_json::to_value(spec_from_plan(&plan)).unwrap()
+    }
+
+    #[test]
+    fn selinux_enabled_disables_labelling_and_relabels_nothing() {
+        let on = plan_json(true, true);
+        assert_eq!(on["selinux_opts"], serde_json::json!(["disable"]));
+        let off = plan_json(false, true);
+        assert!(off.get("selinux_opts").is_none(), "{off}");
+        // Either way no bind is relabelled (`z`/`Z` would rewrite host file labels).
+        for spec in [&on, &off] {
+            for m in spec["mounts"].as_array().unwrap() {
+                let opts: Vec<&str> = m["options"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|o| o.as_str().unwrap())
+                    .collect();
+                assert!(!opts.iter().any(|o| *o == "z" || *o == "Z"), "{m}");
+            }
+        }
+    }
+
+    #[test]
+    fn init_is_requested_unless_disabled() {
+        assert_eq!(plan_json(false, true)["init"], true);
+        assert!(plan_json(false, false).get("init").is_none());
+    }
 }

@@ -86,6 +86,16 @@ pub struct SpecGenerator {
     /// file in its storage, on disk).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_configuration: Option<LogConfig>,
+    /// Run Podman's init (catatonit) as PID 1 (`--init`): it forwards signals to the command
+    /// and reaps zombies. The service needs its `init_path` binary installed.
+    #[serde(skip_serializing_if = "is_false")]
+    pub init: bool,
+    /// Ports published on the host (`--publish`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub portmappings: Vec<PortMapping>,
+    /// SELinux options (`--security-opt label=…`); `["disable"]` turns labelling off.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub selinux_opts: Vec<String>,
 }
 
 /// `{"driver": "none"}`: the container's log driver (checked on a real service by
@@ -104,6 +114,20 @@ impl LogConfig {
             driver: "none".into(),
         }
     }
+}
+
+/// One published port (libpod's `PortMapping`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortMapping {
+    /// Host address; empty means every address.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub host_ip: String,
+    /// Port inside the container.
+    pub container_port: u16,
+    /// Port on the host.
+    pub host_port: u16,
+    /// `tcp` or `udp`.
+    pub protocol: String,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -276,6 +300,14 @@ mod tests {
             remove: true,
             seccomp_profile_path: Some("/p.json".into()),
             log_configuration: Some(LogConfig::none()),
+            init: true,
+            portmappings: vec![PortMapping {
+                host_ip: "127.0.0.1".into(),
+                container_port: 80,
+                host_port: 8080,
+                protocol: "tcp".into(),
+            }],
+            selinux_opts: vec!["disable".into()],
         };
         let expected = json!({
             "name": "n", "image": "img", "command": ["sh"], "entrypoint": [], "env": {"A": "1"},
@@ -289,7 +321,10 @@ mod tests {
             ],
             "volumes": [{"Name": "v", "Dest": "/v", "Options": ["ro"]}],
             "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true, "seccomp_profile_path": "/p.json",
-            "log_configuration": {"driver": "none"}
+            "log_configuration": {"driver": "none"},
+            "init": true,
+            "portmappings": [{"host_ip": "127.0.0.1", "container_port": 80, "host_port": 8080, "protocol": "tcp"}],
+            "selinux_opts": ["disable"]
         });
         assert_eq!(serde_json::to_value(&spec).unwrap(), expected);
     }
