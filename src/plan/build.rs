@@ -146,9 +146,10 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let mounts = build_mounts(input, &files, staging.as_ref(), egress.mounts())?;
     let state_volumes = state_volumes(input, &mounts);
     let host_stage_dir = (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf());
-    let container_command = egress.wrap(match &staging {
-        Some(_) => wrap_command(&command),
-        None => command.clone(),
+    let container_command = egress.wrap(if staging.is_some() || !run.no_init {
+        wrap_command(&command, staging.is_some())
+    } else {
+        command.clone()
     });
     Ok(LaunchPlan {
         launch_id: input.identity.launch_id.clone(),
@@ -236,15 +237,31 @@ fn annotations(input: &PlanInput<'_>, host_stage_dir: Option<&Path>) -> BTreeMap
     out
 }
 
-/// The command wrapper that loads the staged env file, then execs the agent. The file holds
-/// `export KEY='value'` lines; values are single-line and single-quote escaped.
-fn wrap_command(command: &[String]) -> Vec<String> {
-    let script = format!(". {STAGING_ENV_FILE} && exec \"$@\"");
+/// The command wrapper: loads the staged env file (when there is one), checks that the command
+/// can be executed, then execs it. Under Podman's init the command is started by the init
+/// (which only says "failed to exec" and exits 1), so the check gives the agent command
+/// `podman run`'s exit codes: 127 when it is not found, 126 when it cannot be executed. The
+/// env file holds `export KEY='value'` lines; values are single-line and single-quote escaped.
+fn wrap_command(command: &[String], staged: bool) -> Vec<String> {
+    let load = if staged {
+        format!(". {STAGING_ENV_FILE} || exit 125; ")
+    } else {
+        String::new()
+    };
+    let script = format!("{load}{CHECK_COMMAND}");
     ["/bin/sh".to_string(), "-c".into(), script, "ags-env".into()]
         .into_iter()
         .chain(command.iter().cloned())
         .collect()
 }
+
+/// Shell code: fail like `podman run` (126/127, with a message) when `$1` cannot be executed,
+/// else exec `"$@"`. Works in dash, bash and busybox sh.
+const CHECK_COMMAND: &str = "f() { echo \"ags: the agent command could not be started: $1: $2\" >&2; exit $3; }; \
+case $1 in */*) [ -e \"$1\" ] || f \"$1\" 'no such file or directory' 127; \
+if [ -d \"$1\" ] || [ ! -x \"$1\" ]; then f \"$1\" 'permission denied' 126; fi;; \
+*) command -v -- \"$1\" >/dev/null 2>&1 || f \"$1\" 'executable file not found in $PATH' 127;; esac; \
+exec \"$@\"";
 
 fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
     let mut map: BTreeMap<String, PlanEnv> = BTreeMap::new();

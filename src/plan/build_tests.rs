@@ -76,7 +76,15 @@ fn shell(cmd: &[&str]) -> RunSettings {
 fn minimal_plan() {
     let plan = plan_with(&shell(&["true"]), &HookLayer::default(), true).unwrap();
     assert_eq!(plan.container_name, "ags-my-project-abc123");
-    assert_eq!(plan.container_command, ["true"]);
+    // Under init the command is checked by a wrapper (podman run's 126/127), then exec'd.
+    assert_eq!(plan.container_command[..2], ["/bin/sh", "-c"]);
+    assert_eq!(plan.container_command[3..], ["ags-env", "true"]);
+    let direct = RunSettings {
+        no_init: true,
+        ..shell(&["true"])
+    };
+    let plan_direct = plan_with(&direct, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan_direct.container_command, ["true"]);
     assert_eq!(plan.user_namespace, UserNamespace::KeepId);
     assert_eq!(plan.security.cap_drop, ["ALL"]);
     assert!(plan.security.no_new_privileges);
