@@ -273,6 +273,18 @@ pub struct StoreInfo {
     pub run_root: String,
     /// Where named volumes are kept.
     pub volume_path: String,
+    /// How many images the store holds.
+    pub image_store: StoreCount,
+    /// How many containers the store holds.
+    pub container_store: StoreCount,
+}
+
+/// `{"number": N}` in [`StoreInfo`].
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default)]
+pub struct StoreCount {
+    /// The count.
+    pub number: u64,
 }
 
 /// `host` of [`Info`].

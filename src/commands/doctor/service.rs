@@ -111,13 +111,21 @@ fn storage_check(info: &Info) -> Check {
     } else {
         "/etc/containers/storage.conf"
     };
+    let (images, containers) = (store.image_store.number, store.container_store.number);
+    let migrate = if images + containers == 0 {
+        "the store is empty: stop the Podman service, run `podman system reset --force` (it loses nothing now), write the setting, start the service (`scripts/setup-podman` does this for the users it prepares)".to_string()
+    } else {
+        format!(
+            "migrating: stop the Podman service, run `podman system reset` — it DELETES this store's {images} image(s), {containers} container(s) and every volume (including ags's agent state volumes: logins, settings) — then write the setting, start the service, and rebuild with `ags image build` (first `scripts/bootstrap-base-image` when the base is gone too)"
+        )
+    };
     Check::warn(
         "storage",
         format!(
-            "{detail}: every container gets a full copy of its image (about 50 s per launch of the 1.9 GB agent image)"
+            "{detail}: every container gets a full copy of its image (25-90 s per launch of the 1.9 GB agent image)"
         ),
         format!(
-            "use overlay: `[storage] driver = \"overlay\"` in {conf} (native on kernel >= 5.13, else `[storage.options.overlay] mount_program = \"/usr/bin/fuse-overlayfs\"`); switching needs `podman system reset`, which deletes the existing images and containers"
+            "use overlay: `[storage] driver = \"overlay\"` in {conf} (native on kernel >= 5.13, else `[storage.options.overlay] mount_program = \"/usr/bin/fuse-overlayfs\"`); the driver can only change on an empty store; {migrate}"
         ),
     )
 }
