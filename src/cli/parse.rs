@@ -49,7 +49,7 @@ where
 
 /// The ids of the launch options (the fields of [`RunArgs`]).
 fn run_ids() -> Vec<String> {
-    RunArgs::augment_args(clap::Command::new("run"))
+    RunArgs::augment_args(clap::Command::default())
         .get_arguments()
         .map(|a| a.get_id().to_string())
         .collect()
