@@ -193,7 +193,7 @@ fn a_sibling_swapping_a_guarded_entry_never_gets_a_host_dir_mounted() {
         let secret = env.mkdir("secretdir", 0o700);
         env.write_file("secretdir/secret-file-7781", "x\n", 0o600);
         let script = format!(
-            "while [ ! -d .git/worktrees/wt ]; do sleep 0.1; done; cd .git/worktrees && \
+            "while [ ! -e go ]; do sleep 0.1; done; cd .git/worktrees && \
              ln -s {} link && echo swapping && \
              while :; do mv wt tmp; mv link wt; mv wt link; mv tmp wt; done",
             secret.display()
@@ -212,6 +212,7 @@ fn a_sibling_swapping_a_guarded_entry_never_gets_a_host_dir_mounted() {
                 &env.root().join("wt").display().to_string(),
             ],
         );
+        env.write_file("work/go", "", 0o644);
         sibling.expect_stdout("swapping", Duration::from_secs(60));
         for _ in 0..8 {
             let out = launch_bounded(env, &["sh", "-c", "ls .git/worktrees/wt/ && echo LISTED"]);
