@@ -298,21 +298,23 @@ fn after_a_sigkill_of_ags_the_next_launch_leaves_nothing() {
 }
 
 /// 20 concurrent launches each get their own policy: launch `i` may reach server `i` only.
-/// Rootful only: the rootless 4.3 service fails concurrent keep-id creates at random (see
-/// `common::rootless_turn`); rootless launches of this policy are covered one at a time above.
+/// Rootful and rootless: `ags` serialises rootless creates per service (the 4.3 service is not
+/// safe under concurrent keep-id creates), so the 20 rootless launches run at once too.
 #[test]
 fn concurrent_launches_each_get_their_own_policy() {
     const N: usize = 20;
     let ports: Vec<u16> = (0..N).map(|_| server("c")).collect();
-    if !common::modes().contains(&Mode::Rootful) {
-        return;
-    }
-    let env = TestEnv::new(Mode::Rootful);
+    each_mode(|env| {
+        concurrent_policies(env, &ports);
+    });
+}
+
+/// Launch one container per entry of `ports` at once, launch `i` allowed `ports[i]` only.
+fn concurrent_policies(env: &TestEnv, ports: &[u16]) {
+    let n = ports.len();
     let results: Vec<(usize, String)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..N)
+        let handles: Vec<_> = (0..n)
             .map(|i| {
-                let env = &env;
-                let ports = &ports;
                 s.spawn(move || {
                     let cfg = env.root().join(format!("cfg{i}.toml"));
                     std::fs::write(&cfg, format!("[network]\nmode = \"allowlist\"\nallow = [\"127.0.0.1:{}\"]\n", ports[i])).unwrap();
@@ -342,9 +344,9 @@ fn concurrent_launches_each_get_their_own_policy() {
             };
             assert_eq!(*line, want, "launch {i}, server {j}: {text}");
         }
-        assert_eq!(lines.len(), N, "{text}");
+        assert_eq!(lines.len(), n, "{text}");
     }
-    assert_clean(&env);
+    assert_clean(env);
 }
 
 /// A TCP relay to a unix socket: a "remote" service that is really the local one.
