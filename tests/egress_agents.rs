@@ -1,4 +1,4 @@
-//! Real agent CLIs through the egress proxy (issue 15): claude, opencode and codex from the agent image
+//! Real agent CLIs through the egress proxy (issue 15): claude, opencode, codex and pi from the agent image
 //! reach a scripted model endpoint (`tests/support/model_endpoint.py`) in allowlist mode, using
 //! the proxy variables `ags` sets, and are refused when the endpoint is not on the list. Their
 //! API hosts from the agent table are turned off (`agent_hosts = false`), so their background
@@ -207,5 +207,39 @@ fn claude_opencode_and_codex_reach_a_listed_endpoint_and_only_that() {
         ];
         let codex_args: Vec<&str> = codex_args.iter().map(String::as_str).collect();
         check(env, &ep, "codex", &["SCRIPTED_KEY=test".into()], &codex_args);
+    });
+}
+
+/// pi tunnels even http:// through `CONNECT` (undici `EnvHttpProxyAgent` from `HTTPS_PROXY`),
+/// unlike the three above, which send absolute-URI requests. Its provider comes from
+/// `models.json` in `PI_CODING_AGENT_DIR`, here a directory in the workspace.
+#[test]
+fn pi_reaches_a_listed_endpoint_and_only_that() {
+    let Some(addr) = host_address() else {
+        println!("SKIP: no address of this machine from `hostname -I`");
+        return;
+    };
+    let ep = endpoint(&addr);
+    each_mode(|env| {
+        if !common::api::image_exists(&env.mode().socket(), AGENT_IMAGE).unwrap_or(false) {
+            println!("SKIP: {}: no {AGENT_IMAGE} in this service", env.mode());
+            return;
+        }
+        let dir = env.work_dir().join(".pi-agent");
+        std::fs::create_dir_all(&dir).expect("pi agent dir");
+        let models = serde_json::json!({"providers": {"scripted": {
+            "baseUrl": format!("http://{}:{}/v1", ep.addr, ep.port),
+            "api": "openai-completions",
+            "apiKey": "test",
+            "models": [{"id": "m"}],
+        }}});
+        env.write_file(dir.join("models.json"), models.to_string(), 0o644);
+        check(
+            env,
+            &ep,
+            "pi",
+            &[format!("PI_CODING_AGENT_DIR={}", dir.display())],
+            &["-p", "--provider", "scripted", "--model", "m", "say hi"],
+        );
     });
 }
