@@ -214,6 +214,12 @@ fn init_is_pid_1_and_ctrl_c_reaches_sleep() {
 
 #[test]
 fn published_port_is_reached_from_the_host() {
+    if common::var("AGS_TEST_SERVICE_NETNS").as_deref() == Some("separate") {
+        // scripts/test-podman5: the service runs inside the podman-in-podman container, so a
+        // published port opens on that container's loopback, not on this host's.
+        eprintln!("SKIP: the Podman service under test has its own network namespace");
+        return;
+    }
     each_mode(|env| {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
