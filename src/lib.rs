@@ -17,6 +17,7 @@
 //! but runs from Podman); socket I/O lives in `podman::transport`. `spool` holds what crash
 //! recovery needs (docs/lifecycle.md).
 
+pub mod agent_hooks;
 pub mod cli;
 pub mod commands;
 pub mod config;
