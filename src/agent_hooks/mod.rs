@@ -19,6 +19,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub mod matrix;
+
 /// Directory inside the container holding everything the dispatcher needs.
 pub const CONTAINER_DIR: &str = "/run/ags-agent-hooks";
 

@@ -1,0 +1,237 @@
+//! The hook matrix as data: for every agent of the agent table that has hooks and every
+//! normalised [`Event`], the agent's own event name and how it is delivered, or why the cell
+//! stays empty; per agent, where `ags` puts its wiring and whether the agent can still silence
+//! it. `docs/agent-hooks.md` is rendered from this table ([`render_markdown`]; a test fails when
+//! the page differs), the per-agent wiring files are generated from it (`wiring`), the
+//! dispatcher maps native names back with [`normalise`], and `tests/agent_hooks_cli.rs` checks
+//! every claimed native event against the pinned CLI in the agent image.
+
+use super::Event;
+
+/// How an agent receives hooks at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    /// A command run with the native hook JSON on stdin (claude, codex, gemini).
+    Command,
+    /// An in-process plugin hook or bus event, forwarded by a generated JS shim (opencode).
+    OpencodePlugin,
+    /// An in-process extension event, forwarded by a generated extension (pi).
+    PiExtension,
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    /// The agent's own event that `ags` wires to this normalised event.
+    Native {
+        /// The native event name, exactly as the agent spells it (and as the dispatcher gets it
+        /// in `--event`).
+        name: &'static str,
+        /// A note for the docs (how it fires, what differs from the normalised meaning); may be
+        /// empty.
+        note: &'static str,
+    },
+    /// The agent has no such event.
+    Empty {
+        /// Why the cell stays empty.
+        reason: &'static str,
+    },
+}
+
+/// The hook row of one agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentHooks {
+    /// Agent name, as in the agent table (`src/plan/agents.rs`).
+    pub agent: &'static str,
+    /// How it receives hooks.
+    pub mechanism: Mechanism,
+    /// Where `ags` puts the generated wiring and why there.
+    pub wiring: &'static str,
+    /// Whether the agent (or a file it can write) can still silence the wiring, and how `ags`
+    /// notices.
+    pub silence: &'static str,
+    /// One cell per event of [`Event::ALL`], in that order.
+    pub cells: [Cell; 8],
+}
+
+impl AgentHooks {
+    /// The cell of `event`.
+    pub fn cell(&self, event: Event) -> Cell {
+        let i = Event::ALL.iter().position(|e| *e == event).unwrap_or(0);
+        self.cells[i]
+    }
+
+    /// The wired native events with their normalised event, in the order of [`Event::ALL`].
+    pub fn wired(&self) -> impl Iterator<Item = (Event, &'static str)> + '_ {
+        Event::ALL
+            .into_iter()
+            .zip(self.cells)
+            .filter_map(|(e, c)| match c {
+                Cell::Native { name, .. } => Some((e, name)),
+                Cell::Empty { .. } => None,
+            })
+    }
+}
+
+const fn n(name: &'static str) -> Cell {
+    Cell::Native { name, note: "" }
+}
+
+const fn nn(name: &'static str, note: &'static str) -> Cell {
+    Cell::Native { name, note }
+}
+
+const fn empty(reason: &'static str) -> Cell {
+    Cell::Empty { reason }
+}
+
+/// Every agent with hooks, in the order of the agent table. `shell` has none: it is a plain
+/// shell, whose commands no hook sees.
+pub const MATRIX: &[AgentHooks] = &[
+    AgentHooks {
+        agent: "pi",
+        mechanism: Mechanism::PiExtension,
+        wiring: "a generated extension, passed as `-e /etc/ags-agent-hooks/pi-extension.js` \
+                 (pi has no system location; an `-e` extension is loaded besides the \
+                 auto-discovered ones)",
+        silence: "`--no-extensions` drops only auto-discovered extensions, not `-e`, and project \
+                  `.pi/settings.json` exclusions do not apply to it: no. Not noticed otherwise; \
+                  a session without a `session_start` record shows it.",
+        cells: [
+            n("session_start"),
+            n("session_shutdown"),
+            n("input"),
+            nn("tool_call", "blocks with `{block: true, reason}`"),
+            n("tool_result"),
+            nn("agent_end", "after each prompt's agent loop"),
+            empty("pi has no notification event: an extension notifies through its own UI calls"),
+            n("session_before_compact"),
+        ],
+    },
+    AgentHooks {
+        agent: "claude",
+        mechanism: Mechanism::Command,
+        wiring: "`/etc/claude-code/managed-settings.d/ags-agent-hooks.json`, a drop-in of the \
+                 managed settings, which user, project and `--settings` files cannot override \
+                 (an image's own `managed-settings.json` stays in effect)",
+        silence: "No: `disableAllHooks` in user, project or `--settings` files does not reach \
+                  managed hooks. `--bare` skips `SessionStart` only; `ags` refuses `--bare` in \
+                  the agent's arguments.",
+        cells: [
+            n("SessionStart"),
+            nn(
+                "SessionEnd",
+                "all SessionEnd hooks share a short budget unless raised",
+            ),
+            n("UserPromptSubmit"),
+            nn("PreToolUse", "blocks with exit 2 or `permissionDecision: deny`"),
+            n("PostToolUse"),
+            n("Stop"),
+            n("Notification"),
+            n("PreCompact"),
+        ],
+    },
+    AgentHooks {
+        agent: "codex",
+        mechanism: Mechanism::Command,
+        wiring: "`/etc/codex/hooks.json` (the system hooks file) plus `/etc/codex/requirements.toml` \
+                 pinning `[features] hooks = true` (managed requirements win over user and \
+                 project config and `--disable hooks`)",
+        silence: "No while the requirements file pins the feature: `[features] hooks = false` and \
+                  `--disable hooks` are overruled. A custom image whose own \
+                  `/etc/codex/requirements.toml` matters is shadowed by ags's.",
+        cells: [
+            n("SessionStart"),
+            n("SessionEnd"),
+            n("UserPromptSubmit"),
+            nn("PreToolUse", "blocks with exit 2 or `permissionDecision: deny`"),
+            n("PostToolUse"),
+            n("Stop"),
+            empty(
+                "codex has no notification hook event; its older `notify` program setting is a \
+                 separate mechanism that `ags` does not wire",
+            ),
+            n("PreCompact"),
+        ],
+    },
+    AgentHooks {
+        agent: "gemini",
+        mechanism: Mechanism::Command,
+        wiring: "`/etc/gemini-cli/settings.json`, the system settings file, merged last (it wins \
+                 over user and workspace settings key by key)",
+        silence: "Partly: `hooksConfig.disabled` is merged as a union, so a user or workspace \
+                  settings file can list a hook's name and the system file cannot take it out. \
+                  `ags` names its hooks per launch (`ags-<launch>-<event>`), so a list written in \
+                  an earlier session or shipped in a repository does not match; the agent can \
+                  still silence the hooks of its own running session. `hooksConfig.enabled = \
+                  true` is pinned (system wins). Noticed by the missing records (a session \
+                  without `session_start`, tool calls without `pre_tool`).",
+        cells: [
+            n("SessionStart"),
+            n("SessionEnd"),
+            nn(
+                "BeforeAgent",
+                "after a prompt is submitted, before the agent loop",
+            ),
+            nn("BeforeTool", "blocks with exit 2 or `{\"decision\": \"deny\"}`"),
+            n("AfterTool"),
+            nn("AfterAgent", "after each prompt's agent loop"),
+            n("Notification"),
+            nn("PreCompress", "gemini 0.61 fires it before every model call"),
+        ],
+    },
+    AgentHooks {
+        agent: "opencode",
+        mechanism: Mechanism::OpencodePlugin,
+        wiring: "`/etc/opencode/opencode.json` (the system config, merged with user and project \
+                 config) whose `plugin` entry loads the generated \
+                 `/etc/ags-agent-hooks/opencode-plugin.js`",
+        silence: "No: a project `plugin: []` and `OPENCODE_CONFIG_CONTENT` do not remove a system \
+                  plugin. `--pure` skips plugins; `ags` refuses `--pure` in the agent's arguments.",
+        cells: [
+            nn("session.created", "bus event, seen by the plugin's `event` hook"),
+            empty(
+                "opencode has no session-end event: `session.deleted` fires only when a session \
+                 is deleted, and `opencode run` just exits",
+            ),
+            n("chat.message"),
+            nn("tool.execute.before", "blocks by throwing"),
+            n("tool.execute.after"),
+            nn("session.idle", "bus event: the session went idle after a prompt"),
+            empty(
+                "opencode announces no notification to plugins (its `tui.toast.show` is terminal \
+                 output)",
+            ),
+            n("experimental.session.compacting"),
+        ],
+    },
+];
+
+/// The hook row of `agent`, if it has hooks.
+pub fn agent(agent: &str) -> Option<&'static AgentHooks> {
+    MATRIX.iter().find(|a| a.agent == agent)
+}
+
+/// The normalised event of `agent`'s native event `native`, if the matrix wires it.
+pub fn normalise(agent: &str, native: &str) -> Option<Event> {
+    self::agent(agent)?
+        .wired()
+        .find(|(_, name)| *name == native)
+        .map(|(e, _)| e)
+}
+
+/// The native event of `agent` wired to `event`.
+pub fn native(agent: &str, event: Event) -> Option<&'static str> {
+    match self::agent(agent)?.cell(event) {
+        Cell::Native { name, .. } => Some(name),
+        Cell::Empty { .. } => None,
+    }
+}
+
+#[path = "matrix_doc.rs"]
+mod doc;
+pub use doc::render_markdown;
+
+#[cfg(test)]
+#[path = "matrix_tests.rs"]
+mod tests;
