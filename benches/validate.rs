@@ -14,8 +14,8 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 
-use ags::hooks::strict_json::MAX_DOCUMENT_BYTES;
 use ags::hooks::validate::parse_response;
+use ags::json::MAX_DOCUMENT_BYTES;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 /// `{"version": 1}`.

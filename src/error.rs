@@ -31,6 +31,9 @@ pub enum Error {
     /// The launch plan could not be built.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// A 1Password lookup failed.
+    #[error(transparent)]
+    Op(#[from] crate::op::OpError),
     /// Talking to Podman failed.
     #[error(transparent)]
     Podman(#[from] PodmanError),

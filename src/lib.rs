@@ -13,7 +13,7 @@
 //! ```
 //!
 //! `commands` is the only module that calls several stages. Process spawning lives in
-//! `hooks::runner` (and in the `ags-oci-hook` program, `oci_hooks::record`, which spawns nothing
+//! `process` (and in the `ags-oci-hook` program, `oci_hooks::record`, which spawns nothing
 //! but runs from Podman); socket I/O lives in `podman::transport`. `spool` holds what crash
 //! recovery needs (docs/lifecycle.md).
 
@@ -28,14 +28,19 @@ pub mod fsutil;
 pub mod hardening;
 pub mod hooks;
 pub mod image;
+pub mod json;
 pub mod launch;
 pub mod oci_hooks;
+pub mod op;
 pub mod plan;
 pub mod podman;
+pub mod process;
 pub mod procfs;
 pub mod prompt;
 pub mod safepath;
 pub mod spool;
+pub mod text;
+pub mod time;
 pub mod trace;
 
 pub use error::Error;

@@ -6,14 +6,14 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    if let Some(code) = ags::hooks::runner::watchdog::run_if_requested() {
+    if let Some(code) = ags::process::watchdog::run_if_requested() {
         return code;
     }
     if let Err(e) = ags::hardening::protect_process() {
         eprintln!("ags: cannot protect its memory from core dumps: {e}");
         return ExitCode::from(125);
     }
-    ags::hooks::runner::watchdog::enable("/proc/self/exe".into());
+    ags::process::watchdog::enable("/proc/self/exe".into());
     ags::trace::init();
     let cli = match ags::cli::parse(std::env::args_os()) {
         Ok(cli) => cli,

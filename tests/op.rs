@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ags::hooks::op::{OpCli, OpEnv, OpError, Secret, SecretSetName, SkipReason, overlay_secret_sets};
 use ags::hooks::policy::{EnvKey, OpRef};
 use ags::hooks::runner::{Interrupt, interrupt_channel};
+use ags::op::{OpCli, OpEnv, OpError, Secret, SecretSetName, SkipReason, overlay_secret_sets};
 use serde_json::{Value, json};
 
 const SENTINEL: &str = "SENTINEL-c0ffee-5ecret";
@@ -482,7 +482,7 @@ async fn the_sentinel_appears_in_no_error_or_debug_output() {
     for e in errors {
         shown.push(e.to_string());
         shown.push(format!("{e:?}"));
-        let wrapped = ags::hooks::HookError::from(e);
+        let wrapped = ags::Error::from(e);
         shown.push(format!("{wrapped} {wrapped:?}"));
     }
     let ok = cli

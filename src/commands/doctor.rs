@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::cli::{DoctorArgs, GlobalArgs};
 use crate::config::{self, Config, LoadOptions, Paths};
-use crate::hooks::op::{OpEnv, OpPolicy};
+use crate::op::{OpEnv, OpPolicy};
 use crate::{Error, podman};
 
 /// Exit status when a required check failed.

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::Error;
 use crate::cli::{EventArg, GlobalArgs, HooksArgs, HooksCommand, SchemaSide};
 use crate::config::HookEvent;
-use crate::hooks::{events, schema, strict_json, summary};
+use crate::hooks::{events, schema, summary};
 
 /// Exit code of `ags hooks validate` for a refused response.
 pub const EXIT_INVALID: u8 = 1;
@@ -43,7 +43,7 @@ pub(super) fn event_of(arg: EventArg) -> HookEvent {
 
 /// Validate a response document without running anything; print a redacted summary.
 fn validate(file: &Path) -> Result<u8, Error> {
-    let limit = strict_json::MAX_DOCUMENT_BYTES as u64 + 1;
+    let limit = crate::json::MAX_DOCUMENT_BYTES as u64 + 1;
     let mut bytes = Vec::new();
     let read = if file == Path::new("-") {
         std::io::stdin().take(limit).read_to_end(&mut bytes)

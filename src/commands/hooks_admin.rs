@@ -130,7 +130,7 @@ fn hook_cwd(context_workdir: &std::path::Path, config: &Config) -> PathBuf {
     }
     eprintln!(
         "ags: note: the context's workdir {} is not a directory on this host; the hook runs in {} instead",
-        crate::hooks::runner::escape_controls(&context_workdir.to_string_lossy()),
+        crate::text::escape_controls(&context_workdir.to_string_lossy()),
         config.workdir.display()
     );
     config.workdir.clone()

@@ -14,8 +14,6 @@ use super::{events, host_paths, launch_input};
 use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
 use crate::containment::Rules;
-use crate::hooks::HookError;
-use crate::hooks::op::{OpCli, OpEnv, OpPolicy, SecretSetName};
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
 use crate::hooks::protocol::{HookContext, MountMode};
 use crate::hooks::resolve::{LaunchOverrides, Origin as HookOrigin};
@@ -26,6 +24,7 @@ use crate::launch::report::{Destination, Facts, Report};
 use crate::launch::signals::SignalWatch;
 use crate::launch::sweep_gate::OwnerMark;
 use crate::launch::{self, gc, identity, lifecycle, stage};
+use crate::op::{OpCli, OpEnv, OpPolicy, SecretSetName};
 use crate::plan::{
     self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, Origin, PlanFile, PlanMount, Redacted,
     RunSettings, STAGING_MOUNT,
@@ -306,19 +305,13 @@ async fn lookup_secrets(
         return Ok(stage::Secrets::default());
     }
     let interrupt = Interrupt::from_receiver(signals.receiver());
-    let op = OpCli::new(OpEnv::inherit())
-        .resolve(&op_policy(config, plan))
-        .map_err(HookError::from)?;
-    op.check_capability(&interrupt).await.map_err(HookError::from)?;
+    let op = OpCli::new(OpEnv::inherit()).resolve(&op_policy(config, plan))?;
+    op.check_capability(&interrupt).await?;
     let references = op
         .resolve_refs(refs.iter().map(|(k, r)| (k.as_str(), *r)), &interrupt)
-        .await
-        .map_err(HookError::from)?;
+        .await?;
     let names = secret_set_names(sets)?;
-    let loaded = op
-        .load_secret_sets(&names, &interrupt)
-        .await
-        .map_err(HookError::from)?;
+    let loaded = op.load_secret_sets(&names, &interrupt).await?;
     for set in &loaded {
         for field in &set.skipped {
             eprintln!(
@@ -352,7 +345,7 @@ fn op_policy(config: &Config, plan: &LaunchPlan) -> OpPolicy {
 /// Parse `--op-secret-set VAULT/ITEM` values (checked before anything runs).
 pub(super) fn secret_set_names(sets: &[String]) -> Result<Vec<SecretSetName>, Error> {
     sets.iter()
-        .map(|s| SecretSetName::try_from(s.as_str()).map_err(|e| Error::Hooks(HookError::from(e))))
+        .map(|s| SecretSetName::try_from(s.as_str()).map_err(Error::from))
         .collect()
 }
 

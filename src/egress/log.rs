@@ -97,7 +97,7 @@ impl EgressLog {
     ) -> EgressRecord {
         EgressRecord {
             version: EGRESS_LOG_VERSION,
-            time: crate::hooks::log::rfc3339(SystemTime::now()),
+            time: crate::time::rfc3339(SystemTime::now()),
             launch_id: self.launch_id.clone(),
             kind: kind.into(),
             host: host.into(),

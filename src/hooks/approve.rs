@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 use super::entrypoint::PreparedHook;
 use super::reapproval;
-use super::runner::escape_controls;
 use super::trust::{ApprovalRecord, TrustError, TrustStore};
 use crate::config::{HookEvent, HookScope};
 use crate::prompt::{self, PromptError};
+use crate::text::escape_controls;
 
 /// Approval is missing or was refused.
 #[derive(Debug, thiserror::Error)]

@@ -19,7 +19,7 @@ use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use nix::errno::Errno;
@@ -31,17 +31,6 @@ use super::trust::approval_hash;
 
 /// Name prefix of execution-copy directories.
 pub const EXEC_DIR_PREFIX: &str = "ags-hook-exec-";
-
-/// Writing a copy (exclusive) never overlaps a fork (shared). A child forked while a copy is open
-/// for writing inherits that descriptor until its own `exec`, and an `exec` of the copy during
-/// that window fails with ETXTBSY ("text file busy"). Forks may overlap each other.
-static FORK_VS_WRITE: RwLock<()> = RwLock::new(());
-
-/// Hold this while forking/spawning a process (the runner does): no execution copy is open for
-/// writing meanwhile.
-pub fn fork_guard() -> RwLockReadGuard<'static, ()> {
-    FORK_VS_WRITE.read().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// The execution copy could not be made or verified.
 #[derive(Debug, thiserror::Error)]
@@ -199,7 +188,7 @@ fn private_dir(dir: &Path) -> io::Result<()> {
 
 /// Create `path` (0700, never following a symlink) holding `bytes`, with no fork in between.
 fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let _no_fork = FORK_VS_WRITE.write().unwrap_or_else(PoisonError::into_inner);
+    let _no_fork = crate::process::no_fork_guard();
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)

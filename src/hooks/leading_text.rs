@@ -6,7 +6,7 @@
 //! and every long unbroken run of characters in it (a token, a key, a password) is replaced by
 //! its length. Pure, no I/O.
 
-use super::runner::escape_controls;
+use crate::text::escape_controls;
 
 /// At most this many bytes of the leading text are shown.
 pub const MAX_SHOWN: usize = 40;

@@ -5,11 +5,9 @@ pub mod approve;
 pub mod entrypoint;
 pub mod events;
 pub mod exec_copy;
-pub mod json_de;
 pub mod leading_text;
 pub mod log;
 pub mod mount_source;
-pub mod op;
 pub mod policy;
 pub mod prepare;
 pub mod protocol;
@@ -17,7 +15,6 @@ pub mod reapproval;
 pub mod resolve;
 pub mod runner;
 pub mod schema;
-pub mod strict_json;
 pub mod summary;
 pub mod trust;
 pub mod validate;
@@ -58,7 +55,4 @@ pub enum HookError {
     /// The run log cannot be written or read.
     #[error(transparent)]
     Log(#[from] log::LogError),
-    /// A 1Password lookup failed.
-    #[error(transparent)]
-    Op(#[from] op::OpError),
 }

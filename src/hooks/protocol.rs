@@ -8,7 +8,7 @@
 //!
 //! Both refuse unknown members, and the JSON Schemas in `docs/schemas/` are generated from them
 //! (see [`super::schema`]). A response is decoded through the strict pass
-//! ([`super::strict_json`], duplicate keys and trailing bytes refused) and then turned into
+//! ([`crate::json::strict`], duplicate keys and trailing bytes refused) and then turned into
 //! validated internal types by [`super::validate::parse_response`]; code outside this stage
 //! should use those internal types, never these wire types.
 //!
@@ -24,9 +24,9 @@ use schemars::JsonSchema;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::json_de;
 use super::schema as s;
-use super::strict_json::{JsonError, JsonErrorKind};
+use crate::json;
+use crate::json::strict::{JsonError, JsonErrorKind};
 
 /// The only protocol version this `ags` speaks, in both directions.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -120,7 +120,7 @@ impl HookContext {
     /// Decode a context strictly (no unknown fields, duplicate keys or trailing bytes), then check
     /// the version, the event, absolute paths and non-empty names.
     pub fn parse_strict(bytes: &[u8]) -> Result<Self, ContextError> {
-        let ctx: Self = json_de::from_slice(bytes)?;
+        let ctx: Self = json::from_slice(bytes)?;
         let fail = |path: &str, rule| {
             Err(ContextError {
                 path: path.into(),

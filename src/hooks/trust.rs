@@ -110,7 +110,7 @@ impl ApprovalRecord {
                 HookScope::Project { root } => Some(root.clone()),
             },
             config_path: decl.config_path.clone(),
-            approved_at: super::log::rfc3339(std::time::SystemTime::now()),
+            approved_at: crate::time::rfc3339(std::time::SystemTime::now()),
             entrypoint_sha256: None,
         }
     }

@@ -4,8 +4,8 @@
 //! hook's effective contribution in internal types that cannot hold invalid data, or a
 //! [`ResponseError`] naming the JSON path and the rule.
 //!
-//! Order of checks: strict JSON ([`super::strict_json`]: size, UTF-8, one document, unique
-//! keys), typed decoding ([`super::json_de`]: shape, unknown fields), then the rules of
+//! Order of checks: strict JSON ([`crate::json::strict`]: size, UTF-8, one document, unique
+//! keys), typed decoding ([`crate::json::de`]: shape, unknown fields), then the rules of
 //! [`super::policy`] per value, then the rules between entries of the one response: exact
 //! destination repeats resolve to the later entry (mounts count as later than files), and
 //! distinct destinations nested in one another are refused.
@@ -18,13 +18,13 @@
 
 use std::fmt;
 
-use super::json_de;
 use super::policy::{
     Destination, DestinationError, EnvKey, EnvKeyError, EnvLiteral, EnvLiteralError, HostSource,
     HostSourceError, MAX_ENV_ENTRY_BYTES, OpRef, OpRefError, component_cmp, display_escaped, find_nesting,
 };
 use super::protocol::{EnvValueWire, FileWire, MountMode, MountWire, PROTOCOL_VERSION, PrepareResponse};
-use super::strict_json::{JsonError, JsonErrorKind, JsonPath, MAX_DOCUMENT_BYTES};
+use crate::json;
+use crate::json::strict::{JsonError, JsonErrorKind, JsonPath, MAX_DOCUMENT_BYTES};
 
 /// Largest content of one generated file, in bytes.
 pub const MAX_FILE_BYTES: usize = MAX_DOCUMENT_BYTES;
@@ -181,7 +181,7 @@ impl From<JsonError> for ResponseError {
 
 /// Decode and validate one hook response.
 pub fn parse_response(bytes: &[u8]) -> Result<Contribution, ResponseError> {
-    let wire: PrepareResponse = json_de::from_slice(bytes).map_err(|e| match e.kind {
+    let wire: PrepareResponse = json::from_slice(bytes).map_err(|e| match e.kind {
         JsonErrorKind::Syntax { .. } => match super::leading_text::find(bytes) {
             Some(t) => fail(
                 JsonPath::root(),

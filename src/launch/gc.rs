@@ -138,7 +138,7 @@ async fn record_sweep(client: &Client, c: &SweptContainer) {
         launch_id: launch_id.clone(),
         container_id: c.id.clone(),
         stage: spool::OciStage::Swept,
-        time: crate::hooks::log::rfc3339(end),
+        time: crate::time::rfc3339(end),
         unix_ms: end
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::config::Paths;
-use crate::hooks::runner::escape_controls;
+use crate::text::escape_controls;
 
 /// The file that remembers which warnings were shown, under the user's state directory.
 fn shown_file() -> Option<PathBuf> {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::LaunchError;
 use crate::config::Paths;
-use crate::hooks::op::Secret;
+use crate::op::Secret;
 use crate::plan::{EnvSource, LaunchPlan};
 
 /// Values looked up at the final handoff.

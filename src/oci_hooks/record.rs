@@ -29,9 +29,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
-use crate::hooks::log::rfc3339;
 use crate::plan::{ANNOTATION_LAUNCH, ANNOTATION_SPOOL, ANNOTATION_STAGE};
 use crate::spool::{self, EventLine, OciStage, SPOOL_VERSION, SpoolError};
+use crate::time::rfc3339;
 
 /// Largest accepted state document (1 MiB).
 pub const MAX_STATE_BYTES: usize = 1024 * 1024;

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::Check;
-use crate::hooks::op::{OpCli, OpEnv, OpPolicy};
 use crate::hooks::runner::Interrupt;
+use crate::op::{OpCli, OpEnv, OpPolicy};
 
 /// How long `op inject --help` may take.
 const OP_TIMEOUT: Duration = Duration::from_secs(10);

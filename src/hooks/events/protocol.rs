@@ -20,11 +20,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::HookEvent;
-use crate::hooks::json_de;
 use crate::hooks::protocol::{ContextRule, PROTOCOL_VERSION};
 use crate::hooks::schema as s;
-use crate::hooks::strict_json::{JsonError, JsonPath};
 use crate::hooks::validate::{ResponseError, Rule};
+use crate::json;
+use crate::json::strict::{JsonError, JsonPath};
 
 /// The `event` member of a started context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -204,7 +204,7 @@ impl StartedContext {
     /// Decode strictly, then check version, paths and names.
     pub fn parse_strict(bytes: &[u8]) -> Result<Self, LifecycleContextError> {
         let event = HookEvent::Started;
-        let ctx: Self = json_de::from_slice(bytes).map_err(|e| LifecycleContextError::json(event, e))?;
+        let ctx: Self = json::from_slice(bytes).map_err(|e| LifecycleContextError::json(event, e))?;
         check_common(
             event,
             ctx.version,
@@ -253,7 +253,7 @@ impl FinishedContext {
     /// Decode strictly, then check version, paths, names and the exit code range.
     pub fn parse_strict(bytes: &[u8]) -> Result<Self, LifecycleContextError> {
         let event = HookEvent::Finished;
-        let ctx: Self = json_de::from_slice(bytes).map_err(|e| LifecycleContextError::json(event, e))?;
+        let ctx: Self = json::from_slice(bytes).map_err(|e| LifecycleContextError::json(event, e))?;
         check_common(
             event,
             ctx.version,
@@ -316,7 +316,7 @@ fn check_common<const P: usize, const T: usize>(
 /// Accept exactly `{"version":1}` (strict JSON: no duplicate keys, unknown members or trailing
 /// bytes). Anything else is that hook's failure.
 pub fn parse_lifecycle_response(bytes: &[u8]) -> Result<(), ResponseError> {
-    let wire: LifecycleResponse = json_de::from_slice(bytes)?;
+    let wire: LifecycleResponse = json::from_slice(bytes)?;
     if wire.version != PROTOCOL_VERSION {
         return Err(ResponseError {
             path: JsonPath::root().key("version").to_string(),

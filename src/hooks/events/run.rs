@@ -23,9 +23,10 @@ use crate::config::{HookDecl, HookEvent, Paths};
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::log::{Record, RunLog};
 use crate::hooks::runner::{
-    HookReport, Interrupt, Limits, Outcome, RunError, RunSetup, StderrSink, run_hooks, signal_name,
+    HookReport, Interrupt, Limits, Outcome, RunError, RunSetup, StderrSink, run_hooks,
 };
 use crate::hooks::trust::TrustStore;
+use crate::process::signal_name;
 
 /// Everything one event's run needs.
 pub struct EventInput<'a> {

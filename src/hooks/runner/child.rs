@@ -16,9 +16,9 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::process::{self, Ending, Finished, Running};
 use super::{AbortReason, ExitInfo, HookFailure, HookReport, Outcome, PASSED_ENV, TaskEnv, error_detail};
 use crate::hooks::entrypoint::PreparedHook;
+use crate::process::{self, Ending, Finished, Running};
 
 pub(super) use process::joined_blocking;
 
@@ -171,7 +171,7 @@ fn exited_failure(done: &Done, env: &TaskEnv) -> Option<HookFailure> {
     if let Some(signal) = status.signal() {
         return Some(HookFailure::Signaled {
             signal,
-            signal_name: super::signal_name(signal),
+            signal_name: process::signal_name(signal),
         });
     }
     match status.code() {

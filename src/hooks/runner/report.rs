@@ -9,11 +9,12 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::output::escape_controls;
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::exec_copy::ExecCopyError;
-use crate::hooks::strict_json::{self, Node};
 use crate::hooks::trust::TrustError;
+use crate::json::strict::{self, Node};
+use crate::process::signal_name;
+use crate::text::escape_controls;
 
 /// How one hook execution ended (the run log's `outcome`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -233,13 +234,6 @@ fn stopped_note(names: &[String]) -> String {
     format!("; stopped without result: {}", names.join(", "))
 }
 
-/// `SIGTERM` for 15; `signal N` when unknown.
-pub fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| format!("signal {signal}"))
-}
-
 /// `: <message>` from a non-zero exit's `{"error": "..."}` stdout (escaped, at most 1000
 /// characters), or a note that stdout held no such object. Anything else a failing hook printed
 /// is described only by its JSON type (or the strict parser's content-free error), never quoted:
@@ -249,7 +243,7 @@ pub(super) fn error_detail(stdout: &[u8]) -> String {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return String::new();
     }
-    let found = match strict_json::parse(stdout) {
+    let found = match strict::parse(stdout) {
         Ok(Node::Object(members)) => match members.iter().find(|(k, _)| k == "error") {
             Some((_, Node::Str(error))) => {
                 let mut msg: String = error.chars().take(MAX_CHARS).collect();

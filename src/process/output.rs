@@ -10,6 +10,8 @@ use tokio::net::unix::pipe::Receiver;
 use tokio::sync::watch;
 use zeroize::Zeroize;
 
+use crate::text::escape_controls;
+
 /// Receives each diagnostic line, already escaped and prefixed with the hook name.
 pub type StderrSink = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -157,26 +159,6 @@ impl LineSplitter {
     }
 }
 
-/// Escape terminal control characters so hook text cannot drive the terminal: C0 controls
-/// (except tab and newline), DEL, C1 controls and Unicode bidirectional overrides become
-/// Rust-style escapes (`\r`, `\u{1b}`, `\u{202e}`). Everything else is kept as is.
-pub fn escape_controls(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\n' | '\t' => out.push(c),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() || is_bidi_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
 /// The stderr sink used by `ags`: one line at a time on its own stderr.
 pub fn stderr_to_terminal() -> StderrSink {
     Arc::new(|line: &str| {
@@ -191,14 +173,6 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-
-    #[test]
-    fn escapes_terminal_controls() {
-        assert_eq!(
-            escape_controls("a\x1b[31mb\rc\td\u{7f}\u{9b}\u{202e}é"),
-            "a\\u{1b}[31mb\\rc\td\\u{7f}\\u{9b}\\u{202e}é"
-        );
-    }
 
     #[test]
     fn splits_lines_and_flushes_long_partials() {

@@ -1,8 +1,8 @@
 //! The one spawn primitive of `ags`: start a program in its own process group with exactly the
 //! environment given, feed it stdin bytes then EOF, capture capped stdout, forward capped and
 //! escaped stderr, stop it on a timeout, on output overflow or when an abort future fires, then
-//! SIGKILL its whole group before reaping it. Prepare hooks (`super::child`) and the 1Password
-//! CLI (`crate::hooks::op`) both run through here: there is no other `Command::spawn` in `ags`
+//! SIGKILL its whole group before reaping it. Prepare hooks (`crate::hooks::runner`), lifecycle
+//! hooks and the 1Password CLI (`crate::op`) all run through here: there is no other `Command::spawn` in `ags`
 //! (besides the [`watchdog`]'s own start, also here). Every group started is recorded with the
 //! watchdog, which kills it should `ags` die before doing so itself.
 //!
@@ -10,6 +10,8 @@
 //! child as soon as it exits, after which its process-group id may in theory be reused, so a
 //! later `killpg` could hit a stranger. `WNOWAIT` lets us see the exit while the child is still
 //! an unreaped zombie, which keeps its group id reserved until our `killpg` is done.
+//!
+//! A leaf module: it imports only other leaf modules (`procfs`, `text`), so every stage may use it.
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -18,7 +20,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -31,10 +33,38 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until, timeout_at};
 
-use super::output::{StderrSink, forward_stderr, read_stdout};
-pub(crate) use super::output::{StderrSummary, StdoutCapture};
-use super::watchdog;
-use crate::hooks::exec_copy;
+mod interrupt;
+mod output;
+pub mod watchdog;
+
+pub use interrupt::{Interrupt, InterruptHandle, interrupt_channel};
+pub use output::{StderrSink, stderr_to_terminal};
+pub(crate) use output::{StderrSummary, StdoutCapture};
+use output::{forward_stderr, read_stdout};
+
+/// Writing an executable (exclusive) never overlaps a fork (shared). A child forked while a file
+/// is open for writing inherits that descriptor until its own `exec`, and an `exec` of that file
+/// during the window fails with ETXTBSY ("text file busy"). Forks may overlap each other.
+static FORK_VS_WRITE: RwLock<()> = RwLock::new(());
+
+/// Held by [`spawn`] while forking: no executable (a hook's execution copy) is open for writing
+/// meanwhile.
+fn fork_guard() -> RwLockReadGuard<'static, ()> {
+    FORK_VS_WRITE.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Hold this while writing a file that a child will execute (the hooks' execution copies): no
+/// process is forked meanwhile.
+pub fn no_fork_guard() -> RwLockWriteGuard<'static, ()> {
+    FORK_VS_WRITE.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `SIGTERM` for 15; `signal N` when unknown.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
+}
 
 /// What to start. The environment is complete: nothing of `ags`'s own is inherited.
 #[derive(Debug, Clone)]
@@ -111,7 +141,7 @@ pub(crate) fn spawn(spec: &Spawn) -> io::Result<Running> {
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
-    let fork_guard = exec_copy::fork_guard();
+    let fork_guard = fork_guard();
     let child = command.spawn()?;
     drop(fork_guard);
     let running = Running::new(child);
@@ -133,7 +163,7 @@ pub(crate) fn spawn_watchdog(program: &Path, arg: &str) -> io::Result<(Child, Ch
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0);
-    let fork_guard = exec_copy::fork_guard();
+    let fork_guard = fork_guard();
     let mut child = command.spawn()?;
     drop(fork_guard);
     let pipe = child

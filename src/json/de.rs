@@ -1,6 +1,6 @@
-//! Stage 2 (hook responses and contexts): typed decoding of a strict [`Node`] tree. Pure, no I/O.
+//! Typed decoding of a strict [`Node`] tree. Pure, no I/O.
 //!
-//! Input: a [`Node`] from [`super::strict_json::parse`]. Output: any `Deserialize` type, or a
+//! Input: a [`Node`] from [`super::strict::parse`]. Output: any `Deserialize` type, or a
 //! [`JsonError`] with the JSON path of the failure.
 //!
 //! This exists so that decoding errors never quote document values: serde's default error
@@ -16,11 +16,11 @@ use serde::Deserialize;
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Expected, IntoDeserializer, Unexpected, Visitor};
 
-use super::strict_json::{self, JsonError, JsonErrorKind, JsonPath, Node, Seg};
+use super::strict::{self, JsonError, JsonErrorKind, JsonPath, Node, Seg};
 
-/// Decode `bytes` strictly (see [`strict_json::parse`]) into `T`.
+/// Decode `bytes` strictly (see [`strict::parse`]) into `T`.
 pub fn from_slice<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, JsonError> {
-    let node = strict_json::parse(bytes)?;
+    let node = strict::parse(bytes)?;
     from_node(node)
 }
 

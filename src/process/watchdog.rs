@@ -86,7 +86,7 @@ pub(crate) fn forget(pgid: u32) {
 fn send(program: &Path, line: &str) -> io::Result<()> {
     let mut link = LINK.lock().unwrap_or_else(PoisonError::into_inner);
     if link.is_none() {
-        let (child, pipe) = super::process::spawn_watchdog(program, WATCHDOG_ARG).map_err(|e| {
+        let (child, pipe) = super::spawn_watchdog(program, WATCHDOG_ARG).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(

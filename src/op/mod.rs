@@ -3,7 +3,7 @@
 //! Input: the surviving hook references (`Resolved::op_env`), the `--op-secret-set` names, an
 //! [`OpEnv`] and an [`Interrupt`]. Output: [`Secret`] values by environment key, for the
 //! in-memory env file only. I/O: `op` child processes, started through the one spawn primitive
-//! of `ags` (`hooks::runner::process`): own process group, stdin bytes then EOF, capped
+//! of `ags` (`crate::process`): own process group, stdin bytes then EOF, capped
 //! stdout/stderr, a timeout, cancellation by the interrupt, and a group kill at the end.
 //!
 //! Decisions:
@@ -50,9 +50,8 @@ pub use error::OpError;
 pub use item::{MAX_SET_SEGMENT_BYTES, SecretSet, SecretSetName, SkipReason, SkippedField};
 pub use trusted::OpPolicy;
 
-use super::policy::OpRef;
-use super::runner::process::{self, Ending};
-use super::runner::{Interrupt, StderrSink, signal_name};
+use crate::hooks::policy::OpRef;
+use crate::process::{self, Ending, Interrupt, StderrSink, signal_name};
 use template::{Template, check_value};
 use zeroize::{Zeroize, Zeroizing};
 
@@ -285,7 +284,7 @@ impl OpCli {
             })?;
             if keys
                 .iter()
-                .any(|k| k.len() + 1 + value.len() > super::policy::MAX_ENV_ENTRY_BYTES)
+                .any(|k| k.len() + 1 + value.len() > crate::hooks::policy::MAX_ENV_ENTRY_BYTES)
             {
                 return Err(OpError::UnusableValue {
                     keys: keys.clone(),

@@ -1,4 +1,4 @@
-//! Stage 2 (hook responses and contexts): the strict JSON pass. Pure, no I/O.
+//! The strict JSON pass (hook responses, hook contexts, lifecycle documents). Pure, no I/O.
 //!
 //! Input: raw bytes a hook printed (or a context file). Output: a [`Node`] tree, or a
 //! [`JsonError`] naming a JSON path and the broken rule.
@@ -13,7 +13,7 @@
 //! - anything that is not exactly one JSON document followed only by whitespace,
 //! - a repeated key in any object at any depth (reported as `$.env.FOO`).
 //!
-//! Typed decoding of the tree happens in [`super::json_de`], whose errors never repeat a value.
+//! Typed decoding of the tree happens in [`super::de`], whose errors never repeat a value.
 
 use std::borrow::Cow;
 use std::fmt;

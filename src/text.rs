@@ -1,0 +1,36 @@
+//! Text shown to a person that came from somewhere `ags` does not control (hook output, file
+//! contents, paths, Podman messages): [`escape_controls`] makes it unable to drive the terminal.
+//! A leaf module: pure, no I/O, imports nothing else of `ags`.
+
+/// Escape terminal control characters so hook text cannot drive the terminal: C0 controls
+/// (except tab and newline), DEL, C1 controls and Unicode bidirectional overrides become
+/// Rust-style escapes (`\r`, `\u{1b}`, `\u{202e}`). Everything else is kept as is.
+pub fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() || is_bidi_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_terminal_controls() {
+        assert_eq!(
+            escape_controls("a\x1b[31mb\rc\td\u{7f}\u{9b}\u{202e}é"),
+            "a\\u{1b}[31mb\\rc\td\\u{7f}\\u{9b}\\u{202e}é"
+        );
+    }
+}
