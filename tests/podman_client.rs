@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ags::podman::{
-    AttachOptions, Mount, NamedVolume, Namespace, NsMode, PidsLimit, PodmanError, ResourceLimits,
+    AttachOptions, ExecFailure, Mount, NamedVolume, Namespace, NsMode, PidsLimit, PodmanError, ResourceLimits,
 };
 
 use support::{Guard, POLL, run, spec, tar_of, test_labels, unique};
@@ -37,6 +37,18 @@ async fn ping_version_info() {
     assert!(!info.host.oci_runtime.name.is_empty(), "{info:?}");
     assert!(info.host.cgroup_version.starts_with('v'), "{info:?}");
     assert_eq!(info.version.version, v.version);
+    // The ping recorded the version (from its Libpod-Api-Version header); a client that never
+    // pinged asks /version once.
+    let recorded = client.known_version().expect("the ping records the version");
+    assert_eq!(
+        Some(recorded),
+        ags::podman::ServerVersion::parse(&v.version),
+        "{v:?}"
+    );
+    let fresh = ags::podman::Client::new(client.endpoint().clone());
+    assert_eq!(fresh.known_version(), None);
+    assert_eq!(fresh.server_version().await.unwrap(), Some(recorded));
+    assert_eq!(fresh.clone().known_version(), Some(recorded));
     eprintln!(
         "Podman {} rootless={} runtime={} cgroup={}",
         v.version, info.host.security.rootless, info.host.oci_runtime.name, info.host.cgroup_version
@@ -165,11 +177,8 @@ async fn userns_keep_id_reaches_podman() {
     let mut s = spec(&g.container("keepid"), &["true"]);
     s.userns = Some(Namespace::new(NsMode::KeepId));
     let rootless = client.info().await.unwrap().host.security.rootless;
-    let version = client.version().await.unwrap().version;
-    // Podman 4.5+ also accepts keep-id on a rootful service (an identity mapping).
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    let rootful_accepts = (major, minor) >= (4, 5);
+    let version = client.server_version().await.unwrap().unwrap();
+    let rootful_accepts = version.accepts_rootful_keep_id();
     match client.create(&s).await {
         Ok(_) => assert!(
             rootless || rootful_accepts,
@@ -182,6 +191,7 @@ async fn userns_keep_id_reaches_podman() {
                     .contains("keep-id is only supported in rootless mode"),
                 "{e}"
             );
+            assert!(!e.is_keep_id_subuid_failure(), "not worth a retry: {e}");
         }
     }
 }
@@ -366,6 +376,7 @@ async fn api_errors_keep_podmans_message() {
         ("POST", "/v4.0.0/libpod/containers/create")
     );
     assert!(message.contains("image not known"), "{e}");
+    assert!(e.is_image_missing() && !e.is_name_in_use(), "{e}");
 
     let mut s = spec(&g.container("nobind"), &["true"]);
     s.mounts = vec![Mount::bind("/nonexistent/ags-test", "/x", &["ro"])];
@@ -375,6 +386,49 @@ async fn api_errors_keep_podmans_message() {
             .contains("statfs /nonexistent/ags-test: no such file or directory"),
         "{e}"
     );
+}
+
+/// The predicates of `PodmanError` recognise this service's real answers: a taken name, an
+/// existing volume, a command that is missing or cannot be run, a kill after exit.
+#[tokio::test]
+async fn error_predicates_read_real_answers() {
+    let client = client_or_skip!();
+    let mut g = Guard::new(&client);
+    let name = g.container("taken");
+    client.create(&spec(&name, &["true"])).await.unwrap();
+    let e = client.create(&spec(&name, &["true"])).await.unwrap_err();
+    assert!(e.is_name_in_use() && !e.is_image_missing(), "{e}");
+
+    let vol = g.volume();
+    client
+        .volume_create(&vol, test_labels(), BTreeMap::new())
+        .await
+        .unwrap();
+    let e = client
+        .volume_create(&vol, test_labels(), BTreeMap::new())
+        .await
+        .unwrap_err();
+    assert!(e.is_already_exists() && !e.is_name_in_use(), "{e}");
+
+    for (cmd, want) in [
+        ("ags-test-no-such-command", ExecFailure::NotFound),
+        ("/nonexistent/ags-test", ExecFailure::NotFound),
+        ("/etc/passwd", ExecFailure::CannotInvoke),
+    ] {
+        let id = client.create(&spec(&g.container("exec"), &[cmd])).await.unwrap();
+        let e = client.start(&id).await.unwrap_err();
+        assert_eq!(e.exec_failure(), Some(want), "{cmd}: {e}");
+        assert_eq!(e.runtime_setup_failure(), None, "{cmd}: {e}");
+    }
+
+    let id = client
+        .create(&spec(&g.container("exited"), &["true"]))
+        .await
+        .unwrap();
+    client.start(&id).await.unwrap();
+    client.wait_exited(&id, POLL).await.unwrap();
+    let e = client.kill(&id, "TERM").await.unwrap_err();
+    assert!(e.is_state_improper() && e.exec_failure().is_none(), "{e}");
 }
 
 /// Measures create → attach → start → exit code (inspect poll) for `true`, network none, and

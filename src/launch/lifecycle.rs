@@ -129,7 +129,7 @@ async fn ensure_state_volumes(client: &Client, plan: &LaunchPlan) -> Result<(), 
         {
             Ok(_) => {}
             // Kept from an earlier launch (or created by a concurrent one).
-            Err(e) if e.is_conflict() || e.to_string().contains("already exists") => {}
+            Err(e) if e.is_already_exists() => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -149,7 +149,8 @@ pub fn staging_volume_options() -> BTreeMap<String, String> {
 /// Create the container. Podman 4.3's rootless service fails (or crashes on) concurrent `keep-id`
 /// creates, as it reads /etc/subuid racily: a rootless create waits for this user's turn on the
 /// service ([`super::service_lock`]), and the spurious subordinate-id error (from creates of other
-/// users or tools) is retried a few times.
+/// users or tools; [`crate::podman::PodmanError::is_keep_id_subuid_failure`]) is retried a few
+/// times on the versions that make that check.
 async fn create(
     client: &Client,
     plan: &LaunchPlan,
@@ -165,10 +166,14 @@ async fn create(
         true => super::service_lock::create_turn(locks, client.url()).await,
         false => None,
     };
+    let retries = match client.known_version() {
+        Some(v) if !v.has_keep_id_subuid_check() => 0,
+        _ => 3,
+    };
     let mut attempt = 0;
     loop {
         match client.create_with_warnings(&spec).await {
-            Err(e) if attempt < 3 && e.to_string().contains("keep-id requires additional UIDs or GIDs") => {
+            Err(e) if attempt < retries && e.is_keep_id_subuid_failure() => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
             }

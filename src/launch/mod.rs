@@ -20,7 +20,7 @@ pub mod sweep_gate;
 pub mod terminal;
 
 use crate::error::{EXIT_AGS_FAILURE, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
-use crate::podman::PodmanError;
+use crate::podman::{ExecFailure, PodmanError};
 
 /// Errors of the launch stage.
 #[derive(Debug, thiserror::Error)]
@@ -101,14 +101,13 @@ impl LaunchError {
 
     /// Classify a create failure (a missing image and a taken name get their own advice).
     pub fn from_create(e: PodmanError, image: &str, name: &str) -> Self {
-        let msg = e.to_string();
-        if e.is_not_found() || msg.contains("image not known") {
+        if e.is_image_missing() {
             return LaunchError::ImageMissing {
                 image: image.into(),
-                detail: msg,
+                detail: e.to_string(),
             };
         }
-        if msg.contains("is already in use") {
+        if e.is_name_in_use() {
             return LaunchError::NameInUse { name: name.into() };
         }
         LaunchError::Podman(e)
@@ -118,17 +117,14 @@ impl LaunchError {
     /// Only the OCI runtime's exec step counts (`exec: "CMD": …`); other start failures (a
     /// mount refused, a runtime error) are failures of `ags`'s launch (125).
     pub fn from_start(e: PodmanError) -> Self {
-        let message = e.to_string();
-        let lower = message.to_lowercase();
-        let exec = lower.find("exec: \"").map(|i| &lower[i..]).unwrap_or("");
-        let code = if exec.contains("executable file not found") || exec.contains("no such file or directory")
-        {
-            EXIT_NOT_FOUND
-        } else if exec.contains("permission denied") || exec.contains("exec format error") {
-            EXIT_CANNOT_INVOKE
-        } else {
-            return LaunchError::Podman(e);
+        let code = match e.exec_failure() {
+            Some(ExecFailure::NotFound) => EXIT_NOT_FOUND,
+            Some(ExecFailure::CannotInvoke) => EXIT_CANNOT_INVOKE,
+            None => return LaunchError::Podman(e),
         };
-        LaunchError::Start { code, message }
+        LaunchError::Start {
+            code,
+            message: e.to_string(),
+        }
     }
 }

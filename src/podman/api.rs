@@ -23,6 +23,7 @@ use super::models::{
 };
 use super::spec::SpecGenerator;
 use super::transport::{Client, Request, image_ref, segment};
+use super::version::ServerVersion;
 
 fn container(id: &str, action: &str) -> String {
     format!("/containers/{}{action}", segment(id))
@@ -38,24 +39,46 @@ fn label_filter<'a>(labels: &[&'a str]) -> BTreeMap<&'static str, Vec<&'a str>> 
 }
 
 impl Client {
-    /// Check that a libpod service answers (`GET /libpod/_ping`).
+    /// Check that a libpod service answers (`GET /libpod/_ping`), and record its version from
+    /// the `Libpod-Api-Version` header (sent by Podman 4 and 5).
     pub async fn ping(&self) -> Result<()> {
-        let (_, body) = self.call(Request::new(Method::GET, "/_ping")).await?;
-        if body.as_ref() == b"OK" {
-            return Ok(());
+        let (_, headers, body) = self
+            .call_with_headers(Request::new(Method::GET, "/_ping"))
+            .await?;
+        if body.as_ref() != b"OK" {
+            return Err(PodmanError::Decode {
+                what: "ping answer".into(),
+                error: "expected the body OK".into(),
+                excerpt: Excerpt(&body).to_string(),
+                endpoint: self.shared_url(),
+            });
         }
-        Err(PodmanError::Decode {
-            what: "ping answer".into(),
-            error: "expected the body OK".into(),
-            excerpt: Excerpt(&body).to_string(),
-            endpoint: self.shared_url(),
-        })
+        let header = headers.get("libpod-api-version").and_then(|v| v.to_str().ok());
+        if let Some(version) = header.and_then(ServerVersion::parse) {
+            self.record_version(version);
+        }
+        Ok(())
     }
 
-    /// Podman's version (`GET /libpod/version`).
+    /// Podman's version (`GET /libpod/version`); records the server's version too.
     pub async fn version(&self) -> Result<VersionInfo> {
-        self.call_json(Request::new(Method::GET, "/version"), "version")
-            .await
+        let info: VersionInfo = self
+            .call_json(Request::new(Method::GET, "/version"), "version")
+            .await?;
+        if let Some(version) = ServerVersion::parse(&info.version) {
+            self.record_version(version);
+        }
+        Ok(info)
+    }
+
+    /// The server's Podman version: the recorded one, or asked once (`GET /libpod/version`).
+    /// `None` when the service reports a version that is not `MAJOR.MINOR[.PATCH]`.
+    pub async fn server_version(&self) -> Result<Option<ServerVersion>> {
+        if let Some(version) = self.known_version() {
+            return Ok(Some(version));
+        }
+        self.version().await?;
+        Ok(self.known_version())
     }
 
     /// Host facts: rootless, OCI runtime, cgroup version (`GET /libpod/info`).

@@ -140,6 +140,29 @@ pub enum PodmanError {
     },
 }
 
+/// Why the OCI runtime could not run the container's command, from a start error's
+/// `exec: "CMD": …` part (exit codes 127 and 126, as `podman run` gives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecFailure {
+    /// The command does not exist (`executable file not found in $PATH`, `no such file or
+    /// directory`).
+    NotFound,
+    /// The command exists but cannot be run (`permission denied`, `exec format error`).
+    CannotInvoke,
+}
+
+/// A failure of the OCI runtime to set up any container, with a known fix on these hosts
+/// (docs: `ags doctor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeSetupFailure {
+    /// crun on a hybrid cgroup v1 layout: "cgroups in hybrid mode not supported".
+    HybridCgroups,
+    /// The default rlimits exceed the host's: "setrlimit `RLIMIT_NOFILE`: Operation not permitted".
+    Rlimits,
+    /// The user lacks subordinate ids (`newuidmap` failed, or /etc/subuid has no entry).
+    SubordinateIds,
+}
+
 impl PodmanError {
     /// The HTTP status of an [`PodmanError::Api`] error.
     pub fn status(&self) -> Option<u16> {
@@ -147,6 +170,20 @@ impl PodmanError {
             PodmanError::Api { status, .. } => Some(*status),
             _ => None,
         }
+    }
+
+    /// Podman's message and cause of an [`PodmanError::Api`] error.
+    fn api_text(&self) -> Option<(&str, Option<&str>)> {
+        match self {
+            PodmanError::Api { message, cause, .. } => Some((message, cause.as_deref())),
+            _ => None,
+        }
+    }
+
+    /// True when Podman's message or cause contains `needle`.
+    fn says(&self, needle: &str) -> bool {
+        self.api_text()
+            .is_some_and(|(m, c)| m.contains(needle) || c.is_some_and(|c| c.contains(needle)))
     }
 
     /// True when Podman answered 404 (no such container, volume or image).
@@ -163,9 +200,74 @@ impl PodmanError {
     }
 
     /// True when Podman reported "container state improper" (e.g. kill of an exited container,
-    /// which Podman 4.3 answers with 500).
+    /// which Podman 4.3 answers with 500 and 5.4 with 409: the cause is the same).
     pub fn is_state_improper(&self) -> bool {
         matches!(self, PodmanError::Api { cause: Some(c), .. } if c == "container state improper")
+    }
+
+    /// A create failed because the image is not in the service's storage. Podman 5 answers 404
+    /// "no such image: IMG: image not known"; 4.3 answers 500 "IMG: image not known".
+    pub fn is_image_missing(&self) -> bool {
+        self.is_not_found() || self.says("image not known")
+    }
+
+    /// A create failed because another container has the name: "… the container name "N" is
+    /// already in use by ID. You have to remove that container to be able to reuse that name:
+    /// that name is already in use" (500, Podman 4.3 and 5).
+    pub fn is_name_in_use(&self) -> bool {
+        self.says("is already in use")
+    }
+
+    /// A volume create failed because the volume exists: 409 or, on Podman 4.3, 500 "volume with
+    /// name N already exists: volume already exists".
+    pub fn is_already_exists(&self) -> bool {
+        self.is_conflict() || self.says("already exists")
+    }
+
+    /// A rootless `keep-id` create failed with "keep-id requires additional UIDs or GIDs defined
+    /// in /etc/subuid and /etc/subgid to function correctly". Podman 4 says so spuriously when
+    /// creates run concurrently (it reads the ranges through libsubid, which is not
+    /// thread-safe), so the create is worth retrying; Podman 5 no longer makes this check
+    /// ([`super::ServerVersion::has_keep_id_subuid_check`]).
+    pub fn is_keep_id_subuid_failure(&self) -> bool {
+        self.says("keep-id requires additional UIDs or GIDs")
+    }
+
+    /// A start failed because the OCI runtime could not execute the command. Only the runtime's
+    /// exec step counts (`exec: "CMD": …` in runc's message, as relayed by Podman 4.3 and 5):
+    /// other start failures (a mount refused, a runtime error) are `None`, although Podman's
+    /// cause may say "not found" for them too.
+    pub fn exec_failure(&self) -> Option<ExecFailure> {
+        let (message, _) = self.api_text()?;
+        let lower = message.to_lowercase();
+        let exec = &lower[lower.find("exec: \"")?..];
+        if exec.contains("executable file not found") || exec.contains("no such file or directory") {
+            Some(ExecFailure::NotFound)
+        } else if exec.contains("permission denied") || exec.contains("exec format error") {
+            Some(ExecFailure::CannotInvoke)
+        } else {
+            None
+        }
+    }
+
+    /// A failure of the OCI runtime to run any container that `ags doctor` knows a fix for.
+    pub fn runtime_setup_failure(&self) -> Option<RuntimeSetupFailure> {
+        if self.says("cgroups in hybrid mode") {
+            Some(RuntimeSetupFailure::HybridCgroups)
+        } else if self.says("setrlimit") {
+            Some(RuntimeSetupFailure::Rlimits)
+        } else if self.says("newuidmap") || self.says("subuid") {
+            Some(RuntimeSetupFailure::SubordinateIds)
+        } else {
+            None
+        }
+    }
+
+    /// A container vanished between list and inspect: 404, or (Podman 4.3, while the removal is
+    /// under way) 500 "… does not exist in database: no such container".
+    pub fn is_vanished_container(&self) -> bool {
+        self.is_not_found()
+            || matches!(self, PodmanError::Api { status: 500, .. }) && self.says("no such container")
     }
 }
 
@@ -221,89 +323,5 @@ impl fmt::Display for Excerpt<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn error_stays_small() {
-        // Results of every stage carry it; clippy's result_large_err limit is 128 bytes.
-        assert!(
-            std::mem::size_of::<PodmanError>() < 128,
-            "{}",
-            std::mem::size_of::<PodmanError>()
-        );
-    }
-
-    #[test]
-    fn decodes_podman_json_error() {
-        let body = br#"{"cause":"no such container","message":"no container with name or ID \"x\" found: no such container","response":404}"#;
-        let (msg, cause) = decode_error_body(body);
-        assert_eq!(
-            msg,
-            r#"no container with name or ID "x" found: no such container"#
-        );
-        assert_eq!(cause.as_deref(), Some("no such container"));
-    }
-
-    #[test]
-    fn falls_back_to_raw_text() {
-        let (msg, cause) = decode_error_body(b"  404 page not found\n");
-        assert_eq!(msg, "404 page not found");
-        assert_eq!(cause, None);
-        let (msg, _) = decode_error_body(b"");
-        assert_eq!(msg, "(empty response body)");
-        let long = "x".repeat(2000);
-        let (msg, _) = decode_error_body(long.as_bytes());
-        assert_eq!(msg.chars().count(), MAX_RAW_MESSAGE + 1);
-    }
-
-    #[test]
-    fn json_without_message_is_raw() {
-        let (msg, cause) = decode_error_body(br#"{"error":"boom"}"#);
-        assert_eq!(msg, r#"{"error":"boom"}"#);
-        assert_eq!(cause, None);
-    }
-
-    #[test]
-    fn api_error_helpers_and_message() {
-        let e = PodmanError::Api {
-            status: 404,
-            message: "no such volume".into(),
-            cause: Some("no such volume".into()),
-            method: "DELETE".into(),
-            path: "/v4.0.0/libpod/volumes/v".into(),
-            endpoint: "unix:///run/podman/podman.sock".into(),
-        };
-        assert!(e.is_not_found());
-        assert!(!e.is_conflict());
-        assert_eq!(
-            e.to_string(),
-            "Podman at unix:///run/podman/podman.sock refused DELETE /v4.0.0/libpod/volumes/v (404): \
-             no such volume"
-        );
-    }
-
-    #[test]
-    fn no_service_lists_every_candidate() {
-        let e = PodmanError::NoService {
-            tried: vec![
-                Tried {
-                    url: "unix:///a".into(),
-                    source: "XDG_RUNTIME_DIR".into(),
-                    reason: "missing".into(),
-                },
-                Tried {
-                    url: "unix:///b".into(),
-                    source: "system".into(),
-                    reason: "refused".into(),
-                },
-            ],
-            hint: "start it".into(),
-        };
-        assert_eq!(
-            e.to_string(),
-            "no Podman API service answered; tried:\n  unix:///a (from XDG_RUNTIME_DIR): missing\n  \
-             unix:///b (from system): refused\nstart it"
-        );
-    }
-}
+#[path = "error_tests.rs"]
+mod tests;

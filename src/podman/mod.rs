@@ -11,7 +11,9 @@
 //! - `api`: one short [`Client`] method per endpoint; `build`: image builds with progress.
 //! - `attach`: attach streams, stdin EOF and the stdout/stderr demultiplexer.
 //! - `neighbours`: the read-write binds of other running launches, Podman's storage paths.
-//! - `spec`: the create body; `models`: response models; `error`: [`PodmanError`].
+//! - `spec`: the create body; `models`: response models; `error`: [`PodmanError`] and the
+//!   predicates that read Podman's error texts; `version`: [`ServerVersion`] and the differences
+//!   between Podman 4 and 5. No other stage matches Podman's texts or compares its versions.
 //!
 //! Only `/v4.0.0/libpod` routes are used (answered by Podman 4 and 5); the podman CLI is never
 //! run. Why an own client: `docs/decisions/0001-own-libpod-client.md`.
@@ -27,6 +29,7 @@ mod models;
 mod neighbours;
 mod spec;
 mod transport;
+mod version;
 
 pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
 pub use build::{BuildOptions, BuildOutcome};
@@ -34,7 +37,7 @@ pub use discover::{
     Candidate, CandidateSource, PING_TIMEOUT, SYSTEM_SOCKET, candidates, connect, connect_candidates, hint,
 };
 pub use endpoint::Endpoint;
-pub use error::{PodmanError, Result, Tried};
+pub use error::{ExecFailure, PodmanError, Result, RuntimeSetupFailure, Tried};
 pub use from_plan::spec_from_plan;
 pub use models::{
     ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
@@ -43,3 +46,4 @@ pub use models::{
 pub use neighbours::{Neighbour, NeighbourMount};
 pub use spec::{Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
 pub use transport::{API_PREFIX, Client};
+pub use version::ServerVersion;

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use super::error::{PodmanError, Result};
+use super::error::Result;
 use super::transport::Client;
 
 /// A read-write bind mount of another live container.
@@ -16,14 +16,6 @@ pub struct NeighbourMount {
     pub container: String,
     /// The host source of the bind.
     pub source: PathBuf,
-}
-
-/// A container removed between list and inspect: 404, or (Podman 4.3, while the removal is
-/// under way) 500 "… does not exist in database: no such container".
-fn vanished(e: &PodmanError) -> bool {
-    e.is_not_found()
-        || matches!(e, PodmanError::Api { status: 500, message, cause, .. }
-            if message.contains("no such container") || cause.as_deref() == Some("no such container"))
 }
 
 /// Container states whose agent runs or may start at any moment.
@@ -56,7 +48,7 @@ impl Client {
             }
             let inspect = match self.inspect(&summary.id).await {
                 Ok(i) => i,
-                Err(e) if vanished(&e) => continue,
+                Err(e) if e.is_vanished_container() => continue,
                 Err(e) => return Err(e),
             };
             out.push(Neighbour {

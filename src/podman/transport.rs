@@ -12,7 +12,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -28,6 +28,7 @@ use tokio::net::{TcpStream, UnixStream};
 
 use super::endpoint::Endpoint;
 use super::error::{Excerpt, PodmanError, Result, decode_error_body};
+use super::version::ServerVersion;
 
 /// The route prefix for every request: the libpod API, version 4.0.0 (answered by Podman 4 and 5).
 pub const API_PREFIX: &str = "/v4.0.0/libpod";
@@ -195,18 +196,36 @@ fn encode_json(value: &impl serde::Serialize, what: &str) -> Result<Vec<u8>> {
     })
 }
 
-/// A client for one Podman API service. Cheap to clone; each request opens its own connection.
+/// A client for one Podman API service. Cheap to clone (clones share the recorded server
+/// version); each request opens its own connection.
 #[derive(Debug, Clone)]
 pub struct Client {
     endpoint: Endpoint,
     url: Arc<str>,
+    /// The server's version, recorded by the first ping or version call that told it.
+    server: Arc<OnceLock<ServerVersion>>,
 }
 
 impl Client {
     /// A client for `endpoint`. Nothing is connected until the first request.
     pub fn new(endpoint: Endpoint) -> Self {
         let url = Arc::from(endpoint.to_string());
-        Client { endpoint, url }
+        Client {
+            endpoint,
+            url,
+            server: Arc::default(),
+        }
+    }
+
+    /// The server's Podman version, when a ping or version call has told it (a client from
+    /// [`super::connect`] has pinged). [`Client::server_version`] asks the service otherwise.
+    pub fn known_version(&self) -> Option<ServerVersion> {
+        self.server.get().copied()
+    }
+
+    /// Record the server's version (the first one recorded stays).
+    pub(crate) fn record_version(&self, version: ServerVersion) {
+        let _ = self.server.set(version);
     }
 
     /// The endpoint this client talks to.
@@ -272,11 +291,20 @@ impl Client {
 
     /// Send `req` and collect the whole response body.
     pub(crate) async fn call(&self, req: Request) -> Result<(StatusCode, Bytes)> {
+        let (status, _, body) = self.call_with_headers(req).await?;
+        Ok((status, body))
+    }
+
+    /// Send `req` and collect the whole response body, keeping the response headers.
+    pub(crate) async fn call_with_headers(
+        &self,
+        req: Request,
+    ) -> Result<(StatusCode, header::HeaderMap, Bytes)> {
         let (method, path) = (req.method.to_string(), req.full_path());
         let resp = self.send(req).await?;
-        let status = resp.status();
+        let (status, headers) = (resp.status(), resp.headers().clone());
         let body = self.collect(resp, &method, &path).await?;
-        Ok((status, body))
+        Ok((status, headers, body))
     }
 
     /// Send `req` and decode the JSON response into `T`; `what` names it in errors.

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use super::Check;
 use crate::launch::identity;
 use crate::plan::{LABEL_LAUNCH_ID, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START};
-use crate::podman::{Client, Info, NamedVolume, Namespace, NsMode, PodmanError, SpecGenerator};
+use crate::podman::{
+    Client, Info, NamedVolume, Namespace, NsMode, PodmanError, RuntimeSetupFailure, SpecGenerator,
+};
 
 /// Label that marks what `ags doctor` creates.
 const LABEL_DOCTOR: &str = "io.ags.doctor";
@@ -166,23 +168,25 @@ fn runtime_report(result: RunResult, elapsed: Duration, runtime: &str, image: &s
             format!("check that {image} has a working `true` on its PATH"),
         ),
         Err(e) => {
-            let message = e.to_string();
-            let detail = format!("{runtime} could not run a container: {message}");
-            Check::fail("runtime", detail, runtime_fix(&message))
+            let detail = format!("{runtime} could not run a container: {e}");
+            Check::fail("runtime", detail, runtime_fix(e.runtime_setup_failure()))
         }
     }
 }
 
 /// A concrete fix for the OCI runtime failures seen on these machines.
-fn runtime_fix(message: &str) -> String {
-    if message.contains("cgroups in hybrid mode") {
-        "crun does not support this hybrid cgroup layout: set `[engine] runtime = \"runc\"` in containers.conf and restart the service".into()
-    } else if message.contains("setrlimit") {
-        "lower the default rlimits: `[containers] default_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]` in containers.conf, and restart the service".into()
-    } else if message.contains("newuidmap") || message.contains("subuid") {
-        "give the user subordinate ids (see the userns check) and run `podman system migrate`".into()
-    } else {
-        "read the error above; `scripts/setup-podman` configures Podman on Debian".into()
+fn runtime_fix(failure: Option<RuntimeSetupFailure>) -> &'static str {
+    match failure {
+        Some(RuntimeSetupFailure::HybridCgroups) => {
+            "crun does not support this hybrid cgroup layout: set `[engine] runtime = \"runc\"` in containers.conf and restart the service"
+        }
+        Some(RuntimeSetupFailure::Rlimits) => {
+            "lower the default rlimits: `[containers] default_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]` in containers.conf, and restart the service"
+        }
+        Some(RuntimeSetupFailure::SubordinateIds) => {
+            "give the user subordinate ids (see the userns check) and run `podman system migrate`"
+        }
+        None => "read the error above; `scripts/setup-podman` configures Podman on Debian",
     }
 }
 
@@ -218,10 +222,9 @@ mod tests {
 
     #[test]
     fn runtime_failures_get_concrete_fixes() {
-        assert!(runtime_fix("crun: cgroups in hybrid mode not supported").contains("runtime = \"runc\""));
-        assert!(
-            runtime_fix("setrlimit `RLIMIT_NOFILE`: Operation not permitted").contains("default_ulimits")
-        );
+        assert!(runtime_fix(Some(RuntimeSetupFailure::HybridCgroups)).contains("runtime = \"runc\""));
+        assert!(runtime_fix(Some(RuntimeSetupFailure::Rlimits)).contains("default_ulimits"));
+        assert!(runtime_fix(Some(RuntimeSetupFailure::SubordinateIds)).contains("subordinate ids"));
     }
 
     #[test]

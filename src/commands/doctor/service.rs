@@ -90,8 +90,7 @@ fn version_check(info: &Info) -> Check {
         "Podman {v}, OCI runtime {}, cgroup {}, network {}",
         info.host.oci_runtime.name, info.host.cgroup_version, info.host.network_backend
     );
-    let major: u32 = v.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
-    if major < 4 {
+    if !podman::ServerVersion::parse(v).is_some_and(podman::ServerVersion::is_tested) {
         let fix = "upgrade Podman: ags is tested with 4.3 (Debian 12) and 5.x";
         return Check::warn("podman", detail, fix);
     }
