@@ -115,8 +115,8 @@ pub const MATRIX: &[AgentHooks] = &[
                  managed settings, which user, project and `--settings` files cannot override \
                  (an image's own `managed-settings.json` stays in effect)",
         silence: "No: `disableAllHooks` in user, project or `--settings` files does not reach \
-                  managed hooks. `--bare` skips `SessionStart` only; `ags` refuses `--bare` in \
-                  the agent's arguments.",
+                  managed hooks. `--bare` skips `SessionStart` only; `ags` warns when it is \
+                  among the agent's arguments.",
         cells: [
             n("SessionStart"),
             nn(
@@ -161,11 +161,12 @@ pub const MATRIX: &[AgentHooks] = &[
                  over user and workspace settings key by key)",
         silence: "Partly: `hooksConfig.disabled` is merged as a union, so a user or workspace \
                   settings file can list a hook's name and the system file cannot take it out. \
-                  `ags` names its hooks per launch (`ags-<launch>-<event>`), so a list written in \
-                  an earlier session or shipped in a repository does not match; the agent can \
-                  still silence the hooks of its own running session. `hooksConfig.enabled = \
-                  true` is pinned (system wins). Noticed by the missing records (a session \
-                  without `session_start`, tool calls without `pre_tool`).",
+                  `ags` names its hooks per launch (`ags-<random launch suffix>-<event>`), so a \
+                  list written in an earlier session or shipped in a repository does not match; \
+                  the agent can still silence the hooks of its own running session. \
+                  `hooksConfig.enabled = true` is pinned (the system file wins). Noticed by the \
+                  missing records (a session without `session_start`, tool calls without \
+                  `pre_tool`).",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),

@@ -20,6 +20,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub mod matrix;
+pub mod wiring;
 
 /// Directory inside the container holding everything the dispatcher needs.
 pub const CONTAINER_DIR: &str = "/run/ags-agent-hooks";

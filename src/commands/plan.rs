@@ -162,6 +162,9 @@ fn render(plan: &LaunchPlan) -> String {
             ),
         );
     }
+    for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
+        line("warning", w.clone());
+    }
     for s in &plan.op_secret_sets {
         line("op secret set", s.clone());
     }

@@ -175,7 +175,12 @@ pub(super) fn settings(
         timeout: args.timeout,
         publish: args.publish.clone(),
         no_init: args.no_init,
+        // Off until the dispatcher is mounted (issue #14, hooks-core): a hook command that
+        // cannot run makes gemini refuse every tool call.
+        agent_hooks: false,
     };
+    // Refused before any hook or `op` runs (the plan checks again).
+    plan::check_agent_hook_args(&settings)?;
     Ok(settings)
 }
 
@@ -199,13 +204,18 @@ pub(super) fn build_plan(
         rootless: service.rootless,
         selinux: service.selinux,
         user: user_ids(),
-        host_stage_dir: &match hooks.files.is_empty() {
+        host_stage_dir: &match hooks.files.is_empty() && !wires_agent_hooks(settings) {
             true => config.paths.stage_root(),
             false => stage::ram_stage_root(&config.paths)?,
         }
         .join(gc::stage_dir_name(identity)),
         hooks,
     })?)
+}
+
+/// Whether the plan will hold the agent's hook wiring (generated files, staged like hook files).
+fn wires_agent_hooks(settings: &RunSettings) -> bool {
+    settings.agent_hooks && crate::agent_hooks::wiring::generate(&settings.agent, "").is_some()
 }
 
 /// What the plan needs to know about the Podman service.
@@ -244,6 +254,9 @@ async fn launch_async(
     let hooks = hook_layer(&prepared);
     crate::trace::mark("hooks done");
     let plan = build_plan(config, settings, &identity, service, &hooks)?;
+    for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
+        eprintln!("ags: warning: {w}");
+    }
     facts.image = Some(plan.image.clone());
     let secrets = lookup_secrets(config, &plan, &prepared, &signals).await?;
     crate::trace::mark("secrets");

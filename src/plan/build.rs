@@ -51,6 +51,9 @@ pub struct RunSettings {
     pub publish: Vec<String>,
     /// `--no-init`.
     pub no_init: bool,
+    /// Wire the agent's own hooks to the dispatcher (docs/agent-hooks.md). Set only where the
+    /// dispatcher is mounted too: a hook command that cannot run makes gemini refuse every tool.
+    pub agent_hooks: bool,
 }
 
 /// A bind mount the user asked for: `--add-dir` (origin `Cli`) or a global-config `[[mount]]`
@@ -125,7 +128,12 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         .iter()
         .map(|p| super::check::parse_publish(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
+    let wiring = agent_hook_wiring(input)?;
+    let mut command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
+    if let Some((w, _)) = &wiring {
+        let at = profile.command.len().min(command.len());
+        command.splice(at..at, w.args.iter().cloned());
+    }
     let egress = network::plan(input.config, run.network, profile, input.host_stage_dir);
     if !ports.is_empty() && egress.mode == crate::config::Network::None {
         return Err(PlanError::PublishWithoutNetwork);
@@ -138,7 +146,14 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     env.sort_by(|a, b| a.key.cmp(&b.key));
     let staged =
         env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. })) || !run.op_secret_sets.is_empty();
-    let files = place_files(&input.hooks.files, input.host_stage_dir);
+    let generated: Vec<PlanFile> = input
+        .hooks
+        .files
+        .iter()
+        .cloned()
+        .chain(wiring.iter().flat_map(|(_, files)| files.iter().cloned()))
+        .collect();
+    let files = place_files(&generated, input.host_stage_dir);
     let staging = staged.then(|| Staging {
         volume: format!("ags-stage-{}", input.identity.suffix),
         mount_point: STAGING_MOUNT.into(),
@@ -189,6 +204,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         annotations: annotations(input, host_stage_dir.as_deref()),
         host_stage_dir,
         files,
+        agent_hook_wiring: wiring.map(|(w, _)| w),
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,
         state_volumes,
@@ -219,6 +235,55 @@ fn state_volumes(input: &PlanInput<'_>, mounts: &[PlanMount]) -> Vec<StateVolume
             _ => None,
         })
         .collect()
+}
+
+/// The agent's arguments (`[agent.NAME] args` and those after `--`) against its hook wiring:
+/// an error for a switch that drops every hook (opencode `--pure`), warnings for one that drops
+/// some (claude `--bare`). Nothing when the launch wires no agent hooks.
+pub fn check_agent_hook_args(run: &RunSettings) -> Result<Vec<String>, PlanError> {
+    use crate::agent_hooks::wiring::{self, SwitchOff};
+    let mut warnings = Vec::new();
+    if !run.agent_hooks {
+        return Ok(warnings);
+    }
+    for s in wiring::check_args(&run.agent, run.agent_args.iter().chain(&run.command)) {
+        match s {
+            SwitchOff::Refuse(why) => return Err(PlanError::WiringSwitchedOff(why)),
+            SwitchOff::Warn(why) => warnings.push(why),
+        }
+    }
+    Ok(warnings)
+}
+
+/// The agent's hook wiring (when `agent_hooks` is set and the agent has hooks) and its files;
+/// refused when the agent's arguments switch it off entirely.
+fn agent_hook_wiring(input: &PlanInput<'_>) -> Result<Option<(AgentHookWiring, Vec<PlanFile>)>, PlanError> {
+    use crate::agent_hooks::wiring;
+    let run = input.run;
+    if !run.agent_hooks {
+        return Ok(None);
+    }
+    let Some(w) = wiring::generate(&run.agent, &input.identity.suffix) else {
+        return Ok(None);
+    };
+    let warnings = check_agent_hook_args(run)?;
+    let files = w
+        .files
+        .iter()
+        .map(|f| PlanFile {
+            destination: f.destination.into(),
+            bytes: f.content.len(),
+            content: Redacted::new(f.content.clone()),
+            origin: Origin::AgentHooks,
+            host_path: PathBuf::new(),
+        })
+        .collect();
+    let plan = AgentHookWiring {
+        files: w.files.iter().map(|f| PathBuf::from(f.destination)).collect(),
+        args: w.args,
+        warnings,
+    };
+    Ok(Some((plan, files)))
 }
 
 /// The annotations that select `ags`'s OCI hooks and tell them where to record
@@ -524,3 +589,7 @@ pub fn slug(project: &Path) -> String {
 #[cfg(test)]
 #[path = "build_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "build_wiring_tests.rs"]
+mod wiring_tests;

@@ -4,7 +4,7 @@ use super::*;
 use crate::config::{Config, Network, Paths};
 use crate::plan::*;
 
-fn config() -> Config {
+pub(super) fn config() -> Config {
     let home = PathBuf::from("/home/u");
     Config {
         paths: Paths {
@@ -30,7 +30,7 @@ fn config() -> Config {
     }
 }
 
-fn identity() -> LaunchIdentity {
+pub(super) fn identity() -> LaunchIdentity {
     LaunchIdentity {
         launch_id: "ags-1-2".into(),
         suffix: "abc123".into(),

@@ -12,7 +12,10 @@ pub mod host_env;
 pub mod network;
 mod types;
 
-pub use build::{HookLayer, LaunchIdentity, PlanInput, RunSettings, UserMount, build, container_name, slug};
+pub use build::{
+    HookLayer, LaunchIdentity, PlanInput, RunSettings, UserMount, build, check_agent_hook_args,
+    container_name, slug,
+};
 pub use types::*;
 
 /// Errors of the plan stage.
@@ -57,6 +60,9 @@ pub enum PlanError {
         b: String,
         b_origin: String,
     },
+    /// The agent's arguments switch its hook wiring off.
+    #[error("{0}")]
+    WiringSwitchedOff(String),
     /// An `--add-dir` or `[[mount]]` is unusable.
     #[error("{what}: {rule}")]
     BadMount { what: String, rule: &'static str },

@@ -80,6 +80,8 @@ pub enum Origin {
     ProjectHook(String),
     /// The command line.
     Cli,
+    /// `ags`'s agent hook wiring (docs/agent-hooks.md).
+    AgentHooks,
 }
 
 impl fmt::Display for Origin {
@@ -90,6 +92,7 @@ impl fmt::Display for Origin {
             Origin::GlobalHook(n) => write!(f, "global hook {n}"),
             Origin::ProjectHook(n) => write!(f, "project hook {n}"),
             Origin::Cli => f.write_str("cli"),
+            Origin::AgentHooks => f.write_str("agent hooks"),
         }
     }
 }
@@ -232,6 +235,18 @@ pub struct PlanFile {
     pub host_path: PathBuf,
 }
 
+/// The agent's hook wiring (docs/agent-hooks.md): generated files, each also in
+/// [`LaunchPlan::files`] (read-only binds), and the arguments added to the agent's command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentHookWiring {
+    /// The generated files' paths inside the container.
+    pub files: Vec<PathBuf>,
+    /// Arguments placed right after the agent's command (pi's `-e FILE`).
+    pub args: Vec<String>,
+    /// What the agent's arguments switch off (`claude --bare`), printed at launch.
+    pub warnings: Vec<String>,
+}
+
 /// The per-launch staging volume.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Staging {
@@ -293,6 +308,8 @@ pub struct LaunchPlan {
     pub env: Vec<PlanEnv>,
     /// Generated files.
     pub files: Vec<PlanFile>,
+    /// The agent's hook wiring, when the launch wires agent hooks and the agent has them.
+    pub agent_hook_wiring: Option<AgentHookWiring>,
     /// 1Password Secure Notes loaded as environment (`--op-secret-set`).
     pub op_secret_sets: Vec<String>,
     /// Container labels.

@@ -6,11 +6,17 @@ agent CLIs of the agent image use (REFERENCE.md section 4):
   - Anthropic Messages:      POST /v1/messages            (claude; pi with the anthropic API)
   - OpenAI Chat Completions: POST .../chat/completions    (opencode, pi)
   - OpenAI Responses:        POST .../responses           (codex)
-Every reply is one assistant text turn whose text is $REPLY (default "ags-scripted-reply"); no
-tool calls. Other requests get 404. Prints the port on stdout once listening, and appends one
+  - Gemini:                  POST .../models/M:generateContent (JSON; gemini's model router gets an
+                             instance of the response schema it asks for) and
+                             POST .../models/M:streamGenerateContent?alt=sse (gemini)
+Every reply is one assistant text turn whose text is $REPLY (default "ags-scripted-reply"). With
+--tool-command CMD, a request that offers a shell tool and carries no tool result yet gets one call
+of that tool running CMD instead (the tool is found by name among the request's tools; its
+arguments follow the tool's parameter schema), and the request after it the text turn. Other
+requests get 404. Prints the port on stdout once listening, and appends one
 JSON line per request (method, path, proxy-visible headers only: no bodies) to --log FILE.
 
-usage: model_endpoint.py [--host H] [--port P] [--reply TEXT] [--log FILE]
+usage: model_endpoint.py [--host H] [--port P] [--reply TEXT] [--tool-command CMD] [--log FILE]
 """
 import argparse
 import http.server
@@ -20,11 +26,71 @@ import sys
 import time
 
 
+SHELL_TOOLS = ("Bash", "bash", "shell", "exec_command", "shell_command", "run_shell_command")
+
+
+def tool_list(req):
+    """(name, JSON schema of the parameters) of every tool the request offers, in any API shape."""
+    out = []
+    for t in req.get("tools") or []:
+        if not isinstance(t, dict):
+            continue
+        if "function" in t and isinstance(t["function"], dict):
+            out.append((t["function"].get("name"), t["function"].get("parameters") or {}))
+        elif "functionDeclarations" in t:
+            for f in t["functionDeclarations"]:
+                out.append((f.get("name"), f.get("parametersJsonSchema") or f.get("parameters") or {}))
+        elif "name" in t:
+            out.append((t["name"], t.get("input_schema") or t.get("parameters") or {}))
+    return out
+
+
+def has_tool_result(req):
+    text = json.dumps(req)
+    return any(k in text for k in ('"tool_result"', '"role": "tool"', '"function_call_output"', '"functionResponse"'))
+
+
+def shell_call(req, command):
+    """(tool name, arguments) calling the request's shell tool with COMMAND, or None."""
+    if not command or has_tool_result(req):
+        return None
+    tools = dict(tool_list(req))
+    name = next((n for n in SHELL_TOOLS if n in tools), None)
+    if name is None:
+        return None
+    props = (tools[name] or {}).get("properties") or {}
+    args = {}
+    if "cmd" in props and "command" not in props:
+        args["cmd"] = command
+    elif (props.get("command") or {}).get("type") == "array":
+        args["command"] = ["bash", "-lc", command]
+    else:
+        args["command"] = command
+    if "description" in props:
+        args["description"] = "run the scripted command"
+    return name, args
+
+
 def sse(events):
     return "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
 
 
-def anthropic(reply, model):
+def anthropic(reply, model, call=None):
+    if call:
+        name, args = call
+        msg = {"id": "msg_ags", "type": "message", "role": "assistant", "model": model, "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        return sse([
+            ("message_start", {"type": "message_start", "message": msg}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": {"type": "tool_use", "id": "toolu_ags1", "name": name, "input": {}}}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                     "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)}}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                               "usage": {"output_tokens": 1}}),
+            ("message_stop", {"type": "message_stop"}),
+        ])
     msg = {"id": "msg_ags", "type": "message", "role": "assistant", "model": model, "content": [],
            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
     return sse([
@@ -40,16 +106,28 @@ def anthropic(reply, model):
     ])
 
 
-def chat(reply, model):
+def chat(reply, model, call=None):
     chunk = lambda delta, finish: {"id": "c", "object": "chat.completion.chunk", "created": int(time.time()),
                                    "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if call:
+        name, args = call
+        tc = {"index": 0, "id": "call_ags1", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        body = "".join(f"data: {json.dumps(c)}\n\n" for c in [
+            chunk({"role": "assistant", "content": None, "tool_calls": [tc]}, None), chunk({}, "tool_calls")])
+        return (body + "data: [DONE]\n\n").encode()
     body = "".join(f"data: {json.dumps(c)}\n\n" for c in [
         chunk({"role": "assistant", "content": reply}, None), chunk({}, "stop")])
     return (body + "data: [DONE]\n\n").encode()
 
 
-def responses(reply, model):
-    item = {"type": "message", "id": "m", "role": "assistant", "status": "completed",
+def responses(reply, model, call=None):
+    if call:
+        name, args = call
+        item = {"type": "function_call", "id": "fc_ags1", "call_id": "call_ags1", "name": name,
+                "arguments": json.dumps(args), "status": "completed"}
+    else:
+        item = None
+    item = item or {"type": "message", "id": "m", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": reply, "annotations": []}]}
     resp = {"id": "r", "object": "response", "model": model, "status": "completed", "output": [item],
             "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}
@@ -60,11 +138,48 @@ def responses(reply, model):
     ])
 
 
+def instance(schema):
+    """A value valid against a (simple) JSON schema: what gemini's model router asks for."""
+    if not isinstance(schema, dict):
+        return "scripted"
+    if schema.get("enum"):
+        return schema["enum"][0]
+    t = schema.get("type")
+    t = t.lower() if isinstance(t, str) else t
+    if t == "object" or "properties" in schema:
+        return {k: instance(v) for k, v in (schema.get("properties") or {}).items()}
+    if t == "array":
+        return []
+    if t in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if t == "boolean":
+        return False
+    return "scripted"
+
+
+def gemini(reply, req, call=None, stream=True):
+    gen = req.get("generationConfig") or {}
+    schema = gen.get("responseJsonSchema") or gen.get("responseSchema")
+    if call:
+        part = {"functionCall": {"name": call[0], "args": call[1]}}
+    elif schema and not stream:
+        part = {"text": json.dumps(instance(schema))}
+    else:
+        part = {"text": reply}
+    resp = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+            "modelVersion": req.get("model", "scripted")}
+    if stream:
+        return f"data: {json.dumps(resp)}\n\n".encode(), "text/event-stream"
+    return json.dumps(resp).encode(), "application/json"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--reply", default="ags-scripted-reply")
+    ap.add_argument("--tool-command")
     ap.add_argument("--log")
     args = ap.parse_args()
 
@@ -75,24 +190,31 @@ def main():
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             try:
-                model = json.loads(raw or b"{}").get("model", "scripted")
+                req = json.loads(raw or b"{}")
             except ValueError:
-                model = "scripted"
+                req = {}
+            model = req.get("model", "scripted") if isinstance(req, dict) else "scripted"
+            call = shell_call(req, args.tool_command) if isinstance(req, dict) else None
             path = self.path.split("?")[0]
             if args.log:
                 with open(args.log, "a") as f:
-                    f.write(json.dumps({"method": "POST", "path": path, "host": self.headers.get("Host")}) + "\n")
-            if path.endswith("/messages"):
-                body = anthropic(args.reply, model)
+                    f.write(json.dumps({"method": "POST", "path": path, "host": self.headers.get("Host"),
+                                        "tool_call": call[0] if call else None}) + "\n")
+            ctype = "text/event-stream"
+            if path.endswith(":streamGenerateContent") or path.endswith(":generateContent"):
+                stream = path.endswith(":streamGenerateContent")
+                body, ctype = gemini(args.reply, req if isinstance(req, dict) else {}, call if stream else None, stream)
+            elif path.endswith("/messages"):
+                body = anthropic(args.reply, model, call)
             elif path.endswith("/chat/completions"):
-                body = chat(args.reply, model)
+                body = chat(args.reply, model, call)
             elif path.endswith("/responses"):
-                body = responses(args.reply, model)
+                body = responses(args.reply, model, call)
             else:
                 self.send_error(404)
                 return
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

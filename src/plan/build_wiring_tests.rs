@@ -1,0 +1,159 @@
+//! The agent hook wiring in the plan: read-only generated files with their own origin, pi's
+//! extension argument, and the switches that drop the wiring.
+
+use std::path::{Path, PathBuf};
+
+use super::tests::{config, identity};
+use super::*;
+use crate::agent_hooks::wiring;
+
+fn run(agent: &str, command: &[&str], agent_hooks: bool) -> RunSettings {
+    RunSettings {
+        agent: agent.into(),
+        command: command.iter().map(|s| s.to_string()).collect(),
+        agent_hooks,
+        ..Default::default()
+    }
+}
+
+fn plan(run: &RunSettings, hooks: &HookLayer) -> Result<LaunchPlan, PlanError> {
+    build(&PlanInput {
+        config: &config(),
+        run,
+        identity: &identity(),
+        rootless: true,
+        selinux: false,
+        user: (1000, 1000),
+        host_stage_dir: Path::new("/run/user/1000/ags/stage-abc123"),
+        hooks,
+    })
+}
+
+#[test]
+fn wired_files_are_read_only_binds_of_staged_files_and_shown_in_the_plan() {
+    let p = plan(&run("claude", &["-p", "hi"], true), &HookLayer::default()).unwrap();
+    let w = p.agent_hook_wiring.as_ref().expect("wiring");
+    assert_eq!(w.files, [PathBuf::from(wiring::CLAUDE_MANAGED)]);
+    let f = &p.files[0];
+    assert_eq!(f.destination, Path::new(wiring::CLAUDE_MANAGED));
+    assert_eq!(f.origin, Origin::AgentHooks);
+    assert!(f.host_path.starts_with("/run/user/1000/ags/stage-abc123/files"));
+    assert!(f.expose_contains("--agent claude --event PreToolUse"));
+    let m = p
+        .mounts
+        .iter()
+        .find(|m| m.destination == Path::new(wiring::CLAUDE_MANAGED))
+        .expect("mount");
+    assert!(m.read_only);
+    assert_eq!(
+        m.kind,
+        MountKind::Bind {
+            source: f.host_path.clone()
+        }
+    );
+    assert_eq!(
+        p.host_stage_dir.as_deref(),
+        Some(Path::new("/run/user/1000/ags/stage-abc123"))
+    );
+    let json = serde_json::to_value(&p).unwrap();
+    assert_eq!(json["agent_hook_wiring"]["files"][0], wiring::CLAUDE_MANAGED);
+    assert_eq!(json["files"][0]["origin"]["source"], "agent-hooks");
+    assert_eq!(p.command, ["claude", "-p", "hi"]);
+}
+
+#[test]
+fn hook_files_keep_their_numbers_and_wiring_comes_after_them() {
+    let hooks = HookLayer {
+        files: vec![PlanFile {
+            destination: "/home/dev/.netrc".into(),
+            content: Redacted::new("x".into()),
+            bytes: 1,
+            origin: Origin::GlobalHook("h".into()),
+            host_path: PathBuf::new(),
+        }],
+        ..Default::default()
+    };
+    let p = plan(&run("codex", &[], true), &hooks).unwrap();
+    let dests: Vec<&Path> = p.files.iter().map(|f| f.destination.as_path()).collect();
+    assert_eq!(
+        dests,
+        [
+            Path::new("/home/dev/.netrc"),
+            Path::new(wiring::CODEX_HOOKS),
+            Path::new(wiring::CODEX_REQUIREMENTS)
+        ]
+    );
+    assert!(p.files[0].host_path.ends_with("files/0"));
+    assert!(p.files[2].host_path.ends_with("files/2"));
+}
+
+#[test]
+fn pi_gets_its_extension_right_after_its_command() {
+    let mut r = run("pi", &["-p", "hi"], true);
+    r.agent_args = vec!["--model".into(), "m".into()];
+    let p = plan(&r, &HookLayer::default()).unwrap();
+    assert_eq!(
+        p.command,
+        ["pi", "-e", wiring::PI_EXTENSION, "--model", "m", "-p", "hi"]
+    );
+    assert_eq!(p.agent_hook_wiring.unwrap().args, ["-e", wiring::PI_EXTENSION]);
+}
+
+#[test]
+fn no_wiring_without_the_switch_or_for_the_shell() {
+    let p = plan(&run("claude", &[], false), &HookLayer::default()).unwrap();
+    assert!(p.agent_hook_wiring.is_none() && p.files.is_empty() && p.host_stage_dir.is_none());
+    let p = plan(&run("shell", &["true"], true), &HookLayer::default()).unwrap();
+    assert!(p.agent_hook_wiring.is_none() && p.files.is_empty());
+}
+
+#[test]
+fn switches_that_drop_the_wiring_are_refused_or_warned() {
+    let err = plan(
+        &run("opencode", &["run", "--pure", "hi"], true),
+        &HookLayer::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, PlanError::WiringSwitchedOff(_)));
+    assert!(err.to_string().contains("remove --pure"), "{err}");
+    let mut r = run("opencode", &[], true);
+    r.agent_args = vec!["--pure".into()];
+    assert!(plan(&r, &HookLayer::default()).is_err());
+    // Without agent hooks the flag is the agent's business.
+    assert!(plan(&run("opencode", &["--pure"], false), &HookLayer::default()).is_ok());
+    let p = plan(
+        &run("claude", &["--bare", "-p", "x"], true),
+        &HookLayer::default(),
+    )
+    .unwrap();
+    assert_eq!(p.agent_hook_wiring.unwrap().warnings.len(), 1);
+}
+
+/// A wiring file may not collide with a user's mount or a hook's file.
+#[test]
+fn a_mount_over_a_wiring_file_is_refused() {
+    let hooks = HookLayer {
+        files: vec![PlanFile {
+            destination: "/etc/codex".into(),
+            content: Redacted::new(String::new()),
+            bytes: 0,
+            origin: Origin::GlobalHook("h".into()),
+            host_path: PathBuf::new(),
+        }],
+        ..Default::default()
+    };
+    assert!(matches!(
+        plan(&run("codex", &[], true), &hooks),
+        Err(PlanError::MountOverlap { .. })
+    ));
+}
+
+trait ExposeContains {
+    fn expose_contains(&self, s: &str) -> bool;
+}
+
+impl ExposeContains for PlanFile {
+    fn expose_contains(&self, s: &str) -> bool {
+        self.content.expose().contains(s)
+    }
+}
