@@ -58,7 +58,7 @@ async fn ping_version_info() {
 
 #[tokio::test]
 async fn explicit_url_that_fails_is_reported_alone() {
-    let e = ags::podman::connect(Some("unix:///nonexistent/ags-test.sock"))
+    let e = ags::podman::connect(&ags::podman::Target::url("unix:///nonexistent/ags-test.sock"))
         .await
         .unwrap_err();
     let PodmanError::NoService { tried, .. } = &e else {

@@ -36,10 +36,18 @@ pub struct Cli {
 /// Options every subcommand understands.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// Podman service URL (unix:///path/podman.sock or tcp://host:port). Default: CONTAINER_HOST,
-    /// then $XDG_RUNTIME_DIR/podman/podman.sock, then /run/podman/podman.sock.
-    #[arg(long, global = true, value_name = "URL")]
+    /// Podman service URL (unix:///path/podman.sock, tcp://host:port or
+    /// ssh://[user@]host[:port]/path/podman.sock). Default: --connection, CONTAINER_HOST,
+    /// CONTAINER_CONNECTION, then $XDG_RUNTIME_DIR/podman/podman.sock, then /run/podman/podman.sock.
+    #[arg(long, global = true, value_name = "URL", conflicts_with = "connection")]
     pub url: Option<String>,
+    /// A named Podman connection (`podman system connection list`): its URL and identity.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub connection: Option<String>,
+    /// SSH identity file for an ssh:// service (default: CONTAINER_SSHKEY, then the
+    /// connection's own, then OpenSSH's configuration).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub identity: Option<PathBuf>,
     /// Primary config file instead of $XDG_CONFIG_HOME/ags/config.toml.
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -56,6 +64,24 @@ pub struct UnusedUrl {
     /// Ignored: this command never contacts Podman.
     #[arg(long = "url", id = "url", global = true, hide = true, value_name = "URL")]
     pub unused_url: Option<String>,
+    /// Ignored: this command never contacts Podman.
+    #[arg(
+        long = "connection",
+        id = "connection",
+        global = true,
+        hide = true,
+        value_name = "NAME"
+    )]
+    pub unused_connection: Option<String>,
+    /// Ignored: this command never contacts Podman.
+    #[arg(
+        long = "identity",
+        id = "identity",
+        global = true,
+        hide = true,
+        value_name = "PATH"
+    )]
+    pub unused_identity: Option<PathBuf>,
 }
 
 /// Options of a launch (also accepted by `ags plan`).
@@ -283,7 +309,9 @@ mod tests {
             &["hooks", "list"],
             &["setup", "oci-hooks"],
         ] {
-            assert!(!help(path).contains("--url"), "{path:?}");
+            for flag in ["--url", "--connection", "--identity"] {
+                assert!(!help(path).contains(flag), "{path:?} {flag}");
+            }
         }
         // Still accepted there (ignored), before or after the subcommand.
         for args in [

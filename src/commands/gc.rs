@@ -11,7 +11,7 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     let paths = crate::config::Paths::from_env()?;
     let rt = super::runtime()?;
     let result = rt.block_on(async {
-        let client = podman::connect(global.url.as_deref()).await?;
+        let client = podman::connect(&super::target(global)).await?;
         let report = launch::gc::sweep(&client, args.launch.as_deref()).await?;
         let recovered = super::recover::recover(&paths, &report.swept, stderr_to_terminal()).await;
         Ok::<_, Error>((report, recovered))

@@ -86,7 +86,7 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
             agent,
         )
     });
-    let mut containment = super::host_paths::base_rules(&config, global.url.as_deref());
+    let mut containment = super::host_paths::base_rules(&config, super::chosen_url(global).as_deref());
     containment.writable(crate::containment::WritableRoot {
         path: context.workdir.clone(),
         owner: "the workdir".into(),

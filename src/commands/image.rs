@@ -37,7 +37,7 @@ async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> 
         None => image::embedded_context(&certs),
     };
     let opts = build_options(args, &context)?;
-    let client = podman::connect(global.url.as_deref()).await?;
+    let client = podman::connect(&super::target(global)).await?;
     if let Some(base) = base_to_check(args) {
         check_base(&client, &base).await?;
     }
@@ -119,7 +119,7 @@ async fn import(global: &GlobalArgs, args: &ImageImportArgs) -> Result<u8, Error
     } else {
         args.changes.iter().map(String::as_str).collect()
     };
-    let client = podman::connect(global.url.as_deref()).await?;
+    let client = podman::connect(&super::target(global)).await?;
     let started = Instant::now();
     let id = client.image_import(tar, &args.reference, &changes).await?;
     eprintln!(

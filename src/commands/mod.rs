@@ -38,6 +38,27 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
     }
 }
 
+/// The Podman service the command line asks for (`--url`, `--connection`, `--identity`).
+pub(crate) fn target(global: &crate::cli::GlobalArgs) -> crate::podman::Target {
+    crate::podman::Target {
+        url: global.url.clone(),
+        connection: global.connection.clone(),
+        identity: global.identity.clone(),
+    }
+}
+
+/// The URL of the service named by the command line or the environment (a connection looked
+/// up), for the protected-path rules; `None` when the default sockets apply or the lookup
+/// fails (connecting reports that).
+pub(crate) fn chosen_url(global: &crate::cli::GlobalArgs) -> Option<String> {
+    let env = |k: &str| std::env::var(k).ok();
+    let euid = nix::unistd::geteuid().as_raw();
+    match crate::podman::choose(&target(global), &env, euid) {
+        Ok(Some(c)) => Some(c.candidate.url),
+        _ => global.url.clone(),
+    }
+}
+
 /// A single-threaded tokio runtime: `ags` is I/O-bound and small. Dropped without waiting
 /// for the blocking stdin reader (see [`finish`]).
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {

@@ -17,7 +17,8 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     super::run::check_args(global, &args.run)?;
     let config = super::run::load_config(global, args.run.workdir.clone())?;
     let named = super::host_paths::named_workdir(args.run.workdir.as_deref());
-    let mut rules = super::host_paths::check_early(&config, named.as_deref(), global.url.as_deref())?;
+    let service_url = super::chosen_url(global);
+    let mut rules = super::host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
     let terminals = crate::launch::terminal::both_are_terminals();
     let settings = super::run::settings(&args.run, &config, &mut rules, terminals)?;
     let image = settings.image.clone().unwrap_or_else(|| config.image.clone());
@@ -51,7 +52,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
 /// Ask the service what the plan depends on, and warn about what a launch would refuse (a
 /// missing image, a taken name); without a service, assume rootless unless root, no SELinux.
 async fn service(global: &GlobalArgs, image: &str, name: Option<&str>) -> Service {
-    match podman::connect(global.url.as_deref()).await {
+    match podman::connect(&super::target(global)).await {
         Ok(client) => {
             if let Err(e) = crate::launch::lifecycle::preflight(&client, image, name).await {
                 eprintln!("ags: warning: a launch would fail: {e}");

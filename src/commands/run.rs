@@ -60,7 +60,8 @@ fn launch(global: &GlobalArgs, args: &RunArgs, facts: &mut Facts) -> Result<u8, 
     let config = load_config(global, args.workdir.clone())?;
     facts.paths = Some(config.paths.clone());
     let named = host_paths::named_workdir(args.workdir.as_deref());
-    let mut rules = host_paths::check_early(&config, named.as_deref(), global.url.as_deref())?;
+    let service_url = super::chosen_url(global);
+    let mut rules = host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
     let settings = settings(args, &config, &mut rules, launch::terminal::both_are_terminals())?;
     let image = settings.image.as_deref().unwrap_or(&config.image);
     plan::check::check_image_ref(image)?;
@@ -241,7 +242,7 @@ async fn launch_async(
     let mut signals = SignalWatch::install().map_err(Error::Output)?;
     let identity = identity::current();
     facts.launch_id = Some(identity.launch_id.clone());
-    let client = podman::connect(global.url.as_deref()).await?;
+    let client = podman::connect(&super::target(global)).await?;
     crate::trace::mark("connected");
     let image = settings.image.as_deref().unwrap_or(&config.image);
     let (service, ()) = tokio::try_join!(service_facts(&client), async {
@@ -262,7 +263,8 @@ async fn launch_async(
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     drop(secrets); // zeroed now: the archive holds the only copy until it is uploaded
-    host_paths::check_late(&client, config, settings, &prepared, global.url.as_deref()).await?;
+    let service_url = super::chosen_url(global);
+    host_paths::check_late(&client, config, settings, &prepared, service_url.as_deref()).await?;
     for root in config.paths.stage_roots() {
         gc::sweep_host(&root);
     }

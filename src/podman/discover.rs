@@ -1,21 +1,27 @@
 //! Socket discovery: which Podman API service to talk to.
 //!
-//! Part of stage 4 (`podman`). Input: an explicit `--url` value and the environment
-//! (`CONTAINER_HOST`, `XDG_RUNTIME_DIR`, the effective uid). Output: a [`Client`] whose
-//! endpoint answered a ping. The order follows podman-remote:
+//! Part of stage 4 (`podman`). Input: a [`Target`] (`--url`, `--connection`, `--identity`) and
+//! the environment (`CONTAINER_HOST`, `CONTAINER_CONNECTION`, `CONTAINER_SSHKEY`,
+//! `XDG_RUNTIME_DIR`, the effective uid). Output: a [`Client`] whose endpoint answered a ping.
+//! The order follows podman-remote:
 //!
 //! 1. the explicit `--url` value, if given;
-//! 2. `CONTAINER_HOST`, if set and non-empty;
-//! 3. `$XDG_RUNTIME_DIR/podman/podman.sock` (or `/run/user/$UID/podman/podman.sock` for a
+//! 2. `--connection NAME` (Podman's named connections, see `connections`);
+//! 3. `CONTAINER_HOST`, if set and non-empty;
+//! 4. `CONTAINER_CONNECTION`, if set and non-empty;
+//! 5. `$XDG_RUNTIME_DIR/podman/podman.sock` (or `/run/user/$UID/podman/podman.sock` for a
 //!    non-root user without `XDG_RUNTIME_DIR`);
-//! 4. `/run/podman/podman.sock` (the rootful service).
+//! 6. `/run/podman/podman.sock` (the rootful service).
 //!
-//! An explicit URL or `CONTAINER_HOST` is the only candidate: when it fails, `ags` reports it
-//! rather than silently using another service. [`candidates`] is pure; [`connect`] does the I/O.
+//! A service chosen by 1–4 is the only candidate: when it fails, `ags` reports it rather than
+//! silently using another service. The SSH identity of an `ssh://` service: `--identity`, else
+//! `CONTAINER_SSHKEY`, else the connection's own. [`candidates`] is pure; [`connect`] does the I/O.
 //! Ref: <https://docs.podman.io/en/latest/markdown/podman-remote.1.html>
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use super::connections::Sources;
 use super::endpoint::Endpoint;
 use super::error::{PodmanError, Result, Tried};
 use super::transport::Client;
@@ -37,6 +43,10 @@ pub enum CandidateSource {
     RuntimeDir,
     /// The rootful system socket.
     System,
+    /// A named connection given with `--connection`.
+    Connection,
+    /// A named connection given in `CONTAINER_CONNECTION`.
+    ContainerConnection,
 }
 
 impl CandidateSource {
@@ -47,6 +57,8 @@ impl CandidateSource {
             CandidateSource::ContainerHost => "CONTAINER_HOST",
             CandidateSource::RuntimeDir => "XDG_RUNTIME_DIR",
             CandidateSource::System => "system socket",
+            CandidateSource::Connection => "--connection",
+            CandidateSource::ContainerConnection => "CONTAINER_CONNECTION",
         }
     }
 }
@@ -58,6 +70,73 @@ pub struct Candidate {
     pub url: String,
     /// Where it came from.
     pub source: CandidateSource,
+}
+
+/// Which service the command line asks for (all optional).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Target {
+    /// `--url`.
+    pub url: Option<String>,
+    /// `--connection NAME`.
+    pub connection: Option<String>,
+    /// `--identity PATH` (an `ssh://` service's key).
+    pub identity: Option<PathBuf>,
+}
+
+impl Target {
+    /// A target naming only a URL (`--url`).
+    pub fn url(url: impl Into<String>) -> Target {
+        Target {
+            url: Some(url.into()),
+            ..Target::default()
+        }
+    }
+}
+
+/// The service chosen by the command line or the environment (before the default sockets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// The URL and where it came from.
+    pub candidate: Candidate,
+    /// The SSH identity file to use with an `ssh://` URL.
+    pub identity: Option<PathBuf>,
+}
+
+/// Pick the service of `target` and the environment (`env`), reading Podman's connection list
+/// when a connection is named; `None` when nothing names one (the default sockets apply).
+pub fn choose(target: &Target, env: &dyn Fn(&str) -> Option<String>, euid: u32) -> Result<Option<Chosen>> {
+    let set = |v: Option<String>| v.filter(|s| !s.is_empty());
+    let key_env = set(env("CONTAINER_SSHKEY")).map(PathBuf::from);
+    let identity = |own: Option<PathBuf>| target.identity.clone().or(key_env.clone()).or(own);
+    let chosen = |url: String, source: CandidateSource, own: Option<PathBuf>| {
+        Some(Chosen {
+            candidate: Candidate { url, source },
+            identity: identity(own),
+        })
+    };
+    let named = |name: &str, source: CandidateSource| -> Result<Option<Chosen>> {
+        let c = Sources::locate(env, euid)
+            .find(name)
+            .map_err(|reason| PodmanError::Connection {
+                name: name.to_owned(),
+                source_name: source.name().to_owned(),
+                reason,
+            })?;
+        Ok(chosen(c.uri, source, c.identity))
+    };
+    if let Some(url) = set(target.url.clone()) {
+        return Ok(chosen(url, CandidateSource::Explicit, None));
+    }
+    if let Some(name) = set(target.connection.clone()) {
+        return named(&name, CandidateSource::Connection);
+    }
+    if let Some(url) = set(env("CONTAINER_HOST")) {
+        return Ok(chosen(url, CandidateSource::ContainerHost, None));
+    }
+    if let Some(name) = set(env("CONTAINER_CONNECTION")) {
+        return named(&name, CandidateSource::ContainerConnection);
+    }
+    Ok(None)
 }
 
 /// The ordered candidate list for the given inputs (no I/O). Empty strings count as unset.
@@ -99,6 +178,12 @@ pub fn candidates(
     out
 }
 
+/// What to tell the user when an `ssh://` service did not answer.
+const SSH_HINT: &str = "check that `ssh [-p PORT] [USER@]HOST true` works without any prompt (ags runs OpenSSH with BatchMode: \
+     load the key into ssh-agent or pass --identity, and accept the host key once with ssh itself), that the \
+     server allows stream-local forwarding (sshd: AllowStreamLocalForwarding, no DisableForwarding), and that \
+     the Podman service runs on that machine at that socket path and is yours (`systemctl --user start podman.socket` there)";
+
 /// What to tell the user when no service answered.
 pub fn hint(euid: u32, explicit: bool) -> String {
     let start = if euid == 0 {
@@ -111,52 +196,78 @@ pub fn hint(euid: u32, explicit: bool) -> String {
             .to_owned()
     };
     if explicit {
-        format!("check the URL (--url or CONTAINER_HOST), or unset it to use the default sockets; or {start}")
+        format!(
+            "check the URL (--url, --connection, CONTAINER_HOST or CONTAINER_CONNECTION), or unset it to use the default sockets; or {start}"
+        )
     } else {
         format!("To fix: {start}")
     }
 }
 
-/// Find a Podman service: compute the candidates from `explicit` and the environment, ping
-/// each (at most [`PING_TIMEOUT`] apiece) and return a client for the first that answers.
+/// Find a Podman service: the one `target` or the environment names (see [`choose`]), else
+/// the default sockets; ping each (at most [`PING_TIMEOUT`] apiece, after the SSH forward of
+/// an `ssh://` service is up) and return a client for the first that answers.
 ///
 /// Requires a tokio runtime with the time driver enabled.
-pub async fn connect(explicit: Option<&str>) -> Result<Client> {
+pub async fn connect(target: &Target) -> Result<Client> {
     let env = |k: &str| std::env::var(k).ok();
     let euid = nix::unistd::geteuid().as_raw();
-    let list = candidates(
-        explicit,
-        env("CONTAINER_HOST").as_deref(),
-        env("XDG_RUNTIME_DIR").as_deref(),
-        euid,
-    );
+    if let Some(chosen) = choose(target, &env, euid)? {
+        return connect_with(
+            std::slice::from_ref(&chosen.candidate),
+            chosen.identity.as_deref(),
+            euid,
+        )
+        .await;
+    }
+    let list = candidates(None, None, env("XDG_RUNTIME_DIR").as_deref(), euid);
     connect_candidates(&list, euid).await
 }
 
 /// Ping each candidate in order; the first that answers wins.
 pub async fn connect_candidates(list: &[Candidate], euid: u32) -> Result<Client> {
+    connect_with(list, None, euid).await
+}
+
+async fn connect_with(list: &[Candidate], identity: Option<&std::path::Path>, euid: u32) -> Result<Client> {
     let mut tried = Vec::new();
     for cand in list {
         let endpoint = Endpoint::parse_from(&cand.url, cand.source.name())?;
-        let client = Client::new(endpoint);
-        match tokio::time::timeout(PING_TIMEOUT, client.ping()).await {
+        let client = match &endpoint {
+            Endpoint::Ssh { .. } => match super::tunnel::Tunnel::open(&endpoint, identity).await {
+                Ok(tunnel) => Client::with_tunnel(endpoint, tunnel),
+                Err(why) => {
+                    tried.push(tried_entry(cand, why));
+                    continue;
+                }
+            },
+            _ => Client::new(endpoint),
+        };
+        let failed = match tokio::time::timeout(PING_TIMEOUT, client.ping()).await {
             Ok(Ok(_)) => return Ok(client),
-            Ok(Err(e)) => tried.push(tried_entry(cand, reason(&e))),
-            Err(_) => tried.push(tried_entry(
-                cand,
-                format!("no answer within {} s", PING_TIMEOUT.as_secs()),
-            )),
-        }
+            Ok(Err(e)) => reason(&e),
+            Err(_) => format!("no answer within {} s", PING_TIMEOUT.as_secs()),
+        };
+        // Through an SSH forward, ssh's own words say why (e.g. the remote socket is missing).
+        let said = client.transport_said();
+        tried.push(tried_entry(
+            cand,
+            match said.is_empty() {
+                true => failed,
+                false => format!("{failed}; ssh said: {said}"),
+            },
+        ));
     }
-    let explicit = list.iter().any(|c| {
-        matches!(
-            c.source,
-            CandidateSource::Explicit | CandidateSource::ContainerHost
-        )
-    });
+    let explicit = list
+        .iter()
+        .any(|c| !matches!(c.source, CandidateSource::RuntimeDir | CandidateSource::System));
+    let over_ssh = list.iter().any(|c| c.url.starts_with("ssh://"));
     Err(PodmanError::NoService {
         tried,
-        hint: hint(euid, explicit),
+        hint: match over_ssh {
+            true => SSH_HINT.to_owned(),
+            false => hint(euid, explicit),
+        },
     })
 }
 
@@ -283,9 +394,81 @@ mod tests {
         );
     }
 
+    #[test]
+    fn choose_follows_podman_remote() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("c.json");
+        std::fs::write(
+            &json,
+            r#"{"Connection":{"Connections":{"prod":{"URI":"ssh://u@h/run/p.sock","Identity":"/k/prod"}}}}"#,
+        )
+        .unwrap();
+        let json_s = json.display().to_string();
+        let vars = |extra: &[(&'static str, &'static str)]| {
+            let mut v: Vec<(String, String)> = vec![
+                ("PODMAN_CONNECTIONS_CONF".into(), json_s.clone()),
+                ("CONTAINERS_CONF".into(), "/nonexistent.conf".into()),
+            ];
+            v.extend(extra.iter().map(|(k, x)| (k.to_string(), x.to_string())));
+            v
+        };
+        let pick = |t: &Target, v: &[(String, String)]| {
+            let env = |k: &str| v.iter().find(|(n, _)| n == k).map(|(_, x)| x.clone());
+            choose(t, &env, 1000)
+        };
+        let by_name = Target {
+            connection: Some("prod".into()),
+            ..Target::default()
+        };
+        let c = pick(&by_name, &vars(&[("CONTAINER_HOST", "tcp://other:1")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (c.candidate.url.as_str(), c.candidate.source),
+            ("ssh://u@h/run/p.sock", Connection)
+        );
+        assert_eq!(c.identity.as_deref(), Some(std::path::Path::new("/k/prod")));
+        // CONTAINER_SSHKEY beats the connection's key; --identity beats both.
+        let c = pick(&by_name, &vars(&[("CONTAINER_SSHKEY", "/k/env")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.identity.as_deref(), Some(std::path::Path::new("/k/env")));
+        let t = Target {
+            identity: Some("/k/cli".into()),
+            ..by_name.clone()
+        };
+        let c = pick(&t, &vars(&[("CONTAINER_SSHKEY", "/k/env")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.identity.as_deref(), Some(std::path::Path::new("/k/cli")));
+        // CONTAINER_HOST beats CONTAINER_CONNECTION; --url beats --connection.
+        let v = vars(&[("CONTAINER_HOST", "tcp://h:1"), ("CONTAINER_CONNECTION", "prod")]);
+        let c = pick(&Target::default(), &v).unwrap().unwrap();
+        assert_eq!(c.candidate.source, ContainerHost);
+        let c = pick(&Target::default(), &vars(&[("CONTAINER_CONNECTION", "prod")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.candidate.source, ContainerConnection);
+        let t = Target {
+            url: Some("unix:///x.sock".into()),
+            ..by_name.clone()
+        };
+        assert_eq!(pick(&t, &vars(&[])).unwrap().unwrap().candidate.source, Explicit);
+        assert_eq!(pick(&Target::default(), &vars(&[])).unwrap(), None);
+        let missing = Target {
+            connection: Some("nope".into()),
+            ..Target::default()
+        };
+        let e = pick(&missing, &vars(&[])).unwrap_err();
+        assert!(
+            e.to_string().contains("no Podman connection named \"nope\""),
+            "{e}"
+        );
+    }
+
     #[tokio::test]
     async fn explicit_invalid_url_is_an_error() {
-        let e = connect_candidates(&candidates(Some("ssh://x"), None, None, 0), 0)
+        let e = connect_candidates(&candidates(Some("http://x"), None, None, 0), 0)
             .await
             .unwrap_err();
         assert!(matches!(e, PodmanError::InvalidUrl { .. }), "{e:?}");

@@ -1,7 +1,8 @@
-//! Endpoint URLs: `unix:///path/to/podman.sock` and `tcp://host:port`, nothing else.
+//! Endpoint URLs: `unix:///path/to/podman.sock`, `tcp://host:port` and
+//! `ssh://[user@]host[:port]/path/to/podman.sock`, nothing else.
 //!
-//! Part of stage 4 (`podman`); no I/O. podman-remote also accepts `ssh://`, which `ags` refuses
-//! with a message naming the two accepted forms.
+//! Part of stage 4 (`podman`); no I/O. An `ssh://` endpoint is reached through the system
+//! OpenSSH client forwarding the remote socket to a private local one (`tunnel`).
 //! Ref: <https://docs.podman.io/en/latest/markdown/podman-remote.1.html>
 
 use std::fmt;
@@ -21,6 +22,17 @@ pub enum Endpoint {
         /// Port.
         port: u16,
     },
+    /// A unix socket on another machine, reached over SSH (`ssh://user@host:22/run/podman/podman.sock`).
+    Ssh {
+        /// Login name (`None`: OpenSSH's default, from its config or the local user).
+        user: Option<String>,
+        /// Host name or address, as given to `ssh` (no brackets, even for IPv6).
+        host: String,
+        /// Port (`None`: OpenSSH's default, from its config or 22).
+        port: Option<u16>,
+        /// The socket's absolute path on the remote machine.
+        path: PathBuf,
+    },
 }
 
 impl Endpoint {
@@ -38,15 +50,21 @@ impl Endpoint {
         })
     }
 
-    /// True for a unix socket endpoint.
+    /// True for a unix socket endpoint on this machine.
     pub fn is_unix(&self) -> bool {
         matches!(self, Endpoint::Unix(_))
+    }
+
+    /// True for an endpoint on another machine (`tcp://`, `ssh://`): paths in the launch name
+    /// that machine's files, and this host's files cannot be bind-mounted.
+    pub fn is_remote(&self) -> bool {
+        !self.is_unix()
     }
 
     /// The value for the HTTP `Host` header.
     pub(crate) fn host_header(&self) -> String {
         match self {
-            Endpoint::Unix(_) => "d".to_owned(),
+            Endpoint::Unix(_) | Endpoint::Ssh { .. } => "d".to_owned(),
             Endpoint::Tcp { host, port } if host.contains(':') => format!("[{host}]:{port}"),
             Endpoint::Tcp { host, port } => format!("{host}:{port}"),
         }
@@ -58,6 +76,25 @@ impl fmt::Display for Endpoint {
         match self {
             Endpoint::Unix(path) => write!(f, "unix://{}", path.display()),
             Endpoint::Tcp { .. } => write!(f, "tcp://{}", self.host_header()),
+            Endpoint::Ssh {
+                user,
+                host,
+                port,
+                path,
+            } => {
+                f.write_str("ssh://")?;
+                if let Some(user) = user {
+                    write!(f, "{user}@")?;
+                }
+                match host.contains(':') {
+                    true => write!(f, "[{host}]")?,
+                    false => f.write_str(host)?,
+                }
+                if let Some(port) = port {
+                    write!(f, ":{port}")?;
+                }
+                write!(f, "{}", path.display())
+            }
         }
     }
 }
@@ -73,8 +110,65 @@ fn parse_url(url: &str) -> std::result::Result<Endpoint, String> {
         "unix" if rest.starts_with('/') => Ok(Endpoint::Unix(PathBuf::from(rest))),
         "unix" => Err("the socket path must be absolute (unix:///run/podman/podman.sock)".into()),
         "tcp" => parse_tcp(rest.strip_suffix('/').unwrap_or(rest)),
+        "ssh" => parse_ssh(rest),
         other => Err(format!("the scheme {other:?} is not supported")),
     }
+}
+
+/// `[user@]host[:port]/absolute/socket/path`. Names that `ssh` could read as options (a
+/// leading `-`) or that hold spaces or control characters are refused.
+fn parse_ssh(rest: &str) -> std::result::Result<Endpoint, String> {
+    let Some(slash) = rest.find('/') else {
+        return Err("the remote socket path is missing (ssh://user@host/run/podman/podman.sock)".into());
+    };
+    let (authority, path) = rest.split_at(slash);
+    if path.contains(['?', '#']) || path.chars().any(char::is_control) || path == "/" {
+        return Err(format!("the remote socket path {path:?} is not valid"));
+    }
+    let (user, hostport) = match authority.rsplit_once('@') {
+        Some((user, hostport)) => (Some(user), hostport),
+        None => (None, authority),
+    };
+    let bad = |s: &str| {
+        s.is_empty()
+            || s.starts_with('-')
+            || s.chars()
+                .any(|c| c.is_whitespace() || c.is_control() || "/@?#'\"\\`$;|&<>(){}*!".contains(c))
+    };
+    if let Some(user) = user.filter(|u| bad(u)) {
+        return Err(format!("the user {user:?} is not valid"));
+    }
+    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+        let (host, tail) = v6.split_once(']').ok_or("the IPv6 address lacks a closing ']'")?;
+        match tail {
+            "" => (host, None),
+            t => (
+                host,
+                Some(t.strip_prefix(':').ok_or("the port is missing after ':'")?),
+            ),
+        }
+    } else {
+        match hostport.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        }
+    };
+    if bad(host) || host.contains(['[', ']']) {
+        return Err(format!("the host {host:?} is not valid"));
+    }
+    let port = match port {
+        None => None,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n != 0 => Some(n),
+            _ => return Err(format!("the port {p:?} is not a number from 1 to 65535")),
+        },
+    };
+    Ok(Endpoint::Ssh {
+        user: user.map(str::to_owned),
+        host: host.to_owned(),
+        port,
+        path: PathBuf::from(path),
+    })
 }
 
 fn parse_tcp(rest: &str) -> std::result::Result<Endpoint, String> {
@@ -137,8 +231,47 @@ mod tests {
     }
 
     #[test]
+    fn parses_ssh() {
+        assert_eq!(
+            Endpoint::parse("ssh://core@host.example:2222/run/user/1000/podman/podman.sock").unwrap(),
+            Endpoint::Ssh {
+                user: Some("core".into()),
+                host: "host.example".into(),
+                port: Some(2222),
+                path: "/run/user/1000/podman/podman.sock".into(),
+            }
+        );
+        assert_eq!(
+            Endpoint::parse("ssh://host/run/podman/podman.sock").unwrap(),
+            Endpoint::Ssh {
+                user: None,
+                host: "host".into(),
+                port: None,
+                path: "/run/podman/podman.sock".into(),
+            }
+        );
+        assert_eq!(
+            Endpoint::parse("ssh://root@[::1]:22/run/podman/podman.sock").unwrap(),
+            Endpoint::Ssh {
+                user: Some("root".into()),
+                host: "::1".into(),
+                port: Some(22),
+                path: "/run/podman/podman.sock".into(),
+            }
+        );
+        assert!(
+            Endpoint::parse("ssh://h/run/podman/podman.sock")
+                .unwrap()
+                .is_remote()
+        );
+    }
+
+    #[test]
     fn display_round_trips() {
         for url in [
+            "ssh://core@host:2222/run/podman/podman.sock",
+            "ssh://[::1]/run/podman/podman.sock",
+            "ssh://host/run/user/1000/podman/podman.sock",
             "unix:///run/user/1000/podman/podman.sock",
             "tcp://localhost:8080",
             "tcp://[::1]:8080",
@@ -150,9 +283,20 @@ mod tests {
     #[test]
     fn rejects_everything_else() {
         assert_eq!(
-            reason("ssh://core@host/run/podman.sock"),
-            "the scheme \"ssh\" is not supported"
+            reason("ssh://core@host"),
+            "the remote socket path is missing (ssh://user@host/run/podman/podman.sock)"
         );
+        assert_eq!(
+            reason("ssh://-oProxyCommand=x/run/p.sock"),
+            "the host \"-oProxyCommand=x\" is not valid"
+        );
+        assert_eq!(reason("ssh://-l@h/run/p.sock"), "the user \"-l\" is not valid");
+        assert_eq!(reason("ssh://a b@h/run/p.sock"), "the user \"a b\" is not valid");
+        assert_eq!(
+            reason("ssh://h:0/run/p.sock"),
+            "the port \"0\" is not a number from 1 to 65535"
+        );
+        assert_eq!(reason("ssh://h/"), "the remote socket path \"/\" is not valid");
         assert_eq!(
             reason("http://localhost:8080"),
             "the scheme \"http\" is not supported"
@@ -179,11 +323,11 @@ mod tests {
 
     #[test]
     fn invalid_url_message_says_what_to_use() {
-        let e = Endpoint::parse_from("ssh://x", "CONTAINER_HOST").unwrap_err();
+        let e = Endpoint::parse_from("http://x", "CONTAINER_HOST").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid Podman URL \"ssh://x\" (from CONTAINER_HOST): the scheme \"ssh\" is not supported; \
-             use unix:///path/to/podman.sock or tcp://host:port"
+            "invalid Podman URL \"http://x\" (from CONTAINER_HOST): the scheme \"http\" is not supported; \
+             use unix:///path/to/podman.sock, tcp://host:port or ssh://[user@]host[:port]/path/to/podman.sock"
         );
     }
 }

@@ -28,7 +28,7 @@ pub enum PodmanError {
     /// A Podman URL could not be parsed.
     #[error(
         "invalid Podman URL {url:?} (from {source_name}): {reason}; \
-         use unix:///path/to/podman.sock or tcp://host:port"
+         use unix:///path/to/podman.sock, tcp://host:port or ssh://[user@]host[:port]/path/to/podman.sock"
     )]
     InvalidUrl {
         /// The URL as given.
@@ -36,6 +36,17 @@ pub enum PodmanError {
         /// Where it came from (`--url`, `CONTAINER_HOST`).
         source_name: String,
         /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A named connection (`--connection`, `CONTAINER_CONNECTION`) could not be found or read.
+    #[error("Podman connection {name:?} (from {source_name}): {reason}")]
+    Connection {
+        /// The connection name.
+        name: String,
+        /// Where the name came from.
+        source_name: String,
+        /// What went wrong.
         reason: String,
     },
 

@@ -5,9 +5,10 @@
 //! Podman's own message. Async (tokio); callers run it on a current-thread runtime with the I/O
 //! and time drivers enabled.
 //!
-//! - `endpoint`: `unix://` and `tcp://` URLs; `transport`: connecting, the request funnel and
-//!   the HTTP upgrade.
-//! - `discover`: which socket to use (`--url` → `CONTAINER_HOST` → XDG → system socket).
+//! - `endpoint`: `unix://`, `tcp://` and `ssh://` URLs; `transport`: connecting, the request
+//!   funnel and the HTTP upgrade; `tunnel`: the OpenSSH forward of an `ssh://` service.
+//! - `discover`: which service to use (`--url` → `--connection` → `CONTAINER_HOST` →
+//!   `CONTAINER_CONNECTION` → XDG → system socket); `connections`: Podman's named connections.
 //! - `api`: one short [`Client`] method per endpoint; `build`: image builds with progress.
 //! - `attach`: attach streams, stdin EOF and the stdout/stderr demultiplexer.
 //! - `neighbours`: the read-write binds of other running launches, Podman's storage paths.
@@ -21,6 +22,7 @@
 mod api;
 mod attach;
 mod build;
+mod connections;
 mod discover;
 mod endpoint;
 mod error;
@@ -30,11 +32,14 @@ mod neighbours;
 mod spec;
 mod transport;
 mod version;
+mod tunnel;
 
 pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
 pub use build::{BuildOptions, BuildOutcome};
+pub use connections::{Connection, Sources as ConnectionSources};
 pub use discover::{
-    Candidate, CandidateSource, PING_TIMEOUT, SYSTEM_SOCKET, candidates, connect, connect_candidates, hint,
+    Candidate, CandidateSource, Chosen, PING_TIMEOUT, SYSTEM_SOCKET, Target, candidates, choose, connect,
+    connect_candidates, hint,
 };
 pub use endpoint::Endpoint;
 pub use error::{ExecFailure, PodmanError, Result, RuntimeSetupFailure, Tried};

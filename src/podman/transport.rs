@@ -29,6 +29,7 @@ use tokio::net::{TcpStream, UnixStream};
 use super::endpoint::Endpoint;
 use super::error::{Excerpt, PodmanError, Result, decode_error_body};
 use super::version::ServerVersion;
+use super::tunnel::Tunnel;
 
 /// The route prefix for every request: the libpod API, version 4.0.0 (answered by Podman 4 and 5).
 pub const API_PREFIX: &str = "/v4.0.0/libpod";
@@ -204,6 +205,8 @@ pub struct Client {
     url: Arc<str>,
     /// The server's version, recorded by the first ping or version call that told it.
     server: Arc<OnceLock<ServerVersion>>,
+    /// The SSH forward of an `ssh://` endpoint; torn down when the last clone is dropped.
+    tunnel: Option<Arc<Tunnel>>,
 }
 
 impl Client {
@@ -214,6 +217,7 @@ impl Client {
             endpoint,
             url,
             server: Arc::default(),
+            tunnel: None,
         }
     }
 
@@ -226,6 +230,19 @@ impl Client {
     /// Record the server's version (the first one recorded stays).
     pub(crate) fn record_version(&self, version: ServerVersion) {
         let _ = self.server.set(version);
+    }
+
+    /// A client for an `ssh://` endpoint whose socket `tunnel` forwards.
+    pub(crate) fn with_tunnel(endpoint: Endpoint, tunnel: Tunnel) -> Self {
+        Client {
+            tunnel: Some(Arc::new(tunnel)),
+            ..Client::new(endpoint)
+        }
+    }
+
+    /// What the SSH client of an `ssh://` endpoint said on stderr (empty otherwise).
+    pub(crate) fn transport_said(&self) -> String {
+        self.tunnel.as_ref().map(|t| t.ssh_said()).unwrap_or_default()
     }
 
     /// The endpoint this client talks to.
@@ -243,15 +260,28 @@ impl Client {
         self.url.clone()
     }
 
-    /// True when the service is reached through a unix socket (false for tcp).
+    /// True when the service is reached through a unix socket on this machine (false for
+    /// `tcp://` and `ssh://`).
     pub fn is_unix(&self) -> bool {
         self.endpoint.is_unix()
+    }
+
+    /// True when the service runs on another machine (`tcp://`, `ssh://`).
+    pub fn is_remote(&self) -> bool {
+        self.endpoint.is_remote()
     }
 
     async fn connect(&self) -> Result<Stream> {
         let stream = match &self.endpoint {
             Endpoint::Unix(path) => UnixStream::connect(path).await.map(Stream::Unix),
             Endpoint::Tcp { host, port } => TcpStream::connect((host.as_str(), *port)).await.map(Stream::Tcp),
+            Endpoint::Ssh { .. } => match &self.tunnel {
+                Some(t) => UnixStream::connect(t.socket()).await.map(Stream::Unix),
+                None => Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "the SSH transport is not running",
+                )),
+            },
         };
         stream.map_err(|source| PodmanError::Connect {
             endpoint: self.url.clone(),

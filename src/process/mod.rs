@@ -2,7 +2,8 @@
 //! environment given, feed it stdin bytes then EOF, capture capped stdout, forward capped and
 //! escaped stderr, stop it on a timeout, on output overflow or when an abort future fires, then
 //! SIGKILL its whole group before reaping it. Prepare hooks (`crate::hooks::runner`), lifecycle
-//! hooks and the 1Password CLI (`crate::op`) all run through here: there is no other `Command::spawn` in `ags`
+//! hooks, the 1Password CLI (`crate::op`) and the OpenSSH client of an `ssh://` service
+//! (`crate::podman`'s tunnel, via [`spawn`]) all run through here: there is no other `Command::spawn` in `ags`
 //! (besides the [`watchdog`]'s own start, also here). Every group started is recorded with the
 //! watchdog, which kills it should `ags` die before doing so itself.
 //!
@@ -343,6 +344,24 @@ impl Running {
     /// The id of the process group the process leads.
     pub(crate) fn pgid(&self) -> u32 {
         self.pgid.as_raw() as u32
+    }
+
+    /// Take the child's stderr pipe (for a long-running helper whose errors are read while it
+    /// runs, such as the SSH transport of `crate::podman`).
+    pub(crate) fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.as_mut().and_then(|c| c.stderr.take())
+    }
+
+    /// Whether the process has exited, without reaping it (its group id stays reserved).
+    pub(crate) fn has_exited(&self) -> bool {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+        loop {
+            match waitid(Id::Pid(self.pgid), flags) {
+                Err(Errno::EINTR) => continue,
+                Ok(nix::sys::wait::WaitStatus::StillAlive) => return false,
+                _ => return true,
+            }
+        }
     }
 
     /// SIGKILL every member of the group (ESRCH: nobody left).

@@ -43,6 +43,7 @@ mod env;
 pub mod launch;
 mod process;
 pub mod pty;
+pub mod sshd;
 
 use std::fmt;
 use std::fs;

@@ -21,7 +21,7 @@ pub(crate) fn url() -> String {
 }
 
 pub(crate) async fn client() -> Option<Client> {
-    match ags::podman::connect(Some(&url())).await {
+    match ags::podman::connect(&ags::podman::Target::url(url())).await {
         Ok(c) => Some(c),
         Err(e) => {
             eprintln!("\n!!!!!!!! SKIP: no Podman service for live tests: {e}\n");

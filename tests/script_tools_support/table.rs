@@ -55,6 +55,7 @@ pub const TOOLS: &[(&str, &str, &str)] = &[
     ("sleep", "coreutils", ""),
     ("seq", "coreutils", ""),
     ("sort", "coreutils", ""),
+    ("ssh-keygen", "openssh-client", ""),
     ("stat", "coreutils", ""),
     ("strace", "strace", ""),
     ("stty", "coreutils", ""),
@@ -112,6 +113,11 @@ pub const OPTIONAL: &[(&str, &str, &str)] = &[
         "scripts/bench-launch",
         "git",
         "the commit id in the report, else 'unknown'",
+    ),
+    (
+        "tests/common/sshd.rs",
+        "ssh-keygen",
+        "only when /usr/sbin/sshd exists (openssh-server, which scripts/test installs, depends on openssh-client); else the ssh:// tests skip, or fail under AGS_TEST_REQUIRE_PODMAN",
     ),
 ];
 

@@ -14,8 +14,8 @@ pub(super) struct Outcome {
 }
 
 /// Connect, then check version, image, runtime and tmpfs volumes.
-pub(super) async fn check(url: Option<&str>, config: Option<&Config>) -> Outcome {
-    let (client, info) = match connect(url).await {
+pub(super) async fn check(target: &podman::Target, config: Option<&Config>) -> Outcome {
+    let (client, info) = match connect(target).await {
         Ok(found) => found,
         Err(fail) => {
             let skip = |name| Check::skip(name, "no Podman service (see the socket check)");
@@ -36,7 +36,7 @@ pub(super) async fn check(url: Option<&str>, config: Option<&Config>) -> Outcome
     let rootless = info.host.security.rootless;
     let image = image(config);
     let mut checks = vec![
-        socket_check(&client, url, rootless),
+        socket_check(&client, target, rootless),
         version_check(&info),
         storage_check(&info),
     ];
@@ -49,8 +49,8 @@ pub(super) async fn check(url: Option<&str>, config: Option<&Config>) -> Outcome
     }
 }
 
-async fn connect(url: Option<&str>) -> Result<(Client, Info), Box<Check>> {
-    let client = podman::connect(url).await.map_err(|e| {
+async fn connect(target: &podman::Target) -> Result<(Client, Info), Box<Check>> {
+    let client = podman::connect(target).await.map_err(|e| {
         let (detail, fix) = no_service_detail(&e);
         Box::new(Check::fail("socket", detail, fix))
     })?;
@@ -65,14 +65,13 @@ async fn connect(url: Option<&str>) -> Result<(Client, Info), Box<Check>> {
     Ok((client, info))
 }
 
-fn socket_check(client: &Client, url: Option<&str>, rootless: bool) -> Check {
+fn socket_check(client: &Client, target: &podman::Target, rootless: bool) -> Check {
     let env = |k: &str| std::env::var(k).ok();
-    let list = podman::candidates(
-        url,
-        env("CONTAINER_HOST").as_deref(),
-        env("XDG_RUNTIME_DIR").as_deref(),
-        nix::unistd::geteuid().as_raw(),
-    );
+    let euid = nix::unistd::geteuid().as_raw();
+    let list = match podman::choose(target, &env, euid) {
+        Ok(Some(chosen)) => vec![chosen.candidate],
+        _ => podman::candidates(None, None, env("XDG_RUNTIME_DIR").as_deref(), euid),
+    };
     let source = list
         .iter()
         .find(|c| podman::Endpoint::parse(&c.url).is_ok_and(|e| e.to_string() == client.url()))

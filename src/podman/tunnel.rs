@@ -1,0 +1,339 @@
+//! The SSH transport of an `ssh://` endpoint: the system OpenSSH client forwards the remote
+//! Podman socket to a socket in a private local directory, and every request connects there.
+//!
+//! Part of stage 4 (`podman`). `ags` adds no cryptography and no host-key policy of its own:
+//! authentication, known hosts and the user's `~/.ssh/config` are OpenSSH's. The client runs
+//! with `BatchMode` (it never prompts: a launch has the terminal), `ExitOnForwardFailure`, no
+//! connection sharing (`ControlPath none`, so tearing it down ends the forward) and no agent or
+//! X11 forwarding. It is started through the crate's one spawn primitive
+//! (`crate::process`), in its own process group watched by the watchdog, with a small
+//! allowlisted environment (no secret of `ags`'s own environment reaches it). Dropping the
+//! [`Tunnel`] (the last [`super::Client`] clone) kills the group and removes the directory, so a
+//! failed launch leaves neither an `ssh` process nor a socket behind.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::endpoint::Endpoint;
+use crate::process::{self, Running, Spawn};
+
+/// How long OpenSSH may take to connect, authenticate and set up the forward.
+pub const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Environment variables the `ssh` client gets from `ags`'s own environment (agent socket,
+/// Kerberos cache, locale and the lookup path of a `ProxyCommand`); nothing else.
+const PASSED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SSH_AUTH_SOCK",
+    "KRB5CCNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "XDG_RUNTIME_DIR",
+];
+
+/// Stderr bytes of `ssh` kept for error messages.
+const STDERR_CAP: usize = 4096;
+
+/// A running forward of a remote Podman socket to a private local one.
+pub(crate) struct Tunnel {
+    socket: PathBuf,
+    dir: Option<tempfile::TempDir>,
+    ssh: Mutex<Option<Running>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for Tunnel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tunnel")
+            .field("socket", &self.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tunnel {
+    /// Start `ssh` forwarding the socket of `endpoint` (an [`Endpoint::Ssh`]) and wait until the
+    /// local socket accepts connections. `identity` is passed as `-i`. On failure nothing is
+    /// left running; the error says what `ssh` said.
+    pub(crate) async fn open(endpoint: &Endpoint, identity: Option<&Path>) -> Result<Tunnel, String> {
+        let Endpoint::Ssh { .. } = endpoint else {
+            return Err("not an ssh:// endpoint".into());
+        };
+        let program = find_ssh(std::env::var_os("PATH"))?;
+        let dir = private_dir()?;
+        let socket = dir.path().join("s");
+        if socket.as_os_str().len() > 100 {
+            return Err(format!(
+                "the private socket path {} is too long for a unix socket; set XDG_RUNTIME_DIR (or TMPDIR) to a shorter directory",
+                socket.display()
+            ));
+        }
+        let spec = Spawn {
+            program,
+            args: ssh_args(endpoint, identity, &socket),
+            cwd: Some(PathBuf::from("/")),
+            env: PASSED_ENV
+                .iter()
+                .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
+                .collect(),
+        };
+        let mut running = tokio::task::spawn_blocking(move || process::spawn(&spec))
+            .await
+            .map_err(|e| format!("starting ssh: {e}"))?
+            .map_err(|e| format!("starting ssh: {e}"))?;
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(pipe) = running.take_stderr() {
+            collect(pipe, stderr.clone());
+        }
+        let tunnel = Tunnel {
+            socket,
+            dir: Some(dir),
+            ssh: Mutex::new(Some(running)),
+            stderr,
+        };
+        tunnel.wait_ready().await?;
+        Ok(tunnel)
+    }
+
+    /// The local socket to connect to.
+    pub(crate) fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// What `ssh` wrote to stderr so far (escaped, last lines first cut), for error messages.
+    pub(crate) fn ssh_said(&self) -> String {
+        let bytes = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|l| l.escape_debug().to_string())
+            .collect();
+        lines.join("; ")
+    }
+
+    fn exited(&self) -> bool {
+        let guard = self.ssh.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.as_ref().is_none_or(Running::has_exited)
+    }
+
+    async fn wait_ready(&self) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + OPEN_TIMEOUT;
+        let mut delay = Duration::from_millis(5);
+        loop {
+            if self.socket.exists() && tokio::net::UnixStream::connect(&self.socket).await.is_ok() {
+                return Ok(());
+            }
+            if self.exited() {
+                // Give the reader a moment to collect the last words.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let said = self.ssh_said();
+                return Err(match said.is_empty() {
+                    true => "ssh exited before the forward was ready".into(),
+                    false => format!("ssh exited before the forward was ready: {said}"),
+                });
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "ssh did not set up the forward within {} s{}",
+                    OPEN_TIMEOUT.as_secs(),
+                    match self.ssh_said() {
+                        s if s.is_empty() => String::new(),
+                        s => format!(": {s}"),
+                    }
+                ));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tunnel {
+    fn drop(&mut self) {
+        // Dropping `Running` SIGKILLs the group and reaps `ssh`.
+        drop(self.ssh.lock().unwrap_or_else(PoisonError::into_inner).take());
+        if let Some(dir) = self.dir.take() {
+            let _ = dir.close();
+        }
+    }
+}
+
+/// The `ssh` command line after `argv[0]`.
+fn ssh_args(endpoint: &Endpoint, identity: Option<&Path>, local: &Path) -> Vec<OsString> {
+    let Endpoint::Ssh {
+        user,
+        host,
+        port,
+        path,
+    } = endpoint
+    else {
+        return Vec::new();
+    };
+    let mut args: Vec<OsString> = vec!["-N".into(), "-T".into()];
+    for opt in [
+        "BatchMode=yes",
+        "ExitOnForwardFailure=yes",
+        "StreamLocalBindMask=0177",
+        "StreamLocalBindUnlink=yes",
+        "ControlMaster=no",
+        "ControlPath=none",
+        "ForwardAgent=no",
+        "ForwardX11=no",
+        "PermitLocalCommand=no",
+        "ConnectTimeout=10",
+        "ServerAliveInterval=15",
+        "ServerAliveCountMax=3",
+    ] {
+        args.push("-o".into());
+        args.push(opt.into());
+    }
+    let mut forward = local.as_os_str().to_owned();
+    forward.push(":");
+    forward.push(path.as_os_str());
+    args.push("-L".into());
+    args.push(forward);
+    if let Some(identity) = identity {
+        args.push("-i".into());
+        args.push(identity.as_os_str().into());
+    }
+    if let Some(port) = port {
+        args.push("-p".into());
+        args.push(port.to_string().into());
+    }
+    if let Some(user) = user {
+        args.push("-l".into());
+        args.push(user.into());
+    }
+    args.push("--".into());
+    args.push(host.into());
+    args
+}
+
+/// The first `ssh` in an absolute `PATH` directory, refused unless it and its directory belong
+/// to root or this user and cannot be written by group or others (a `bin/ssh` planted in an
+/// agent-writable directory on `PATH` would get the user's SSH agent).
+fn find_ssh(path: Option<OsString>) -> Result<PathBuf, String> {
+    let path = path.ok_or("PATH is not set, so the OpenSSH client (ssh) cannot be found")?;
+    let found = std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("ssh"))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0))
+        .ok_or(
+            "the OpenSSH client (ssh) is not on PATH; install it (Debian: apt-get install openssh-client)",
+        )?;
+    let euid = nix::unistd::geteuid().as_raw();
+    for p in [Some(found.as_path()), found.parent()].into_iter().flatten() {
+        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if meta.uid() != 0 && meta.uid() != euid {
+            return Err(format!(
+                "{} (the ssh found on PATH) belongs to uid {}, neither root nor you; put a trusted ssh first on PATH",
+                p.display(),
+                meta.uid()
+            ));
+        }
+        if meta.permissions().mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} (the ssh found on PATH) can be written by group or others; fix its mode or put a trusted ssh first on PATH",
+                p.display()
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// A new owner-only directory for the local socket: under `$XDG_RUNTIME_DIR` when set (a
+/// tmpfs of this user's), else the temporary directory.
+fn private_dir() -> Result<tempfile::TempDir, String> {
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute() && d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = tempfile::Builder::new()
+        .prefix("ags-ssh-")
+        .tempdir_in(&base)
+        .map_err(|e| format!("creating a private directory in {}: {e}", base.display()))?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| format!("{}: {e}", dir.path().display()))?;
+    Ok(dir)
+}
+
+/// Read `pipe` to its end on a thread, keeping the first [`STDERR_CAP`] bytes.
+fn collect(mut pipe: std::process::ChildStderr, into: Arc<Mutex<Vec<u8>>>) {
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 1024];
+        loop {
+            match pipe.read(&mut chunk) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    let mut buf = into.lock().unwrap_or_else(PoisonError::into_inner);
+                    let room = STDERR_CAP.saturating_sub(buf.len());
+                    buf.extend_from_slice(&chunk[..n.min(room)]);
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_forward_the_socket_and_end_options_before_the_host() {
+        let ep = Endpoint::parse("ssh://core@example.org:2222/run/podman/podman.sock").unwrap();
+        let args: Vec<String> = ssh_args(&ep, Some(Path::new("/k/id")), Path::new("/r/ags-ssh-x/s"))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        let joined = args.join(" ");
+        assert!(
+            joined.starts_with("-N -T -o BatchMode=yes -o ExitOnForwardFailure=yes"),
+            "{joined}"
+        );
+        assert!(joined.contains("-o ControlPath=none"), "{joined}");
+        assert!(
+            joined.ends_with(
+                "-L /r/ags-ssh-x/s:/run/podman/podman.sock -i /k/id -p 2222 -l core -- example.org"
+            ),
+            "{joined}"
+        );
+        let bare = Endpoint::parse("ssh://h/run/p.sock").unwrap();
+        let args = ssh_args(&bare, None, Path::new("/s"));
+        assert_eq!(
+            args[args.len() - 4..],
+            [
+                "-L".into(),
+                OsString::from("/s:/run/p.sock"),
+                "--".into(),
+                "h".into()
+            ]
+        );
+    }
+
+    #[test]
+    fn ssh_on_path_must_be_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ssh = bin.join("ssh");
+        std::fs::write(&ssh, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(find_ssh(Some(bin.clone().into_os_string())).unwrap(), ssh);
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = find_ssh(Some(bin.clone().into_os_string())).unwrap_err();
+        assert!(e.contains("can be written by group or others"), "{e}");
+        let e = find_ssh(Some(dir.path().join("none").into_os_string())).unwrap_err();
+        assert!(e.contains("not on PATH"), "{e}");
+    }
+}
