@@ -31,8 +31,8 @@ mod models;
 mod neighbours;
 mod spec;
 mod transport;
-mod version;
 mod tunnel;
+mod version;
 
 pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
 pub use build::{BuildOptions, BuildOutcome};

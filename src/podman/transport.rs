@@ -28,8 +28,8 @@ use tokio::net::{TcpStream, UnixStream};
 
 use super::endpoint::Endpoint;
 use super::error::{Excerpt, PodmanError, Result, decode_error_body};
-use super::version::ServerVersion;
 use super::tunnel::Tunnel;
+use super::version::ServerVersion;
 
 /// The route prefix for every request: the libpod API, version 4.0.0 (answered by Podman 4 and 5).
 pub const API_PREFIX: &str = "/v4.0.0/libpod";
