@@ -45,6 +45,8 @@ echo "== opencode-bus"
 grep -aoE '\(\{type:"[a-z.]+"' "$root/opencode-ai/bin/opencode.exe" | sort -u
 echo "== pi"
 grep -ohE 'on\(event: "[a-z_]+"' "$root/@mariozechner/pi-coding-agent/dist/core/extensions/types.d.ts" | sort -u
+echo "== js"
+for f in "$@"; do node --check "$f" >/dev/null 2>&1 && echo "ok $f" || echo "bad $f"; done
 echo "== end"
 "#;
 
@@ -151,25 +153,48 @@ fn every_native_event_of_the_matrix_exists_in_the_pinned_cli() {
             println!("SKIP: {}: no {AGENT_IMAGE} in this service", env.mode());
             return;
         }
-        let out = env.run([
+        // The generated JavaScript parses with the image's Node.js.
+        let label = env.label();
+        let mut js = Vec::new();
+        for agent in ["opencode", "pi"] {
+            let w = ags::agent_hooks::wiring::generate(agent, "t").expect(agent);
+            for f in w.files.iter().filter(|f| f.destination.ends_with(".js")) {
+                let path = env.work_dir().join(format!("{agent}.mjs"));
+                env.write_file(&path, &f.content, 0o644);
+                js.push(path.display().to_string());
+            }
+        }
+        let mut args: Vec<String> = [
             "--tty=false",
             "--image",
             AGENT_IMAGE,
             "--network",
             "none",
             "--label",
-            &env.label(),
+            &label,
             "--agent",
             "shell",
             "--",
             "sh",
             "-c",
             PROBE,
-        ]);
+            "probe",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(js.iter().cloned());
+        let out = env.run(&args);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         let text = stdout(&out);
         let sections = sections(&text);
         assert!(sections.contains_key("end"), "probe cut short: {}", show(&out));
+        let checked = sections.get("js").cloned().unwrap_or_default();
+        assert_eq!(checked.len(), 2, "{text}");
+        assert!(
+            checked.iter().all(|l| l.starts_with("ok ")),
+            "generated JavaScript: {checked:?}"
+        );
         let accepted = accepted(&sections);
         for (agent, list) in &accepted {
             assert!(

@@ -119,25 +119,3 @@ fn switches_that_drop_the_wiring_are_refused_or_warned() {
     assert!(check_args("pi", &args(&["--no-extensions"])).is_empty());
     assert!(check_args("claude", &args(&["-p", "--pure"])).is_empty());
 }
-
-/// The generated JavaScript parses (with the host's Node.js, when there is one).
-#[test]
-fn generated_javascript_parses() {
-    let Ok(dir) = tempfile::tempdir() else { return };
-    for (agent, i) in [("opencode", 1), ("pi", 0)] {
-        let path = dir.path().join(format!("{agent}.mjs"));
-        std::fs::write(&path, &generate(agent, "t").unwrap().files[i].content).unwrap();
-        match std::process::Command::new("node")
-            .arg("--check")
-            .arg(&path)
-            .output()
-        {
-            Ok(out) => assert!(
-                out.status.success(),
-                "{agent}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ),
-            Err(_) => println!("SKIP: no node on this machine"),
-        }
-    }
-}
