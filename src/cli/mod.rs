@@ -234,12 +234,33 @@ pub struct LogArgs {
     pub json: bool,
 }
 
+/// What `ags plan` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// A table.
+    Text,
+    /// The plan as JSON (values of hooks redacted).
+    Json,
+    /// Kubernetes manifests of the same launch: a Secret with the staged values (running the
+    /// prepare hooks and 1Password lookups like a launch) and a Pod (docs/kube.md).
+    Kube,
+}
+
 /// `ags plan`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// Print JSON instead of a table.
-    #[arg(long)]
+    /// Print JSON instead of a table (the same as `--format json`).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// What to print: `text`, `json`, or `kube` (a Secret and a Pod for `kubectl apply -f -`;
+    /// the Secret holds the hooks' values, unredacted, on standard output only).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<PlanFormat>,
+    /// With `--format kube`: the workspace is a fresh clone of URL (at REF, a branch, tag or
+    /// commit) made by an init container into an `emptyDir`, instead of the workdir as a
+    /// `hostPath` of the node.
+    #[arg(long, value_name = "URL[@REF]")]
+    pub workspace_from_git: Option<String>,
     /// Do not run prepare hooks (their contributions are then missing from the plan).
     #[arg(long)]
     pub no_hooks: bool,

@@ -1,19 +1,37 @@
-//! `ags plan`: the effective launch plan, creating nothing.
+//! `ags plan`: the effective launch plan, creating nothing; with `--format kube`, the same
+//! launch as Kubernetes manifests (docs/kube.md), whose Secret needs the prepare hooks' values.
+
+use std::io::{IsTerminal, Write};
 
 use super::run::Service;
-use crate::cli::{GlobalArgs, PlanArgs};
-use crate::launch::identity;
+use crate::cli::{GlobalArgs, PlanArgs, PlanFormat};
+use crate::config::Config;
 use crate::launch::signals::SignalWatch;
-use crate::plan::LaunchPlan;
+use crate::launch::{identity, stage};
+use crate::plan::kube::{self, GitSource, KubeInput};
+use crate::plan::{LaunchPlan, PlanError, RunSettings};
 use crate::{Error, podman};
 
-/// Print the plan as JSON or text.
+/// Print the plan as text, JSON or Kubernetes manifests.
 pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     if args.run.report.is_some() {
         return Err(Error::Usage(
             "--report describes a launch; `ags plan` launches nothing (its --json output is the plan)".into(),
         ));
     }
+    let format = match (args.json, args.format) {
+        (true, _) => PlanFormat::Json,
+        (false, format) => format.unwrap_or(PlanFormat::Text),
+    };
+    if args.workspace_from_git.is_some() && format != PlanFormat::Kube {
+        return Err(Error::Usage(
+            "--workspace-from-git describes the workspace of a Kubernetes Pod; use it with --format kube".into(),
+        ));
+    }
+    let git = match &args.workspace_from_git {
+        Some(arg) => Some(GitSource::parse(arg).map_err(PlanError::from)?),
+        None => None,
+    };
     super::run::check_args(global, &args.run)?;
     let config = super::run::load_config(global, args.run.workdir.clone())?;
     let named = super::host_paths::named_workdir(args.run.workdir.as_deref());
@@ -23,30 +41,86 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let settings = super::run::settings(&args.run, &config, &mut rules, terminals)?;
     let image = settings.image.clone().unwrap_or_else(|| config.image.clone());
     crate::plan::check::check_image_ref(&image)?;
+    let redact = std::io::stdout().is_terminal();
+    if format == PlanFormat::Kube {
+        kube_checks(&config, &settings, git.is_some())?;
+        kube_notice(args.no_hooks, redact);
+    }
     let identity = identity::current();
     let rt = super::runtime()?;
     let service = rt.block_on(service(global, &image, settings.name.as_deref()));
-    let prepared = rt.block_on(async {
-        if args.no_hooks {
-            return Ok(None);
-        }
+    let built = rt.block_on(async {
         let signals = SignalWatch::install().map_err(Error::Output)?;
-        super::run::prepare_hooks(&config, &settings, &identity, &signals, rules)
-            .await
-            .map(Some)
+        let prepared = match args.no_hooks {
+            true => None,
+            false => Some(super::run::prepare_hooks(&config, &settings, &identity, &signals, rules).await?),
+        };
+        let hooks = prepared.as_ref().map(super::run::hook_layer).unwrap_or_default();
+        let plan = super::run::build_plan(&config, &settings, &identity, service, &hooks)?;
+        let secrets = match (format, &prepared) {
+            (PlanFormat::Kube, Some(p)) => super::run::lookup_secrets(&config, &plan, p, &signals).await?,
+            _ => stage::Secrets::default(),
+        };
+        Ok::<_, Error>((plan, secrets))
     });
     super::finish(rt);
-    let hooks = prepared?.map(|p| super::run::hook_layer(&p)).unwrap_or_default();
-    let plan = super::run::build_plan(&config, &settings, &identity, service, &hooks)?;
-    if args.json {
-        println!(
+    let (plan, secrets) = built?;
+    match format {
+        PlanFormat::Json => println!(
             "{}",
             serde_json::to_string_pretty(&plan).expect("a plan always serializes")
-        );
-    } else {
-        print!("{}", render(&plan));
+        ),
+        PlanFormat::Text => print!("{}", render(&plan)),
+        PlanFormat::Kube => {
+            let env_file = plan.staging.is_some().then(|| stage::env_file(&plan, &secrets));
+            drop(secrets);
+            let export = kube::export(&KubeInput {
+                plan: &plan,
+                env_file: env_file.as_deref().map(Vec::as_slice),
+                workspace_from_git: git.as_ref(),
+                redact,
+            })
+            .map_err(PlanError::from)?;
+            let text = export.render();
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
     }
     Ok(0)
+}
+
+/// What a Pod cannot carry, refused before any hook or `op` runs: the network mode, the
+/// container name as a Pod name, the labels.
+fn kube_checks(config: &Config, settings: &RunSettings, git: bool) -> Result<(), Error> {
+    let profile = crate::plan::check::find_agent(&settings.agent)?;
+    let egress = crate::plan::network::plan(config, settings.network, profile, std::path::Path::new("/"));
+    let checked = kube::check_network(egress.mode, &egress.mode_origin.to_string(), git)
+        .and_then(|()| settings.name.as_deref().map_or(Ok(()), kube::check_pod_name))
+        .and_then(|()| {
+            settings.labels.iter().try_for_each(|l| {
+                let (k, v) = l.split_once('=').unwrap_or((l, ""));
+                kube::check_label(k, v)
+            })
+        });
+    Ok(checked.map_err(PlanError::from)?)
+}
+
+/// Say on stderr that the export runs the hooks like a launch, and where their values go.
+fn kube_notice(no_hooks: bool, redact: bool) {
+    match no_hooks {
+        false => eprintln!(
+            "ags: --format kube runs the prepare hooks and 1Password lookups like a launch: their values go into the Secret printed on standard output (nothing is written to disk)"
+        ),
+        true => eprintln!(
+            "ags: --no-hooks: the Secret holds only --env/--env-file/config values; no hook or 1Password value"
+        ),
+    }
+    if redact {
+        eprintln!(
+            "ags: standard output is a terminal: the Secret's values are shown as <redacted>; pipe the output (ags plan --format kube | kubectl apply -f -) to get them"
+        );
+    }
 }
 
 /// Ask the service what the plan depends on, and warn about what a launch would refuse (a

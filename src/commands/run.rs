@@ -308,7 +308,7 @@ async fn launch_async(
 
 /// The final handoff: resolve the surviving 1Password references in one `op inject` batch and
 /// load `--op-secret-set` items. Runs no `op` when there is nothing to look up.
-async fn lookup_secrets(
+pub(super) async fn lookup_secrets(
     config: &Config,
     plan: &LaunchPlan,
     prepared: &Prepared,

@@ -8,6 +8,7 @@
 pub mod agents;
 mod build;
 pub mod check;
+pub mod kube;
 pub mod host_env;
 pub mod network;
 mod types;
@@ -66,4 +67,7 @@ pub enum PlanError {
     /// An `--add-dir` or `[[mount]]` is unusable.
     #[error("{what}: {rule}")]
     BadMount { what: String, rule: &'static str },
+    /// The launch cannot be exported to Kubernetes as asked.
+    #[error(transparent)]
+    Kube(#[from] kube::KubeError),
 }

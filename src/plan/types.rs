@@ -48,7 +48,8 @@ impl<T> Redacted<T> {
     pub fn new(v: T) -> Self {
         Self(v)
     }
-    /// The secret itself; only the launch stage calls this.
+    /// The secret itself; only the launch stage and the Kubernetes export (`plan::kube`,
+    /// whose Secret carries the values) call this.
     pub fn expose(&self) -> &T {
         &self.0
     }
