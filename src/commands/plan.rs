@@ -25,7 +25,8 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     };
     if args.workspace_from_git.is_some() && format != PlanFormat::Kube {
         return Err(Error::Usage(
-            "--workspace-from-git describes the workspace of a Kubernetes Pod; use it with --format kube".into(),
+            "--workspace-from-git describes the workspace of a Kubernetes Pod; use it with --format kube"
+                .into(),
         ));
     }
     let git = match &args.workspace_from_git {

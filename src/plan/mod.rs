@@ -8,8 +8,8 @@
 pub mod agents;
 mod build;
 pub mod check;
-pub mod kube;
 pub mod host_env;
+pub mod kube;
 pub mod network;
 mod types;
 

@@ -43,6 +43,23 @@ impl Reply {
 /// Send `method path` (below [`API_PREFIX`]) to the socket, with an optional JSON body. Errors are
 /// transport failures (curl could not connect or timed out), never HTTP statuses.
 pub fn request(socket: &Path, method: &str, path: &str, json: Option<&Value>) -> Result<Reply, String> {
+    let body = json.map(|v| v.to_string().into_bytes());
+    request_body(
+        socket,
+        method,
+        path,
+        body.as_deref().map(|b| ("application/json", b)),
+    )
+}
+
+/// [`request`] with any body: `(content type, bytes)`. (Without a content type other than a
+/// form's, Go's form parser eats the body.)
+pub fn request_body(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &[u8])>,
+) -> Result<Reply, String> {
     let mut cmd = Command::new(tool("curl"));
     cmd.args(["-sS", "--max-time", "120", "--unix-socket"])
         .arg(socket)
@@ -50,16 +67,21 @@ pub fn request(socket: &Path, method: &str, path: &str, json: Option<&Value>) ->
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if json.is_some() {
-        // Without a JSON content type Go's form parser eats the body ("Decode(): EOF").
-        cmd.args(["-H", "Content-Type: application/json", "--data-binary", "@-"]);
+    if let Some((content_type, _)) = body {
+        // Without a content type Go's form parser eats the body ("Decode(): EOF").
+        cmd.args([
+            "-H",
+            &format!("Content-Type: {content_type}"),
+            "--data-binary",
+            "@-",
+        ]);
     }
     cmd.arg(format!("http://d{API_PREFIX}{path}"));
     let mut child = cmd.spawn().map_err(|e| format!("cannot run curl: {e}"))?;
     let mut stdin = child.stdin.take().expect("piped stdin");
-    if let Some(body) = json {
+    if let Some((_, body)) = body {
         stdin
-            .write_all(body.to_string().as_bytes())
+            .write_all(body)
             .map_err(|e| format!("writing the request body to curl: {e}"))?;
     }
     drop(stdin);

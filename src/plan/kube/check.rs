@@ -32,7 +32,10 @@ impl GitSource {
             Some(i) => {
                 let rest = &arg[i + 3..];
                 let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
-                if authority.rfind('@').is_some_and(|at| authority[..at].contains(':')) {
+                if authority
+                    .rfind('@')
+                    .is_some_and(|at| authority[..at].contains(':'))
+                {
                     return Err(bad(
                         "a password in the URL would be printed in the Pod; use a URL that needs none",
                     ));
@@ -52,9 +55,7 @@ impl GitSource {
             return Err(bad("the URL must be given and must not start with '-'"));
         }
         if let Some(r) = reference {
-            let ok = r
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c));
+            let ok = r.chars().all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c));
             if r.is_empty() || r.starts_with(['-', '/']) || !ok || r.contains("..") {
                 return Err(bad(
                     "REF after '@' is a branch, tag or commit: letters, digits, '.', '_', '/', '-', not starting with '-' or '/'",
@@ -92,7 +93,8 @@ fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -145,16 +147,40 @@ mod tests {
     fn a_ref_is_what_follows_the_last_at_of_the_path() {
         let cases = [
             ("https://example.com/r.git", "https://example.com/r.git", None),
-            ("https://example.com/r.git@v1.2", "https://example.com/r.git", Some("v1.2")),
-            ("https://git@example.com/r.git", "https://git@example.com/r.git", None),
-            ("https://example.com/r@feature/x", "https://example.com/r", Some("feature/x")),
+            (
+                "https://example.com/r.git@v1.2",
+                "https://example.com/r.git",
+                Some("v1.2"),
+            ),
+            (
+                "https://git@example.com/r.git",
+                "https://git@example.com/r.git",
+                None,
+            ),
+            (
+                "https://example.com/r@feature/x",
+                "https://example.com/r",
+                Some("feature/x"),
+            ),
             ("git@example.com:org/r.git", "git@example.com:org/r.git", None),
-            ("git@example.com:org/r.git@main", "git@example.com:org/r.git", Some("main")),
-            ("ssh://git@example.com:22/r@0a1b2c", "ssh://git@example.com:22/r", Some("0a1b2c")),
+            (
+                "git@example.com:org/r.git@main",
+                "git@example.com:org/r.git",
+                Some("main"),
+            ),
+            (
+                "ssh://git@example.com:22/r@0a1b2c",
+                "ssh://git@example.com:22/r",
+                Some("0a1b2c"),
+            ),
             ("/srv/git/r.git@main", "/srv/git/r.git", Some("main")),
         ];
         for (arg, url, reference) in cases {
-            assert_eq!(parsed(arg), (url.to_string(), reference.map(String::from)), "{arg}");
+            assert_eq!(
+                parsed(arg),
+                (url.to_string(), reference.map(String::from)),
+                "{arg}"
+            );
         }
     }
 

@@ -166,7 +166,9 @@ pub fn export(input: &KubeInput<'_>) -> Result<KubeExport, KubeError> {
         Some(git) => vec![clone_container(plan, git, &agent, &tag)],
         None => Vec::new(),
     };
-    agent.volume_mounts.sort_by(|a, b| a.mount_path.cmp(&b.mount_path));
+    agent
+        .volume_mounts
+        .sort_by(|a, b| a.mount_path.cmp(&b.mount_path));
     let metadata = |name: String| Metadata {
         name,
         labels: labels.clone(),
@@ -176,7 +178,7 @@ pub fn export(input: &KubeInput<'_>) -> Result<KubeExport, KubeError> {
         api_version: "v1",
         kind: "Pod",
         metadata: Metadata {
-            annotations: BTreeMap::from([(LABEL_PROJECT.to_string(), plan_project(plan))]),
+            annotations: pod_annotations(plan),
             ..metadata(plan.container_name.clone())
         },
         spec: PodSpec {
@@ -220,10 +222,20 @@ pub fn export(input: &KubeInput<'_>) -> Result<KubeExport, KubeError> {
     })
 }
 
-/// The project directory (an annotation: a path is no label value).
-fn plan_project(plan: &LaunchPlan) -> String {
-    plan.labels.get(LABEL_PROJECT).cloned().unwrap_or_default()
+/// The project directory (a path is no label value) and, for a rootless service, Podman's
+/// `keep-id` user namespace (honoured by Podman's `play kube` since 4.9, ignored by
+/// Kubernetes), so that a rootless Podman playing the export maps the user as a launch does.
+fn pod_annotations(plan: &LaunchPlan) -> BTreeMap<String, String> {
+    let project = plan.labels.get(LABEL_PROJECT).cloned().unwrap_or_default();
+    let mut out = BTreeMap::from([(LABEL_PROJECT.to_string(), project)]);
+    if plan.user_namespace == UserNamespace::KeepId {
+        out.insert(ANNOTATION_PODMAN_USERNS.into(), "keep-id".into());
+    }
+    out
 }
+
+/// Podman's `play kube` annotation choosing the pod's user namespace.
+pub const ANNOTATION_PODMAN_USERNS: &str = "io.podman.annotations.userns";
 
 /// The Secret key of generated file `i`.
 pub fn file_key(i: usize) -> String {
@@ -348,9 +360,15 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
                 if input.env_file.is_none() {
                     continue;
                 }
-                (format!("stage-{tag}"), secret_volume(secret, [ENV_KEY.to_string()]))
+                (
+                    format!("stage-{tag}"),
+                    secret_volume(secret, [ENV_KEY.to_string()]),
+                )
             }
-            MountKind::Volume { .. } => (format!("state-{i}-{tag}"), VolumeSource::EmptyDir { medium: None }),
+            MountKind::Volume { .. } => (
+                format!("state-{i}-{tag}"),
+                VolumeSource::EmptyDir { medium: None },
+            ),
             MountKind::Tmpfs => (
                 format!("tmpfs-{i}-{tag}"),
                 VolumeSource::EmptyDir {

@@ -121,13 +121,19 @@ fn a_plain_launch_is_one_pod_with_the_same_process_and_hardening() {
     assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
     assert_eq!(sc["allowPrivilegeEscalation"], false);
     assert_eq!(sc["privileged"], false);
-    assert_eq!((sc["runAsUser"].clone(), sc["runAsGroup"].clone()), (json!(1000), json!(1001)));
+    assert_eq!(
+        (sc["runAsUser"].clone(), sc["runAsGroup"].clone()),
+        (json!(1000), json!(1001))
+    );
     assert_eq!(sc["runAsNonRoot"], true);
     assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
     assert_eq!(pod["spec"]["securityContext"]["runAsUser"], 1000);
     // The workdir is a hostPath directory of the node, read-write, at the same path.
     let vols = pod["spec"]["volumes"].as_array().unwrap();
-    let ws = vols.iter().find(|v| v["hostPath"]["path"] == "/src/proj").unwrap();
+    let ws = vols
+        .iter()
+        .find(|v| v["hostPath"]["path"] == "/src/proj")
+        .unwrap();
     assert_eq!(ws["hostPath"]["type"], "Directory");
     let m = a["volumeMounts"]
         .as_array()
@@ -135,7 +141,10 @@ fn a_plain_launch_is_one_pod_with_the_same_process_and_hardening() {
         .iter()
         .find(|m| m["name"] == ws["name"])
         .unwrap();
-    assert_eq!((m["mountPath"].as_str(), m["readOnly"].as_bool()), (Some("/src/proj"), Some(false)));
+    assert_eq!(
+        (m["mountPath"].as_str(), m["readOnly"].as_bool()),
+        (Some("/src/proj"), Some(false))
+    );
     // HOME and the other literals ags chooses are plain env.
     assert!(a["env"].as_array().unwrap().iter().any(|e| e["name"] == "HOME"));
 }
@@ -150,10 +159,20 @@ fn labels_are_the_launch_not_the_local_owner() {
     assert_eq!(labels["io.ags.test"], "t1");
     assert_eq!(labels[LABEL_EXPORT], "kube");
     // `ags gc` must never take a played pod for the orphan of a local launch.
-    for local in [LABEL_MANAGED, LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_OWNER_HOST] {
+    for local in [
+        LABEL_MANAGED,
+        LABEL_OWNER_PID,
+        LABEL_OWNER_START,
+        LABEL_OWNER_HOST,
+    ] {
         assert!(!labels.contains_key(local), "{local} in {labels:?}");
     }
     assert_eq!(pod["metadata"]["annotations"][LABEL_PROJECT], "/src/proj");
+    // A rootless plan keeps its user mapping when Podman plays it.
+    assert_eq!(
+        pod["metadata"]["annotations"][ANNOTATION_PODMAN_USERNS],
+        "keep-id"
+    );
     // Nor select ags's OCI hooks (which would record into this host's spool).
     let annotations = pod["metadata"]["annotations"].as_object().unwrap();
     for local in [ANNOTATION_LAUNCH, ANNOTATION_SPOOL, ANNOTATION_STAGE] {
@@ -169,7 +188,10 @@ fn staged_values_go_to_the_secret_and_are_mounted_read_only() {
     let (secret, pod) = (&docs[0], &docs[1]);
     assert_eq!(secret["kind"], "Secret");
     assert_eq!(secret["type"], "Opaque");
-    assert_eq!(secret["metadata"]["name"], format!("{}-secret", plan.container_name));
+    assert_eq!(
+        secret["metadata"]["name"],
+        format!("{}-secret", plan.container_name)
+    );
     assert_eq!(secret["data"][ENV_KEY], model::base64(env));
     assert_eq!(
         secret["data"]["file-0"],
@@ -180,7 +202,12 @@ fn staged_values_go_to_the_secret_and_are_mounted_read_only() {
     for needle in [SECRET, "file-secret", &model::base64(env)] {
         assert!(!pod_text.contains(needle), "{needle} in {pod_text}");
     }
-    assert!(agent(pod)["command"][2].as_str().unwrap().contains(STAGING_ENV_FILE));
+    assert!(
+        agent(pod)["command"][2]
+            .as_str()
+            .unwrap()
+            .contains(STAGING_ENV_FILE)
+    );
     let mounts = agent(pod)["volumeMounts"].as_array().unwrap();
     let stage = mounts.iter().find(|m| m["mountPath"] == STAGING_MOUNT).unwrap();
     assert_eq!(stage["readOnly"], true);
@@ -188,7 +215,10 @@ fn staged_values_go_to_the_secret_and_are_mounted_read_only() {
         .iter()
         .find(|m| m["mountPath"] == "/home/dev/notes/cfg.json")
         .unwrap();
-    assert_eq!((file["subPath"].as_str(), file["readOnly"].as_bool()), (Some("file-0"), Some(true)));
+    assert_eq!(
+        (file["subPath"].as_str(), file["readOnly"].as_bool()),
+        (Some("file-0"), Some(true))
+    );
     let vols = pod["spec"]["volumes"].as_array().unwrap();
     for m in [stage, file] {
         let v = vols.iter().find(|v| v["name"] == m["name"]).unwrap();
@@ -226,7 +256,12 @@ fn workspace_from_git_is_an_emptydir_filled_by_a_clone() {
     let cmd = init["command"].as_array().unwrap();
     assert_eq!(
         cmd[3..],
-        [json!("ags-clone"), json!("https://example.com/r.git"), json!("/src/proj"), json!("v1")]
+        [
+            json!("ags-clone"),
+            json!("https://example.com/r.git"),
+            json!("/src/proj"),
+            json!("v1")
+        ]
     );
     assert_eq!(init["securityContext"], agent(pod)["securityContext"]);
     let ws_name = init["volumeMounts"][0]["name"].clone();
@@ -242,7 +277,10 @@ fn network_none_is_a_deny_all_policy_and_allowlist_is_refused() {
     let docs = export_json(&plan_none, None, None);
     let np = &docs[0];
     assert_eq!(np["kind"], "NetworkPolicy");
-    assert_eq!(np["spec"]["podSelector"]["matchLabels"][LABEL_LAUNCH_ID], "ags-7-42");
+    assert_eq!(
+        np["spec"]["podSelector"]["matchLabels"][LABEL_LAUNCH_ID],
+        "ags-7-42"
+    );
     assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
     assert!(np["spec"].get("egress").is_none(), "no rule: nothing allowed");
     let allow = plan(&shell(), &HookLayer::default(), Network::Allowlist);
@@ -273,7 +311,10 @@ fn other_mounts_state_and_lockdown_and_names() {
     let pod = &export_json(&p, None, None)[0];
     assert_eq!(pod["spec"]["activeDeadlineSeconds"], 2);
     let vols = pod["spec"]["volumes"].as_array().unwrap();
-    let host = vols.iter().find(|v| v["hostPath"]["path"] == "/data/ref").unwrap();
+    let host = vols
+        .iter()
+        .find(|v| v["hostPath"]["path"] == "/data/ref")
+        .unwrap();
     let m = agent(pod)["volumeMounts"]
         .as_array()
         .unwrap()
