@@ -9,12 +9,7 @@ use crate::{
     config::ConfigError, hooks::HookError, launch::LaunchError, plan::PlanError, podman::PodmanError,
 };
 
-/// Exit code for a failure of `ags` itself.
-pub const EXIT_AGS_FAILURE: u8 = 125;
-/// Exit code when the command exists but cannot be invoked.
-pub const EXIT_CANNOT_INVOKE: u8 = 126;
-/// Exit code when the command cannot be found.
-pub const EXIT_NOT_FOUND: u8 = 127;
+pub use crate::exit::{EXIT_AGS_FAILURE, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
 
 /// Any failure of an `ags` invocation.
 #[derive(Debug, thiserror::Error)]

@@ -8,22 +8,34 @@
 //!   → hooks    (declare, trust, run, validate, resolve → Resolved contributions;
 //!               started/finished hooks observe the launch, `hooks::events`)
 //!   → plan     (pure data, Serialize, no I/O → LaunchPlan)
+//!   → op       (1Password lookups of the plan's references: the final handoff)
 //!   → podman   (REST client: the only socket code)
 //!   → launch   (create → init → stage → attach → start → exit code → cleanup)
+//!   → session  (started/finished bookkeeping and crash recovery around a launch)
 //! ```
 //!
-//! `commands` is the only module that calls several stages. Process spawning lives in
+//! `commands` is the only module that calls several stages; `error` gathers the stages' errors.
+//! Leaf and data modules (`agents` — the agent table —, `agent_hooks`, `containment`, `exit`,
+//! `fsutil`, `hardening`, `json`, `process`, `procfs`, `prompt`, `safepath`, `text`, `time`,
+//! `trace`) may be used by every stage and use only each other. Process spawning lives in
 //! `process` (and in the `ags-oci-hook` program, `oci_hooks::record`, which spawns nothing
 //! but runs from Podman); socket I/O lives in `podman::transport`. `spool` holds what crash
 //! recovery needs (docs/lifecycle.md).
+//!
+//! `tests/architecture.rs` checks this shape on every `cargo test`: it reads `src/`, resolves
+//! every `crate::`/`super::`/`self::` path to the module file it names, and fails on any import
+//! cycle between module files and on any module importing a later layer of its `LAYERS` table
+//! (printing the offending edge with file and line).
 
 pub mod agent_hooks;
+pub mod agents;
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod containment;
 pub mod egress;
 pub mod error;
+pub mod exit;
 pub mod fsutil;
 pub mod hardening;
 pub mod hooks;

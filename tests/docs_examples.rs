@@ -361,7 +361,7 @@ fn documented_lists_match_the_validator() {
         ("reserved-env-suffixes-any-case", RESERVED_ENV_SUFFIXES_ANY_CASE),
         ("allowed-env-names", ALLOWED_ENV_NAMES),
         ("destination-roots", DESTINATION_ROOTS),
-        ("protected-home-entries", PROTECTED_HOME_ENTRIES),
+        ("protected-home-entries", PROTECTED_HOME_ENTRIES.as_slice()),
     ];
     for (name, constant) in expected {
         let Some((_, words)) = lists.iter().find(|(n, _)| n == name) else {

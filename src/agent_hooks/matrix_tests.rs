@@ -2,7 +2,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use super::*;
-use crate::plan::agents::AGENTS;
+use crate::agents::AGENTS;
 
 #[test]
 fn every_agent_but_shell_has_a_row_and_rows_follow_the_agent_table() {

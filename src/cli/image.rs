@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::config::DEFAULT_IMAGE;
+use crate::agents::DEFAULT_IMAGE;
 
 /// `ags image`.
 #[derive(Debug, Args)]

@@ -4,9 +4,9 @@
 use std::io::Read;
 use std::path::Path;
 
+use super::hooks_admin::event_of;
 use crate::Error;
-use crate::cli::{EventArg, GlobalArgs, HooksArgs, HooksCommand, SchemaSide};
-use crate::config::HookEvent;
+use crate::cli::{GlobalArgs, HooksArgs, HooksCommand, SchemaSide};
 use crate::hooks::{events, schema, summary};
 
 /// Exit code of `ags hooks validate` for a refused response.
@@ -28,16 +28,13 @@ pub fn hooks(global: &GlobalArgs, args: &HooksArgs) -> Result<u8, Error> {
             Ok(0)
         }
         HooksCommand::Validate { file } => validate(file),
+        HooksCommand::Approve {
+            name,
+            hash,
+            event,
+            workdir,
+        } => super::hooks_approve::approve(global, name, hash, event.map(event_of), workdir),
         other => super::hooks_admin::run(global, other),
-    }
-}
-
-/// The event an `EventArg` names.
-pub(super) fn event_of(arg: EventArg) -> HookEvent {
-    match arg {
-        EventArg::Prepare => HookEvent::Prepare,
-        EventArg::Started => HookEvent::Started,
-        EventArg::Finished => HookEvent::Finished,
     }
 }
 

@@ -1,5 +1,5 @@
-//! `ags hooks test|list|revoke|log` (`approve`: [`super::hooks_approve`]): the subcommands that work with declarations, approvals
-//! and the run log.
+//! `ags hooks test|list|revoke|log`: the subcommands that work with declarations, approvals and
+//! the run log (`approve`, which needs no run: [`super::hooks_approve`]).
 
 use std::path::PathBuf;
 
@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::hooks_lifecycle::TestContext;
 use super::run::load_config;
 use crate::Error;
-use crate::cli::{GlobalArgs, HookTestArgs, HooksCommand};
+use crate::cli::{EventArg, GlobalArgs, HookTestArgs, HooksCommand};
 use crate::config::{Config, HookDecl, HookEvent, HookScope};
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::log::RunLog;
@@ -28,14 +28,17 @@ pub fn run(global: &GlobalArgs, command: &HooksCommand) -> Result<u8, Error> {
         HooksCommand::Test(args) => test(global, args),
         HooksCommand::List { workdir, json } => list(global, workdir.clone(), *json),
         HooksCommand::Revoke { target, workdir } => revoke(global, target, workdir.clone()),
-        HooksCommand::Approve {
-            name,
-            hash,
-            event,
-            workdir,
-        } => super::hooks_approve::approve(global, name, hash, event.map(super::hooks::event_of), workdir),
         HooksCommand::Log { n, json } => log(*n, *json),
         _ => unreachable!("inert hook commands are handled by commands::hooks"),
+    }
+}
+
+/// The event an `EventArg` names.
+pub(super) fn event_of(arg: EventArg) -> HookEvent {
+    match arg {
+        EventArg::Prepare => HookEvent::Prepare,
+        EventArg::Started => HookEvent::Started,
+        EventArg::Finished => HookEvent::Finished,
     }
 }
 
@@ -54,7 +57,7 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
     let config = load_config(global, args.workdir.clone())?;
     let event = args
         .event
-        .map(super::hooks::event_of)
+        .map(event_of)
         .or(context_file.as_ref().map(TestContext::event));
     let decl = select_one(&all_decls(&config), &args.name, event, args.hash.as_deref())?;
     let cwd = context_file

@@ -48,11 +48,11 @@ pub(super) fn host_env(args: &RunArgs, config: &Config) -> Result<host_env::Host
 /// known agent, so a typo is an error rather than a setting silently never applied.
 pub(super) fn agent_settings(args: &RunArgs, config: &Config) -> Result<AgentSettings, Error> {
     for name in config.user.agents.keys() {
-        if plan::agents::find(name).is_none() {
+        if crate::agents::find(name).is_none() {
             return Err(Error::Usage(format!(
                 "config {}: [agent.{name}]: unknown agent; known agents: {}",
                 config.primary.as_deref().unwrap_or(Path::new("?")).display(),
-                plan::agents::names()
+                crate::agents::names()
             )));
         }
     }

@@ -28,8 +28,8 @@ pub use paths::Paths;
 pub use safety::{MAX_CONFIG_BYTES, check_not_writable_by_others};
 pub use user::{AgentSettings, ConfigMount, GitSettings, UserSettings, env_name_syntax};
 
-/// The built-in image name (built by `ags image build`).
-pub const DEFAULT_IMAGE: &str = "localhost/ags-agent:latest";
+/// The built-in image name (defined with the agent table, which the CLI reads too).
+pub use crate::agents::DEFAULT_IMAGE;
 /// The built-in pids limit.
 pub const DEFAULT_PIDS_LIMIT: i64 = 4096;
 

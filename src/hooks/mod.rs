@@ -15,6 +15,7 @@ pub mod reapproval;
 pub mod resolve;
 pub mod runner;
 pub mod schema;
+pub mod schema_fields;
 pub mod summary;
 pub mod trust;
 pub mod validate;

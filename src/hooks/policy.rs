@@ -19,21 +19,15 @@ pub use env_keys::*;
 /// Container directories below which hook destinations may live (never the directory itself).
 pub const DESTINATION_ROOTS: &[&str] = &["/tmp", "/workspace", "/home/dev"];
 
-/// The agent user's home directory inside the container.
-pub const CONTAINER_HOME: &str = "/home/dev";
+/// The container home and the entries in it protected from hook destinations come from the agent
+/// table ([`crate::agents`]): each agent's state directories, and the other credential, settings
+/// and cache entries listed there. A destination may not equal, lie inside or contain any of them.
+/// (Every hidden entry is refused as well; the list is what matters should that rule ever be
+/// relaxed.)
+pub use crate::agents::{CONTAINER_HOME, PROTECTED_HOME_ENTRIES};
 
 /// First components under `/tmp` starting with this are AGS runtime resources.
 pub const RESERVED_TMP_PREFIX: &str = "ags-";
-
-/// Agent configuration, credential and cache entries directly under [`CONTAINER_HOME`]; a
-/// destination may not equal, lie inside or contain any of them. (Every hidden entry is refused
-/// as well; this list is what matters should that rule ever be relaxed.)
-#[rustfmt::skip]
-pub const PROTECTED_HOME_ENTRIES: &[&str] = &[
-    ".config", ".local", ".pi", ".claude", ".claude.json", ".gitconfig", ".npmrc", ".codex", ".gemini",
-    ".opencode", ".cargo", ".cache", ".ssh", ".npm-global", "go", ".bashrc", ".bash_profile",
-    ".profile",
-];
 
 /// Longest destination or mount source, in bytes (Linux `PATH_MAX` minus the NUL).
 pub const MAX_PATH_BYTES: usize = 4095;

@@ -248,7 +248,7 @@ fn published_roots_match_the_rule() {
         assert_eq!(dest(root), dest("/etc"), "{root} itself is refused");
         assert_eq!(dest(&format!("{root}/data")), "ok", "{root}/data is allowed");
     }
-    for entry in PROTECTED_HOME_ENTRIES {
+    for entry in PROTECTED_HOME_ENTRIES.iter() {
         for path in [
             format!("{CONTAINER_HOME}/{entry}"),
             format!("{CONTAINER_HOME}/{entry}/x"),

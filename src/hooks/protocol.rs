@@ -24,7 +24,7 @@ use schemars::JsonSchema;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::schema as s;
+use super::schema_fields as s;
 use crate::json;
 use crate::json::strict::{JsonError, JsonErrorKind};
 
@@ -164,7 +164,7 @@ pub struct PrepareResponse {
     /// Environment contributions: name → literal string or `{"op": "op://…"}` reference.
     /// Literals and references share one keyspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "s::env_map_schema")]
+    #[schemars(schema_with = "env_map_schema")]
     pub env: Option<EnvMap>,
     /// Generated read-only files. Later entries with the same destination win.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -311,6 +311,11 @@ impl MountMode {
             MountMode::Rw => "rw",
         }
     }
+}
+
+/// The `env` map of a response: keys per the policy, values [`EnvValueWire`].
+fn env_map_schema(generator: &mut schemars::generate::SchemaGenerator) -> schemars::Schema {
+    s::env_map_schema(generator.subschema_for::<EnvValueWire>())
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ pub mod stage;
 pub mod sweep_gate;
 pub mod terminal;
 
-use crate::error::{EXIT_AGS_FAILURE, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
+use crate::exit::{EXIT_AGS_FAILURE, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
 use crate::podman::{ExecFailure, PodmanError};
 
 /// Errors of the launch stage.

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::types::*;
-use super::{PlanError, agents, network};
+use super::{PlanError, check, egress_entries, network};
+use crate::agents;
 use crate::config::git_guard::GitGuard;
 use crate::config::{Config, Network};
 
@@ -121,12 +122,12 @@ pub struct PlanInput<'a> {
 pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let run = input.run;
     let image = run.image.clone().unwrap_or_else(|| input.config.image.clone());
-    super::check::check_settings(run, Some(&image))?;
-    let profile = super::check::find_agent(&run.agent)?;
+    check_settings(run, Some(&image))?;
+    let profile = check::find_agent(&run.agent)?;
     let ports = run
         .publish
         .iter()
-        .map(|p| super::check::parse_publish(p))
+        .map(|p| check::parse_publish(p))
         .collect::<Result<Vec<_>, _>>()?;
     let wiring = agent_hook_wiring(input)?;
     let mut command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
@@ -140,7 +141,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     }
     let mut env = build_env(input)?;
     // The proxy variables are ags's own in allowlist mode: they replace any other value.
-    let proxy_env = egress.env();
+    let proxy_env = egress_entries::env(&egress);
     env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));
     env.extend(proxy_env);
     env.sort_by(|a, b| a.key.cmp(&b.key));
@@ -158,7 +159,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         volume: format!("ags-stage-{}", input.identity.suffix),
         mount_point: STAGING_MOUNT.into(),
     });
-    let mounts = build_mounts(input, &files, staging.as_ref(), egress.mounts())?;
+    let mounts = build_mounts(input, &files, staging.as_ref(), egress_entries::mounts(&egress))?;
     let state_volumes = state_volumes(input, &mounts);
     let host_stage_dir = (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf());
     let container_command = egress.wrap(if staging.is_some() || !run.no_init {
@@ -546,7 +547,7 @@ fn build_labels(input: &PlanInput<'_>) -> Result<BTreeMap<String, String>, PlanE
     let id = input.identity;
     let mut labels = BTreeMap::new();
     for arg in &input.run.labels {
-        let (k, v) = super::check::parse_label(arg)?;
+        let (k, v) = check::parse_label(arg)?;
         labels.insert(k.to_string(), v.to_string());
     }
     labels.extend([
@@ -584,6 +585,22 @@ pub fn slug(project: &Path) -> String {
     }
     let out = out.trim_end_matches('-').to_string();
     if out.is_empty() { "project".into() } else { out }
+}
+
+/// Check every value of `run` (and the image reference, when known); the first problem is
+/// returned.
+fn check_settings(run: &RunSettings, image: Option<&str>) -> Result<(), PlanError> {
+    check::find_agent(&run.agent)?;
+    for arg in &run.labels {
+        check::parse_label(arg)?;
+    }
+    if let Some(name) = &run.name {
+        check::check_name(name)?;
+    }
+    for p in &run.publish {
+        check::parse_publish(p)?;
+    }
+    image.map_or(Ok(()), check::check_image_ref)
 }
 
 #[cfg(test)]

@@ -6,25 +6,8 @@
 use std::net::IpAddr;
 
 use super::PlanError;
-use super::agents::{self, AgentProfile};
-use super::build::RunSettings;
 use super::types::{LABEL_LAUNCH_ID, LABEL_MANAGED, PortMapping, Protocol};
-
-/// Check every value of `run` (and the image reference, when known); the first problem is
-/// returned.
-pub fn check_settings(run: &RunSettings, image: Option<&str>) -> Result<(), PlanError> {
-    find_agent(&run.agent)?;
-    for arg in &run.labels {
-        parse_label(arg)?;
-    }
-    if let Some(name) = &run.name {
-        check_name(name)?;
-    }
-    for p in &run.publish {
-        parse_publish(p)?;
-    }
-    image.map_or(Ok(()), check_image_ref)
-}
+use crate::agents::{self, AgentProfile};
 
 /// The profile of `name`, or an error that suggests the nearest known name.
 pub fn find_agent(name: &str) -> Result<&'static AgentProfile, PlanError> {

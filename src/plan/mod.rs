@@ -5,9 +5,9 @@
 //! `launch` stage needs and everything `ags plan --json` prints; secret values are wrapped in
 //! [`Redacted`] so serializing or debug-printing a plan never shows them.
 
-pub mod agents;
 mod build;
 pub mod check;
+mod egress_entries;
 pub mod host_env;
 pub mod kube;
 pub mod network;

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::agents::AgentProfile;
-use super::types::{EnvSource, MountKind, Origin, PlanEnv, PlanMount};
+use crate::agents::AgentProfile;
 use crate::config::{AllowEntry, Config, EgressOrigin, Network};
 
 /// Where the forwarder listens inside the container.
@@ -158,43 +157,5 @@ impl EgressPlan {
             .chain(command)
             .collect(),
         }
-    }
-
-    /// The read-only binds of the socket directory and the forwarder.
-    pub fn mounts(&self) -> Vec<PlanMount> {
-        let Some(p) = &self.proxy else { return Vec::new() };
-        [(&p.socket_dir, EGRESS_MOUNT), (&p.forwarder, FORWARDER_MOUNT)]
-            .into_iter()
-            .map(|(source, dest)| PlanMount {
-                destination: dest.into(),
-                kind: MountKind::Bind {
-                    source: source.clone(),
-                },
-                read_only: true,
-                origin: Origin::Default,
-            })
-            .collect()
-    }
-
-    /// The proxy environment (plain values chosen by `ags`).
-    pub fn env(&self) -> Vec<PlanEnv> {
-        if self.proxy.is_none() {
-            return Vec::new();
-        }
-        PROXY_ENV_KEYS
-            .iter()
-            .map(|key| PlanEnv {
-                key: key.to_string(),
-                source: EnvSource::Plain {
-                    value: if key.eq_ignore_ascii_case("NO_PROXY") {
-                        NO_PROXY
-                    } else {
-                        PROXY_URL
-                    }
-                    .into(),
-                },
-                origin: Origin::Default,
-            })
-            .collect()
     }
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::HookEvent;
 use crate::hooks::protocol::{ContextRule, PROTOCOL_VERSION};
-use crate::hooks::schema as s;
+use crate::hooks::schema_fields as s;
 use crate::hooks::validate::{ResponseError, Rule};
 use crate::json;
 use crate::json::strict::{JsonError, JsonPath};

@@ -1,9 +1,11 @@
 //! Agent profiles as data: the command each agent runs, the state it keeps under `/home/dev`,
 //! and how it skips its own permission prompts when the sandbox is the boundary. One table, so
-//! the CLI, the plan, the docs and scripts/test-agents agree.
+//! the CLI, the config, the hook policy (protected home entries), the plan, the docs and
+//! scripts/test-agents agree. A leaf data module: every stage may read it.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::LazyLock;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -41,8 +43,39 @@ pub struct SkipPermissions {
 /// No switch: the agent has no permission prompts to skip.
 const NO_PROMPTS: SkipPermissions = SkipPermissions { args: &[], env: &[] };
 
+/// The built-in agent image (built by `ags image build`; every agent of the table is in it).
+pub const DEFAULT_IMAGE: &str = "localhost/ags-agent:latest";
+
 /// The home directory inside the container (`HOME` of every agent).
 pub const CONTAINER_HOME: &str = "/home/dev";
+
+/// Entries directly under [`CONTAINER_HOME`] holding credentials, settings or caches besides the
+/// agents' state directories (files an agent keeps in the home root, shared tool state).
+#[rustfmt::skip]
+pub const OTHER_HOME_ENTRIES: &[&str] = &[
+    ".claude.json", ".gitconfig", ".npmrc", ".opencode", ".cargo", ".cache", ".ssh", ".npm-global",
+    "go", ".bashrc", ".bash_profile", ".profile",
+];
+
+/// The entries directly under [`CONTAINER_HOME`] that hooks may not mount over, into or around:
+/// the first component of every agent's state directories, then [`OTHER_HOME_ENTRIES`], each
+/// once (the hook policy and the prepare-output schema read this).
+pub static PROTECTED_HOME_ENTRIES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let mut entries: Vec<&'static str> = Vec::new();
+    let state = AGENTS.iter().flat_map(|a| a.state.iter());
+    let firsts = state.filter_map(|dir| {
+        dir.strip_prefix(CONTAINER_HOME)?
+            .strip_prefix('/')?
+            .split('/')
+            .next()
+    });
+    for entry in firsts.chain(OTHER_HOME_ENTRIES.iter().copied()) {
+        if !entries.contains(&entry) {
+            entries.push(entry);
+        }
+    }
+    entries
+});
 
 /// The `shell` agent's default command: bash when the image has it, else sh.
 pub const SHELL_SCRIPT: &str = "command -v bash >/dev/null 2>&1 && exec bash \"$@\"; exec sh \"$@\"";
@@ -174,6 +207,25 @@ impl AgentProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hooks_may_not_touch_any_agent_state() {
+        for agent in AGENTS {
+            for dir in agent.state {
+                let first = dir["/home/dev/".len()..].split('/').next().unwrap();
+                assert!(PROTECTED_HOME_ENTRIES.contains(&first), "{}: {dir}", agent.name);
+            }
+        }
+        let mut all = PROTECTED_HOME_ENTRIES.clone();
+        all.sort_unstable();
+        #[rustfmt::skip]
+        let expected = [
+            ".bash_profile", ".bashrc", ".cache", ".cargo", ".claude", ".claude.json", ".codex", ".config",
+            ".gemini", ".gitconfig", ".local", ".npm-global", ".npmrc", ".opencode", ".pi", ".profile",
+            ".ssh", "go",
+        ];
+        assert_eq!(all, expected);
+    }
 
     #[test]
     fn shell_replaces_agents_append() {
