@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 /// Every top-level module of `src/` and its layer. Layer 0: leaf and data modules, importable
 /// by every module, importing only each other. Then the pipeline, in order:
-/// cli → config → hooks → plan → (op, image, spool…) → podman → launch → session → error →
+/// cli → config → hooks → plan → (op, image, spool…) → podman → launch → error → session →
 /// commands. A module may import its own layer and earlier ones (never a cycle).
 const LAYERS: &[(&str, u32)] = &[
     // Leaf and data modules.
@@ -54,8 +54,8 @@ const LAYERS: &[(&str, u32)] = &[
     ("oci_hooks", 5),
     ("podman", 6),
     ("launch", 7),
-    ("session", 8), // started/finished session state and crash recovery
-    ("error", 9),   // the crate error: one variant per stage
+    ("error", 8),   // the crate error: one variant per stage
+    ("session", 9), // started/finished session state and crash recovery
     ("commands", 10),
 ];
 

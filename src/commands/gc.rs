@@ -13,7 +13,7 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     let result = rt.block_on(async {
         let client = podman::connect(&super::target(global)).await?;
         let report = launch::gc::sweep(&client, args.launch.as_deref()).await?;
-        let recovered = super::recover::recover(&paths, &report.swept, stderr_to_terminal()).await;
+        let recovered = crate::session::recover::recover(&paths, &report.swept, stderr_to_terminal()).await;
         Ok::<_, Error>((report, recovered))
     });
     super::finish(rt);

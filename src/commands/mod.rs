@@ -3,7 +3,6 @@
 
 mod completions;
 mod doctor;
-mod events;
 mod gc;
 mod guard_neighbours;
 mod hooks;
@@ -15,7 +14,6 @@ mod image;
 mod launch_input;
 mod log;
 mod plan;
-mod recover;
 mod run;
 mod setup;
 

@@ -56,10 +56,13 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             true => None,
             false => Some(super::run::prepare_hooks(&config, &settings, &identity, &signals, rules).await?),
         };
-        let hooks = prepared.as_ref().map(super::run::hook_layer).unwrap_or_default();
+        let hooks = prepared
+            .as_ref()
+            .map(crate::plan::from_hooks::hook_layer)
+            .unwrap_or_default();
         let plan = super::run::build_plan(&config, &settings, &identity, service, &hooks)?;
         let secrets = match (format, &prepared) {
-            (PlanFormat::Kube, Some(p)) => super::run::lookup_secrets(&config, &plan, p, &signals).await?,
+            (PlanFormat::Kube, Some(_)) => super::run::lookup_secrets(&config, &plan, &signals).await?,
             _ => stage::Secrets::default(),
         };
         Ok::<_, Error>((plan, secrets))

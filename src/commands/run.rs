@@ -10,25 +10,25 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 
-use super::{events, host_paths, launch_input};
+use super::{host_paths, launch_input};
 use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
 use crate::containment::Rules;
+use crate::hooks::policy::OpRef;
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
-use crate::hooks::protocol::{HookContext, MountMode};
-use crate::hooks::resolve::{LaunchOverrides, Origin as HookOrigin};
+use crate::hooks::protocol::HookContext;
+use crate::hooks::resolve::LaunchOverrides;
 use crate::hooks::runner::Interrupt;
-use crate::hooks::validate::EnvValue;
 use crate::launch::cleanup::{Cleanup, Resource};
 use crate::launch::report::{Destination, Facts, Report};
 use crate::launch::signals::SignalWatch;
 use crate::launch::sweep_gate::OwnerMark;
 use crate::launch::{self, gc, identity, lifecycle, stage};
-use crate::op::{OpCli, OpEnv, OpPolicy, SecretSetName};
+use crate::op::{OpCli, OpEnv, OpError, OpPolicy, SecretSetName};
 use crate::plan::{
-    self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, Origin, PlanFile, PlanMount, Redacted,
-    RunSettings, STAGING_MOUNT,
+    self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT,
 };
+use crate::session;
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code; with `--report`, write the launch report after it
@@ -250,16 +250,16 @@ async fn launch_async(
             .await
             .map_err(Error::from)
     })?;
-    let lifecycle_hooks = events::approve(config)?;
+    let lifecycle_hooks = session::approve(config)?;
     let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
-    let hooks = hook_layer(&prepared);
+    let hooks = plan::from_hooks::hook_layer(&prepared);
     crate::trace::mark("hooks done");
     let plan = build_plan(config, settings, &identity, service, &hooks)?;
     for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
         eprintln!("ags: warning: {w}");
     }
     facts.image = Some(plan.image.clone());
-    let secrets = lookup_secrets(config, &plan, &prepared, &signals).await?;
+    let secrets = lookup_secrets(config, &plan, &signals).await?;
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     drop(secrets); // zeroed now: the archive holds the only copy until it is uploaded
@@ -273,7 +273,7 @@ async fn launch_async(
     // socket directory is removed with the launch's other resources (and swept after a crash).
     let remote = (!client.is_unix()).then(|| client.url());
     let egress = crate::egress::start(&plan.egress, &plan.launch_id, remote)?;
-    let session = events::Session::begin(config, &plan, &identity, lifecycle_hooks);
+    let session = session::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.
     let (started, on_start) = tokio::sync::oneshot::channel();
@@ -311,11 +311,10 @@ async fn launch_async(
 pub(super) async fn lookup_secrets(
     config: &Config,
     plan: &LaunchPlan,
-    prepared: &Prepared,
     signals: &SignalWatch,
 ) -> Result<stage::Secrets, Error> {
     let sets = &plan.op_secret_sets;
-    let refs = prepared.resolved.op_env();
+    let refs = op_references(plan)?;
     if refs.is_empty() && sets.is_empty() {
         return Ok(stage::Secrets::default());
     }
@@ -323,7 +322,7 @@ pub(super) async fn lookup_secrets(
     let op = OpCli::new(OpEnv::inherit()).resolve(&op_policy(config, plan))?;
     op.check_capability(&interrupt).await?;
     let references = op
-        .resolve_refs(refs.iter().map(|(k, r)| (k.as_str(), *r)), &interrupt)
+        .resolve_refs(refs.iter().map(|(k, r)| (*k, r)), &interrupt)
         .await?;
     let names = secret_set_names(sets)?;
     let loaded = op.load_secret_sets(&names, &interrupt).await?;
@@ -337,6 +336,20 @@ pub(super) async fn lookup_secrets(
     }
     let finals = loaded.into_iter().map(|s| s.values).collect();
     Ok(stage::Secrets { references, finals })
+}
+
+/// The plan's 1Password references by env key (what survived precedence; hook references only).
+fn op_references(plan: &LaunchPlan) -> Result<Vec<(&str, OpRef)>, Error> {
+    let refs = plan.env.iter().filter_map(|e| match &e.source {
+        EnvSource::OpRef { reference } => Some((e.key.as_str(), reference.as_str())),
+        _ => None,
+    });
+    refs.map(|(key, reference)| match OpRef::try_from(reference) {
+        Ok(r) => Ok((key, r)),
+        // The plan holds only validated references.
+        Err(_) => Err(OpError::UnsafeReference { key: key.into() }.into()),
+    })
+    .collect()
 }
 
 /// Where `op` comes from (`[op] path`) and the directories it may not come from: the sources
@@ -400,60 +413,6 @@ pub(super) async fn prepare_hooks(
         containment,
     };
     Ok(prepare::prepare(input).await?)
-}
-
-/// Express the merged hook contributions in the plan's terms.
-pub(super) fn hook_layer(prepared: &Prepared) -> HookLayer {
-    let r = &prepared.resolved;
-    let env = r
-        .env
-        .iter()
-        .map(|(key, (value, origin))| {
-            let source = match value {
-                EnvValue::Literal(l) => EnvSource::Staged {
-                    value: Redacted::new(l.as_str().to_string()),
-                },
-                EnvValue::Op(op) => EnvSource::OpRef {
-                    reference: op.as_str().to_string(),
-                },
-            };
-            (key.as_str().to_string(), source, plan_origin(origin))
-        })
-        .collect();
-    let files = r
-        .files
-        .iter()
-        .map(|(f, origin)| PlanFile {
-            destination: f.destination.as_path().to_path_buf(),
-            bytes: f.content.len(),
-            content: Redacted::new(f.content.clone()),
-            origin: plan_origin(origin),
-            host_path: PathBuf::new(),
-        })
-        .collect();
-    let mounts = r
-        .mounts
-        .iter()
-        .zip(&prepared.mount_sources)
-        .map(|((m, origin), source)| PlanMount {
-            destination: m.destination.as_path().to_path_buf(),
-            kind: MountKind::Bind {
-                source: source.clone(),
-            },
-            read_only: m.mode == MountMode::Ro,
-            origin: plan_origin(origin),
-        })
-        .collect();
-    HookLayer { env, files, mounts }
-}
-
-fn plan_origin(o: &HookOrigin) -> Origin {
-    match o {
-        HookOrigin::Default => Origin::Default,
-        HookOrigin::GlobalHook { name, .. } => Origin::GlobalHook(name.clone()),
-        HookOrigin::ProjectHook { name, .. } => Origin::ProjectHook(name.clone()),
-        HookOrigin::Cli => Origin::Cli,
-    }
 }
 
 fn staging_archive(plan: &LaunchPlan, secrets: &stage::Secrets) -> Result<Option<Bytes>, Error> {

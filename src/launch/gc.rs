@@ -2,7 +2,7 @@
 //! `ags` process (same host, pid and start time) is gone. Runs at the start of every launch and
 //! on demand (`ags gc`). Resources of live launches and of other hosts are never touched. What
 //! the removed containers said about their agent ([`SweptContainer`]) is kept for crash recovery
-//! (`commands::recover`).
+//! (`session::recover`).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;

@@ -1,4 +1,5 @@
-//! The lifecycle events of one launch, as `commands::run` calls them (docs/lifecycle.md):
+//! The session around one launch: its started/finished lifecycle events and the crash recovery
+//! of launches whose `ags` died ([`recover`]), as `commands::run` calls them (docs/lifecycle.md):
 //!
 //! 1. [`approve`]: every hook of every event is approved before anything runs;
 //! 2. [`Session::begin`]: the spool exists, and holds this launch's record when it has finished
@@ -16,7 +17,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::oneshot;
 
-use super::recover;
+pub mod recover;
+
 use crate::config::{Config, HookDecl, HookEvent, Paths};
 use crate::hooks::HookError;
 use crate::hooks::entrypoint::PreparedHook;
@@ -33,7 +35,7 @@ use crate::{Error, prompt};
 
 /// The approved started and finished hooks of a launch (entrypoint bytes read once, here).
 #[derive(Debug, Default)]
-pub(super) struct LifecycleHooks {
+pub struct LifecycleHooks {
     store: Option<TrustStore>,
     started: Vec<PreparedHook>,
     finished: Vec<PreparedHook>,
@@ -41,7 +43,7 @@ pub(super) struct LifecycleHooks {
 
 /// Approve every active hook (prepare, started, finished) in one pass, before any runs, and keep
 /// the started and finished ones. Nothing is opened when no lifecycle hook is declared.
-pub(super) fn approve(config: &Config) -> Result<LifecycleHooks, Error> {
+pub fn approve(config: &Config) -> Result<LifecycleHooks, Error> {
     if config.started_hooks.is_empty() && config.finished_hooks.is_empty() {
         return Ok(LifecycleHooks::default());
     }
@@ -72,14 +74,14 @@ struct Started {
 
 /// What ran while the agent did: whether it started, and the held-back diagnostics.
 #[derive(Debug, Default)]
-pub(super) struct Background {
+pub struct Background {
     started: Option<Started>,
     lines: Vec<String>,
 }
 
 /// The lifecycle events of one launch.
 #[derive(Debug)]
-pub(super) struct Session {
+pub struct Session {
     paths: Paths,
     facts: LaunchFacts,
     hooks: LifecycleHooks,
@@ -90,12 +92,7 @@ pub(super) struct Session {
 impl Session {
     /// Make sure the spool exists (the OCI hook records there) and, when finished hooks are
     /// declared, write this launch's record. Failures are warnings: the launch goes on.
-    pub(super) fn begin(
-        config: &Config,
-        plan: &LaunchPlan,
-        id: &LaunchIdentity,
-        hooks: LifecycleHooks,
-    ) -> Self {
+    pub fn begin(config: &Config, plan: &LaunchPlan, id: &LaunchIdentity, hooks: LifecycleHooks) -> Self {
         let spool = Spool::open(&config.paths)
             .map_err(|e| eprintln!("ags: warning: {e}; OCI events of this launch are not recorded"))
             .ok();
@@ -141,7 +138,7 @@ impl Session {
     /// The work that starts with the agent: wait for `on_start` (the container id; dropped when
     /// the launch failed before), record it, run the started hooks, and reconcile leftovers of
     /// dead launches. Output is held back in the returned [`Background`].
-    pub(super) fn after_start(
+    pub fn after_start(
         &self,
         client: Client,
         on_start: oneshot::Receiver<String>,
@@ -211,7 +208,7 @@ impl Session {
     /// Show what was held back, run the finished hooks (when the agent started) and drop this
     /// launch's spool files. `exit_code` is the agent's, when known; `ended` is when it became
     /// known.
-    pub(super) async fn finish(
+    pub async fn finish(
         self,
         background: Background,
         exit_code: Option<u8>,

@@ -23,7 +23,7 @@ use crate::spool::{Claimed, EventLine, LaunchRecord, OciStage, Owner, Spool};
 
 /// Run the owed finished hooks; returns messages for the user (without the `ags: ` prefix).
 /// Hook stderr goes to `sink`.
-pub(super) async fn recover(paths: &Paths, swept: &[SweptContainer], sink: StderrSink) -> Vec<String> {
+pub async fn recover(paths: &Paths, swept: &[SweptContainer], sink: StderrSink) -> Vec<String> {
     let spool = match Spool::existing(paths) {
         Ok(Some(spool)) => spool,
         Ok(None) => return Vec::new(),
