@@ -50,6 +50,7 @@ pub mod process;
 pub mod procfs;
 pub mod prompt;
 pub mod safepath;
+pub mod secret;
 pub mod session;
 pub mod spool;
 pub mod text;

@@ -30,7 +30,7 @@ pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
     for e in &plan.env {
         let value = match &e.source {
             EnvSource::Plain { .. } => continue,
-            EnvSource::Staged { value } => value.expose().as_str(),
+            EnvSource::Staged { value } => value.expose(),
             EnvSource::OpRef { .. } => match secrets.references.get(&e.key) {
                 Some(v) => v.expose(),
                 None => continue,

@@ -53,7 +53,7 @@ pub use trusted::OpPolicy;
 use crate::hooks::policy::OpRef;
 use crate::process::{self, Ending, Interrupt, StderrSink, signal_name};
 use template::{Template, check_value};
-use zeroize::{Zeroize, Zeroizing};
+use zeroize::Zeroizing;
 
 /// Default limit on one `op` call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -65,35 +65,7 @@ pub const STDERR_CAP: usize = 16 * 1024;
 pub const SHOWN_STDERR_CHARS: usize = 2000;
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// A resolved secret value. `Debug` is redacted; there is no `Display` or `Serialize`: read it
-/// with [`Secret::expose`] only where it is written into the env file. Its bytes are zeroed when
-/// it is dropped (after the upload to the container), so they do not linger in freed memory.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Drop for Secret {
-    fn drop(&mut self) {
-        self.0.zeroize();
-    }
-}
-
-impl Secret {
-    /// Wrap a value.
-    pub fn new(value: String) -> Self {
-        Self(value)
-    }
-
-    /// The value itself.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
+pub use crate::secret::Secret;
 
 /// The complete environment `op` runs with (and whose `PATH` locates it).
 #[derive(Clone, Default)]

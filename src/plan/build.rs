@@ -8,6 +8,7 @@ use super::{PlanError, check, egress_entries, network};
 use crate::agents;
 use crate::config::git_guard::GitGuard;
 use crate::config::{Config, Network};
+use crate::secret::Secret;
 
 /// The launch settings from the command line, already resolved (terminal detection done,
 /// paths canonicalized) by the caller.
@@ -24,9 +25,9 @@ pub struct RunSettings {
     /// `--image`.
     pub image: Option<String>,
     /// `--env-file` and `--env` values, resolved (later entries win); they beat every hook.
-    pub env: Vec<(String, Redacted<String>)>,
+    pub env: Vec<(String, Secret)>,
     /// `[sandbox] env_passthrough` and `[agent.NAME] env` values, resolved; hooks beat them.
-    pub config_env: Vec<(String, Redacted<String>)>,
+    pub config_env: Vec<(String, Secret)>,
     /// The user's bind mounts (`--add-dir`, `[[mount]]`), sources already checked.
     pub mounts: Vec<UserMount>,
     /// The parts of the workspace's git repositories mounted onto themselves (`[sandbox]
@@ -274,7 +275,7 @@ fn agent_hook_wiring(input: &PlanInput<'_>) -> Result<Option<(AgentHookWiring, V
         .map(|f| PlanFile {
             destination: f.destination.into(),
             bytes: f.content.len(),
-            content: Redacted::new(f.content.clone()),
+            content: Secret::new(f.content.clone()),
             origin: Origin::AgentHooks,
             host_path: PathBuf::new(),
         })
@@ -362,7 +363,7 @@ fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
             },
         );
     }
-    let staged = |list: &[(String, Redacted<String>)], origin: Origin| {
+    let staged = |list: &[(String, Secret)], origin: Origin| {
         list.iter()
             .map(|(key, value)| PlanEnv {
                 key: key.clone(),

@@ -111,7 +111,7 @@ fn minimal_plan() {
 #[test]
 fn cli_env_is_staged_redacted_and_wraps_the_command() {
     let mut run = shell(&["env"]);
-    run.env = vec![("TOKEN".into(), Redacted::new("s3cr3t".into()))];
+    run.env = vec![("TOKEN".into(), Secret::new("s3cr3t".into()))];
     let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
     assert_eq!(plan.staging.as_ref().unwrap().volume, "ags-stage-abc123");
     assert_eq!(plan.container_command[..2], ["/bin/sh", "-c"]);
@@ -131,7 +131,7 @@ fn generated_files_name_their_staging_dir_for_the_oci_hook() {
     let hooks = HookLayer {
         files: vec![PlanFile {
             destination: "/tmp/x".into(),
-            content: Redacted::new("x".into()),
+            content: Secret::new("x".into()),
             bytes: 1,
             origin: Origin::GlobalHook("h".into()),
             host_path: PathBuf::new(),
@@ -152,25 +152,25 @@ fn generated_files_name_their_staging_dir_for_the_oci_hook() {
 #[test]
 fn cli_env_beats_hook_env_which_beats_config_env() {
     let mut run = shell(&[]);
-    run.env = vec![("K".into(), Redacted::new("cli".into()))];
+    run.env = vec![("K".into(), Secret::new("cli".into()))];
     run.config_env = vec![
-        ("K".into(), Redacted::new("config".into())),
-        ("C".into(), Redacted::new("config".into())),
-        ("H".into(), Redacted::new("config".into())),
+        ("K".into(), Secret::new("config".into())),
+        ("C".into(), Secret::new("config".into())),
+        ("H".into(), Secret::new("config".into())),
     ];
     let hooks = HookLayer {
         env: vec![
             (
                 "K".into(),
                 EnvSource::Staged {
-                    value: Redacted::new("hook".into()),
+                    value: Secret::new("hook".into()),
                 },
                 Origin::GlobalHook("g".into()),
             ),
             (
                 "H".into(),
                 EnvSource::Staged {
-                    value: Redacted::new("hook".into()),
+                    value: Secret::new("hook".into()),
                 },
                 Origin::GlobalHook("g".into()),
             ),

@@ -66,7 +66,7 @@ fn hook_files_keep_their_numbers_and_wiring_comes_after_them() {
     let hooks = HookLayer {
         files: vec![PlanFile {
             destination: "/home/dev/.netrc".into(),
-            content: Redacted::new("x".into()),
+            content: Secret::new("x".into()),
             bytes: 1,
             origin: Origin::GlobalHook("h".into()),
             host_path: PathBuf::new(),
@@ -135,7 +135,7 @@ fn a_mount_over_a_wiring_file_is_refused() {
     let hooks = HookLayer {
         files: vec![PlanFile {
             destination: "/etc/codex".into(),
-            content: Redacted::new(String::new()),
+            content: Secret::new(String::new()),
             bytes: 0,
             origin: Origin::GlobalHook("h".into()),
             host_path: PathBuf::new(),

@@ -6,11 +6,12 @@
 use std::path::PathBuf;
 
 use super::build::HookLayer;
-use super::types::{EnvSource, MountKind, Origin, PlanFile, PlanMount, Redacted};
+use super::types::{EnvSource, MountKind, Origin, PlanFile, PlanMount};
 use crate::hooks::prepare::Prepared;
 use crate::hooks::protocol::MountMode;
 use crate::hooks::resolve::Origin as HookOrigin;
 use crate::hooks::validate::EnvValue;
+use crate::secret::Secret;
 
 /// Express the merged hook contributions in the plan's terms.
 pub fn hook_layer(prepared: &Prepared) -> HookLayer {
@@ -21,7 +22,7 @@ pub fn hook_layer(prepared: &Prepared) -> HookLayer {
         .map(|(key, (value, origin))| {
             let source = match value {
                 EnvValue::Literal(l) => EnvSource::Staged {
-                    value: Redacted::new(l.as_str().to_string()),
+                    value: Secret::new(l.as_str().to_string()),
                 },
                 EnvValue::Op(op) => EnvSource::OpRef {
                     reference: op.as_str().to_string(),
@@ -36,7 +37,7 @@ pub fn hook_layer(prepared: &Prepared) -> HookLayer {
         .map(|(f, origin)| PlanFile {
             destination: f.destination.as_path().to_path_buf(),
             bytes: f.content.len(),
-            content: Redacted::new(f.content.clone()),
+            content: Secret::new(f.content.clone()),
             origin: plan_origin(origin),
             host_path: PathBuf::new(),
         })

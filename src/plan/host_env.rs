@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use super::types::Redacted;
 use crate::hooks::policy::{EnvKey, EnvKeyError, EnvLiteral};
+use crate::secret::Secret;
 
 /// Largest env file accepted, in bytes.
 pub const MAX_ENV_FILE_BYTES: usize = 1 << 20;
@@ -22,9 +22,9 @@ pub const MAX_ENV_FILE_BYTES: usize = 1 << 20;
 #[derive(Debug, Clone, Default)]
 pub struct HostEnv {
     /// From the command line (`--env-file`s, then `--env`s): beats every hook.
-    pub cli: Vec<(String, Redacted<String>)>,
+    pub cli: Vec<(String, Secret)>,
     /// From the global config (passthrough, then `[agent.NAME] env`): hooks beat it.
-    pub config: Vec<(String, Redacted<String>)>,
+    pub config: Vec<(String, Secret)>,
 }
 
 /// What [`resolve`] needs.
@@ -104,7 +104,7 @@ pub fn resolve(input: &HostEnvInput<'_>) -> Result<HostEnv, HostEnvError> {
         for (key, value) in parse_dotenv(path, text)? {
             check_name(&origin, &key)?;
             check_value(&origin, &key, &value)?;
-            cli.push((key, Redacted::new(value)));
+            cli.push((key, Secret::new(value)));
         }
     }
     for arg in input.env_args {
@@ -117,7 +117,7 @@ pub fn resolve(input: &HostEnvInput<'_>) -> Result<HostEnv, HostEnvError> {
             }
         };
         check_value("--env", &key, &value)?;
-        cli.push((key, Redacted::new(value)));
+        cli.push((key, Secret::new(value)));
     }
     let mut config = Vec::new();
     for key in input.passthrough {
@@ -126,12 +126,12 @@ pub fn resolve(input: &HostEnvInput<'_>) -> Result<HostEnv, HostEnvError> {
         if let Some(value) = (input.lookup)(key) {
             let value = host_value(origin, key, value)?;
             check_value(origin, key, &value)?;
-            config.push((key.clone(), Redacted::new(value)));
+            config.push((key.clone(), Secret::new(value)));
         }
     }
     for (key, value) in input.agent_env {
         check_value("[agent] env", key, value)?;
-        config.push((key.clone(), Redacted::new(value.clone())));
+        config.push((key.clone(), Secret::new(value.clone())));
     }
     Ok(HostEnv { cli, config })
 }

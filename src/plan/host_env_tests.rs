@@ -78,9 +78,9 @@ fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
-fn exposed(list: &[(String, Redacted<String>)]) -> Vec<(String, String)> {
+fn exposed(list: &[(String, Secret)]) -> Vec<(String, String)> {
     list.iter()
-        .map(|(k, v)| (k.clone(), v.expose().clone()))
+        .map(|(k, v)| (k.clone(), v.expose().to_string()))
         .collect()
 }
 

@@ -3,7 +3,7 @@
 //! [`build`] turns the resolved configuration, the run settings, facts about the Podman service
 //! and the resolved hook contributions into a [`LaunchPlan`]. The plan is everything the
 //! `launch` stage needs and everything `ags plan --json` prints; secret values are wrapped in
-//! [`Redacted`] so serializing or debug-printing a plan never shows them.
+//! [`crate::secret::Secret`] so serializing or debug-printing a plan never shows them.
 
 mod build;
 pub mod check;

@@ -1,11 +1,12 @@
 //! The launch plan's types. Public and serialized by `ags plan --json`: field names are part of
 //! the user-visible contract.
 
+use crate::secret::Secret;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::config::Network;
 
@@ -38,34 +39,6 @@ pub const ANNOTATION_STAGE: &str = "io.ags.stage";
 pub const STAGING_MOUNT: &str = "/run/ags";
 /// The environment file inside the staging volume.
 pub const STAGING_ENV_FILE: &str = "/run/ags/env";
-
-/// A value that must never be shown: serializes and debug-prints as `<redacted>`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Redacted<T>(T);
-
-impl<T> Redacted<T> {
-    /// Wrap a secret.
-    pub fn new(v: T) -> Self {
-        Self(v)
-    }
-    /// The secret itself; only the launch stage and the Kubernetes export (`plan::kube`,
-    /// whose Secret carries the values) call this.
-    pub fn expose(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T> fmt::Debug for Redacted<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl<T> Serialize for Redacted<T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str("<redacted>")
-    }
-}
 
 /// Where a setting came from.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -199,7 +172,7 @@ pub enum EnvSource {
     /// A literal delivered through the staged env file.
     Staged {
         /// The value.
-        value: Redacted<String>,
+        value: Secret,
     },
     /// A 1Password reference resolved at launch and delivered through the env file.
     OpRef {
@@ -226,7 +199,7 @@ pub struct PlanFile {
     /// Path inside the container.
     pub destination: PathBuf,
     /// Content (redacted in output; the size is shown).
-    pub content: Redacted<String>,
+    pub content: Secret,
     /// Size in bytes.
     pub bytes: usize,
     /// Where it came from.

@@ -39,13 +39,13 @@ fn hooks() -> HookLayer {
         env: vec![(
             "TOKEN".into(),
             EnvSource::Staged {
-                value: Redacted::new(SECRET.into()),
+                value: crate::secret::Secret::new(SECRET.into()),
             },
             Origin::GlobalHook("creds".into()),
         )],
         files: vec![PlanFile {
             destination: "/home/dev/notes/cfg.json".into(),
-            content: Redacted::new("{\"k\": \"file-secret\"}".into()),
+            content: crate::secret::Secret::new("{\"k\": \"file-secret\"}".into()),
             bytes: 20,
             origin: Origin::GlobalHook("creds".into()),
             host_path: PathBuf::new(),
