@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared helpers of scripts/setup-podman and scripts/test. Sourced, never run.
+# The helpers shared by the scripts (setup-podman, test, quickstart, bench-*, test-fresh, and
+# through containers/pinp/lib.sh build-pinp-image and test-podman5). Sourced, never run.
 #
 # Everything that talks to Podman goes through its REST API with curl (the ags way); the podman CLI
 # is used only by setup-podman's probes and verification.
@@ -22,11 +23,12 @@ complete_path() {
     export PATH
 }
 
-# say STEP MESSAGE...: one progress line, prefixed with the script's name and the step.
+# say STEP MESSAGE...: one progress line, prefixed with the script's name and the step, on stdout
+# (on stderr when AGS_SAY_FD=2).
 say() {
     local step=$1
     shift
-    printf '%s: %-10s %s\n' "${0##*/}" "$step:" "$*"
+    printf '%s: %-10s %s\n' "${0##*/}" "$step:" "$*" >&"${AGS_SAY_FD:-1}"
 }
 
 # warn MESSAGE...: a warning on stderr.
@@ -50,12 +52,12 @@ api_ping() {
     [ -S "$1" ] && curl -sf --max-time 5 --unix-socket "$1" "http://d$AGS_API_PREFIX/_ping" >/dev/null 2>&1
 }
 
-# api SOCKET METHOD PATH [CURL-ARGS...]: one libpod request; prints the body, fails on HTTP >= 400
-# (the error body is printed on stderr then).
+# api SOCKET METHOD PATH [CURL-ARGS...]: one libpod request (at most AGS_API_TIMEOUT seconds,
+# default 300); prints the body, fails on HTTP >= 400 (the error body is printed on stderr then).
 api() {
     local sock=$1 method=$2 path=$3 out status
     shift 3
-    out=$(curl -sS --max-time 300 --unix-socket "$sock" -X "$method" -w '\n%{http_code}' "$@" \
+    out=$(curl -sS --max-time "${AGS_API_TIMEOUT:-300}" --unix-socket "$sock" -X "$method" -w '\n%{http_code}' "$@" \
         "http://d$AGS_API_PREFIX$path") || return 1
     status=${out##*$'\n'}
     out=${out%$'\n'*}

@@ -1,68 +1,32 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # the variables are used by the scripts that source this file
-# Helpers shared by scripts/build-pinp-image and scripts/test-podman5. Sourced, never run.
+# Helpers of scripts/build-pinp-image and scripts/test-podman5 about the pinp image. Sourced,
+# never run. The general ones (say, die, api, api_ping, uri_encode…) are scripts/lib.sh's.
 #
 # Everything that talks to Podman goes through its libpod REST API with curl, never the podman
 # binary: the outer service (Podman 4.3 here) and the inner one (Podman 5.4 in the pinp container).
 
-# /v4.0.0/libpod routes answer on Podman 4 and 5.
-PINP_API_PREFIX=/v4.0.0/libpod
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+# Progress lines on stderr (stdout carries results); image imports and saves take long.
+AGS_SAY_FD=2
+AGS_API_TIMEOUT=600
 PINP_IMAGE=${AGS_PINP_IMAGE:-localhost/ags-pinp:latest}
 # The label that records which recipe an image was built from (see pinp_recipe).
 PINP_RECIPE_LABEL=io.ags.pinp.recipe
 PINP_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PINP_DIR=$PINP_REPO/containers/pinp
 
-# say STEP MESSAGE...: one progress line, prefixed with the script's name and the step.
-say() {
-    local step=$1
-    shift
-    printf '%s: %-9s %s\n' "${0##*/}" "$step:" "$*" >&2
-}
-
-# die MESSAGE...: print an error on stderr and exit 1.
-die() {
-    printf '%s: ERROR: %s\n' "${0##*/}" "$*" >&2
-    exit 1
-}
-
 # outer_socket: the outer (host) service's socket: $AGS_PINP_OUTER_SOCKET, else root's.
 outer_socket() {
     printf '%s\n' "${AGS_PINP_OUTER_SOCKET:-/run/podman/podman.sock}"
-}
-
-# api_ping SOCKET: whether a Podman service answers on SOCKET.
-api_ping() {
-    [ -S "$1" ] && curl -sf --max-time 5 --unix-socket "$1" "http://d$PINP_API_PREFIX/_ping" \
-        >/dev/null 2>&1
-}
-
-# api SOCKET METHOD PATH [CURL-ARGS...]: one libpod request; prints the body and fails on
-# HTTP >= 400 (with the status and body on stderr).
-api() {
-    local sock=$1 method=$2 path=$3 out status
-    shift 3
-    out=$(curl -sS --max-time "${PINP_API_TIMEOUT:-600}" --unix-socket "$sock" -X "$method" \
-        -w '\n%{http_code}' "$@" "http://d$PINP_API_PREFIX$path") || return 1
-    status=${out##*$'\n'}
-    out=${out%$'\n'*}
-    if [ "$status" -ge 400 ]; then
-        printf '%s %s -> HTTP %s: %s\n' "$method" "$path" "$status" "$out" >&2
-        return 1
-    fi
-    printf '%s\n' "$out"
-}
-
-# uri_encode STRING: STRING percent-encoded for a query parameter.
-uri_encode() {
-    jq -rn --arg v "$1" '$v | @uri'
 }
 
 # image_id SOCKET REF: the image's id, or nothing when SOCKET's service does not have it.
 image_id() {
     local ref
     ref=$(uri_encode "$2")
-    { curl -sf --max-time 30 --unix-socket "$1" "http://d$PINP_API_PREFIX/images/$ref/json" 2>/dev/null ||
+    { curl -sf --max-time 30 --unix-socket "$1" "http://d$AGS_API_PREFIX/images/$ref/json" 2>/dev/null ||
         true; } | jq -r '.Id // empty'
 }
 
@@ -70,7 +34,7 @@ image_id() {
 image_label() {
     local ref
     ref=$(uri_encode "$2")
-    { curl -sf --max-time 30 --unix-socket "$1" "http://d$PINP_API_PREFIX/images/$ref/json" 2>/dev/null ||
+    { curl -sf --max-time 30 --unix-socket "$1" "http://d$AGS_API_PREFIX/images/$ref/json" 2>/dev/null ||
         true; } | jq -r --arg k "$3" '(.Labels // .Config.Labels // {})[$k] // empty'
 }
 
