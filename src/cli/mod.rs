@@ -133,6 +133,10 @@ pub struct RunArgs {
     /// gemini --yolo, opencode --auto). See docs/agents.md.
     #[arg(long)]
     pub yolo: bool,
+    /// Forward the host's ssh-agent (`SSH_AUTH_SOCK`) so that git can push and fetch over SSH;
+    /// private keys stay on the host. Also `[git] ssh_agent = true` (docs/configuration.md).
+    #[arg(long)]
+    pub ssh_agent: bool,
     /// Container name (default: ags-<project>-<random>); a name already in use is refused.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,

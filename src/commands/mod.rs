@@ -4,6 +4,7 @@
 mod completions;
 mod doctor;
 mod gc;
+mod git_host;
 mod guard_neighbours;
 mod hooks;
 mod hooks_admin;

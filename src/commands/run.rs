@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 
-use super::{host_paths, launch_input};
+use super::{git_host, host_paths, launch_input};
 use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
 use crate::containment::Rules;
@@ -144,6 +144,8 @@ pub(super) fn settings(
         false => Vec::new(),
     };
     let agent = launch_input::agent_settings(args, config)?;
+    let ssh_agent = git_host::ssh_agent(args, config, rules)?;
+    let git_identity = git_host::identity(config, ssh_agent.is_some());
     let tty = match args.tty {
         TtyMode::Auto => terminals,
         TtyMode::True => true,
@@ -162,6 +164,8 @@ pub(super) fn settings(
         config_env: host_env.config,
         mounts,
         git_guards,
+        git_identity,
+        ssh_agent,
         labels: args.labels.clone(),
         op_secret_sets: args.op_secret_sets.clone(),
         lockdown: args.lockdown,

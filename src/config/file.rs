@@ -112,7 +112,7 @@ pub struct GitFile {
     pub identity: Option<bool>,
     /// Forward the host's ssh-agent socket (default false).
     pub ssh_agent: Option<bool>,
-    /// A known_hosts file mounted read-only for the agent's ssh (default: none).
+    /// A known_hosts file mounted read-only for the agent's ssh (default: `~/.ssh/known_hosts`).
     pub known_hosts: Option<String>,
 }
 

@@ -271,7 +271,7 @@ fn read_small_text(path: &Path) -> std::io::Result<String> {
 }
 
 /// The git dir named by a `.git` file (`gitdir: PATH`, relative to the file's directory).
-fn linked_git_dir(file: &Path) -> Result<PathBuf, GitGuardError> {
+pub(crate) fn linked_git_dir(file: &Path) -> Result<PathBuf, GitGuardError> {
     let fail = |reason: &str| GitGuardError {
         path: file.into(),
         reason: reason.into(),
@@ -290,7 +290,7 @@ fn linked_git_dir(file: &Path) -> Result<PathBuf, GitGuardError> {
 }
 
 /// The common dir of `git_dir`: what its `commondir` names (relative to it), else itself.
-fn common_dir(git_dir: &Path) -> Result<PathBuf, GitGuardError> {
+pub(crate) fn common_dir(git_dir: &Path) -> Result<PathBuf, GitGuardError> {
     let file = git_dir.join("commondir");
     let text = match read_small_text(&file) {
         Ok(text) => text,

@@ -8,6 +8,7 @@
 mod decls;
 mod file;
 pub mod git_guard;
+pub mod git_identity;
 mod network;
 mod overlay;
 mod paths;

@@ -88,7 +88,8 @@ pub struct GitSettings {
     pub identity: bool,
     /// Forward the host's ssh-agent (`SSH_AUTH_SOCK`).
     pub ssh_agent: bool,
-    /// A known_hosts file mounted read-only at `~/.ssh/known_hosts`.
+    /// A known_hosts file mounted read-only at `/etc/ssh/ssh_known_hosts` when the ssh-agent
+    /// is forwarded (default: `~/.ssh/known_hosts` when it exists).
     pub known_hosts: Option<PathBuf>,
 }
 
@@ -208,16 +209,6 @@ fn git(g: Option<&GitFile>, paths: &Paths) -> Result<GitSettings, FieldError> {
     let Some(g) = g else {
         return Ok(GitSettings::default());
     };
-    // Not delivered yet (issue 12, item 1): refuse rather than silently forward nothing.
-    if g.ssh_agent == Some(true) {
-        return Err((
-            "ssh_agent".into(),
-            "ssh-agent forwarding is not implemented yet; remove the key",
-        ));
-    }
-    if g.known_hosts.is_some() {
-        return Err(("known_hosts".into(), "is not implemented yet; remove the key"));
-    }
     let known_hosts = match &g.known_hosts {
         None => None,
         Some(p) => Some(host_path(p, paths).ok_or_else(|| ("known_hosts".to_string(), PATH_RULE))?),

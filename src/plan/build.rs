@@ -3,10 +3,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::git::SshAgent;
 use super::types::*;
 use super::{PlanError, check, egress_entries, network};
 use crate::agents;
 use crate::config::git_guard::GitGuard;
+use crate::config::git_identity::GitIdentity;
 use crate::config::{Config, Network};
 use crate::secret::Secret;
 
@@ -33,6 +35,10 @@ pub struct RunSettings {
     /// The parts of the workspace's git repositories mounted onto themselves (`[sandbox]
     /// protect_git`): the git dir pinned, its config and hooks read-only.
     pub git_guards: Vec<GitGuard>,
+    /// The host's git identity given to the agent (`[git] identity`), when there is one.
+    pub git_identity: Option<GitIdentity>,
+    /// The host's ssh-agent, forwarded (`--ssh-agent`, `[git] ssh_agent`).
+    pub ssh_agent: Option<SshAgent>,
     /// `--label KEY=VALUE`, as given.
     pub labels: Vec<String>,
     /// `--op-secret-set VAULT/ITEM`.
@@ -212,6 +218,8 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         state_volumes,
         seccomp_dir: input.config.paths.cache_dir(),
         git_guards: run.git_guards.clone(),
+        git_identity: run.git_identity.clone(),
+        ssh_agent: run.ssh_agent.clone(),
         staging,
         lockdown: run.lockdown,
         skip_permissions: run.skip_permissions,
@@ -352,6 +360,18 @@ fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
             },
         );
     }
+    let git_env = input.run.git_identity.iter().flat_map(super::git::identity_env);
+    let ssh_env = input.run.ssh_agent.iter().map(|_| {
+        (
+            "SSH_AUTH_SOCK".to_string(),
+            super::git::SSH_AUTH_SOCK_PATH.to_string(),
+        )
+    });
+    for (key, value) in git_env.chain(ssh_env) {
+        let source = EnvSource::Plain { value };
+        let origin = Origin::Default;
+        map.insert(key.clone(), PlanEnv { key, source, origin });
+    }
     if let Some(term) = input.run.term.as_ref().filter(|_| input.run.tty) {
         let source = EnvSource::Plain { value: term.clone() };
         map.insert(
@@ -452,6 +472,7 @@ fn build_mounts(
         origin: f.origin.clone(),
     }));
     mounts.extend(egress);
+    mounts.extend(input.run.ssh_agent.iter().flat_map(super::git::ssh_mounts));
     check_overlaps(&mounts)?;
     // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.
     mounts.extend(input.run.git_guards.iter().map(|g| PlanMount {

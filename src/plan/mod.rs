@@ -9,6 +9,7 @@ mod build;
 pub mod check;
 mod egress_entries;
 pub mod from_hooks;
+pub mod git;
 pub mod host_env;
 pub mod kube;
 pub mod network;

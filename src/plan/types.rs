@@ -300,6 +300,11 @@ pub struct LaunchPlan {
     /// The guarded parts of the workspace's git repositories (mounted onto themselves; the
     /// missing ones are created right before the container).
     pub git_guards: Vec<crate::config::git_guard::GitGuard>,
+    /// The host's git identity given to the agent (`[git] identity`; carried in the
+    /// environment as `GIT_CONFIG_*`).
+    pub git_identity: Option<crate::config::git_identity::GitIdentity>,
+    /// The forwarded ssh-agent (`--ssh-agent`, `[git] ssh_agent`).
+    pub ssh_agent: Option<super::git::SshAgent>,
     /// The private host directory holding generated files, when there are any.
     pub host_stage_dir: Option<PathBuf>,
     /// Whether `--lockdown` is in effect.

@@ -1,0 +1,108 @@
+//! The host's git setup a launch hands to the agent, resolved before any hook runs: the git
+//! identity (`config::git_identity`, `[git] identity`) and the forwarded ssh-agent
+//! (`--ssh-agent`, `[git] ssh_agent`): its socket and a known_hosts file, both checked here
+//! (docs/security.md, "Git identity and the ssh-agent").
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+use crate::cli::RunArgs;
+use crate::config::Config;
+use crate::config::git_identity::{self, GitIdentity, Lookup};
+use crate::containment::Rules;
+use crate::plan::git::SshAgent;
+use crate::safepath::{self, Missing};
+
+/// The identity to give the agent: `None` with `[git] identity = false` or when the host has
+/// none.
+pub(super) fn identity(config: &Config, ssh_agent: bool) -> Option<GitIdentity> {
+    if !config.user.git.identity {
+        return None;
+    }
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let id = git_identity::resolve(
+        &Lookup {
+            workdir: &config.workdir,
+            home: &config.paths.home,
+            env: &env,
+        },
+        ssh_agent,
+    );
+    (!id.is_empty() || id.note.is_some()).then_some(id)
+}
+
+/// The ssh-agent to forward, when asked for (`--ssh-agent` or `[git] ssh_agent = true`).
+pub(super) fn ssh_agent(args: &RunArgs, config: &Config, rules: &Rules) -> Result<Option<SshAgent>, Error> {
+    if !(args.ssh_agent || config.user.git.ssh_agent) {
+        return Ok(None);
+    }
+    let fail = |what: &str| Error::Usage(format!("--ssh-agent: {what}"));
+    let named = std::env::var_os("SSH_AUTH_SOCK")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            fail("SSH_AUTH_SOCK is not set, so there is no ssh-agent to forward; start one (`eval \"$(ssh-agent)\"`), add your key with `ssh-add`, and run ags again")
+        })?;
+    let socket = checked(&named, "SSH_AUTH_SOCK", rules, |meta| {
+        if !meta.file_type().is_socket() {
+            return Err("it is not a socket".into());
+        }
+        let uid = nix::unistd::getuid().as_raw();
+        if meta.uid() != uid {
+            return Err(format!(
+                "the socket belongs to uid {}, not to you (uid {uid}); only your own agent is forwarded",
+                meta.uid()
+            ));
+        }
+        Ok(())
+    })
+    .map_err(|e| fail(&e))?;
+    let known_hosts = match &config.user.git.known_hosts {
+        Some(path) => Some(path.clone()),
+        None => Some(config.paths.home.join(".ssh/known_hosts")).filter(|p| p.exists()),
+    };
+    let known_hosts = known_hosts
+        .map(|path| {
+            checked(&path, "known_hosts", rules, |meta| match meta.is_file() {
+                true => Ok(()),
+                false => Err("it is not a regular file".into()),
+            })
+            .map_err(|e| Error::Usage(format!("[git] known_hosts: {e}")))
+        })
+        .transpose()?;
+    Ok(Some(SshAgent { socket, known_hosts }))
+}
+
+/// `path` resolved physically and checked with `kind`: it must exist, be valid UTF-8, and
+/// neither lie inside nor pass through a symlink inside a directory the agent can write (it
+/// could swap it for a link to another host file between this check and the mount).
+fn checked(
+    path: &Path,
+    what: &str,
+    rules: &Rules,
+    kind: impl Fn(&std::fs::Metadata) -> Result<(), String>,
+) -> Result<PathBuf, String> {
+    let shown = safepath::display(path);
+    let res = safepath::resolve(path, Missing::Refuse).map_err(|e| format!("{what} {shown}: {e}"))?;
+    let real = res
+        .path
+        .to_str()
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{what} {shown} is not valid UTF-8"))?;
+    let writable = |p: &Path| rules.writable_roots().iter().find(|w| p.starts_with(&w.path));
+    let links = res.links.iter().map(|l| l.at.as_path());
+    for p in links.chain(std::iter::once(real.as_path())) {
+        if let Some(w) = writable(p) {
+            return Err(format!(
+                "{what} {shown} is (or passes through) {}, inside {} ({}), which the agent can write; use one outside the launch's read-write mounts",
+                safepath::display(p),
+                safepath::display(&w.path),
+                w.owner
+            ));
+        }
+    }
+    let meta = std::fs::symlink_metadata(&real).map_err(|e| format!("{what} {shown}: {e}"))?;
+    kind(&meta).map_err(|why| format!("{what} {shown}: {why}"))?;
+    Ok(real)
+}

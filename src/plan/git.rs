@@ -1,0 +1,54 @@
+//! What of the host's git setup the plan gives the agent: the identity as git configuration in
+//! the environment (`GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, which git reads
+//! like command-line `-c` settings: neither a host file nor the host's whole configuration
+//! enters the container), and the forwarded ssh-agent: its socket bound at
+//! [`SSH_AUTH_SOCK_PATH`] and a known_hosts file read-only at [`KNOWN_HOSTS_PATH`].
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::types::{MountKind, Origin, PlanMount};
+use crate::config::git_identity::GitIdentity;
+
+/// Where the host's ssh-agent socket is bound in the container (`SSH_AUTH_SOCK`).
+pub const SSH_AUTH_SOCK_PATH: &str = "/run/ags-ssh-agent.sock";
+/// Where the known_hosts file is bound (ssh's system-wide file, read by every user).
+pub const KNOWN_HOSTS_PATH: &str = "/etc/ssh/ssh_known_hosts";
+
+/// The host's ssh-agent, forwarded; both paths are checked host paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SshAgent {
+    /// The agent's socket (a socket owned by the user, outside every read-write mount).
+    pub socket: PathBuf,
+    /// A known_hosts file, mounted read-only.
+    pub known_hosts: Option<PathBuf>,
+}
+
+/// The environment that carries `identity` (`(key, value)`, plain: nothing in it is secret).
+pub fn identity_env(identity: &GitIdentity) -> Vec<(String, String)> {
+    let config = identity.config();
+    let mut out = vec![("GIT_CONFIG_COUNT".to_string(), config.len().to_string())];
+    for (i, (key, value)) in config.into_iter().enumerate() {
+        out.push((format!("GIT_CONFIG_KEY_{i}"), key.to_string()));
+        out.push((format!("GIT_CONFIG_VALUE_{i}"), value));
+    }
+    out
+}
+
+/// The mounts of the forwarded ssh-agent.
+pub fn ssh_mounts(ssh: &SshAgent) -> Vec<PlanMount> {
+    let bind = |source: &Path, dest: &str| PlanMount {
+        destination: dest.into(),
+        kind: MountKind::Bind {
+            source: source.into(),
+        },
+        read_only: true,
+        origin: Origin::Default,
+    };
+    // A socket is connected to through a read-only bind too (connect is not a write to the
+    // file system).
+    std::iter::once(bind(&ssh.socket, SSH_AUTH_SOCK_PATH))
+        .chain(ssh.known_hosts.iter().map(|k| bind(k, KNOWN_HOSTS_PATH)))
+        .collect()
+}

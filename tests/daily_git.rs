@@ -1,0 +1,427 @@
+//! Issue 12, item 1: git works in the container as the user expects.
+//!
+//! - The host's effective identity (`user.name`/`user.email` from the host's global config and
+//!   the repository's own) reaches the agent, and nothing else of the host's git configuration
+//!   (a `credential.helper` stays behind); `[git] identity = false` switches it off.
+//! - `--ssh-agent` forwards a real `ssh-agent` started by the test (the key is loaded into it and
+//!   then deleted from disk: it never enters the container): a static probe asks the forwarded
+//!   socket for its identities in both modes (rootless: through keep-id), and where the service
+//!   has the agent image (git, ssh), `git fetch` and `git push` over SSH work against a real
+//!   `sshd` on this machine serving a bare repository, the host key known only through the
+//!   read-only `[git] known_hosts`.
+
+mod common;
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use common::launch::{assert_clean, stdout};
+use common::{Mode, RUN_TIMEOUT, TestEnv, each_mode, run_command, show, tool};
+use serde_json::Value;
+
+const AGENT_IMAGE: &str = "localhost/ags-agent:latest";
+
+fn has_agent_image(env: &TestEnv) -> bool {
+    common::api::image_exists(&env.mode().socket(), AGENT_IMAGE).unwrap_or(false)
+}
+
+/// `git ARGS` on the host as the mode's user, in `dir`.
+fn git_in(env: &TestEnv, dir: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["-C".to_string(), dir.display().to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let out = run_command(env.command(tool("git"), all), None, RUN_TIMEOUT);
+    assert!(out.status.success(), "git {args:?}: {}", show(&out));
+    out
+}
+
+/// A repository in the workspace with one commit (made with an explicit identity).
+fn init_repo(env: &TestEnv, dir: &Path) {
+    git_in(env, dir, &["init", "-q", "-b", "main"]);
+    git_in(
+        env,
+        dir,
+        &[
+            "-c",
+            "user.name=Init",
+            "-c",
+            "user.email=init@example.org",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "first",
+        ],
+    );
+}
+
+/// `ags` with the test's label and `extra` options, `cmd` in the container, with `more_env`
+/// added to its environment.
+fn ags(env: &TestEnv, image: &str, extra: &[&str], cmd: &[&str], more_env: &[(&str, &Path)]) -> Output {
+    let mut args = vec!["--tty=false", "--image", image, "--label"];
+    let label = env.label();
+    args.push(&label);
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let mut command = env.cmd(&args);
+    for (k, v) in more_env {
+        command.env(k, v);
+    }
+    run_command(command, None, RUN_TIMEOUT)
+}
+
+fn plan_json(env: &TestEnv, extra: &[&str], more_env: &[(&str, &Path)]) -> Value {
+    let mut args = vec!["plan", "--json"];
+    args.extend_from_slice(extra);
+    let mut command = env.cmd(&args);
+    for (k, v) in more_env {
+        command.env(k, v);
+    }
+    let out = run_command(command, None, RUN_TIMEOUT);
+    assert!(out.status.success(), "{}", show(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_hosts_identity_reaches_the_agent_and_nothing_else_of_its_git_config() {
+    each_mode(|env| {
+        env.write_file(
+            env.home().join(".gitconfig"),
+            "[user]\n\tname = Host Person\n\temail = host@example.org\n[credential]\n\thelper = store --file /host/secret\n",
+            0o644,
+        );
+        let work = env.work_dir();
+        init_repo(env, &work);
+        let plan = plan_json(env, &[], &[]);
+        assert_eq!(plan["git_identity"]["name"], "Host Person", "{plan}");
+        assert_eq!(plan["git_identity"]["email"], "host@example.org", "{plan}");
+        assert!(!plan.to_string().contains("/host/secret"), "{plan}");
+        if has_agent_image(env) {
+            let script = "set -e; echo x > f; git add f; git commit -q -m agent; \
+                git config --get credential.helper || echo NO-HELPER; echo DONE";
+            let out = ags(env, AGENT_IMAGE, &[], &["sh", "-c", script], &[]);
+            assert!(stdout(&out).ends_with("NO-HELPER\nDONE\n"), "{}", show(&out));
+            let log = git_in(env, &work, &["log", "-1", "--format=%an <%ae>|%cn <%ce>|%s"]);
+            assert_eq!(
+                stdout(&log).trim(),
+                "Host Person <host@example.org>|Host Person <host@example.org>|agent",
+                "{}: the commit made in the container has the host's identity",
+                env.mode()
+            );
+        } else {
+            println!(
+                "{}: no {AGENT_IMAGE}: the identity checked in the environment",
+                env.mode()
+            );
+            let script = "echo \"$GIT_CONFIG_COUNT|$GIT_CONFIG_KEY_0=$GIT_CONFIG_VALUE_0|$GIT_CONFIG_KEY_1=$GIT_CONFIG_VALUE_1\"";
+            let out = ags(env, &env.image(), &[], &["sh", "-c", script], &[]);
+            assert_eq!(
+                stdout(&out).trim(),
+                "2|user.name=Host Person|user.email=host@example.org",
+                "{}",
+                show(&out)
+            );
+        }
+        // The repository's own setting wins, as in `git config --get` on the host.
+        git_in(env, &work, &["config", "user.email", "repo@example.org"]);
+        assert_eq!(
+            plan_json(env, &[], &[])["git_identity"]["email"],
+            "repo@example.org"
+        );
+        env.write_global_config("[git]\nidentity = false\n");
+        let plan = plan_json(env, &[], &[]);
+        assert!(plan["git_identity"].is_null(), "{plan}");
+        assert!(!plan["env"].to_string().contains("GIT_CONFIG_COUNT"), "{plan}");
+        assert_clean(env);
+    });
+}
+
+/// A real `ssh-agent` run as the mode's user, killed on drop.
+struct SshAgent {
+    pid: i32,
+    socket: PathBuf,
+}
+
+impl Drop for SshAgent {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::SIGTERM);
+    }
+}
+
+/// Start an agent, load a fresh key into it and delete the private key file; returns the
+/// agent and the public key line.
+fn ssh_agent_with_key(env: &TestEnv) -> (SshAgent, String) {
+    let dir = env.mkdir("ssh", 0o700);
+    let key = dir.join("id_test");
+    let key_arg = key.display().to_string();
+    let keygen = ["-q", "-t", "ed25519", "-N", "", "-C", "ags-test", "-f", &key_arg];
+    let out = run_command(env.command(tool("ssh-keygen"), keygen), None, RUN_TIMEOUT);
+    assert!(out.status.success(), "{}", show(&out));
+    let socket = dir.join("agent.sock");
+    let socket_arg = socket.display().to_string();
+    let out = run_command(
+        env.command(tool("ssh-agent"), ["-s", "-a", &socket_arg]),
+        None,
+        RUN_TIMEOUT,
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let text = stdout(&out);
+    let pid = text
+        .split("SSH_AGENT_PID=")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no agent pid in {text}"));
+    let agent = SshAgent { pid, socket };
+    let mut add = env.command(tool("ssh-add"), [&key]);
+    add.env("SSH_AUTH_SOCK", &agent.socket);
+    let out = run_command(add, None, RUN_TIMEOUT);
+    assert!(out.status.success(), "{}", show(&out));
+    std::fs::remove_file(&key).unwrap();
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    (agent, public.trim().to_string())
+}
+
+/// The static agent probe (tests/support/agent_probe.c), built into `dir`.
+fn build_probe(env: &TestEnv, dir: &Path) -> PathBuf {
+    let out_path = dir.join("agent_probe");
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/agent_probe.c");
+    let out = Command::new(tool("cc"))
+        .args(["-static", "-O2", "-o"])
+        .arg(&out_path)
+        .arg(source)
+        .output()
+        .expect("running cc");
+    assert!(out.status.success(), "cc: {}", show(&out));
+    env.give_tree(&out_path);
+    out_path
+}
+
+#[test]
+fn the_forwarded_ssh_agent_answers_in_the_container_and_keys_stay_on_the_host() {
+    each_mode(|env| {
+        let (agent, _public) = ssh_agent_with_key(env);
+        build_probe(env, &env.work_dir());
+        let sock: &[(&str, &Path)] = &[("SSH_AUTH_SOCK", &agent.socket)];
+        let plan = plan_json(env, &["--ssh-agent"], sock);
+        assert_eq!(
+            plan["ssh_agent"]["socket"],
+            agent.socket.canonicalize().unwrap().display().to_string(),
+            "{plan}"
+        );
+        let script = "./agent_probe; echo \"SOCK=$SSH_AUTH_SOCK\"; ls -a ~/.ssh 2>/dev/null; echo END";
+        let out = ags(env, &env.image(), &["--ssh-agent"], &["sh", "-c", script], sock);
+        let said = stdout(&out);
+        assert!(said.contains("IDENTITIES 1\n"), "{}: {}", env.mode(), show(&out));
+        assert!(said.contains("SOCK=/run/ags-ssh-agent.sock\n"), "{}", show(&out));
+        assert!(!said.contains("id_test"), "{}", show(&out));
+        // Without the option nothing is forwarded.
+        let out = ags(env, &env.image(), &[], &["sh", "-c", script], sock);
+        assert!(!stdout(&out).contains("IDENTITIES"), "{}", show(&out));
+        // Refused: no agent, or a socket that is not one.
+        let missing: &[(&str, &Path)] = &[("SSH_AUTH_SOCK", Path::new("/nonexistent/agent.sock"))];
+        let out = ags(env, &env.image(), &["--ssh-agent"], &["true"], missing);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let not_socket = env.write_file("not-a-socket", "", 0o600);
+        let out = ags(
+            env,
+            &env.image(),
+            &["--ssh-agent"],
+            &["true"],
+            &[("SSH_AUTH_SOCK", &not_socket)],
+        );
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            common::launch::stderr(&out).contains("not a socket"),
+            "{}",
+            show(&out)
+        );
+        assert_clean(env);
+    });
+}
+
+/// `sshd` on this machine for the test (its own port, host key and authorized key), killed on
+/// drop.
+struct Sshd {
+    child: Child,
+    addr: String,
+    port: u16,
+    host_key: String,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn host_address() -> String {
+    let out = Command::new("hostname").arg("-I").output().expect("hostname -I");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|a| a.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| !ip.is_loopback()))
+        .map(String::from)
+        .expect("a non-loopback IPv4 address")
+}
+
+fn start_sshd(dir: &Path, authorized: &str) -> Sshd {
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let host_key = dir.join("host_key");
+    let out = Command::new(tool("ssh-keygen"))
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&host_key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    std::fs::write(dir.join("authorized_keys"), format!("{authorized}\n")).unwrap();
+    let addr = host_address();
+    let port = TcpListener::bind((addr.as_str(), 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.join("sshd_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Port {port}\nListenAddress {addr}\nHostKey {}\nAuthorizedKeysFile {}\nStrictModes no\nUsePAM no\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
+             PidFile none\nLogLevel VERBOSE\n",
+            host_key.display(),
+            dir.join("authorized_keys").display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new("/usr/sbin/sshd")
+        .args(["-D", "-e", "-f"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
+        .spawn()
+        .expect("starting sshd");
+    let host_key = std::fs::read_to_string(host_key.with_extension("pub")).unwrap();
+    let mut sshd = Sshd {
+        child,
+        addr,
+        port,
+        host_key: host_key.split_whitespace().take(2).collect::<Vec<_>>().join(" "),
+    };
+    // Ready when it answers with its banner.
+    for _ in 0..200 {
+        if let Ok(mut s) = TcpStream::connect((sshd.addr.as_str(), sshd.port)) {
+            let mut banner = [0u8; 4];
+            if s.read_exact(&mut banner).is_ok() && &banner == b"SSH-" {
+                return sshd;
+            }
+        }
+        if let Ok(Some(status)) = sshd.child.try_wait() {
+            let log = std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default();
+            panic!("sshd exited ({status}): {log}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("sshd did not answer");
+}
+
+#[test]
+fn git_fetch_and_push_over_ssh_through_the_forwarded_agent() {
+    each_mode(|env| {
+        if env.mode() != Mode::Rootful || !has_agent_image(env) || nix::unistd::geteuid().as_raw() != 0 {
+            println!(
+                "SKIP: {}: needs the agent image (git, ssh) and a root test process for sshd",
+                env.mode()
+            );
+            return;
+        }
+        let (agent, public) = ssh_agent_with_key(env);
+        let sshd_dir = env.mkdir("sshd", 0o700);
+        let sshd = start_sshd(&sshd_dir, &public);
+        // A bare repository served by sshd, with a commit the workspace does not have.
+        let seed = env.mkdir("seed", 0o755);
+        init_repo(env, &seed);
+        git_in(
+            env,
+            &seed,
+            &[
+                "-c",
+                "user.name=R",
+                "-c",
+                "user.email=r@example.org",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "remote-only",
+            ],
+        );
+        let bare = env.root().join("remote.git");
+        git_in(
+            env,
+            env.root(),
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                &seed.display().to_string(),
+                &bare.display().to_string(),
+            ],
+        );
+        let remote_head = stdout(&git_in(env, &bare, &["rev-parse", "main"]))
+            .trim()
+            .to_string();
+        let work = env.work_dir();
+        init_repo(env, &work);
+        let url = format!("ssh://root@{}:{}{}", sshd.addr, sshd.port, bare.display());
+        git_in(env, &work, &["remote", "add", "origin", &url]);
+        let known = env.write_file(
+            "known_hosts",
+            format!("[{}]:{} {}\n", sshd.addr, sshd.port, sshd.host_key),
+            0o644,
+        );
+        env.write_global_config(&format!("[git]\nknown_hosts = \"{}\"\n", known.display()));
+        env.write_file(
+            env.home().join(".gitconfig"),
+            "[user]\nname = Host Person\nemail = host@example.org\n",
+            0o644,
+        );
+        let script = "set -e; git fetch -q origin; git rev-parse origin/main; \
+            git commit -q --allow-empty -m from-agent; git push -q origin HEAD:refs/heads/agent; \
+            ls /etc/ssh/ssh_known_hosts; echo > /etc/ssh/ssh_known_hosts 2>/dev/null && echo KNOWN-HOSTS-WRITABLE; echo DONE";
+        let sock: &[(&str, &Path)] = &[("SSH_AUTH_SOCK", &agent.socket)];
+        let out = ags(
+            env,
+            AGENT_IMAGE,
+            &["--ssh-agent", "--network", "open"],
+            &["sh", "-c", script],
+            sock,
+        );
+        let said = stdout(&out);
+        let log = std::fs::read_to_string(sshd_dir.join("sshd.log")).unwrap_or_default();
+        assert!(
+            said.contains(&format!("{remote_head}\n")),
+            "{}\n--- sshd\n{log}",
+            show(&out)
+        );
+        assert!(
+            said.ends_with("DONE\n") && !said.contains("KNOWN-HOSTS-WRITABLE"),
+            "{}",
+            show(&out)
+        );
+        let pushed = git_in(env, &bare, &["log", "-1", "--format=%an|%s", "agent"]);
+        assert_eq!(stdout(&pushed).trim(), "Host Person|from-agent");
+        // Without the forwarded agent the same fetch cannot authenticate.
+        let out = ags(
+            env,
+            AGENT_IMAGE,
+            &["--network", "open"],
+            &["sh", "-c", "git fetch -q origin && echo FETCHED"],
+            sock,
+        );
+        assert!(!stdout(&out).contains("FETCHED"), "{}", show(&out));
+        drop(sshd);
+        assert_clean(env);
+    });
+}
