@@ -18,6 +18,12 @@ pub fn escape_controls(s: &str) -> String {
     out
 }
 
+/// [`escape_controls`] for text shown on one line (a path, a key): newlines and tabs are escaped
+/// too (`\n`, `\t`).
+pub fn escape_line(s: &str) -> String {
+    escape_controls(s).replace('\n', "\\n").replace('\t', "\\t")
+}
+
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
@@ -32,5 +38,6 @@ mod tests {
             escape_controls("a\x1b[31mb\rc\td\u{7f}\u{9b}\u{202e}é"),
             "a\\u{1b}[31mb\\rc\td\\u{7f}\\u{9b}\\u{202e}é"
         );
+        assert_eq!(escape_line("a\nb\tc\u{1b}"), "a\\nb\\tc\\u{1b}");
     }
 }

@@ -14,6 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::{ConfigError, Paths, Result};
+use crate::text::escape_controls;
 
 /// Largest config file `ags` reads (1 MiB); a larger one is refused unread.
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -79,19 +80,10 @@ pub(super) fn parse_message(error: &toml::de::Error) -> String {
 }
 
 fn shown_line(line: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in line.chars().enumerate() {
-        if i == MAX_SHOWN_LINE_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_control() && c != '\t'
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-        {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
+    let cut: String = line.chars().take(MAX_SHOWN_LINE_CHARS).collect();
+    let mut out = escape_controls(&cut);
+    if line.chars().nth(MAX_SHOWN_LINE_CHARS).is_some() {
+        out.push('…');
     }
     out
 }

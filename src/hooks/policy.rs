@@ -38,17 +38,10 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 /// Characters a 1Password reference segment may use besides ASCII letters and digits.
 pub const OP_SEGMENT_PUNCTUATION: &str = " _-.%";
 
-/// Render a path or key for a message: control characters escaped, nothing else changed.
+/// Render a path or key for a message: control characters (newlines and tabs included) and
+/// bidirectional overrides escaped, nothing else changed.
 pub fn display_escaped(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| -> Box<dyn Iterator<Item = char>> {
-            if c.is_control() {
-                Box::new(c.escape_default())
-            } else {
-                Box::new(std::iter::once(c))
-            }
-        })
-        .collect()
+    crate::text::escape_line(s)
 }
 
 macro_rules! string_newtype {
