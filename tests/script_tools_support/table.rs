@@ -55,6 +55,8 @@ pub const TOOLS: &[(&str, &str, &str)] = &[
     ("sleep", "coreutils", ""),
     ("seq", "coreutils", ""),
     ("sort", "coreutils", ""),
+    ("ssh-add", "openssh-client", ""),
+    ("ssh-agent", "openssh-client", ""),
     ("ssh-keygen", "openssh-client", ""),
     ("stat", "coreutils", ""),
     ("strace", "strace", ""),
@@ -113,6 +115,21 @@ pub const OPTIONAL: &[(&str, &str, &str)] = &[
         "scripts/bench-launch",
         "git",
         "the commit id in the report, else 'unknown'",
+    ),
+    (
+        "tests/daily_git.rs",
+        "ssh-add",
+        "only when /usr/sbin/sshd exists (openssh-server, which scripts/test installs, depends on openssh-client); else the ssh-agent tests skip",
+    ),
+    (
+        "tests/daily_git.rs",
+        "ssh-agent",
+        "only when /usr/sbin/sshd exists (openssh-server, which scripts/test installs, depends on openssh-client); else the ssh-agent tests skip",
+    ),
+    (
+        "tests/daily_git.rs",
+        "ssh-keygen",
+        "only when /usr/sbin/sshd exists (openssh-server, which scripts/test installs, depends on openssh-client); else the ssh-agent tests skip",
     ),
     (
         "tests/common/sshd.rs",
