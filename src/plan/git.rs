@@ -4,10 +4,9 @@
 //! enters the container), and the forwarded ssh-agent: its socket bound at
 //! [`SSH_AUTH_SOCK_PATH`] and a known_hosts file read-only at [`KNOWN_HOSTS_PATH`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde::Serialize;
-
+pub use super::types::SshAgent;
 use super::types::{MountKind, Origin, PlanMount};
 use crate::config::git_identity::GitIdentity;
 
@@ -15,15 +14,6 @@ use crate::config::git_identity::GitIdentity;
 pub const SSH_AUTH_SOCK_PATH: &str = "/run/ags-ssh-agent.sock";
 /// Where the known_hosts file is bound (ssh's system-wide file, read by every user).
 pub const KNOWN_HOSTS_PATH: &str = "/etc/ssh/ssh_known_hosts";
-
-/// The host's ssh-agent, forwarded; both paths are checked host paths.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SshAgent {
-    /// The agent's socket (a socket owned by the user, outside every read-write mount).
-    pub socket: PathBuf,
-    /// A known_hosts file, mounted read-only.
-    pub known_hosts: Option<PathBuf>,
-}
 
 /// The environment that carries `identity` (`(key, value)`, plain: nothing in it is secret).
 pub fn identity_env(identity: &GitIdentity) -> Vec<(String, String)> {

@@ -40,6 +40,15 @@ pub const STAGING_MOUNT: &str = "/run/ags";
 /// The environment file inside the staging volume.
 pub const STAGING_ENV_FILE: &str = "/run/ags/env";
 
+/// The host's ssh-agent, forwarded (see `plan::git`); both paths are checked host paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SshAgent {
+    /// The agent's socket (a socket owned by the user, outside every read-write mount).
+    pub socket: PathBuf,
+    /// A known_hosts file, mounted read-only.
+    pub known_hosts: Option<PathBuf>,
+}
+
 /// Where a setting came from.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "source", content = "name", rename_all = "kebab-case")]
@@ -304,7 +313,7 @@ pub struct LaunchPlan {
     /// environment as `GIT_CONFIG_*`).
     pub git_identity: Option<crate::config::git_identity::GitIdentity>,
     /// The forwarded ssh-agent (`--ssh-agent`, `[git] ssh_agent`).
-    pub ssh_agent: Option<super::git::SshAgent>,
+    pub ssh_agent: Option<SshAgent>,
     /// The private host directory holding generated files, when there are any.
     pub host_stage_dir: Option<PathBuf>,
     /// Whether `--lockdown` is in effect.
