@@ -44,6 +44,9 @@ pub enum Error {
     /// A host path may not be mounted (workdir, `--add-dir`).
     #[error(transparent)]
     Containment(#[from] Box<crate::containment::ContainmentError>),
+    /// The agent hook dispatcher could not be installed.
+    #[error(transparent)]
+    AgentHooks(#[from] crate::agent_hooks::install::InstallError),
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),

@@ -230,9 +230,8 @@ pub fn native(agent: &str, event: Event) -> Option<&'static str> {
 }
 
 #[path = "matrix_doc.rs"]
-mod doc;
+pub(super) mod doc;
 pub use doc::render_markdown;
 
-#[cfg(test)]
-#[path = "matrix_tests.rs"]
-mod tests;
+// The tests are declared by `super` (`matrix_tests`): the dispatcher program includes this file
+// and must not compile them.

@@ -1,7 +1,6 @@
 //! Rendering the hook matrix into the generated part of `docs/agent-hooks.md`.
 
-use super::{Cell, MATRIX, Mechanism};
-use crate::agent_hooks::Event;
+use super::{Cell, Event, MATRIX, Mechanism};
 
 /// Line opening the generated part of `docs/agent-hooks.md`.
 pub const BEGIN: &str = "<!-- BEGIN GENERATED from src/agent_hooks/matrix.rs; regenerate: AGS_BLESS=1 cargo test --lib agent_hooks::matrix -->";

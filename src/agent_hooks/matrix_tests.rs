@@ -1,6 +1,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use super::matrix::doc;
+use super::matrix::*;
 use super::*;
 use crate::agents::AGENTS;
 

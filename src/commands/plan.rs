@@ -39,7 +39,9 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let service_url = super::chosen_url(global);
     let mut rules = super::host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
     let terminals = crate::launch::terminal::both_are_terminals();
-    let settings = super::run::settings(&args.run, &config, &mut rules, terminals)?;
+    let mut settings = super::run::settings(&args.run, &config, &mut rules, terminals)?;
+    // A Pod has no `ags` process beside it and no copy of the dispatcher: no agent hooks.
+    settings.agent_hooks &= format != PlanFormat::Kube;
     let image = settings.image.clone().unwrap_or_else(|| config.image.clone());
     crate::plan::check::check_image_ref(&image)?;
     let redact = std::io::stdout().is_terminal();

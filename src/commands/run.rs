@@ -262,6 +262,9 @@ async fn launch_async(
     for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
         eprintln!("ags: warning: {w}");
     }
+    if let Some(w) = &plan.agent_hook_wiring {
+        crate::agent_hooks::install::install(&w.dispatcher)?;
+    }
     facts.image = Some(plan.image.clone());
     let secrets = lookup_secrets(config, &plan, &signals).await?;
     crate::trace::mark("secrets");

@@ -37,12 +37,23 @@ pub struct ConfigFile {
     /// `[network]`: mode and egress allowlist (an overlay may only narrow it; checked in
     /// `config::network`).
     pub network: Option<super::network::NetworkFile>,
+    /// `[[agent_hook]]`: handlers the dispatcher runs inside the container on the agent's hook
+    /// events (`config::agent_hooks`).
+    #[serde(default)]
+    pub agent_hook: Vec<super::agent_hooks::AgentHookFile>,
+    /// `[agent_guard]`: the built-in guard's deny patterns and protected paths.
+    pub agent_guard: Option<super::agent_hooks::AgentGuardFile>,
 }
 
 impl ConfigFile {
     /// Whether the file declares hooks of any event.
     pub fn declares_hooks(&self) -> bool {
         !(self.prepare_hook.is_empty() && self.started_hook.is_empty() && self.finished_hook.is_empty())
+    }
+
+    /// Whether the file declares agent hooks or an agent guard.
+    pub fn declares_agent_hooks(&self) -> bool {
+        !self.agent_hook.is_empty() || self.agent_guard.is_some()
     }
 }
 
@@ -156,6 +167,8 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         project,
         op,
         network: _,
+        agent_hook: _,
+        agent_guard: _,
     } = file;
     // Each of these reaches host data or loosens the sandbox: an overlay is written inside the
     // repository, where the agent can write.

@@ -5,6 +5,7 @@
 //! I/O: reads config files and the overlay trust file; may ask on the controlling terminal and
 //! append to the trust file. Nothing here runs a hook or opens the Podman socket.
 
+pub mod agent_hooks;
 mod decls;
 mod file;
 pub mod git_guard;
@@ -134,6 +135,8 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// Environment passthrough, mounts, per-agent and git settings of the global config.
     pub user: UserSettings,
+    /// `[[agent_hook]]` handlers and the `[agent_guard]` of the global config and the overlay.
+    pub agent_hooks: agent_hooks::AgentHookSettings,
 }
 
 /// Load the configuration for one invocation.
@@ -194,6 +197,22 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
     }
     let [hooks, started_hooks, finished_hooks] = HookEvent::ALL.map(|event| declarations(&files, event));
     let (hooks, started_hooks, finished_hooks) = (hooks?, started_hooks?, finished_hooks?);
+    let agent_hook_files: Vec<_> = files
+        .iter()
+        .map(|(path, file, scope)| {
+            let scope = match scope {
+                HookScope::Global => "global",
+                HookScope::Project { .. } => "project",
+            };
+            (
+                *path,
+                file.agent_hook.as_slice(),
+                file.agent_guard.as_ref(),
+                scope,
+            )
+        })
+        .collect();
+    let agent_hooks = agent_hooks::resolve(&agent_hook_files)?;
 
     let sandbox = primary
         .as_ref()
@@ -236,6 +255,7 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         overlay: overlay.map(|(p, _)| p),
         warnings,
         user,
+        agent_hooks,
     })
 }
 

@@ -24,15 +24,16 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
     if is_trusted(&trust_file, root)? {
         return Ok(Decision::Load);
     }
-    let has_hooks = file.declares_hooks();
+    let has_hooks = file.declares_hooks() || file.declares_agent_hooks();
     if ask {
         let text = format!(
             "ags: {} is a project config overlay{}.\n",
             overlay.display(),
-            if has_hooks {
-                " that declares hooks (each needs its own approval too)"
-            } else {
-                ""
+            match (file.declares_hooks(), file.declares_agent_hooks()) {
+                (true, _) => " that declares hooks (each needs its own approval too)",
+                (false, true) =>
+                    " that declares agent hooks (run inside the container; trusting covers them)",
+                (false, false) => "",
             },
         );
         match prompt::confirm(&text, &format!("Trust overlays of {}?", root.display())) {
@@ -81,6 +82,7 @@ fn declared_events(file: &ConfigFile) -> String {
     .iter()
     .filter(|(_, decls)| !decls.is_empty())
     .map(|(name, _)| *name)
+    .chain(file.declares_agent_hooks().then_some("agent"))
     .collect();
     match events.as_slice() {
         [.., last] if events.len() > 1 => format!("{} and {last}", events[..events.len() - 1].join(", ")),

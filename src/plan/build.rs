@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::git::SshAgent;
 use super::types::*;
-use super::{PlanError, check, egress_entries, network};
+use super::{PlanError, agent_hooks, check, egress_entries, network};
 use crate::agents;
 use crate::config::git_guard::GitGuard;
 use crate::config::git_identity::GitIdentity;
@@ -136,9 +136,15 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         .iter()
         .map(|p| check::parse_publish(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let wiring = agent_hook_wiring(input)?;
+    let wiring = match run.agent_hooks {
+        true => {
+            let warnings = check_agent_hook_args(run)?;
+            agent_hooks::wiring(input.config, &run.agent, &input.identity.suffix, warnings)
+        }
+        false => None,
+    };
     let mut command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
-    if let Some((w, _)) = &wiring {
+    if let Some((w, _, _)) = &wiring {
         let at = profile.command.len().min(command.len());
         command.splice(at..at, w.args.iter().cloned());
     }
@@ -159,14 +165,18 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         .files
         .iter()
         .cloned()
-        .chain(wiring.iter().flat_map(|(_, files)| files.iter().cloned()))
+        .chain(wiring.iter().flat_map(|(_, files, _)| files.iter().cloned()))
         .collect();
     let files = place_files(&generated, input.host_stage_dir);
     let staging = staged.then(|| Staging {
         volume: format!("ags-stage-{}", input.identity.suffix),
         mount_point: STAGING_MOUNT.into(),
     });
-    let mounts = build_mounts(input, &files, staging.as_ref(), egress_entries::mounts(&egress))?;
+    let extra = egress_entries::mounts(&egress)
+        .into_iter()
+        .chain(wiring.iter().map(|(_, _, dispatcher)| dispatcher.clone()))
+        .collect();
+    let mounts = build_mounts(input, &files, staging.as_ref(), extra)?;
     let state_volumes = state_volumes(input, &mounts);
     let host_stage_dir = (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf());
     let container_command = egress.wrap(if staging.is_some() || !run.no_init {
@@ -212,7 +222,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         annotations: annotations(input, host_stage_dir.as_deref()),
         host_stage_dir,
         files,
-        agent_hook_wiring: wiring.map(|(w, _)| w),
+        agent_hook_wiring: wiring.map(|(w, _, _)| w),
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,
         state_volumes,
@@ -251,49 +261,10 @@ fn state_volumes(input: &PlanInput<'_>, mounts: &[PlanMount]) -> Vec<StateVolume
 /// an error for a switch that drops every hook (opencode `--pure`), warnings for one that drops
 /// some (claude `--bare`). Nothing when the launch wires no agent hooks.
 pub fn check_agent_hook_args(run: &RunSettings) -> Result<Vec<String>, PlanError> {
-    use crate::agent_hooks::wiring::{self, SwitchOff};
-    let mut warnings = Vec::new();
-    if !run.agent_hooks {
-        return Ok(warnings);
+    match run.agent_hooks {
+        true => agent_hooks::check_args(&run.agent, run.agent_args.iter().chain(&run.command)),
+        false => Ok(Vec::new()),
     }
-    for s in wiring::check_args(&run.agent, run.agent_args.iter().chain(&run.command)) {
-        match s {
-            SwitchOff::Refuse(why) => return Err(PlanError::WiringSwitchedOff(why)),
-            SwitchOff::Warn(why) => warnings.push(why),
-        }
-    }
-    Ok(warnings)
-}
-
-/// The agent's hook wiring (when `agent_hooks` is set and the agent has hooks) and its files;
-/// refused when the agent's arguments switch it off entirely.
-fn agent_hook_wiring(input: &PlanInput<'_>) -> Result<Option<(AgentHookWiring, Vec<PlanFile>)>, PlanError> {
-    use crate::agent_hooks::wiring;
-    let run = input.run;
-    if !run.agent_hooks {
-        return Ok(None);
-    }
-    let Some(w) = wiring::generate(&run.agent, &input.identity.suffix) else {
-        return Ok(None);
-    };
-    let warnings = check_agent_hook_args(run)?;
-    let files = w
-        .files
-        .iter()
-        .map(|f| PlanFile {
-            destination: f.destination.into(),
-            bytes: f.content.len(),
-            content: Secret::new(f.content.clone()),
-            origin: Origin::AgentHooks,
-            host_path: PathBuf::new(),
-        })
-        .collect();
-    let plan = AgentHookWiring {
-        files: w.files.iter().map(|f| PathBuf::from(f.destination)).collect(),
-        args: w.args,
-        warnings,
-    };
-    Ok(Some((plan, files)))
 }
 
 /// The annotations that select `ags`'s OCI hooks and tell them where to record
@@ -427,7 +398,7 @@ fn build_mounts(
     input: &PlanInput<'_>,
     files: &[PlanFile],
     staging: Option<&Staging>,
-    egress: Vec<PlanMount>,
+    extra: Vec<PlanMount>,
 ) -> Result<Vec<PlanMount>, PlanError> {
     let bind = |path: &Path, origin: Origin, read_only: bool| PlanMount {
         destination: path.into(),
@@ -471,7 +442,7 @@ fn build_mounts(
         read_only: true,
         origin: f.origin.clone(),
     }));
-    mounts.extend(egress);
+    mounts.extend(extra);
     mounts.extend(input.run.ssh_agent.iter().flat_map(super::git::ssh_mounts));
     check_overlaps(&mounts)?;
     // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.

@@ -23,6 +23,7 @@ pub(super) fn config() -> Config {
         hooks: vec![],
         started_hooks: vec![],
         finished_hooks: vec![],
+        agent_hooks: Default::default(),
         primary: None,
         overlay: None,
         warnings: vec![],

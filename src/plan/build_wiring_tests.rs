@@ -80,7 +80,8 @@ fn hook_files_keep_their_numbers_and_wiring_comes_after_them() {
         [
             Path::new("/home/dev/.netrc"),
             Path::new(wiring::CODEX_HOOKS),
-            Path::new(wiring::CODEX_REQUIREMENTS)
+            Path::new(wiring::CODEX_REQUIREMENTS),
+            Path::new(crate::agent_hooks::HANDLERS_PATH),
         ]
     );
     assert!(p.files[0].host_path.ends_with("files/0"));
@@ -146,6 +147,82 @@ fn a_mount_over_a_wiring_file_is_refused() {
         plan(&run("codex", &[], true), &hooks),
         Err(PlanError::MountOverlap { .. })
     ));
+}
+
+#[test]
+fn the_handlers_file_and_the_dispatcher_are_read_only_and_shown_in_the_plan() {
+    use crate::agent_hooks::{DISPATCHER_PATH, HANDLERS_PATH, dispatch};
+    let mut cfg = config();
+    let file: crate::config::ConfigFile = toml::from_str(
+        "[[agent_hook]]\nname = \"a\"\nevent = \"pre_tool\"\ntool = \"shell\"\ncommand = \"exit 0\"\non_failure = \"block\"\n\
+         [agent_guard]\ndeny = [\"git push --force*\"]\nprotect = [\".git/hooks\"]\n",
+    )
+    .unwrap();
+    cfg.agent_hooks = crate::config::agent_hooks::resolve(&[(
+        Path::new("/c"),
+        &file.agent_hook,
+        file.agent_guard.as_ref(),
+        "global",
+    )])
+    .unwrap();
+    let r = run("gemini", &[], true);
+    let p = build(&PlanInput {
+        config: &cfg,
+        run: &r,
+        identity: &identity(),
+        rootless: true,
+        selinux: false,
+        user: (1000, 1000),
+        host_stage_dir: Path::new("/run/user/1000/ags/stage-abc123"),
+        hooks: &HookLayer::default(),
+    })
+    .unwrap();
+    let f = p
+        .files
+        .iter()
+        .find(|f| f.destination == Path::new(HANDLERS_PATH))
+        .expect("handlers file");
+    let parsed = dispatch::handlers::parse(f.content.expose().as_bytes()).unwrap();
+    assert_eq!(parsed.handlers.len(), 1);
+    let h = &parsed.handlers[0];
+    assert_eq!(
+        (h.name.as_str(), h.event.as_str(), h.tool.as_deref()),
+        ("a", "pre_tool", Some("shell"))
+    );
+    assert_eq!(h.command, ["/bin/sh", "-c", "exit 0"]);
+    assert!(h.block_on_failure && h.timeout_seconds == 10);
+    assert_eq!(parsed.guard.deny, ["git push --force*"]);
+    assert_eq!(parsed.guard.protect, [".git/hooks"]);
+    let m = p
+        .mounts
+        .iter()
+        .find(|m| m.destination == Path::new(DISPATCHER_PATH))
+        .expect("dispatcher mount");
+    let w = p.agent_hook_wiring.as_ref().unwrap();
+    assert!(m.read_only);
+    assert_eq!(
+        m.kind,
+        MountKind::Bind {
+            source: w.dispatcher.clone()
+        }
+    );
+    assert!(
+        w.dispatcher
+            .ends_with(Path::new("agent-hooks").join(dispatch::INSTALLED_NAME))
+    );
+    let json = serde_json::to_value(&p).unwrap();
+    let shown = &json["agent_hook_wiring"];
+    assert_eq!(shown["handlers_file"], HANDLERS_PATH);
+    assert_eq!(shown["handlers"][0]["name"], "a");
+    assert_eq!(shown["handlers"][0]["on_failure"], "block");
+    assert_eq!(shown["guard"]["deny"][0], "git push --force*");
+    // Without agent hooks: no dispatcher, no handlers file.
+    let p = plan(&run("gemini", &[], false), &HookLayer::default()).unwrap();
+    assert!(
+        !p.mounts
+            .iter()
+            .any(|m| m.destination == Path::new(DISPATCHER_PATH))
+    );
 }
 
 trait ExposeContains {

@@ -5,6 +5,7 @@
 //! `launch` stage needs and everything `ags plan --json` prints; secret values are wrapped in
 //! [`crate::secret::Secret`] so serializing or debug-printing a plan never shows them.
 
+pub mod agent_hooks;
 mod build;
 pub mod check;
 mod egress_entries;

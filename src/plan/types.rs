@@ -228,6 +228,15 @@ pub struct AgentHookWiring {
     pub args: Vec<String>,
     /// What the agent's arguments switch off (`claude --bare`), printed at launch.
     pub warnings: Vec<String>,
+    /// The installed dispatcher on the host, bound read-only at
+    /// `agent_hooks::DISPATCHER_PATH`.
+    pub dispatcher: PathBuf,
+    /// The handlers file inside the container (a generated file).
+    pub handlers_file: PathBuf,
+    /// The `[[agent_hook]]` handlers the dispatcher runs.
+    pub handlers: Vec<crate::config::agent_hooks::AgentHook>,
+    /// The `[agent_guard]`.
+    pub guard: crate::config::agent_hooks::AgentGuard,
 }
 
 /// The per-launch staging volume.

@@ -151,6 +151,7 @@ mod tests {
             hooks: vec![],
             started_hooks: vec![],
             finished_hooks: vec![],
+            agent_hooks: Default::default(),
             primary: None,
             overlay: None,
             warnings: vec![],

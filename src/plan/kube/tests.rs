@@ -25,6 +25,7 @@ fn config(network: Network) -> Config {
         hooks: vec![],
         started_hooks: vec![],
         finished_hooks: vec![],
+        agent_hooks: Default::default(),
         primary: None,
         overlay: None,
         warnings: vec![],

@@ -1,0 +1,97 @@
+//! `ags-agent-hook`: the agent hook dispatcher (docs/agent-hook-handlers.md). Every entry of the
+//! generated hook wiring runs `ags-agent-hook --agent AGENT --event NATIVE_EVENT` with the
+//! agent's hook input on stdin; it prints the agent's answer, sends the records to the host and
+//! exits with the agent's status for the answer.
+//!
+//! `--handlers PATH` and `--socket PATH` replace the fixed container paths (tests and the
+//! benchmark run it outside a container). Std only: `build.rs` compiles this file and the
+//! modules it includes into a statically linked program; the crate builds it as a binary too
+//! (`test = false`: the matrix's tests belong to the library).
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+#[path = "../interface.rs"]
+#[allow(dead_code)]
+mod interface;
+#[path = "../matrix.rs"]
+#[allow(dead_code, unused_imports)]
+mod matrix;
+
+#[allow(dead_code)]
+mod answer;
+#[allow(dead_code)]
+mod flow;
+#[allow(dead_code)]
+mod guard;
+#[allow(dead_code)]
+mod handlers;
+#[allow(dead_code)]
+mod input;
+#[allow(dead_code)]
+mod json;
+#[allow(dead_code)]
+mod run;
+#[allow(dead_code)]
+mod send;
+
+use interface::{Event, HANDLERS_PATH, SOCKET_PATH};
+
+/// Largest hook input read from stdin (an agent's post-tool input carries the tool's output).
+const INPUT_MAX: u64 = 16 * 1024 * 1024;
+/// Largest handlers file read.
+const HANDLERS_MAX: u64 = 4 * 1024 * 1024;
+
+fn main() -> ExitCode {
+    let mut agent = None;
+    let mut event = None;
+    let mut handlers_path = HANDLERS_PATH.to_string();
+    let mut socket_path = SOCKET_PATH.to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let slot = match a.as_str() {
+            "--agent" => &mut agent,
+            "--event" => &mut event,
+            "--handlers" => {
+                handlers_path = args.next().unwrap_or_default();
+                continue;
+            }
+            "--socket" => {
+                socket_path = args.next().unwrap_or_default();
+                continue;
+            }
+            _ => {
+                // Never break the agent over its command line: answer "allow" in no protocol.
+                eprintln!("ags-agent-hook: unknown argument {a:?}");
+                return ExitCode::SUCCESS;
+            }
+        };
+        *slot = args.next();
+    }
+    let (Some(agent), Some(event)) = (agent, event) else {
+        eprintln!("ags-agent-hook: usage: ags-agent-hook --agent AGENT --event NATIVE_EVENT");
+        return ExitCode::SUCCESS;
+    };
+    let mut input = Vec::new();
+    let _ = std::io::stdin().take(INPUT_MAX).read_to_end(&mut input);
+    let handlers = read(&handlers_path).and_then(|b| handlers::parse(&b));
+    let cwd = std::env::current_dir()
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned());
+    let d = flow::dispatch(&agent, &event, &input, &handlers, cwd);
+    // The answer first: the records must not delay or lose it.
+    let _ = std::io::stdout().write_all(d.answer.stdout.as_bytes());
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(d.answer.stderr.as_bytes());
+    send::send(&socket_path, &d.records);
+    ExitCode::from(d.answer.exit_code)
+}
+
+fn read(path: &str) -> Result<Vec<u8>, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut out = Vec::new();
+    f.take(HANDLERS_MAX)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("{path}: {e}"))?;
+    Ok(out)
+}

@@ -1,0 +1,76 @@
+//! Records for the host (the wire format of `agent_hooks::record`, AGENT_HOOKS_CONTRACT): one
+//! JSON object per line, written to the per-launch socket in one connection. Sending fails
+//! open: a missing or stuck socket costs at most [`SEND_TIMEOUT`] and loses only the records
+//! (their absence shows in the log), never the answer to the agent.
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use super::input::{Normalised, truncate};
+use super::json::{self, Value};
+
+/// How long writing the records may take.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One record: `kind` is `event` or `handler`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// `event` or `handler`.
+    pub kind: &'static str,
+    /// The handler's name (`guard` for the guard), `None` for the event record.
+    pub handler: Option<&'a str>,
+    /// `ok`, `failed`, `timeout`, `crashed`, `invalid_output`, `blocked`, `skipped`.
+    pub outcome: &'static str,
+    /// Exit status of a handler.
+    pub exit_code: Option<i32>,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// `allow` / `block` on `pre_tool`, else `None`.
+    pub decision: Option<&'static str>,
+    /// Why (a block's reason, a failure).
+    pub reason: Option<&'a str>,
+}
+
+/// Longest names (`agent`, `native_event`, `tool`, `handler`) the host accepts, in bytes.
+pub const NAME_MAX: usize = 128;
+/// Longest `session_id`.
+pub const SESSION_ID_MAX: usize = 256;
+/// Longest `cwd` and `reason`.
+pub const TEXT_MAX: usize = 4096;
+
+/// The JSON line of `r` about the invocation `n`; every string cut to the host's limits.
+pub fn line(n: &Normalised, r: &Record<'_>) -> String {
+    let num = |v: Option<i64>| v.map_or(Value::Null, |v| Value::Number(v.to_string()));
+    let cut = |s: Option<&str>, max: usize| json::opt_str(s.map(|s| truncate(s, max)).as_deref());
+    let mut s = json::object(vec![
+        ("v", Value::Number("1".into())),
+        ("kind", Value::String(r.kind.into())),
+        ("agent", cut(Some(n.agent.as_str()), NAME_MAX)),
+        ("event", json::opt_str(n.event.map(|e| e.as_str()))),
+        ("native_event", cut(Some(n.native_event.as_str()), NAME_MAX)),
+        ("session_id", cut(n.session_id.as_deref(), SESSION_ID_MAX)),
+        ("cwd", cut(n.cwd.as_deref(), TEXT_MAX)),
+        ("tool", cut(n.tool.as_deref(), NAME_MAX)),
+        ("tool_input_summary", json::opt_str(n.summary().as_deref())),
+        ("handler", cut(r.handler, NAME_MAX)),
+        ("outcome", Value::String(r.outcome.into())),
+        ("exit_code", num(r.exit_code.map(i64::from))),
+        ("duration_ms", Value::Number(r.duration_ms.to_string())),
+        ("decision", json::opt_str(r.decision)),
+        ("reason", cut(r.reason, TEXT_MAX)),
+    ])
+    .to_json();
+    s.push('\n');
+    s
+}
+
+/// Write `lines` to the socket at `path`; errors are ignored (fail open for recording).
+pub fn send(path: &str, lines: &[String]) {
+    let Ok(mut stream) = UnixStream::connect(path) else {
+        return;
+    };
+    let _ = stream.set_write_timeout(Some(SEND_TIMEOUT));
+    let _ = stream.write_all(lines.concat().as_bytes());
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+}

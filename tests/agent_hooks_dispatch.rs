@@ -1,0 +1,176 @@
+//! Issue 14, the dispatcher in a real container: the static `ags-agent-hook` that `ags` embeds
+//! runs inside the busybox test image (launched by `ags` with the shell agent, rootful and
+//! rootless), gets each agent's native hook input on stdin, runs handlers that crash, hang,
+//! print garbage and block — each isolated, the next one still runs, the dispatcher still
+//! answers — checks the guard, answers in each agent's protocol, and sends its records to a
+//! unix socket on the host through a bind-mounted directory (as the launch's record socket).
+//! A dispatcher whose socket is missing still answers, block included.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::each_mode;
+use common::launch::{agent_stderr, run_agent, stdout};
+use serde_json::Value;
+
+const CLAUDE_PUSH: &str = r#"{"session_id":"s-1","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main"}}"#;
+const CLAUDE_LS: &str = r#"{"session_id":"s-1","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+const GEMINI_HOOKS: &str = r#"{"session_id":"s-3","cwd":"/tmp","hook_event_name":"BeforeTool","tool_name":"write_file","tool_input":{"file_path":".git/hooks/pre-commit","content":"x"}}"#;
+const PI_LS: &str = r#"{"type":"tool_call","toolName":"bash","toolCallId":"c","input":{"command":"ls"}}"#;
+
+/// Accept connections on `listener` and collect every line sent, until the test drops it.
+fn collect(listener: UnixListener) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { break };
+            for line in BufReader::new(conn).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn handlers_crash_hang_print_garbage_and_block_in_a_real_container_and_every_agent_gets_its_answer() {
+    each_mode(|env| {
+        let dir = env.mkdir(env.work_dir().join("agent-hooks"), 0o755);
+        let program = env.write_file(
+            dir.join("ags-agent-hook"),
+            ags::agent_hooks::dispatch::PROGRAM,
+            0o755,
+        );
+        let handlers = serde_json::json!({
+            "v": 1,
+            "handlers": [
+                {"name": "crash", "event": "pre_tool", "tool": "shell", "command": ["/bin/sh", "-c", "kill -SEGV $$"], "timeout_seconds": 5, "on_failure": "ignore", "scope": "global"},
+                {"name": "hang", "event": "pre_tool", "tool": null, "command": ["/bin/sh", "-c", "sleep 60"], "timeout_seconds": 1, "on_failure": "ignore", "scope": "global"},
+                {"name": "garbage", "event": "pre_tool", "tool": "Bash", "command": ["/bin/sh", "-c", "cat; echo '<html>'"], "timeout_seconds": 5, "on_failure": "ignore", "scope": "global"},
+                {"name": "no-ls", "event": "pre_tool", "tool": "shell", "command": ["/bin/sh", "-c", "grep -q '\"command\":\"ls\"' && { echo 'ls is not allowed here' >&2; exit 2; }; exit 0"], "timeout_seconds": 5, "on_failure": "ignore", "scope": "project"}
+            ],
+            "guard": {"deny": ["git push --force*"], "protect": [".git/hooks"]}
+        });
+        let handlers_file = env.write_file(dir.join("handlers.json"), handlers.to_string(), 0o644);
+        let socket = dir.join("record.sock");
+        let listener = UnixListener::bind(&socket).expect("bind the record socket");
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+        env.give_tree(&socket);
+        let records = collect(listener);
+
+        let call = |agent: &str, event: &str, input: &str, socket: &str| {
+            format!(
+                "printf '%s' '{input}' | {prog} --agent {agent} --event {event} --handlers {h} --socket {socket}; echo \"rc=$?\"",
+                prog = program.display(),
+                h = handlers_file.display(),
+            )
+        };
+        let sock = socket.display().to_string();
+        let script = [
+            "echo '== claude push'",
+            &call("claude", "PreToolUse", CLAUDE_PUSH, &sock),
+            "echo '== claude ls'",
+            &call("claude", "PreToolUse", CLAUDE_LS, &sock),
+            "echo '== gemini hooks'",
+            &call("gemini", "BeforeTool", GEMINI_HOOKS, &sock),
+            "echo '== pi ls'",
+            &call("pi", "tool_call", PI_LS, &sock),
+            "echo '== codex stop'",
+            &call("codex", "Stop", "{\"session_id\":\"s-2\"}", &sock),
+            "echo '== no socket'",
+            &call("claude", "PreToolUse", CLAUDE_PUSH, "/nonexistent/record.sock"),
+        ]
+        .join("\n");
+        let out = run_agent(env, &["--agent", "shell"], &["sh", "-c", &script]);
+        let (text, err) = (stdout(&out), agent_stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{}: {text}\n{err}", env.mode());
+        let section = |name: &str| {
+            let start = text
+                .find(&format!("== {name}\n"))
+                .unwrap_or_else(|| panic!("{name}: {text}"));
+            let rest = &text[start + name.len() + 4..];
+            rest[..rest.find("== ").unwrap_or(rest.len())].to_string()
+        };
+        // claude: the guard blocks with exit 2 (reason on stderr); no handler runs after it.
+        assert_eq!(section("claude push"), "rc=2\n", "{}: {err}", env.mode());
+        assert!(
+            err.contains("matches the deny pattern \"git push --force*\""),
+            "{err}"
+        );
+        // The crashing, hanging and garbage handlers ran and were survived; the last one blocked.
+        assert_eq!(section("claude ls"), "rc=2\n", "{}: {err}", env.mode());
+        assert!(err.contains("ls is not allowed here"), "{err}");
+        // gemini: its JSON block for a write under a protected path.
+        let gemini = section("gemini hooks");
+        assert!(
+            gemini.starts_with("{\"decision\":\"deny\",\"reason\":\"ags agent guard: .git/hooks/pre-commit"),
+            "{gemini}"
+        );
+        assert!(gemini.ends_with("rc=0\n"), "{gemini}");
+        // pi: the shim's answer object.
+        assert_eq!(
+            section("pi ls"),
+            "{\"decision\":\"block\",\"reason\":\"ls is not allowed here\"}\nrc=0\n"
+        );
+        assert_eq!(section("codex stop"), "rc=0\n");
+        // Without the socket the block still reaches the agent.
+        assert_eq!(section("no socket"), "rc=2\n");
+
+        let lines: Vec<Value> = std::iter::from_fn(|| records.recv_timeout(Duration::from_secs(5)).ok())
+            .take(64)
+            .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let seen: Vec<String> = lines
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {} {}",
+                    r["agent"].as_str().unwrap(),
+                    r["handler"].as_str().unwrap_or("-"),
+                    r["outcome"].as_str().unwrap(),
+                    r["decision"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                "claude - blocked block",
+                "claude guard blocked block",
+                "claude crash skipped -",
+                "claude hang skipped -",
+                "claude garbage skipped -",
+                "claude no-ls skipped -",
+                "claude - blocked block",
+                "claude guard ok allow",
+                "claude crash crashed allow",
+                "claude hang timeout allow",
+                "claude garbage invalid_output allow",
+                "claude no-ls blocked block",
+                "gemini - blocked block",
+                "gemini guard blocked block",
+                "gemini hang skipped -",
+                "pi - blocked block",
+                "pi guard ok allow",
+                "pi crash crashed allow",
+                "pi hang timeout allow",
+                "pi no-ls blocked block",
+                "codex - ok -",
+            ],
+            "{}",
+            env.mode()
+        );
+        assert_eq!(lines[0]["tool_input_summary"], "git push --force origin main");
+        assert_eq!(lines[0]["session_id"], "s-1");
+        assert_eq!(lines[0]["event"], "pre_tool");
+        env.assert_no_leftovers();
+    });
+}
