@@ -180,9 +180,9 @@ pub(super) fn settings(
         timeout: args.timeout,
         publish: args.publish.clone(),
         no_init: args.no_init,
-        // Off until the dispatcher is mounted (issue #14, hooks-core): a hook command that
-        // cannot run makes gemini refuse every tool call.
-        agent_hooks: false,
+        // Always on where the agent has wiring (docs/agent-hook-handlers.md): the dispatcher
+        // and the handlers file are mounted with it, and no config switch turns recording off.
+        agent_hooks: true,
     };
     // Refused before any hook or `op` runs (the plan checks again).
     plan::check_agent_hook_args(&settings)?;
