@@ -31,6 +31,8 @@ pub const REASON_MAX: usize = 1024;
 pub const KEPT_ENV: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "TERM",
 ];
+/// Largest payload written to a handler's stdin without a writer thread.
+const INLINE_STDIN_MAX: usize = 16 * 1024;
 /// How long output still open after the handler exited (a background child holding the pipe)
 /// is waited for.
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
@@ -122,10 +124,15 @@ pub fn run(h: &Handler, payload: &str, cwd: Option<&str>, can_block: bool) -> Ru
         }
     };
     if let Some(mut stdin) = child.stdin.take() {
-        let data = payload.as_bytes().to_vec();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&data);
-        });
+        // A small payload fits the pipe's buffer (64 KiB on Linux): written at once, no thread.
+        if payload.len() <= INLINE_STDIN_MAX {
+            let _ = stdin.write_all(payload.as_bytes());
+        } else {
+            let data = payload.as_bytes().to_vec();
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&data);
+            });
+        }
     }
     let (tx, rx) = mpsc::channel::<()>();
     let out = capture(child.stdout.take(), STDOUT_MAX, tx.clone());
