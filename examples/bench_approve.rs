@@ -31,10 +31,10 @@ fn main() -> anyhow::Result<()> {
         ask_overlay_trust: false,
     })?;
     let store = TrustStore::open(&config.paths, Some(&config.project))?;
-    for decl in &config.hooks {
+    for decl in &config.prepare_hooks {
         let hook = PreparedHook::load(decl.clone())?;
         store.approve(&hook.hash, &ApprovalRecord::new(decl))?;
     }
-    println!("approved {} prepare hooks", config.hooks.len());
+    println!("approved {} prepare hooks", config.prepare_hooks.len());
     Ok(())
 }

@@ -73,7 +73,7 @@ fn main() -> anyhow::Result<()> {
         sweep_stale(store.dir(), Duration::from_secs(600));
         record("stale-copy sweep", &mut t);
         let prepared = config
-            .hooks
+            .prepare_hooks
             .iter()
             .map(|d| PreparedHook::load(d.clone()))
             .collect::<Result<Vec<_>, _>>()?;
@@ -118,7 +118,7 @@ fn main() -> anyhow::Result<()> {
         ask_overlay_trust: false,
     })?;
     let prepared = config
-        .hooks
+        .prepare_hooks
         .iter()
         .map(|d| PreparedHook::load(d.clone()))
         .collect::<Result<Vec<_>, _>>()?;

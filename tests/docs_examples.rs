@@ -325,7 +325,7 @@ fn toml_examples_load_as_config() {
             ..LoadOptions::default()
         };
         match load_with(paths, &opts) {
-            Ok(cfg) => assert!(!cfg.hooks.is_empty(), "{}: declares no hook", b.at()),
+            Ok(cfg) => assert!(!cfg.prepare_hooks.is_empty(), "{}: declares no hook", b.at()),
             Err(e) => panic!("{}: does not load: {e}", b.at()),
         }
     }

@@ -141,11 +141,15 @@ fn hook_cwd(context_workdir: &std::path::Path, config: &Config) -> PathBuf {
 
 /// Every active declaration: prepare, then started, then finished.
 pub(super) fn all_decls(config: &Config) -> Vec<HookDecl> {
-    [&config.hooks, &config.started_hooks, &config.finished_hooks]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect()
+    [
+        &config.prepare_hooks,
+        &config.started_hooks,
+        &config.finished_hooks,
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect()
 }
 
 /// The single active declaration named `name` (of `event`, when given, else a prepare hook when

@@ -405,7 +405,7 @@ pub(super) async fn prepare_hooks(
     );
     let input = PrepareInput {
         paths: &config.paths,
-        hooks: &config.hooks,
+        hooks: &config.prepare_hooks,
         context,
         cwd: config.workdir.clone(),
         project: config.project.clone(),

@@ -121,8 +121,9 @@ pub struct Config {
     pub network: Network,
     /// Where the mode came from, the overlay's floor and the allowlist (`[network]`).
     pub egress: EgressSettings,
-    /// Active prepare hook declarations: global first, then project, in declaration order.
-    pub hooks: Vec<HookDecl>,
+    /// Active prepare hook declarations (`[[prepare_hook]]`): global first, then project, in
+    /// declaration order.
+    pub prepare_hooks: Vec<HookDecl>,
     /// Active `started` hook declarations, in the same order.
     pub started_hooks: Vec<HookDecl>,
     /// Active `finished` hook declarations, in the same order.
@@ -195,8 +196,9 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         };
         files.push((path.as_path(), file, scope));
     }
-    let [hooks, started_hooks, finished_hooks] = HookEvent::ALL.map(|event| declarations(&files, event));
-    let (hooks, started_hooks, finished_hooks) = (hooks?, started_hooks?, finished_hooks?);
+    let [prepare_hooks, started_hooks, finished_hooks] =
+        HookEvent::ALL.map(|event| declarations(&files, event));
+    let (prepare_hooks, started_hooks, finished_hooks) = (prepare_hooks?, started_hooks?, finished_hooks?);
     let agent_hook_files: Vec<_> = files
         .iter()
         .map(|(path, file, scope)| {
@@ -248,7 +250,7 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         pids_limit,
         network,
         egress,
-        hooks,
+        prepare_hooks,
         started_hooks,
         finished_hooks,
         primary: primary.map(|_| primary_path),

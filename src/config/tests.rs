@@ -48,7 +48,7 @@ fn missing_global_config_means_defaults() {
     assert_eq!(cfg.image, DEFAULT_IMAGE);
     assert_eq!(cfg.project, e.project);
     assert_eq!(cfg.workdir, e.project.join("sub"));
-    assert!(cfg.primary.is_none() && cfg.hooks.is_empty());
+    assert!(cfg.primary.is_none() && cfg.prepare_hooks.is_empty());
 }
 
 #[test]
@@ -80,14 +80,17 @@ fn hooks_resolve_relative_to_their_file_and_accumulate() {
         &format!("{}\n", e.project.display()),
     );
     let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
-    let names: Vec<_> = cfg.hooks.iter().map(|h| h.name.as_str()).collect();
+    let names: Vec<_> = cfg.prepare_hooks.iter().map(|h| h.name.as_str()).collect();
     assert_eq!(names, ["g", "p"]);
-    assert_eq!(cfg.hooks[0].executable, e.paths.config_home.join("ags/bin/g"));
-    assert_eq!(cfg.hooks[0].timeout_seconds, 30);
-    assert_eq!(cfg.hooks[0].scope, HookScope::Global);
-    assert_eq!(cfg.hooks[1].executable, e.project.join("hooks/p"));
     assert_eq!(
-        cfg.hooks[1].scope,
+        cfg.prepare_hooks[0].executable,
+        e.paths.config_home.join("ags/bin/g")
+    );
+    assert_eq!(cfg.prepare_hooks[0].timeout_seconds, 30);
+    assert_eq!(cfg.prepare_hooks[0].scope, HookScope::Global);
+    assert_eq!(cfg.prepare_hooks[1].executable, e.project.join("hooks/p"));
+    assert_eq!(
+        cfg.prepare_hooks[1].scope,
         HookScope::Project {
             root: e.project.clone()
         }
@@ -148,9 +151,9 @@ fn explicit_overlay_as_primary_is_loaded_once_with_project_scope() {
         ..opts(&e.project)
     };
     let cfg = load_with(e.paths.clone(), &o).unwrap();
-    assert_eq!(cfg.hooks.len(), 1);
+    assert_eq!(cfg.prepare_hooks.len(), 1);
     assert_eq!(
-        cfg.hooks[0].scope,
+        cfg.prepare_hooks[0].scope,
         HookScope::Project {
             root: e.project.clone()
         }
@@ -174,7 +177,7 @@ fn another_repositorys_overlay_as_primary_has_that_repositorys_scope() {
         };
         let cfg = load_with(e.paths.clone(), &o).unwrap();
         assert_eq!(
-            cfg.hooks[0].scope,
+            cfg.prepare_hooks[0].scope,
             HookScope::Project { root: other.clone() },
             "{}",
             named.display()
@@ -187,7 +190,7 @@ fn another_repositorys_overlay_as_primary_has_that_repositorys_scope() {
         ..opts(&e.project)
     };
     let cfg = load_with(e.paths.clone(), &o).unwrap();
-    assert_eq!(cfg.hooks[0].scope, HookScope::Global);
+    assert_eq!(cfg.prepare_hooks[0].scope, HookScope::Global);
 }
 
 #[test]
@@ -200,7 +203,7 @@ fn declaration_limits_and_timeouts() {
     };
     write(&e.paths.global_config(), &many(64));
     let cfg = load_with(e.paths.clone(), &opts(&e.project)).expect("exactly 64 are accepted");
-    assert_eq!(cfg.hooks.len(), 64);
+    assert_eq!(cfg.prepare_hooks.len(), 64);
     write(&e.paths.global_config(), &many(65));
     let err = load_with(e.paths.clone(), &opts(&e.project))
         .unwrap_err()
@@ -215,7 +218,7 @@ fn declaration_limits_and_timeouts() {
     };
     for ok in [1, 300] {
         let cfg = timeout(ok).unwrap_or_else(|e| panic!("timeout {ok} is accepted: {e}"));
-        assert_eq!(cfg.hooks[0].timeout_seconds, ok as u32);
+        assert_eq!(cfg.prepare_hooks[0].timeout_seconds, ok as u32);
     }
     for bad in [0, 301, -1] {
         let err = timeout(bad).unwrap_err().to_string();
@@ -242,7 +245,7 @@ fn lifecycle_declarations_are_kept_per_event() {
     );
     let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
     let names = |d: &[HookDecl]| d.iter().map(|h| (h.event, h.name.clone())).collect::<Vec<_>>();
-    assert_eq!(names(&cfg.hooks), [(HookEvent::Prepare, "p".to_string())]);
+    assert_eq!(names(&cfg.prepare_hooks), [(HookEvent::Prepare, "p".to_string())]);
     assert_eq!(names(&cfg.started_hooks), [(HookEvent::Started, "s".to_string())]);
     assert_eq!(
         names(&cfg.finished_hooks),

@@ -20,7 +20,7 @@ pub(super) fn config() -> Config {
         pids_limit: 4096,
         network: Network::None,
         egress: Default::default(),
-        hooks: vec![],
+        prepare_hooks: vec![],
         started_hooks: vec![],
         finished_hooks: vec![],
         agent_hooks: Default::default(),

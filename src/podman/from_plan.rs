@@ -148,7 +148,7 @@ mod tests {
             image: "localhost/img:1".into(),
             pids_limit: 4096,
             network: Network::Open,
-            hooks: vec![],
+            prepare_hooks: vec![],
             started_hooks: vec![],
             finished_hooks: vec![],
             agent_hooks: Default::default(),

@@ -48,11 +48,15 @@ pub fn approve(config: &Config) -> Result<LifecycleHooks, Error> {
         return Ok(LifecycleHooks::default());
     }
     let store = TrustStore::open(&config.paths, Some(&config.project)).map_err(HookError::from)?;
-    let all: Vec<HookDecl> = [&config.hooks, &config.started_hooks, &config.finished_hooks]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
+    let all: Vec<HookDecl> = [
+        &config.prepare_hooks,
+        &config.started_hooks,
+        &config.finished_hooks,
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect();
     let hooks = events::load_approved(&store, &all, prompt::has_terminal(), &config.workdir)?;
     let (started, finished) = hooks
         .into_iter()

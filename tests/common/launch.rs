@@ -141,11 +141,11 @@ pub fn approve_hooks(env: &TestEnv) {
         ..Default::default()
     };
     let cfg = load_with(p.clone(), &opts).expect("config loads");
-    assert!(!cfg.hooks.is_empty(), "nothing to approve");
+    assert!(!cfg.prepare_hooks.is_empty(), "nothing to approve");
     // The store refuses a directory owned by someone else: take back what an earlier call gave.
     chown_tree(&p.hook_trust_dir(), nix::unistd::geteuid().as_raw());
     let store = TrustStore::open(&p, Some(&cfg.project)).expect("approval store opens");
-    for d in cfg.hooks {
+    for d in cfg.prepare_hooks {
         let prepared = PreparedHook::load(d.clone()).expect("entrypoint loads");
         store
             .approve(&prepared.hash, &ApprovalRecord::new(&d))

@@ -78,7 +78,7 @@ pub fn approve_all(env: &TestEnv) {
     let cfg = load_with(p.clone(), &opts).expect("config loads");
     let store = TrustStore::open(&p, Some(&cfg.project)).expect("store opens");
     for d in cfg
-        .hooks
+        .prepare_hooks
         .iter()
         .chain(&cfg.started_hooks)
         .chain(&cfg.finished_hooks)

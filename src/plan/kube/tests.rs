@@ -22,7 +22,7 @@ fn config(network: Network) -> Config {
         pids_limit: 4096,
         network,
         egress: Default::default(),
-        hooks: vec![],
+        prepare_hooks: vec![],
         started_hooks: vec![],
         finished_hooks: vec![],
         agent_hooks: Default::default(),
