@@ -122,6 +122,7 @@ fn run(trace: &Trace) -> anyhow::Result<u8> {
             identity: &identity,
             rootless: client.rootless().await?,
             selinux: client.selinux_enabled().await?,
+            remote: client.is_remote(),
             user: (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw()),
             host_stage_dir: Path::new("/nonexistent"),
             hooks: &HookLayer::default(),

@@ -103,6 +103,7 @@ async fn spec_fields_take_effect() {
         name: vol.clone(),
         dest: "/v".into(),
         options: vec!["ro".into()],
+        sub_path: None,
     }];
     s.resource_limits = Some(ResourceLimits {
         pids: Some(PidsLimit { limit: 123 }),
@@ -327,6 +328,7 @@ async fn tmpfs_volume_upload_after_init() {
         name: vol.clone(),
         dest: "/data".into(),
         options: vec!["ro".into()],
+        sub_path: None,
     }];
     let id = client.create(&s).await.unwrap();
     client.init(&id).await.unwrap();

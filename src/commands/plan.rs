@@ -51,7 +51,9 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     }
     let identity = identity::current();
     let rt = super::runtime()?;
-    let service = rt.block_on(service(global, &image, settings.name.as_deref()));
+    let mut service = rt.block_on(service(global, &image, settings.name.as_deref()));
+    // A Pod gets generated files through its Secret, wherever the service is.
+    service.remote &= format != PlanFormat::Kube;
     let built = rt.block_on(async {
         let signals = SignalWatch::install().map_err(Error::Output)?;
         let prepared = match args.no_hooks {
@@ -149,6 +151,7 @@ async fn service(global: &GlobalArgs, image: &str, name: Option<&str>) -> Servic
     Service {
         rootless: !nix::unistd::geteuid().is_root(),
         selinux: false,
+        remote: false,
     }
 }
 
@@ -217,6 +220,7 @@ fn render(plan: &LaunchPlan) -> String {
             crate::plan::MountKind::Bind { source } => format!("bind {}", source.display()),
             crate::plan::MountKind::Tmpfs => "tmpfs".into(),
             crate::plan::MountKind::Volume { name } => format!("volume {name}"),
+            crate::plan::MountKind::StagedFile { volume, path } => format!("volume {volume}, {path}"),
         };
         let mode = if m.read_only { "ro" } else { "rw" };
         line(

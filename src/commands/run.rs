@@ -208,8 +208,9 @@ pub(super) fn build_plan(
         identity,
         rootless: service.rootless,
         selinux: service.selinux,
+        remote: service.remote,
         user: user_ids(),
-        host_stage_dir: &match hooks.files.is_empty() && !wires_agent_hooks(settings) {
+        host_stage_dir: &match service.remote || hooks.files.is_empty() && !wires_agent_hooks(settings) {
             true => config.paths.stage_root(),
             false => stage::ram_stage_root(&config.paths)?,
         }
@@ -228,12 +229,18 @@ fn wires_agent_hooks(settings: &RunSettings) -> bool {
 pub(super) struct Service {
     pub rootless: bool,
     pub selinux: bool,
+    /// On another machine (`tcp://`, `ssh://`): generated files go in the staging volume.
+    pub remote: bool,
 }
 
 /// Ask the service what the plan depends on.
 pub(super) async fn service_facts(client: &podman::Client) -> Result<Service, Error> {
     let (rootless, selinux) = tokio::try_join!(client.rootless(), client.selinux_enabled())?;
-    Ok(Service { rootless, selinux })
+    Ok(Service {
+        rootless,
+        selinux,
+        remote: client.is_remote(),
+    })
 }
 
 async fn launch_async(
@@ -250,9 +257,13 @@ async fn launch_async(
     crate::trace::mark("connected");
     let image = settings.image.as_deref().unwrap_or(&config.image);
     let (service, ()) = tokio::try_join!(service_facts(&client), async {
-        lifecycle::preflight(&client, image, settings.name.as_deref())
-            .await
-            .map_err(Error::from)
+        lifecycle::preflight(&client, image, settings.name.as_deref()).await?;
+        if client.is_remote() {
+            // The workdir is a path on the service's machine (docs/remote.md).
+            launch::remote::check_workdir(&client, image, &config.workdir, &identity, &settings.labels)
+                .await?;
+        }
+        Ok::<(), Error>(())
     })?;
     let lifecycle_hooks = session::approve(config)?;
     let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
@@ -427,7 +438,13 @@ fn staging_archive(plan: &LaunchPlan, secrets: &stage::Secrets) -> Result<Option
         return Ok(None);
     }
     let (uid, gid) = user_ids();
-    let tar =
-        stage::archive(&stage::env_file(plan, secrets), uid, gid).map_err(launch::LaunchError::Stage)?;
+    // For a remote service the generated files travel in the archive too (in volume mode the
+    // plan gives them no host file).
+    let files: Vec<&[u8]> = match plan.files_in_volume() {
+        true => plan.files.iter().map(|f| f.content.expose().as_bytes()).collect(),
+        false => Vec::new(),
+    };
+    let tar = stage::archive(&stage::env_file(plan, secrets), &files, uid, gid)
+        .map_err(launch::LaunchError::Stage)?;
     Ok(Some(Bytes::from_owner(stage::ClearOnDrop(tar))))
 }

@@ -39,6 +39,11 @@ impl Cleanup {
         self.resources.push(r);
     }
 
+    /// Drop a resource that was removed already (the launch's own early removal).
+    pub fn forget(&mut self, r: &Resource) {
+        self.resources.retain(|x| x != r);
+    }
+
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
         self.resources.is_empty()

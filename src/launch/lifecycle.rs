@@ -29,6 +29,10 @@ pub async fn run(
     cleanup: &mut Cleanup,
     started: tokio::sync::oneshot::Sender<String>,
 ) -> Result<u8, LaunchError> {
+    let in_volume = plan.files_in_volume();
+    if in_volume {
+        super::remote::check_files_supported(client).await?;
+    }
     if let Some(staging) = &plan.staging {
         client
             .volume_create(&staging.volume, plan.labels.clone(), staging_volume_options())
@@ -38,14 +42,20 @@ pub async fn run(
     ensure_state_volumes(client, plan).await?;
     super::git_guard::create_missing(plan)?;
     if let Some(dir) = &plan.host_stage_dir {
-        if !client.is_unix() {
-            return Err(LaunchError::RemoteFiles {
-                url: client.url().to_string(),
-            });
-        }
         cleanup.push(Resource::HostDir(dir.clone()));
         stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;
     }
+    check(signals)?;
+    // A remote service: the env file and the generated files go into the staging volume before
+    // the agent's container exists (its subpath mounts need them), held by a keeper.
+    let mut stage = stage;
+    let keeper = match (in_volume, stage.take()) {
+        (true, Some(tar)) => Some(super::remote::fill_staging(client, plan, tar, cleanup).await?),
+        (_, tar) => {
+            stage = tar;
+            None
+        }
+    };
     check(signals)?;
     let (id, warnings) = create(client, plan, locks).await?;
     // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup v1);
@@ -86,6 +96,12 @@ pub async fn run(
     }
     check(signals)?;
     crate::trace::mark("attached");
+    // The keeper goes while the agent starts and runs (its removal takes a while and the agent's
+    // container holds the volume now); if that fails, the launch's cleanup removes it.
+    let release = keeper.map(|k| {
+        let client = client.clone();
+        tokio::spawn(async move { super::remote::remove_keeper(&client, &k).await.then_some(k) })
+    });
     client.start(&id).await.map_err(LaunchError::from_start)?;
     crate::trace::mark("started");
     let _ = started.send(id.clone());
@@ -95,6 +111,12 @@ pub async fn run(
     let timed_out = io::pump(client, &id, output, input, plan.tty, signals, deadline).await?;
     crate::trace::mark("output ended");
     let code = exit_code(client, &id).await?;
+    if let Some(Ok(Some(k))) = match release {
+        Some(handle) => Some(handle.await),
+        None => None,
+    } {
+        cleanup.forget(&Resource::Container(k));
+    }
     Ok(if timed_out { EXIT_TIMED_OUT } else { code })
 }
 

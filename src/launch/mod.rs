@@ -11,6 +11,7 @@ pub mod identity;
 mod io;
 pub mod lifecycle;
 pub mod notices;
+pub mod remote;
 pub mod report;
 mod seccomp;
 pub mod service_lock;
@@ -54,11 +55,21 @@ pub enum LaunchError {
     /// Writing the agent's output failed.
     #[error("writing output: {0}")]
     Output(std::io::Error),
-    /// Generated files need a local service (they are bind-mounted from host files).
+    /// Generated files reach a remote service in its staging volume, mounted by subpath:
+    /// Podman 5 and later.
     #[error(
-        "hook-generated files are bind-mounted from private host files, which a remote Podman service ({url}) cannot see; use a local unix socket service, or remove the files from the hook response"
+        "hook-generated files reach a remote Podman service in the launch's tmpfs staging volume, each mounted read-only at its destination by a volume subpath, which needs Podman 5 or later; the service at {url} is Podman {version}; upgrade Podman on that machine, use a local Podman service, or remove the files from the hook response (docs/remote.md); nothing was created"
     )]
-    RemoteFiles { url: String },
+    RemoteFilesUnsupported { url: String, version: String },
+    /// The workdir does not exist on the remote service's machine.
+    #[error(
+        "workdir {}: no such directory on the machine of the Podman service at {url}; a remote launch bind-mounts the workdir of that machine (the same path), not this one's; create it there (e.g. keep the same checkout at the same path), or run ags on that machine (docs/remote.md); nothing was created",
+        workdir.display()
+    )]
+    RemoteWorkdirMissing {
+        workdir: std::path::PathBuf,
+        url: String,
+    },
     /// No RAM-backed directory to stage generated files in.
     #[error(
         "hook-generated files are staged only in RAM (tmpfs or ramfs), and neither $XDG_RUNTIME_DIR/ags nor /dev/shm is RAM-backed here ({tried}); mount a tmpfs at /dev/shm (or set XDG_RUNTIME_DIR to a tmpfs directory of yours), or remove the files from the hook response"

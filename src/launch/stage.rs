@@ -68,27 +68,52 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// A tar archive for the root of the staging volume: the directory itself (owner-only) and the
-/// env file (0400), owned by the container user.
+/// A tar archive for the root of the staging volume: the directory itself (owner-only), the
+/// env file (0400) and, for a remote service, the generated files (`files/<n>`, 0400, in an
+/// owner-only directory; see [`crate::plan::staged_file_path`]), owned by the container user.
 /// Allocated once with room to spare, so the env file's bytes are not left behind by a
 /// reallocation; see [`ClearOnDrop`] for the buffer's end.
-pub fn archive(env_file: &[u8], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> {
-    let mut builder = tar::Builder::new(Vec::with_capacity(env_file.len() + 8 * 1024));
-    let mut dir = tar::Header::new_ustar();
-    dir.set_entry_type(tar::EntryType::Directory);
-    dir.set_mode(0o500);
-    dir.set_uid(uid.into());
-    dir.set_gid(gid.into());
-    dir.set_size(0);
-    builder.append_data(&mut dir, "./", std::io::empty())?;
-    let mut file = tar::Header::new_ustar();
-    file.set_entry_type(tar::EntryType::Regular);
-    file.set_mode(0o400);
-    file.set_uid(uid.into());
-    file.set_gid(gid.into());
-    file.set_size(env_file.len() as u64);
-    builder.append_data(&mut file, "env", env_file)?;
-    builder.into_inner()
+pub fn archive(env_file: &[u8], files: &[&[u8]], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> {
+    let room = env_file.len() + files.iter().map(|f| f.len() + 2 * 512).sum::<usize>() + 8 * 1024;
+    let mut builder = tar::Builder::new(Vec::with_capacity(room));
+    let header = |kind, mode, size: usize| {
+        let mut h = tar::Header::new_ustar();
+        h.set_entry_type(kind);
+        h.set_mode(mode);
+        h.set_uid(uid.into());
+        h.set_gid(gid.into());
+        h.set_size(size as u64);
+        h
+    };
+    builder.append_data(
+        &mut header(tar::EntryType::Directory, 0o500, 0),
+        "./",
+        std::io::empty(),
+    )?;
+    builder.append_data(
+        &mut header(tar::EntryType::Regular, 0o400, env_file.len()),
+        "env",
+        env_file,
+    )?;
+    if !files.is_empty() {
+        let dir = format!("{}/", crate::plan::STAGED_FILES_DIR);
+        builder.append_data(
+            &mut header(tar::EntryType::Directory, 0o500, 0),
+            dir,
+            std::io::empty(),
+        )?;
+    }
+    for (i, content) in files.iter().enumerate() {
+        let path = crate::plan::staged_file_path(i);
+        builder.append_data(
+            &mut header(tar::EntryType::Regular, 0o400, content.len()),
+            path,
+            *content,
+        )?;
+    }
+    let out = builder.into_inner()?;
+    debug_assert!(out.len() <= room, "the staging archive was reallocated");
+    Ok(out)
 }
 
 /// A buffer holding secret values (the staging archive) that is zeroed when its last user is
@@ -203,7 +228,7 @@ mod tests {
 
     #[test]
     fn archive_has_dir_and_private_env() {
-        let tar = archive(b"export A='1'\n", 1000, 1000).unwrap();
+        let tar = archive(b"export A='1'\n", &[], 1000, 1000).unwrap();
         let mut ar = tar::Archive::new(&tar[..]);
         let entries: Vec<_> = ar
             .entries()
@@ -218,5 +243,31 @@ mod tests {
             })
             .collect();
         assert_eq!(entries, [("./".into(), 0o500, 1000), ("env".into(), 0o400, 1000)]);
+    }
+
+    #[test]
+    fn archive_carries_generated_files_for_a_remote_service() {
+        let tar = archive(b"", &[b"one", b"two\n"], 1000, 1001).unwrap();
+        let mut ar = tar::Archive::new(&tar[..]);
+        let mut entries = Vec::new();
+        for e in ar.entries().unwrap() {
+            let mut e = e.unwrap();
+            let mut content = String::new();
+            std::io::Read::read_to_string(&mut e, &mut content).unwrap();
+            let h = e.header();
+            let path = e.path().unwrap().display().to_string();
+            entries.push((path, h.mode().unwrap(), h.gid().unwrap(), content));
+        }
+        let row = |p: &str, m, c: &str| (p.to_string(), m, 1001, c.to_string());
+        assert_eq!(
+            entries,
+            [
+                row("./", 0o500, ""),
+                row("env", 0o400, ""),
+                row("files/", 0o500, ""),
+                row("files/0", 0o400, "one"),
+                row("files/1", 0o400, "two\n"),
+            ]
+        );
     }
 }

@@ -117,6 +117,9 @@ pub struct PlanInput<'a> {
     pub rootless: bool,
     /// Whether the Podman service reports SELinux enabled (`/libpod/info`).
     pub selinux: bool,
+    /// Whether the Podman service is on another machine (`tcp://`, `ssh://`): generated files
+    /// then travel in the staging volume instead of host files (docs/remote.md).
+    pub remote: bool,
     /// The invoking user's uid and gid.
     pub user: (u32, u32),
     /// Private host directory for this launch's generated files (used only when there are any).
@@ -167,8 +170,12 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         .cloned()
         .chain(wiring.iter().flat_map(|(_, files, _)| files.iter().cloned()))
         .collect();
-    let files = place_files(&generated, input.host_stage_dir);
-    let staging = staged.then(|| Staging {
+    let in_volume = input.remote && !generated.is_empty();
+    let files = match in_volume {
+        true => generated,
+        false => place_files(&generated, input.host_stage_dir),
+    };
+    let staging = (staged || in_volume).then(|| Staging {
         volume: format!("ags-stage-{}", input.identity.suffix),
         mount_point: STAGING_MOUNT.into(),
     });
@@ -178,7 +185,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         .collect();
     let mounts = build_mounts(input, &files, staging.as_ref(), extra)?;
     let state_volumes = state_volumes(input, &mounts);
-    let host_stage_dir = (!files.is_empty()).then(|| input.host_stage_dir.to_path_buf());
+    let host_stage_dir = (!files.is_empty() && !in_volume).then(|| input.host_stage_dir.to_path_buf());
     let container_command = egress.wrap(if staging.is_some() || !run.no_init {
         wrap_command(&command, staging.is_some())
     } else {
@@ -432,12 +439,19 @@ fn build_mounts(
         }));
     }
     mounts.extend(input.hooks.mounts.iter().cloned());
-    // Generated files: read-only binds of private host files. A bind mount point cannot be
-    // written, unlinked or replaced from inside the container (docs/decisions/0002).
-    mounts.extend(files.iter().map(|f| PlanMount {
+    // Generated files: read-only binds of private host files, or for a remote service of their
+    // copies in the staging volume. A bind mount point cannot be written, unlinked or replaced
+    // from inside the container (docs/decisions/0002).
+    mounts.extend(files.iter().enumerate().map(|(i, f)| PlanMount {
         destination: f.destination.clone(),
-        kind: MountKind::Bind {
-            source: f.host_path.clone(),
+        kind: match (input.remote, staging) {
+            (true, Some(s)) => MountKind::StagedFile {
+                volume: s.volume.clone(),
+                path: staged_file_path(i),
+            },
+            _ => MountKind::Bind {
+                source: f.host_path.clone(),
+            },
         },
         read_only: true,
         origin: f.origin.clone(),

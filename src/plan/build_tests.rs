@@ -59,6 +59,7 @@ fn plan_in(
         identity: &id,
         rootless,
         selinux,
+        remote: false,
         user: (1000, 1000),
         host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-abc123"),
         hooks,

@@ -23,6 +23,7 @@ fn plan(run: &RunSettings, hooks: &HookLayer) -> Result<LaunchPlan, PlanError> {
         identity: &identity(),
         rootless: true,
         selinux: false,
+        remote: false,
         user: (1000, 1000),
         host_stage_dir: Path::new("/run/user/1000/ags/stage-abc123"),
         hooks,
@@ -172,6 +173,7 @@ fn the_handlers_file_and_the_dispatcher_are_read_only_and_shown_in_the_plan() {
         identity: &identity(),
         rootless: true,
         selinux: false,
+        remote: false,
         user: (1000, 1000),
         host_stage_dir: Path::new("/run/user/1000/ags/stage-abc123"),
         hooks: &HookLayer::default(),
@@ -233,4 +235,64 @@ impl ExposeContains for PlanFile {
     fn expose_contains(&self, s: &str) -> bool {
         self.content.expose().contains(s)
     }
+}
+
+#[test]
+fn a_remote_service_gets_the_files_in_the_staging_volume_by_subpath() {
+    let hooks = HookLayer {
+        files: vec![PlanFile {
+            destination: "/home/dev/.netrc".into(),
+            content: Secret::new("x".into()),
+            bytes: 1,
+            origin: Origin::GlobalHook("h".into()),
+            host_path: PathBuf::new(),
+        }],
+        ..Default::default()
+    };
+    let p = build(&PlanInput {
+        config: &config(),
+        run: &run("codex", &[], true),
+        identity: &identity(),
+        rootless: true,
+        selinux: false,
+        remote: true,
+        user: (1000, 1000),
+        host_stage_dir: Path::new("/run/user/1000/ags/stage-abc123"),
+        hooks: &hooks,
+    })
+    .unwrap();
+    // No host file, no host staging directory: everything travels in the staging volume, which
+    // exists although no environment value is staged, and the command loads its (empty) env file.
+    assert!(p.host_stage_dir.is_none() && !p.annotations.contains_key(ANNOTATION_STAGE));
+    assert!(p.files.iter().all(|f| f.host_path.as_os_str().is_empty()));
+    assert!(p.files_in_volume());
+    let volume = p.staging.as_ref().expect("a staging volume").volume.clone();
+    for (i, f) in p.files.iter().enumerate() {
+        let m = p
+            .mounts
+            .iter()
+            .find(|m| m.destination == f.destination)
+            .expect("mount");
+        assert!(m.read_only);
+        let path = format!("files/{i}");
+        assert_eq!(
+            m.kind,
+            MountKind::StagedFile {
+                volume: volume.clone(),
+                path
+            }
+        );
+    }
+    assert!(p.container_command[2].contains(STAGING_ENV_FILE));
+    let json = serde_json::to_value(&p).unwrap();
+    let mount = json["mounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["destination"] == "/home/dev/.netrc")
+        .unwrap();
+    assert_eq!(mount["type"], "staged-file");
+    assert_eq!(mount["path"], "files/0");
+    // A local service: binds of host files, as before.
+    assert!(!plan(&run("codex", &[], true), &hooks).unwrap().files_in_volume());
 }

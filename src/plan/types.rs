@@ -153,6 +153,24 @@ pub enum MountKind {
         /// Volume name.
         name: String,
     },
+    /// One generated file of the staging volume, mounted by its path in the volume (a volume
+    /// `subpath`): how generated files reach a remote service (docs/remote.md).
+    #[serde(rename = "staged-file")]
+    StagedFile {
+        /// The staging volume.
+        volume: String,
+        /// The file's path in the volume ([`staged_file_path`]).
+        path: String,
+    },
+}
+
+/// The directory of the staging volume that holds generated files for a remote service.
+pub const STAGED_FILES_DIR: &str = "files";
+
+/// Where the `index`th generated file lies in the staging volume when the service is remote:
+/// `files/<index>` (uploaded with the env file, mounted by [`MountKind::StagedFile`]).
+pub fn staged_file_path(index: usize) -> String {
+    format!("{STAGED_FILES_DIR}/{index}")
 }
 
 /// One mount of the container.
@@ -214,7 +232,8 @@ pub struct PlanFile {
     /// Where it came from.
     pub origin: Origin,
     /// The private host file it is staged in (0600, inside the launch's host staging
-    /// directory) and bind-mounted read-only from; set by the plan.
+    /// directory) and bind-mounted read-only from; set by the plan. Empty when the service is
+    /// remote: the file then travels in the staging volume ([`MountKind::StagedFile`]).
     pub host_path: PathBuf,
 }
 
@@ -308,7 +327,8 @@ pub struct LaunchPlan {
     pub labels: BTreeMap<String, String>,
     /// Container annotations.
     pub annotations: BTreeMap<String, String>,
-    /// The staging volume, when environment values are staged.
+    /// The staging volume, when environment values are staged or generated files go to a
+    /// remote service.
     pub staging: Option<Staging>,
     /// Where the launch writes the seccomp profile that blocks setuid and setgid bits (`ags`'s
     /// cache directory; a local service reads it from there).
@@ -335,5 +355,13 @@ impl LaunchPlan {
     /// Whether anything must be staged into the container before start.
     pub fn needs_staging(&self) -> bool {
         self.staging.is_some()
+    }
+
+    /// Whether the generated files travel in the staging volume (a remote service), mounted by
+    /// [`MountKind::StagedFile`], rather than as host files.
+    pub fn files_in_volume(&self) -> bool {
+        self.mounts
+            .iter()
+            .any(|m| matches!(m.kind, MountKind::StagedFile { .. }))
     }
 }

@@ -235,6 +235,16 @@ impl PodmanError {
         self.is_conflict() || self.says("already exists")
     }
 
+    /// A create failed because a bind mount's source does not exist on the service's machine:
+    /// "statfs PATH: no such file or directory" (500 on Podman 4.3.1 and 5.4.2, checked before
+    /// anything is created). Returns `PATH`.
+    pub fn missing_bind_source(&self) -> Option<&str> {
+        let (message, _) = self.api_text()?;
+        let rest = &message[message.find("statfs ")? + "statfs ".len()..];
+        rest.strip_suffix(": no such file or directory")
+            .filter(|path| path.starts_with('/'))
+    }
+
     /// A rootless `keep-id` create failed with "keep-id requires additional UIDs or GIDs defined
     /// in /etc/subuid and /etc/subgid to function correctly". Podman 4 says so spuriously when
     /// creates run concurrently (it reads the ranges through libsubid, which is not

@@ -213,6 +213,26 @@ fn exec_failures_from_runc() {
 }
 
 #[test]
+fn missing_bind_source_names_the_path() {
+    // 4.3.1 and 5.4.2 (observed): the create of a container whose bind source is missing.
+    let missing = api(
+        500,
+        r#"{"cause":"no such file or directory","message":"statfs /srv/app: no such file or directory","response":500}"#,
+    );
+    assert_eq!(missing.missing_bind_source(), Some("/srv/app"));
+    let other = api(
+        500,
+        r#"{"cause":"permission denied","message":"statfs /srv/app: permission denied","response":500}"#,
+    );
+    assert_eq!(other.missing_bind_source(), None);
+    let image = api(
+        500,
+        r#"{"cause":"image not known","message":"localhost/x: image not known","response":500}"#,
+    );
+    assert_eq!(image.missing_bind_source(), None);
+}
+
+#[test]
 fn state_improper_on_both_versions() {
     // 4.3.1 (observed): 500; 5.4.2: 409 and "in state stopped" just after exit (docs/podman5.md).
     let v4 = api(

@@ -90,7 +90,7 @@ fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
                     &["rbind", mode, "nosuid", "nodev"],
                 )),
                 MountKind::Tmpfs => Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev"])),
-                MountKind::Volume { .. } => None,
+                MountKind::Volume { .. } | MountKind::StagedFile { .. } => None,
             }
         })
         .collect()
@@ -99,29 +99,101 @@ fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
 fn volumes(plan: &LaunchPlan) -> Vec<NamedVolume> {
     plan.mounts
         .iter()
-        .filter_map(|m| match &m.kind {
-            MountKind::Volume { name } => {
-                let staging = plan.staging.as_ref().is_some_and(|s| &s.volume == name);
-                let mut options: Vec<String> = vec![
-                    if m.read_only { "ro" } else { "rw" }.into(),
-                    "nosuid".into(),
-                    "nodev".into(),
-                ];
-                // The staging volume repeats the flags its tmpfs is created with: in a user
-                // namespace a bind remount cannot clear a locked flag such as noexec (EPERM).
-                // Agent state volumes stay exec-able (agents keep tools there).
-                if staging {
-                    options.push("noexec".into());
-                }
-                Some(NamedVolume {
-                    name: name.clone(),
-                    dest: path_str(&m.destination),
-                    options,
-                })
+        .filter_map(|m| {
+            let (name, sub_path) = match &m.kind {
+                MountKind::Volume { name } => (name, None),
+                MountKind::StagedFile { volume, path } => (volume, Some(path.clone())),
+                _ => return None,
+            };
+            let staging = plan.staging.as_ref().is_some_and(|s| &s.volume == name);
+            let mut options: Vec<String> = vec![
+                if m.read_only { "ro" } else { "rw" }.into(),
+                "nosuid".into(),
+                "nodev".into(),
+            ];
+            // The staging volume repeats the flags its tmpfs is created with: in a user
+            // namespace a bind remount cannot clear a locked flag such as noexec (EPERM).
+            // Agent state volumes stay exec-able (agents keep tools there).
+            if staging {
+                options.push("noexec".into());
             }
-            _ => None,
+            Some(NamedVolume {
+                name: name.clone(),
+                dest: path_str(&m.destination),
+                options,
+                sub_path,
+            })
         })
         .collect()
+}
+
+/// The keeper of a remote launch's staging volume: a container that is created and initialised
+/// (never started) so that the volume's tmpfs is mounted while the env file and the generated
+/// files are uploaded into it, and stays mounted until the agent's container has mounted it
+/// too (docs/remote.md). It runs nothing, has no network, no capabilities and no log, and
+/// carries the launch's owner labels (so a sweep removes it after a crash) but not its launch
+/// id (it is not the agent's container).
+pub fn keeper_spec(plan: &LaunchPlan, name: &str) -> Option<SpecGenerator> {
+    let staging = plan.staging.as_ref()?;
+    let mut labels = plan.labels.clone();
+    labels.remove(crate::plan::LABEL_LAUNCH_ID);
+    Some(SpecGenerator {
+        name: Some(name.to_owned()),
+        image: plan.image.clone(),
+        // Never started; initialising needs an executable (the image has /bin/sh when anything
+        // is staged: the agent's command is wrapped in it).
+        command: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+        labels,
+        cap_drop: vec!["ALL".into()],
+        no_new_privileges: true,
+        // The same user namespace as the agent: the archive's owners map the same way.
+        userns: match plan.user_namespace {
+            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
+            UserNamespace::Default => None,
+        },
+        netns: Some(Namespace::new(NsMode::None)),
+        volumes: vec![NamedVolume {
+            name: staging.volume.clone(),
+            dest: path_str(&staging.mount_point),
+            options: ["ro", "nosuid", "nodev", "noexec"].map(String::from).to_vec(),
+            sub_path: None,
+        }],
+        user: plan.user.clone(),
+        log_configuration: Some(LogConfig::none()),
+        selinux_opts: match plan.security.selinux_label {
+            SelinuxLabel::Disabled => vec!["disable".into()],
+            SelinuxLabel::NotEnabled => vec![],
+        },
+        ..SpecGenerator::default()
+    })
+}
+
+/// A container that is only created, then deleted: its create fails with "statfs PATH: no such
+/// file or directory" ([`super::PodmanError::missing_bind_source`]) when `workdir` does not
+/// exist on the service's machine. Nothing else is mounted, so that failure names the workdir;
+/// a failed create leaves nothing behind.
+pub fn workdir_probe_spec(
+    image: &str,
+    workdir: &Path,
+    name: &str,
+    labels: std::collections::BTreeMap<String, String>,
+) -> SpecGenerator {
+    SpecGenerator {
+        name: Some(name.to_owned()),
+        image: image.to_owned(),
+        command: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+        labels,
+        cap_drop: vec!["ALL".into()],
+        no_new_privileges: true,
+        netns: Some(Namespace::new(NsMode::None)),
+        mounts: vec![Mount::bind(
+            path_str(workdir),
+            path_str(workdir),
+            &["rbind", "ro", "nosuid", "nodev"],
+        )],
+        log_configuration: Some(LogConfig::none()),
+        ..SpecGenerator::default()
+    }
 }
 
 fn path_str(p: &Path) -> String {
@@ -134,6 +206,17 @@ mod tests {
     use crate::plan::{LaunchPlan, SelinuxLabel};
 
     fn plan_json(selinux: bool, init: bool) -> serde_json::Value {
+        let plan = plan_of(selinux, init, false, &Default::default());
+        let want = if selinux {
+            SelinuxLabel::Disabled
+        } else {
+            SelinuxLabel::NotEnabled
+        };
+        assert_eq!(plan.security.selinux_label, want);
+        serde_json::to_value(spec_from_plan(&plan)).unwrap()
+    }
+
+    fn plan_of(selinux: bool, init: bool, remote: bool, hooks: &crate::plan::HookLayer) -> LaunchPlan {
         let home = std::path::PathBuf::from("/home/u");
         let config = crate::config::Config {
             paths: crate::config::Paths {
@@ -169,7 +252,7 @@ mod tests {
             no_init: !init,
             ..Default::default()
         };
-        let plan: LaunchPlan = crate::plan::build(&crate::plan::PlanInput {
+        crate::plan::build(&crate::plan::PlanInput {
             config: &config,
             run: &run,
             identity: &crate::plan::LaunchIdentity {
@@ -181,18 +264,57 @@ mod tests {
             },
             rootless: true,
             selinux,
+            remote,
             user: (1000, 1000),
             host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-abc"),
-            hooks: &Default::default(),
+            hooks,
         })
-        .unwrap();
-        let want = if selinux {
-            SelinuxLabel::Disabled
-        } else {
-            SelinuxLabel::NotEnabled
+        .unwrap()
+    }
+
+    #[test]
+    fn remote_files_are_volume_subpaths_filled_through_a_keeper() {
+        let hooks = crate::plan::HookLayer {
+            files: vec![crate::plan::PlanFile {
+                destination: "/home/dev/gen.txt".into(),
+                content: crate::secret::Secret::new("x".into()),
+                bytes: 1,
+                origin: crate::plan::Origin::GlobalHook("h".into()),
+                host_path: Default::default(),
+            }],
+            ..Default::default()
         };
-        assert_eq!(plan.security.selinux_label, want);
-        serde_json::to_value(spec_from_plan(&plan)).unwrap()
+        let plan = plan_of(false, true, true, &hooks);
+        let spec = serde_json::to_value(spec_from_plan(&plan)).unwrap();
+        let volume = &plan.staging.as_ref().unwrap().volume;
+        let file = spec["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["Dest"] == "/home/dev/gen.txt")
+            .expect("a volume mount at the file's destination");
+        let want = serde_json::json!({"Name": volume, "Dest": "/home/dev/gen.txt",
+            "Options": ["ro", "nosuid", "nodev", "noexec"], "SubPath": "files/0"});
+        assert_eq!(file, &want);
+        assert!(
+            !spec["mounts"].to_string().contains("/home/dev/gen.txt"),
+            "{spec}"
+        );
+        // The keeper: the staging volume only, no network, no capabilities, never the launch id
+        // (it is not the agent's container), the agent's user namespace and user.
+        let keeper = serde_json::to_value(keeper_spec(&plan, "k").unwrap()).unwrap();
+        assert_eq!(keeper["volumes"].as_array().unwrap().len(), 1, "{keeper}");
+        assert_eq!(keeper["volumes"][0]["Dest"], "/run/ags");
+        assert!(keeper.get("mounts").is_none(), "{keeper}");
+        assert_eq!(keeper["netns"]["nsmode"], "none");
+        assert_eq!(keeper["cap_drop"], serde_json::json!(["ALL"]));
+        assert_eq!(keeper["userns"]["nsmode"], "keep-id");
+        assert_eq!(keeper["user"], "1000:1000");
+        assert_eq!(keeper["labels"]["io.ags.managed"], "true");
+        assert!(keeper["labels"].get("io.ags.launch-id").is_none(), "{keeper}");
+        assert!(keeper.get("annotations").is_none(), "{keeper}");
+        // A local plan stages no volume for files and has no keeper.
+        assert!(keeper_spec(&plan_of(false, true, false, &hooks), "k").is_none());
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub use discover::{
 };
 pub use endpoint::Endpoint;
 pub use error::{ExecFailure, PodmanError, Result, RuntimeSetupFailure, Tried};
-pub use from_plan::spec_from_plan;
+pub use from_plan::{keeper_spec, spec_from_plan, workdir_probe_spec};
 pub use models::{
     ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
     InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, StoreInfo, VersionInfo, Volume, VolumeCreate,

@@ -234,6 +234,10 @@ pub struct NamedVolume {
     /// Mount options (`ro`, `nosuid`, ...).
     #[serde(rename = "Options", skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<String>,
+    /// Mount only this path of the volume (a directory or a single file), relative to its
+    /// root. Podman 5 ([`super::ServerVersion::mounts_volume_subpaths`]).
+    #[serde(rename = "SubPath", skip_serializing_if = "Option::is_none")]
+    pub sub_path: Option<String>,
 }
 
 /// Resource limits (`resource_limits`, an OCI `LinuxResources` subset).
@@ -292,6 +296,7 @@ mod tests {
                 name: "v".into(),
                 dest: "/v".into(),
                 options: vec!["ro".into()],
+                sub_path: Some("files/0".into()),
             }],
             resource_limits: Some(ResourceLimits {
                 pids: Some(PidsLimit { limit: 4096 }),
@@ -319,7 +324,7 @@ mod tests {
                 {"destination": "/d", "source": "/s", "type": "bind", "options": ["ro", "rbind"]},
                 {"destination": "/t", "source": "tmpfs", "type": "tmpfs"}
             ],
-            "volumes": [{"Name": "v", "Dest": "/v", "Options": ["ro"]}],
+            "volumes": [{"Name": "v", "Dest": "/v", "Options": ["ro"], "SubPath": "files/0"}],
             "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true, "seccomp_profile_path": "/p.json",
             "log_configuration": {"driver": "none"},
             "init": true,

@@ -59,6 +59,14 @@ impl ServerVersion {
     pub fn has_keep_id_subuid_check(self) -> bool {
         self.major < 5
     }
+
+    /// True when a named volume can be mounted by a sub path (`subpath`, the libpod spec's
+    /// `NamedVolume.SubPath`), a single file of it included: how hook-generated files reach a
+    /// remote service (docs/remote.md). `ags` uses it from Podman 5 on, where it is tested
+    /// (5.4.2); Podman 4 is refused for generated files on a remote service.
+    pub fn mounts_volume_subpaths(self) -> bool {
+        self.major >= 5
+    }
 }
 
 impl fmt::Display for ServerVersion {
@@ -101,6 +109,7 @@ mod tests {
         assert!(!v(4, 3, 1).accepts_rootful_keep_id());
         assert!(v(4, 5, 0).accepts_rootful_keep_id() && v(5, 4, 2).accepts_rootful_keep_id());
         assert!(v(4, 3, 1).has_keep_id_subuid_check() && !v(5, 4, 2).has_keep_id_subuid_check());
+        assert!(!v(4, 9, 4).mounts_volume_subpaths() && v(5, 0, 0).mounts_volume_subpaths());
         assert!(v(4, 3, 1) < v(4, 10, 0) && v(4, 10, 0) < v(5, 0, 0));
     }
 }

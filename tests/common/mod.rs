@@ -12,6 +12,8 @@
 //! - `AGS_TEST_REQUIRE_PODMAN=1`: a configured but unusable service fails the test (no skip).
 //! - `AGS_TEST_RUN_ID`: prefix of every test id, so `scripts/test` can find this run's leftovers.
 //! - `AGS_TEST_KEEP=1`: keep each test's temporary directory (printed) for debugging.
+//! - `AGS_TEST_SERVICE_ROOT`: where the services' file system is seen from here, when they run
+//!   in a container (scripts/test-podman5: `/proc/PID/root` of the pinp container); unset: `/`.
 //!
 //! A live test looks like this (`each_mode` gives a fresh [`TestEnv`] per usable mode; its drop
 //! removes the temporary directory and every container/volume labelled [`TestEnv::label`]):

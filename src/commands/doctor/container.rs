@@ -113,6 +113,7 @@ fn trivial_spec(
                 name: name.to_owned(),
                 dest: VOLUME_DEST.to_owned(),
                 options,
+                sub_path: None,
             })
             .into_iter()
             .collect(),

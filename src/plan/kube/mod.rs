@@ -347,6 +347,8 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
                 (workspace_volume(tag), source)
             }
             MountKind::Bind { source } if file_sources.contains(&source.as_path()) => continue,
+            // Generated files go through the Secret, whichever way the service would get them.
+            MountKind::StagedFile { .. } => continue,
             // The guards of the workspace's git repositories: a clone is not the host's.
             MountKind::Bind { source } if git && source.starts_with(&plan.workdir) => continue,
             MountKind::Bind { source } => (
