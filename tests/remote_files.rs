@@ -226,6 +226,14 @@ fn generated_files_reach_a_remote_podman_5_in_ram_and_read_only() {
             let hits = files_containing(&[env.root().to_path_buf(), env.runtime_dir()], &[&sentinel], None);
             assert!(hits.is_empty(), "{transport}: content on this machine: {hits:?}");
             assert_clean(env);
+
+            // A launch that fails after the keeper exists (the agent's command is missing:
+            // the agent's container fails to initialise) leaves nothing either.
+            let mut args = url_args.clone();
+            args.extend(launch_args(env, &["--tty=false"], &["/nonexistent-agent"]));
+            let out = spawn(env, sshd.as_ref(), &args).wait();
+            assert_eq!(out.status.code(), Some(127), "{transport}: {}", show(&out));
+            assert_clean(env);
         }
     });
 }
