@@ -160,6 +160,9 @@ pub enum Role {
         /// The hook's name.
         hook: String,
     },
+    /// Git data the workdir's checkout needs outside it (`config::git_outside`): a linked
+    /// worktree's common git dir, a submodule's git dir, the repository around a subdirectory.
+    GitDir,
 }
 
 impl Role {
@@ -171,6 +174,7 @@ impl Role {
             Role::AddDir => format!("--add-dir {p}"),
             Role::ConfigMount => format!("[[mount]] source {p}"),
             Role::HookMount { hook } => format!("mount source {p} of hook `{hook}`"),
+            Role::GitDir => format!("the git repository data {p} that the workdir's checkout needs"),
         }
     }
 
@@ -182,6 +186,9 @@ impl Role {
             Role::AddDir => "pass a project directory to --add-dir instead",
             Role::ConfigMount => "change that [[mount]] in the global config",
             Role::HookMount { .. } => "change the hook to mount a different directory",
+            Role::GitDir => {
+                "git in the container will not see that repository; launch from a directory whose git data is inside it, or set `[git] repository = false` to skip this"
+            }
         }
     }
 }
@@ -444,7 +451,7 @@ fn check_kind(what: &str, role: &Role, kind: Option<Kind>) -> Result<(), Contain
 }
 
 fn check_protected(what: &str, role: &Role, real: &Path, rules: &Rules) -> Result<(), ContainmentError> {
-    let system_applies = matches!(role, Role::Workdir | Role::AddDir);
+    let system_applies = matches!(role, Role::Workdir | Role::AddDir | Role::GitDir);
     for (p, forms) in &rules.protected {
         if p.class == Class::System && !system_applies {
             continue;
@@ -480,6 +487,9 @@ fn check_inside_writable(
 ) -> Result<(), ContainmentError> {
     let applies = |r: &WritableRoot| match role {
         Role::Workdir => r.running,
+        // Inside a running launch's mount: the git guards' race check (`guard_neighbours`)
+        // accepts it only where that launch cannot rename anything on the way.
+        Role::GitDir => false,
         _ => true,
     };
     let Some(root) = rules
@@ -502,6 +512,7 @@ fn check_inside_writable(
              mount of this and running launches"
                 .into()
         }
+        Role::GitDir => String::new(),
     };
     Err(ContainmentError::InsideWritable {
         what: what.into(),

@@ -1,7 +1,8 @@
 //! Issue 10, an attacker's second look: the agent (busybox, as an attacker would) goes after the
 //! containment that landed — the git guards, the files `ags` reads from the workspace — against
-//! real Podman, rootful and rootless. Each test performs one attack and checks it fails; the one
-//! hole still open is `#[ignore]`d with what it is (docs/security.md, "Attacks tried").
+//! real Podman, rootful and rootless. Each test performs one attack and checks it fails
+//! (docs/security.md, "Attacks tried"); the submodule and nested-repository attacks are in
+//! tests/attacks_git_nested.rs.
 
 mod common;
 
@@ -233,14 +234,19 @@ fn a_sibling_swapping_a_guarded_entry_never_gets_a_host_dir_mounted() {
 
 /// `ags` reads the `commondir` of a `.git` file's git dir; in a workspace that is not a
 /// repository yet the agent makes both: `.git` a file naming `.gitd`, `.gitd/commondir` a FIFO.
-/// The next launch must refuse it, not block opening the FIFO forever.
+/// The check after the launch moves the FIFO aside (reading it without blocking); put back, as
+/// after an `ags` killed with SIGKILL (no check), the next launch must refuse it, not block
+/// opening the FIFO forever.
 #[test]
 fn a_fifo_commondir_does_not_hang_the_next_launch() {
     each_mode(|env| {
         let plant =
             "mkdir .gitd && printf 'gitdir: .gitd\\n' > .git && mkfifo .gitd/commondir && echo PLANTED";
-        let out = run_agent(env, &[], &["sh", "-c", plant]);
+        let out = launch_bounded(env, &["sh", "-c", plant]);
         assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+        assert!(stderr(&out).contains(".gitd/commondir"), "{}", show(&out));
+        let gitd = env.work_dir().canonicalize().unwrap().join(".gitd");
+        std::fs::rename(gitd.join("commondir.ags-quarantine"), gitd.join("commondir")).unwrap();
         let out = launch_bounded(env, &["true"]);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         assert!(stderr(&out).contains("commondir"), "{}", show(&out));
@@ -268,52 +274,6 @@ fn a_fifo_project_overlay_does_not_hang_the_next_launch() {
             let out = run_agent(env, &[], &["sh", "-c", "rm -f .ags/config.toml .ags/fifo"]);
             assert!(out.status.success(), "{}", show(&out));
         }
-        assert_clean(env);
-    });
-}
-
-/// The repository has a submodule; its git dir is `.git/modules/sub/`, inside the read-write
-/// `.git`. The agent writes `core.fsmonitor` into the submodule's config (or rewrites `sub/.git`
-/// to name a git dir of its own); `git status` in the superproject on the host recurses into the
-/// submodule and runs it. Guarding `.git/modules/*` would not close it: `sub/.git` and the index
-/// (which registers submodules) are the agent's to write.
-#[test]
-#[ignore = "hole: git status on the host recurses into submodules, whose config the agent writes (.git/modules/NAME/config, or a sub/.git file naming its own git dir); docs/security.md"]
-fn a_submodule_config_does_not_run_on_the_host() {
-    each_mode(|env| {
-        let work = init_repo(env);
-        let lib = env.mkdir("lib", 0o755);
-        git_ok(env, &lib, &["init", "-q", "-b", "main"]);
-        git_ok(env, &lib, &["commit", "-q", "--allow-empty", "-m", "lib"]);
-        let l = lib.display().to_string();
-        git_ok(
-            env,
-            &work,
-            &[
-                "-c",
-                "protocol.file.allow=always",
-                "submodule",
-                "add",
-                "-q",
-                &l,
-                "sub",
-            ],
-        );
-        git_ok(env, &work, &["commit", "-q", "-m", "sub"]);
-        let pwned = env.root().join("pwned");
-        let script = format!(
-            "printf '[core]\\n\\tfsmonitor = \"touch {}.submodule; false\"\\n' >> .git/modules/sub/config && echo DONE",
-            pwned.display()
-        );
-        let out = run_agent(env, &[], &["sh", "-c", &script]);
-        assert!(stdout(&out).contains("DONE"), "{}", show(&out));
-        git_ok(env, &work, &["status", "--short"]);
-        assert_eq!(
-            planted(&pwned, &["submodule"]),
-            Vec::<String>::new(),
-            "{}",
-            env.mode()
-        );
         assert_clean(env);
     });
 }

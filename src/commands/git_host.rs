@@ -1,7 +1,9 @@
 //! The host's git setup a launch hands to the agent, resolved before any hook runs: the git
 //! identity (`config::git_identity`, `[git] identity`) and the forwarded ssh-agent
 //! (`--ssh-agent`, `[git] ssh_agent`): its socket and a known_hosts file, both checked here
-//! (docs/security.md, "Git identity and the ssh-agent").
+//! (docs/security.md, "Git identity and the ssh-agent"); and the git guards with the git data
+//! the checkout needs outside the workdir (`[git] repository`), checked by the containment
+//! rules.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -9,10 +11,94 @@ use std::path::{Path, PathBuf};
 use crate::Error;
 use crate::cli::RunArgs;
 use crate::config::Config;
+use crate::config::git_guard::GitGuard;
 use crate::config::git_identity::{self, GitIdentity, Lookup};
-use crate::containment::Rules;
+use crate::config::{self as cfg, git_outside};
+use crate::containment::{self, Role, Rules, WritableRoot};
+use crate::plan::UserMount;
 use crate::plan::git::SshAgent;
 use crate::safepath::{self, Missing};
+
+/// The read-write mounts that keep their host path (the workdir, `--add-dir`s): where the
+/// git guards go and where planted git configuration is looked for after the launch.
+pub(super) fn git_roots(config: &Config, mounts: &[UserMount]) -> Vec<PathBuf> {
+    std::iter::once(config.workdir.clone())
+        .chain(
+            mounts
+                .iter()
+                .filter(|m| !m.read_only && m.source == m.destination)
+                .map(|m| m.source.clone()),
+        )
+        .collect()
+}
+
+/// The git guards of a launch (`[sandbox] protect_git`): those of the repositories at the top
+/// of `roots`, and (`[git] repository`) the git data their checkouts need outside them, each
+/// accepted by the containment rules (`Role::GitDir`, otherwise left out with a note: git in
+/// the container then does not see that repository, as before) and its read-write parts
+/// added to `rules` as writable.
+pub(super) fn guards(config: &Config, roots: &[PathBuf], rules: &mut Rules) -> Result<Vec<GitGuard>, Error> {
+    if !config.user.protect_git {
+        return Ok(Vec::new());
+    }
+    let mut out = cfg::git_guard::guards(roots).map_err(cfg::ConfigError::from)?;
+    if config.user.git.repository {
+        for root in roots {
+            let extra = match git_outside::outside(root, roots) {
+                Ok(extra) => extra,
+                Err(e) => {
+                    note_unseen(root, &format!("{}: {}", safepath::display(&e.path), e.reason));
+                    continue;
+                }
+            };
+            let refused = git_outside::tops(&extra, roots)
+                .iter()
+                .find_map(|t| containment::check(&t.path, &Role::GitDir, rules).err());
+            if let Some(e) = refused {
+                note_unseen(root, &e.to_string());
+                continue;
+            }
+            for g in extra.iter().filter(|g| !g.read_only) {
+                rules.writable(WritableRoot {
+                    path: g.path.clone(),
+                    owner: "this launch's git dir".into(),
+                    running: false,
+                });
+            }
+            out.extend(extra);
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.dedup_by(|a, b| a.path == b.path);
+    Ok(out)
+}
+
+fn note_unseen(root: &Path, why: &str) {
+    eprintln!(
+        "ags: note: git in the container will not see the repository of {}: {}",
+        safepath::display(root),
+        crate::text::escape_line(why)
+    );
+}
+
+/// The trees walked for planted git configuration after the launch: `roots` and the
+/// read-write git dirs mounted outside them.
+pub(super) fn scan_roots(roots: &[PathBuf], guards: &[GitGuard]) -> Vec<PathBuf> {
+    let outside = guards
+        .iter()
+        .filter(|g| !g.read_only && !roots.iter().any(|r| g.path.starts_with(r)))
+        .map(|g| g.path.clone());
+    let mut all: Vec<PathBuf> = roots.iter().cloned().chain(outside).collect();
+    all.sort();
+    // A pinned directory inside another one is walked with it.
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in all {
+        if !out.iter().any(|o| p.starts_with(o)) {
+            out.push(p);
+        }
+    }
+    out
+}
 
 /// The identity to give the agent: `None` with `[git] identity = false` or when the host has
 /// none.

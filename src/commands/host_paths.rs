@@ -129,6 +129,20 @@ pub(super) async fn check_late(
         .map_err(crate::config::ConfigError::from)?;
     check_workdir(config, &config.workdir, &rules, false)?;
     add_own_roots(&mut rules, &config.workdir, &settings.mounts);
+    // The git data mounted outside the workdir (`config::git_outside`): still acceptable, and
+    // its read-write parts are the agent's to write.
+    let roots = super::git_host::git_roots(config, &settings.mounts);
+    for top in crate::config::git_outside::tops(&settings.git_guards, &roots) {
+        let checked = containment::check(&top.path, &Role::GitDir, &rules)?;
+        unchanged(&Role::GitDir.describe(&top.path), &top.path, &checked.path)?;
+    }
+    for g in settings.git_guards.iter().filter(|g| !g.read_only) {
+        rules.writable(WritableRoot {
+            path: g.path.clone(),
+            owner: "this launch's git dir".into(),
+            running: false,
+        });
+    }
     for m in &settings.mounts {
         let role = match m.origin {
             Origin::Cli => Role::AddDir,

@@ -128,21 +128,7 @@ pub(super) fn settings(
     secret_set_names(&args.op_secret_sets)?;
     let host_env = launch_input::host_env(args, config)?;
     let mounts = launch_input::user_mounts(args, config, rules)?;
-    let git_guards = match config.user.protect_git {
-        true => {
-            // Read-write mounts that keep their host path: the workdir and `--add-dir`s.
-            let roots: Vec<PathBuf> = std::iter::once(config.workdir.clone())
-                .chain(
-                    mounts
-                        .iter()
-                        .filter(|m| !m.read_only && m.source == m.destination)
-                        .map(|m| m.source.clone()),
-                )
-                .collect();
-            config::git_guard::guards(&roots).map_err(config::ConfigError::from)?
-        }
-        false => Vec::new(),
-    };
+    let git_guards = git_host::guards(config, &git_host::git_roots(config, &mounts), rules)?;
     let agent = launch_input::agent_settings(args, config)?;
     let ssh_agent = git_host::ssh_agent(args, config, rules)?;
     let git_identity = git_host::identity(config, ssh_agent.is_some());
@@ -301,6 +287,8 @@ async fn launch_async(
         cleanup.push(Resource::HostDir(e.dir().to_path_buf()));
     }
     let locks = config.paths.state_dir().join("locks");
+    // Changes from here on are the launch's (`config::git_scan`).
+    let git_since = config::git_scan::since_now();
     let result = lifecycle::run(&client, &plan, &locks, stage, &mut signals, &mut cleanup, started).await;
     let ended = std::time::Instant::now();
     crate::trace::mark("exit code known");
@@ -318,6 +306,18 @@ async fn launch_async(
         facts.leftovers.push((&e).into());
     }
     crate::trace::mark("cleaned up");
+    if config.user.protect_git {
+        // The container is gone: nothing can write the workspace behind this check, and the
+        // finished hooks (which may call git) run after it.
+        let guards = settings.git_guards.clone();
+        let roots = git_host::scan_roots(&git_host::git_roots(config, &settings.mounts), &guards);
+        let found =
+            tokio::task::spawn_blocking(move || launch::git_quarantine::run(&roots, &guards, git_since))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        eprint!("{}", found.message());
+        crate::trace::mark("git checked");
+    }
     let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     let exit_code = result.as_ref().ok().copied();
     session.finish(background, exit_code, ended, &signals).await;

@@ -16,7 +16,13 @@
 //! - `config.worktree` read-only (created empty when missing: git reads it once the config
 //!   enables `extensions.worktreeConfig`);
 //! - `worktrees/` and each linked worktree entry in it pinned, and the entry's `commondir` and
-//!   `config.worktree` read-only: git on the host reads them when you work in that worktree.
+//!   `config.worktree` read-only: git on the host reads them when you work in that worktree;
+//! - `modules/` and each submodule's git dir in it (`modules/NAME/`, NAME may hold `/`, and
+//!   their own `modules/` in turn) pinned, with their `config`, `hooks/`, `commondir`,
+//!   `config.worktree` and linked worktree entries read-only as far as they exist (nothing is
+//!   created in a submodule's git dir), and the checkout's `.git` file (named by the module's
+//!   `core.worktree`) read-only: `git status` in the repository recurses into submodules. What
+//!   the agent adds where nothing existed is found after the launch (`config::git_scan`).
 //!
 //! Every guarded file must be a regular file, never a symbolic link (a bind mount would follow
 //! it to a host file and show that file to the agent), and the `.git` files and `commondir`s
@@ -86,7 +92,7 @@ pub fn guards(roots: &[PathBuf]) -> Result<Vec<GitGuard>, GitGuardError> {
         if meta.file_type().is_symlink() {
             return Err(fail("it is a symbolic link, which the agent could replace"));
         } else if meta.is_dir() {
-            guard_git_dir(&dot_git, &mut out)?;
+            guard_git_dir(&dot_git, Create::Missing, roots, &mut out)?;
         } else if meta.is_file() {
             out.push(read_only(&dot_git));
             let git_dir = linked_git_dir(&dot_git)?;
@@ -95,12 +101,16 @@ pub fn guards(roots: &[PathBuf]) -> Result<Vec<GitGuard>, GitGuardError> {
                 if is_plain_file(&git_dir.join("commondir"))? {
                     out.push(read_only(&git_dir.join("commondir")));
                 }
-                guard_file(&git_dir.join("config.worktree"), GitCreate::EmptyFile, &mut out)?;
+                guard_file(
+                    &git_dir.join("config.worktree"),
+                    Some(GitCreate::EmptyFile),
+                    &mut out,
+                )?;
             }
             // Without a `commondir` the git dir is its own common dir (its `config` counts).
             let common = common_dir(&git_dir)?;
             if inside(&common) {
-                guard_git_dir(&common, &mut out)?;
+                guard_git_dir(&common, Create::Missing, roots, &mut out)?;
             }
         } else {
             return Err(fail("it is neither a directory nor a file"));
@@ -111,7 +121,7 @@ pub fn guards(roots: &[PathBuf]) -> Result<Vec<GitGuard>, GitGuardError> {
     Ok(out)
 }
 
-fn read_only(path: &Path) -> GitGuard {
+pub(crate) fn read_only(path: &Path) -> GitGuard {
     GitGuard {
         path: path.into(),
         read_only: true,
@@ -119,31 +129,44 @@ fn read_only(path: &Path) -> GitGuard {
     }
 }
 
-/// A git dir (not a worktree's): itself pinned, its executable configuration read-only.
-fn guard_git_dir(dir: &Path, out: &mut Vec<GitGuard>) -> Result<(), GitGuardError> {
+/// Whether a guard may create what is missing (only in the workdir's own repository, never in
+/// a submodule's git dir or a repository outside the read-write mounts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Create {
+    /// Create the missing pieces (`GitCreate`), so that there is something to mount.
+    Missing,
+    /// Guard what exists; what the agent adds is found after the launch (`config::git_scan`).
+    Nothing,
+}
+
+/// A git dir (not a worktree's): itself pinned, its executable configuration read-only, and
+/// the same for the git dirs of its submodules.
+pub(crate) fn guard_git_dir(
+    dir: &Path,
+    create: Create,
+    roots: &[PathBuf],
+    out: &mut Vec<GitGuard>,
+) -> Result<(), GitGuardError> {
     let fail = |path: PathBuf, reason: String| GitGuardError { path, reason };
-    out.push(GitGuard {
-        path: dir.into(),
-        read_only: false,
-        create: None,
-    });
+    out.push(pinned(dir));
+    let made = |what: GitCreate| (create == Create::Missing).then_some(what);
     let config = dir.join("config");
     match std::fs::symlink_metadata(&config) {
         Ok(m) if m.is_file() => out.push(read_only(&config)),
         Ok(_) => return Err(fail(config, "it is not a regular file".into())),
-        Err(_) => out.push(GitGuard {
-            create: Some(GitCreate::EmptyFile),
+        Err(_) => out.extend(made(GitCreate::EmptyFile).map(|c| GitGuard {
+            create: Some(c),
             ..read_only(&config)
-        }),
+        })),
     }
     let hooks = dir.join("hooks");
     match std::fs::symlink_metadata(&hooks) {
         Ok(m) if m.is_dir() => out.push(read_only(&hooks)),
         Ok(_) => return Err(fail(hooks, "it is not a directory".into())),
-        Err(_) => out.push(GitGuard {
-            create: Some(GitCreate::Dir),
+        Err(_) => out.extend(made(GitCreate::Dir).map(|c| GitGuard {
+            create: Some(c),
             ..read_only(&hooks)
-        }),
+        })),
     }
     let commondir = dir.join("commondir");
     match std::fs::symlink_metadata(&commondir) {
@@ -154,24 +177,80 @@ fn guard_git_dir(dir: &Path, out: &mut Vec<GitGuard>) -> Result<(), GitGuardErro
                 "it points git at another directory's config (ags only ever writes `.`); remove it if you did not put it there".into(),
             ));
         }
-        Err(_) => out.push(GitGuard {
-            create: Some(GitCreate::SelfCommonDir),
+        Err(_) => out.extend(made(GitCreate::SelfCommonDir).map(|c| GitGuard {
+            create: Some(c),
             ..read_only(&commondir)
-        }),
+        })),
     }
     // Read when the (read-only) config enables `extensions.worktreeConfig`, which `git
     // sparse-checkout` does: a missing one would be the agent's to create.
-    guard_file(&dir.join("config.worktree"), GitCreate::EmptyFile, out)?;
-    guard_linked_worktrees(dir, out)
+    guard_file(&dir.join("config.worktree"), made(GitCreate::EmptyFile), out)?;
+    guard_linked_worktrees(dir, create, out)?;
+    guard_modules(&dir.join("modules"), roots, 0, out)
+}
+
+/// Deepest `modules/` nesting followed (a submodule's name may hold `/`, and submodules have
+/// submodules).
+const MAX_MODULE_DEPTH: usize = 32;
+
+/// The git dirs of the submodules under `modules` (`modules/NAME/`, where NAME may hold `/`):
+/// guarded like the repository's own but nothing created in them, and the `.git` file of each
+/// checkout (named by the module's `core.worktree`) read-only when it lies in a read-write
+/// mount. `git status` in the repository recurses into them.
+fn guard_modules(
+    modules: &Path,
+    roots: &[PathBuf],
+    depth: usize,
+    out: &mut Vec<GitGuard>,
+) -> Result<(), GitGuardError> {
+    if depth > MAX_MODULE_DEPTH || !std::fs::symlink_metadata(modules).is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
+    out.push(pinned(modules));
+    let entries = std::fs::read_dir(modules).map_err(|e| GitGuardError {
+        path: modules.into(),
+        reason: format!("it cannot be listed ({e})"),
+    })?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if std::fs::symlink_metadata(path.join("HEAD")).is_err() {
+            // `modules/a/` of a submodule named `a/b`.
+            guard_modules(&path, roots, depth + 1, out)?;
+            continue;
+        }
+        guard_git_dir(&path, Create::Nothing, roots, out)?;
+        if let Some(checkout) = module_checkout(&path) {
+            let dot_git = checkout.join(".git");
+            let plain = std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file());
+            if plain && roots.iter().any(|r| dot_git.starts_with(r)) {
+                out.push(read_only(&dot_git));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The checkout of a submodule's git dir: its config's `core.worktree`, resolved.
+fn module_checkout(git_dir: &Path) -> Option<PathBuf> {
+    let text = read_small_text(&git_dir.join("config")).ok()?;
+    let (_, worktree) = super::git_config_text::entries(&text)
+        .into_iter()
+        .rev()
+        .find(|(k, _)| k == "core.worktree")?;
+    git_dir.join(worktree).canonicalize().ok()
 }
 
 /// The metadata of the repository's linked worktrees (`worktrees/<name>/`), which git on the
 /// host reads when you work in such a worktree elsewhere: `commondir` would send it to a config
 /// the agent wrote, `config.worktree` is read like `config`. `worktrees/` and each entry are
 /// pinned (not renameable), those two files read-only; the rest (`HEAD`, `index`) stays
-/// writable. A missing `commondir` is created as git writes it (`../..`): without one git would
-/// read the entry's own `config`.
-fn guard_linked_worktrees(dir: &Path, out: &mut Vec<GitGuard>) -> Result<(), GitGuardError> {
+/// writable. A missing `commondir` is created as git writes it (`../..`, only with
+/// [`Create::Missing`]): without one git would read the entry's own `config`.
+fn guard_linked_worktrees(dir: &Path, create: Create, out: &mut Vec<GitGuard>) -> Result<(), GitGuardError> {
+    let made = |what: GitCreate| (create == Create::Missing).then_some(what);
     let worktrees = dir.join("worktrees");
     match std::fs::symlink_metadata(&worktrees) {
         Ok(m) if m.is_dir() => {}
@@ -194,14 +273,14 @@ fn guard_linked_worktrees(dir: &Path, out: &mut Vec<GitGuard>) -> Result<(), Git
             continue;
         }
         out.push(pinned(&path));
-        guard_file(&path.join("commondir"), GitCreate::ParentCommonDir, out)?;
-        guard_file(&path.join("config.worktree"), GitCreate::EmptyFile, out)?;
+        guard_file(&path.join("commondir"), made(GitCreate::ParentCommonDir), out)?;
+        guard_file(&path.join("config.worktree"), made(GitCreate::EmptyFile), out)?;
     }
     Ok(())
 }
 
 /// A git dir or worktree entry pinned as its own (read-write) mount point.
-fn pinned(path: &Path) -> GitGuard {
+pub(crate) fn pinned(path: &Path) -> GitGuard {
     GitGuard {
         path: path.into(),
         read_only: false,
@@ -209,12 +288,17 @@ fn pinned(path: &Path) -> GitGuard {
     }
 }
 
-/// `path` read-only: a regular file as it is, created with `create` when missing; anything
-/// else (a symbolic link the runtime would follow to a host file, a FIFO) refused.
-fn guard_file(path: &Path, create: GitCreate, out: &mut Vec<GitGuard>) -> Result<(), GitGuardError> {
+/// `path` read-only: a regular file as it is, created with `create` when missing (left
+/// unguarded without); anything else (a symbolic link the runtime would follow to a host
+/// file, a FIFO) refused.
+pub(crate) fn guard_file(
+    path: &Path,
+    create: Option<GitCreate>,
+    out: &mut Vec<GitGuard>,
+) -> Result<(), GitGuardError> {
     if is_plain_file(path)? {
         out.push(read_only(path));
-    } else {
+    } else if let Some(create) = create {
         out.push(GitGuard {
             create: Some(create),
             ..read_only(path)
@@ -225,7 +309,7 @@ fn guard_file(path: &Path, create: GitCreate, out: &mut Vec<GitGuard>) -> Result
 
 /// Whether `path` is a regular file (not through a symbolic link); `false` when it is missing,
 /// an error when it is something else: a bind mount of a symbolic link would mount its target.
-fn is_plain_file(path: &Path) -> Result<bool, GitGuardError> {
+pub(crate) fn is_plain_file(path: &Path) -> Result<bool, GitGuardError> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_file() => Ok(true),
         Ok(_) => Err(GitGuardError {
@@ -312,120 +396,5 @@ pub(crate) fn common_dir(git_dir: &Path) -> Result<PathBuf, GitGuardError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn paths(g: &[GitGuard]) -> Vec<(String, bool, Option<GitCreate>)> {
-        g.iter()
-            .map(|g| (g.path.display().to_string(), g.read_only, g.create))
-            .collect()
-    }
-
-    #[test]
-    fn a_repository_is_pinned_and_its_config_and_hooks_read_only() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let r = root.display();
-        assert!(guards(std::slice::from_ref(&root)).unwrap().is_empty(), "no .git");
-        std::fs::create_dir_all(root.join(".git")).unwrap();
-        let got = guards(std::slice::from_ref(&root)).unwrap();
-        assert_eq!(got[2].create, Some(GitCreate::EmptyFile), "{got:?}");
-        std::fs::write(root.join(".git/config"), "").unwrap();
-        let got = guards(std::slice::from_ref(&root)).unwrap();
-        assert_eq!(
-            paths(&got),
-            [
-                (format!("{r}/.git"), false, None),
-                (
-                    format!("{r}/.git/commondir"),
-                    true,
-                    Some(GitCreate::SelfCommonDir)
-                ),
-                (format!("{r}/.git/config"), true, None),
-                (
-                    format!("{r}/.git/config.worktree"),
-                    true,
-                    Some(GitCreate::EmptyFile)
-                ),
-                (format!("{r}/.git/hooks"), true, Some(GitCreate::Dir)),
-            ]
-        );
-        // A symbolic link would be mounted as its target: refused, whatever it names.
-        std::os::unix::fs::symlink("/etc/passwd", root.join(".git/config.worktree")).unwrap();
-        let e = guards(std::slice::from_ref(&root)).unwrap_err().to_string();
-        assert!(
-            e.contains("config.worktree") && e.contains("not a regular file"),
-            "{e}"
-        );
-        std::fs::remove_file(root.join(".git/config.worktree")).unwrap();
-        // Linked worktree entries: pinned, their commondir and config.worktree read-only.
-        std::fs::create_dir_all(root.join(".git/worktrees/wt")).unwrap();
-        std::fs::write(root.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
-        let got = paths(&guards(std::slice::from_ref(&root)).unwrap());
-        for want in [
-            (format!("{r}/.git/worktrees"), false, None),
-            (format!("{r}/.git/worktrees/wt"), false, None),
-            (format!("{r}/.git/worktrees/wt/commondir"), true, None),
-            (
-                format!("{r}/.git/worktrees/wt/config.worktree"),
-                true,
-                Some(GitCreate::EmptyFile),
-            ),
-        ] {
-            assert!(got.contains(&want), "{want:?} not in {got:?}");
-        }
-        std::fs::remove_dir_all(root.join(".git/worktrees")).unwrap();
-        std::fs::write(root.join(".git/commondir"), "../evil\n").unwrap();
-        let e = guards(std::slice::from_ref(&root)).unwrap_err().to_string();
-        assert!(
-            e.contains("another directory's config") && e.contains("protect_git = false"),
-            "{e}"
-        );
-        std::fs::write(root.join(".git/commondir"), ".\n").unwrap();
-        assert_eq!(guards(std::slice::from_ref(&root)).unwrap()[1].create, None);
-    }
-
-    #[test]
-    fn a_linked_worktree_guards_its_file_and_a_reachable_common_dir() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let main = root.join("main");
-        let wt = root.join("wt");
-        std::fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
-        std::fs::create_dir_all(main.join(".git/hooks")).unwrap();
-        std::fs::create_dir_all(&wt).unwrap();
-        std::fs::write(main.join(".git/config"), "").unwrap();
-        std::fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
-        std::fs::write(
-            wt.join(".git"),
-            format!("gitdir: {}/.git/worktrees/wt\n", main.display()),
-        )
-        .unwrap();
-        // Only the worktree is mounted: its .git file is all there is to guard.
-        let got = guards(std::slice::from_ref(&wt)).unwrap();
-        assert_eq!(paths(&got), [(format!("{}/.git", wt.display()), true, None)]);
-        // With the main repository mounted too, its git dir is guarded as well.
-        let got = guards(&[wt.clone(), main.clone()]).unwrap();
-        let m = main.display();
-        let listed: Vec<String> = got.iter().map(|g| g.path.display().to_string()).collect();
-        for want in [
-            format!("{m}/.git"),
-            format!("{m}/.git/config"),
-            format!("{m}/.git/hooks"),
-            format!("{m}/.git/commondir"),
-            format!("{m}/.git/worktrees/wt/commondir"),
-            format!("{}/.git", wt.display()),
-        ] {
-            assert!(listed.contains(&want), "{want} not in {listed:?}");
-        }
-        std::os::unix::fs::symlink(&wt, root.join("link")).unwrap();
-        std::fs::remove_file(wt.join(".git")).unwrap();
-        std::os::unix::fs::symlink(main.join(".git"), wt.join(".git")).unwrap();
-        assert!(
-            guards(std::slice::from_ref(&wt))
-                .unwrap_err()
-                .to_string()
-                .contains("symbolic link")
-        );
-    }
-}
+#[path = "git_guard_tests.rs"]
+mod tests;

@@ -8,8 +8,12 @@
 pub mod agent_hooks;
 mod decls;
 mod file;
+pub mod git_config_keys;
+mod git_config_text;
 pub mod git_guard;
 pub mod git_identity;
+pub mod git_outside;
+pub mod git_scan;
 mod network;
 mod overlay;
 mod paths;

@@ -91,6 +91,8 @@ pub struct GitSettings {
     /// A known_hosts file mounted read-only at `/etc/ssh/ssh_known_hosts` when the ssh-agent
     /// is forwarded (default: `~/.ssh/known_hosts` when it exists).
     pub known_hosts: Option<PathBuf>,
+    /// Mount the git data the workdir's checkout needs outside it (`config::git_outside`).
+    pub repository: bool,
 }
 
 impl Default for GitSettings {
@@ -99,6 +101,7 @@ impl Default for GitSettings {
             identity: true,
             ssh_agent: false,
             known_hosts: None,
+            repository: true,
         }
     }
 }
@@ -217,6 +220,7 @@ fn git(g: Option<&GitFile>, paths: &Paths) -> Result<GitSettings, FieldError> {
         identity: g.identity.unwrap_or(true),
         ssh_agent: g.ssh_agent.unwrap_or(false),
         known_hosts,
+        repository: g.repository.unwrap_or(true),
     })
 }
 

@@ -7,6 +7,7 @@
 pub mod cleanup;
 pub mod gc;
 mod git_guard;
+pub mod git_quarantine;
 pub mod identity;
 mod io;
 pub mod lifecycle;

@@ -1,0 +1,327 @@
+//! Which keys of a repository's git configuration file could make git run a program, judged
+//! strictly: the file is parsed the way git's own parser (`config.c`) does, any line git would
+//! refuse (or that this parser does not understand) makes the whole file suspect, and a key is
+//! harmless only when it is on a short list of settings that never name a program
+//! ([`harmless`]): what `git init`, `git clone`, `git submodule add` and `git worktree add`
+//! write, and plain preferences. Everything else — `core.fsmonitor`, `core.hooksPath`,
+//! `core.pager`, `include.path`, aliases, filters, diff and merge drivers, credential helpers,
+//! `protocol.*.allow`, … — counts as running programs.
+//!
+//! Used on configuration the agent may have written (`config::git_scan`); the user's own
+//! configuration is never judged by it. Pure: text in, keys out.
+
+/// The keys (`section[.subsection].name`, section and name lower-cased, the subsection as
+/// written) of a git configuration file, or why the file cannot be read as git would.
+pub fn keys(text: &[u8]) -> Result<Vec<String>, String> {
+    Parser {
+        bytes: text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text),
+        at: 0,
+        line: 1,
+    }
+    .run()
+}
+
+/// The keys of `text` that are not [`harmless`] (every key could run a program when the file
+/// does not parse: `["(unparsable: …)"]`).
+pub fn risky_keys(text: &[u8]) -> Vec<String> {
+    match keys(text) {
+        Ok(keys) => {
+            let mut out: Vec<String> = keys.into_iter().filter(|k| !harmless(k)).collect();
+            out.dedup();
+            out
+        }
+        Err(e) => vec![format!("(unparsable: {e})")],
+    }
+}
+
+/// Whether git never runs a program because of `key` (lower-case section and name).
+pub fn harmless(key: &str) -> bool {
+    let Some((section, rest)) = key.split_once('.') else {
+        return false;
+    };
+    let (sub, name) = match rest.rsplit_once('.') {
+        Some((sub, name)) => (Some(sub), name),
+        None => (None, rest),
+    };
+    match (section, sub) {
+        ("core", None) => matches!(
+            name,
+            "repositoryformatversion"
+                | "filemode"
+                | "bare"
+                | "logallrefupdates"
+                | "ignorecase"
+                | "precomposeunicode"
+                | "symlinks"
+                | "worktree"
+                | "sparsecheckout"
+                | "sparsecheckoutcone"
+                | "autocrlf"
+                | "eol"
+                | "safecrlf"
+                | "quotepath"
+                | "untrackedcache"
+                | "splitindex"
+                | "commitgraph"
+                | "multipackindex"
+                | "abbrev"
+                | "compression"
+                | "loosecompression"
+                | "bigfilethreshold"
+                | "checkstat"
+                | "trustctime"
+                | "protecthfs"
+                | "protectntfs"
+        ),
+        ("extensions", None) => true,
+        ("user", None) => matches!(name, "name" | "email"),
+        ("init", None) => name == "defaultbranch",
+        ("index" | "gc" | "pack" | "status" | "advice" | "color" | "feature" | "clone", None) => true,
+        ("lfs", None) => name == "repositoryformatversion",
+        ("pull", None) => matches!(name, "rebase" | "ff"),
+        ("push", None) => matches!(name, "default" | "autosetupremote"),
+        ("fetch", None) => matches!(name, "prune" | "prunetags" | "writecommitgraph"),
+        ("rerere", None) => matches!(name, "enabled" | "autoupdate"),
+        ("submodule", None) => matches!(name, "active" | "recurse"),
+        ("remote", Some(_)) => matches!(
+            name,
+            "url"
+                | "pushurl"
+                | "fetch"
+                | "push"
+                | "tagopt"
+                | "prune"
+                | "prunetags"
+                | "promisor"
+                | "partialclonefilter"
+                | "mirror"
+                | "skipdefaultupdate"
+                | "skipfetchall"
+                | "followremotehead"
+        ),
+        ("branch", Some(_)) => matches!(name, "remote" | "merge" | "rebase" | "pushremote" | "description"),
+        // Not `update`: `!command` there runs at `git submodule update`.
+        ("submodule", Some(_)) => matches!(
+            name,
+            "url" | "active" | "branch" | "fetchrecursesubmodules" | "ignore" | "shallow"
+        ),
+        _ => false,
+    }
+}
+
+struct Parser<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    line: usize,
+}
+
+impl Parser<'_> {
+    /// The next character, `\r\n` read as `\n`; `None` at the end.
+    fn next(&mut self) -> Option<u8> {
+        let c = *self.bytes.get(self.at)?;
+        self.at += 1;
+        if c == b'\r' && self.bytes.get(self.at) == Some(&b'\n') {
+            self.at += 1;
+            return Some(b'\n');
+        }
+        if c == b'\n' {
+            self.line += 1;
+        }
+        Some(c)
+    }
+
+    fn fail<T>(&self, what: &str) -> Result<T, String> {
+        Err(format!("line {}: {what}", self.line))
+    }
+
+    fn run(mut self) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        let mut section: Option<String> = None;
+        let mut comment = false;
+        while let Some(c) = self.next() {
+            match c {
+                b'\n' => comment = false,
+                _ if comment || is_space(c) => {}
+                b'#' | b';' => comment = true,
+                b'[' => section = Some(self.header()?),
+                c if c.is_ascii_alphabetic() => {
+                    let Some(sec) = &section else {
+                        return self.fail("a key before any [section]");
+                    };
+                    let name = self.key(c)?;
+                    out.push(format!("{sec}.{name}"));
+                }
+                _ => return self.fail("not a key, a section or a comment"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// After `[`: `name]`, `name "sub"]` or the old `name.sub]`.
+    fn header(&mut self) -> Result<String, String> {
+        let mut name = String::new();
+        loop {
+            match self.next() {
+                Some(b']') if !name.is_empty() => return Ok(name),
+                Some(c) if is_space(c) && !name.is_empty() => return self.subsection(name),
+                Some(c) if c.is_ascii_alphanumeric() || c == b'-' || c == b'.' => {
+                    name.push(c.to_ascii_lowercase() as char);
+                }
+                _ => return self.fail("a malformed section header"),
+            }
+        }
+    }
+
+    fn subsection(&mut self, mut name: String) -> Result<String, String> {
+        let mut c = self.next();
+        while c.is_some_and(is_space) {
+            c = self.next();
+        }
+        if c != Some(b'"') {
+            return self.fail("a malformed subsection");
+        }
+        let mut sub = Vec::new();
+        loop {
+            match self.next() {
+                None | Some(b'\n') => return self.fail("an unterminated subsection"),
+                Some(b'"') => break,
+                Some(b'\\') => match self.next() {
+                    None | Some(b'\n') => return self.fail("an unterminated subsection"),
+                    Some(c) => sub.push(c),
+                },
+                Some(c) => sub.push(c),
+            }
+        }
+        if self.next() != Some(b']') {
+            return self.fail("a malformed subsection");
+        }
+        name.push('.');
+        name.push_str(&String::from_utf8_lossy(&sub));
+        Ok(name)
+    }
+
+    /// A key starting with `first`, and its value (checked, not kept).
+    fn key(&mut self, first: u8) -> Result<String, String> {
+        let mut name = String::from(first.to_ascii_lowercase() as char);
+        let mut c = self.next();
+        while let Some(k) = c.filter(|k| k.is_ascii_alphanumeric() || *k == b'-') {
+            name.push(k.to_ascii_lowercase() as char);
+            c = self.next();
+        }
+        while matches!(c, Some(b' ' | b'\t')) {
+            c = self.next();
+        }
+        match c {
+            None | Some(b'\n') => Ok(name),
+            Some(b'=') => {
+                self.value()?;
+                Ok(name)
+            }
+            Some(_) => self.fail("a key followed by something other than `=`"),
+        }
+    }
+
+    /// Skip a value as git parses it: quotes, the escapes git knows, a backslash at the end
+    /// of a line continuing it; a newline inside quotes is an error.
+    fn value(&mut self) -> Result<(), String> {
+        let mut quoted = false;
+        let mut comment = false;
+        loop {
+            let Some(c) = self.next() else {
+                return match quoted {
+                    true => self.fail("an unterminated quote"),
+                    false => Ok(()),
+                };
+            };
+            match c {
+                b'\n' if quoted => return self.fail("an unterminated quote"),
+                b'\n' => return Ok(()),
+                _ if comment => {}
+                b'#' | b';' if !quoted => comment = true,
+                b'\\' => match self.next() {
+                    Some(b'\n' | b't' | b'b' | b'n' | b'\\' | b'"') => {}
+                    _ => return self.fail("an unknown escape in a value"),
+                },
+                b'"' => quoted = !quoted,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// git's `isspace`: space, tab, newline, carriage return.
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_read_as_git_reads_them() {
+        let text = "\u{feff}# comment\n[core]\n\trepositoryformatversion = 0\n\tbare\n\
+            [remote \"Origin\"]  url = \"a;b\" ; trailing\n\tfetch = +refs/heads/*:refs/remotes/origin/* \\\n  [core]\n\
+            [Branch.main] remote = origin\n";
+        assert_eq!(
+            keys(text.as_bytes()).unwrap(),
+            [
+                "core.repositoryformatversion",
+                "core.bare",
+                "remote.Origin.url",
+                "remote.Origin.fetch",
+                "branch.main.remote"
+            ]
+        );
+        // On one line with the header, after a continuation: still keys git reads.
+        let text = "[core] fsmonitor = \"x\"\n[alias]\n\tst = \"!sh -c \\\n x\"\n";
+        assert_eq!(keys(text.as_bytes()).unwrap(), ["core.fsmonitor", "alias.st"]);
+    }
+
+    #[test]
+    fn what_git_would_refuse_is_refused() {
+        for bad in [
+            "fsmonitor = x\n",
+            "[core\n",
+            "[core \"x]\n",
+            "[core \"x\" ]\n",
+            "[core]\n\tfsmonitor # x\n",
+            "[core]\n\tfsmonitor = \"x\n\"\n",
+            "[core]\n\tfsmonitor = \\q\n",
+            "[core]\n\t-x = 1\n",
+            "[]\n",
+        ] {
+            assert!(keys(bad.as_bytes()).is_err(), "{bad:?}");
+            assert!(
+                risky_keys(bad.as_bytes())[0].starts_with("(unparsable"),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_settings_that_never_name_a_program_are_harmless() {
+        let fresh_clone = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\
+            \tlogallrefupdates = true\n\tworktree = ../../../sub\n[remote \"origin\"]\n\turl = /x\n\
+            \tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\
+            [submodule \"sub\"]\n\turl = /y\n\tactive = true\n[extensions]\n\tworktreeConfig = true\n";
+        assert_eq!(risky_keys(fresh_clone.as_bytes()), Vec::<String>::new());
+        let planted = "[core]\n\tfsmonitor = x\n\thooksPath = /tmp\n\tpager = x\n[include]\n\tpath = ../c\n\
+            [submodule \"s\"]\n\tupdate = !x\n[protocol \"ext\"]\n\tallow = always\n[core \"x\"]\n\tbare = true\n\
+            [diff \"x\"]\n\ttextconv = x\n[filter \"lfs\"]\n\tclean = x\n";
+        assert_eq!(
+            risky_keys(planted.as_bytes()),
+            [
+                "core.fsmonitor",
+                "core.hookspath",
+                "core.pager",
+                "include.path",
+                "submodule.s.update",
+                "protocol.ext.allow",
+                "core.x.bare",
+                "diff.x.textconv",
+                "filter.lfs.clean"
+            ]
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! After the container is gone, and before any finished hook runs: move aside the git
+//! configuration planted during the launch (`config::git_scan` finds it), so that the next
+//! `git` on the host — yours, your shell prompt's, a hook's — does not run it, and say so on
+//! stderr with what each piece would have run and how to put it back after reviewing it.
+//!
+//! Each piece is renamed to `NAME.ags-quarantine` (`-2`, `-3`, … when taken) in its own
+//! directory: nothing is deleted, nothing outside the launch's read-write mounts is touched.
+//! The directory is opened without following symbolic links (`openat2` with
+//! `RESOLVE_NO_SYMLINKS`) and the rename never replaces anything (`RENAME_NOREPLACE`), so
+//! another container swapping a directory for a link cannot make `ags` rename a file elsewhere.
+
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, Mode, OFlags, RenameFlags, ResolveFlags};
+
+use crate::config::git_guard::GitGuard;
+use crate::config::git_scan::{self, Finding, Since};
+
+/// What was found and done.
+#[derive(Debug, Default)]
+pub struct Quarantine {
+    /// Each planted piece, and where it went (or why it could not be moved).
+    pub moved: Vec<(Finding, Result<PathBuf, String>)>,
+    /// Where the scan stopped early.
+    pub incomplete: Vec<String>,
+}
+
+/// Scan `roots` for git configuration changed since `since` (the read-only `guards` excepted:
+/// the agent could not write them — but not a read-only repository around a root) and move
+/// every planted piece aside.
+pub fn run(roots: &[PathBuf], guards: &[GitGuard], since: Since) -> Quarantine {
+    let skip: Vec<PathBuf> = guards
+        .iter()
+        .filter(|g| g.read_only && !roots.iter().any(|r| r.starts_with(&g.path)))
+        .map(|g| g.path.clone())
+        .collect();
+    let scan = git_scan::scan(roots, &skip, since);
+    let moved = scan
+        .findings
+        .into_iter()
+        .map(|f| {
+            let to = move_aside(&f.path).map_err(|e| e.to_string());
+            (f, to)
+        })
+        .collect();
+    Quarantine {
+        moved,
+        incomplete: scan.incomplete,
+    }
+}
+
+impl Quarantine {
+    /// The stderr report (empty when there is nothing to say).
+    pub fn message(&self) -> String {
+        let mut out = String::new();
+        if !self.moved.is_empty() {
+            out.push_str("ags: warning: the launch left git configuration that would run programs on this host when git runs there (your `git status` included); moved aside:\n");
+            for (f, to) in &self.moved {
+                let from = crate::text::escape_line(&f.path.display().to_string());
+                let what = crate::text::escape_line(&f.what);
+                match to {
+                    Ok(to) => out.push_str(&format!(
+                        "ags:   {from}: {what}\nags:     review it, and only if you trust it: mv {} {from}\n",
+                        crate::text::escape_line(&to.display().to_string())
+                    )),
+                    Err(e) => out.push_str(&format!(
+                        "ags:   {from}: {what}\nags:     NOT MOVED ({e}): remove it before you run git there\n"
+                    )),
+                }
+            }
+        }
+        for i in &self.incomplete {
+            out.push_str(&format!(
+                "ags: warning: the check for planted git configuration is incomplete: {}\n",
+                crate::text::escape_line(i)
+            ));
+        }
+        out
+    }
+}
+
+/// Rename `path` to a free `NAME.ags-quarantine[-N]` next to it.
+fn move_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other("not a file in a directory"));
+    };
+    let fd = open_dir_nofollow(dir)?;
+    for n in 1..=100 {
+        let mut new = name.to_os_string();
+        new.push(match n {
+            1 => ".ags-quarantine".to_string(),
+            n => format!(".ags-quarantine-{n}"),
+        });
+        match rfs::renameat_with(&fd, name, &fd, new.as_os_str(), RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(dir.join(new)),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(std::io::Error::other("no free quarantine name"))
+}
+
+/// `dir` opened as a path descriptor, refusing a symbolic link anywhere in it.
+fn open_dir_nofollow(dir: &Path) -> std::io::Result<rustix::fd::OwnedFd> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    match rfs::openat2(
+        rfs::CWD,
+        dir,
+        flags,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Err(rustix::io::Errno::NOSYS) => {
+            // Kernels before 5.6: a component walk, as `safepath` does.
+            let r = crate::safepath::resolve(dir, crate::safepath::Missing::Refuse)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            if !r.links.is_empty() || r.path != dir {
+                return Err(std::io::Error::other("a symbolic link on the way"));
+            }
+            Ok(rfs::open(dir, flags | OFlags::NOFOLLOW, Mode::empty())?)
+        }
+        other => Ok(other?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planted_pieces_are_renamed_never_through_a_link() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let git = root.join("sub/.git");
+        std::fs::create_dir_all(git.join("objects")).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(git.join("config"), "[core]\n\tfsmonitor = x\n").unwrap();
+        std::fs::write(git.join("config.ags-quarantine"), "taken").unwrap();
+        std::fs::create_dir_all(root.join("guarded/.git/objects")).unwrap();
+        std::fs::write(root.join("guarded/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(root.join("guarded/.git/config"), "[core]\n\tpager = x\n").unwrap();
+        let guards = [GitGuard {
+            path: root.join("guarded/.git/config"),
+            read_only: true,
+            create: None,
+        }];
+        let q = run(std::slice::from_ref(&root), &guards, (0, 0));
+        assert_eq!(q.moved.len(), 1, "{q:?}");
+        assert_eq!(
+            q.moved[0].1.as_ref().unwrap(),
+            &git.join("config.ags-quarantine-2")
+        );
+        assert!(!git.join("config").exists());
+        assert!(root.join("guarded/.git/config").exists());
+        let m = q.message();
+        assert!(m.contains("core.fsmonitor") && m.contains("mv "), "{m}");
+        // A directory on the way that is a symbolic link: refused, nothing renamed.
+        std::os::unix::fs::symlink(&git, root.join("lnk")).unwrap();
+        let e = move_aside(&root.join("lnk/config.ags-quarantine")).unwrap_err();
+        assert!(git.join("config.ags-quarantine").exists(), "{e}");
+    }
+}

@@ -1,0 +1,259 @@
+//! Issue 12, item 1 (worktrees and submodules): when the workdir is a linked worktree, a
+//! submodule's checkout or a subdirectory of a repository, the git data the checkout needs is
+//! mounted too (`config::git_outside`), so that git works in the container — with the same
+//! read-only guards over config and hooks, nothing created in the user's repository, and the
+//! containment rules applied. The host's real git runs inside the busybox container (the
+//! binary and its libraries, copied to a read-only `--add-dir`, started through the dynamic
+//! loader), in both modes, against real Podman.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::launch::{assert_clean, run_agent, stderr, stdout};
+use common::{TestEnv, each_mode, run_command, show, tool};
+
+fn git_in(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
+    let d = dir.display().to_string();
+    let mut all = vec![
+        "-C",
+        &d,
+        "-c",
+        "user.name=Host",
+        "-c",
+        "user.email=host@example.org",
+        "-c",
+        "protocol.file.allow=always",
+    ];
+    all.extend_from_slice(args);
+    let out = run_command(env.command(tool("git"), all), None, common::RUN_TIMEOUT);
+    assert!(out.status.success(), "git {args:?}: {}", show(&out));
+    stdout(&out)
+}
+
+fn repo(env: &TestEnv, dir: &Path) {
+    git_in(env, dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+    git_in(env, dir, &["add", "a.txt"]);
+    git_in(env, dir, &["commit", "-q", "-m", "first"]);
+}
+
+/// The host's git, runnable in a busybox container: the binary, its libraries and the dynamic
+/// loader in one directory, and a `git` script there starting it through the loader.
+fn git_kit(env: &TestEnv) -> PathBuf {
+    let kit = env.root().join("gitkit");
+    std::fs::create_dir_all(&kit).unwrap();
+    let git = tool("git");
+    std::fs::copy(&git, kit.join("git.real")).unwrap();
+    let ldd = std::process::Command::new("ldd").arg(&git).output().unwrap();
+    let mut loader = None;
+    for word in String::from_utf8_lossy(&ldd.stdout).split_whitespace() {
+        if word.starts_with('/') {
+            let src = Path::new(word);
+            let name = src.file_name().unwrap();
+            std::fs::copy(src, kit.join(name)).unwrap();
+            if name.to_string_lossy().starts_with("ld-linux") {
+                loader = Some(kit.join(name));
+            }
+        }
+    }
+    let loader = loader.expect("the dynamic loader of git");
+    let k = kit.display();
+    std::fs::write(
+        kit.join("git"),
+        format!(
+            "#!/bin/sh\nexec {} --library-path {k} {k}/git.real \"$@\"\n",
+            loader.display()
+        ),
+    )
+    .unwrap();
+    for entry in std::fs::read_dir(&kit).unwrap().flatten() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&kit, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    kit
+}
+
+/// `script` in the container with the host's git on `PATH`, in `workdir`.
+fn in_container(env: &TestEnv, kit: &Path, workdir: &Path, script: &str) -> Output {
+    let k = kit.display();
+    let script = format!("export PATH={k}:$PATH GIT_EXEC_PATH={k}; {script}");
+    let ro = format!("{k}:ro");
+    let w = workdir.display().to_string();
+    run_agent(env, &["--workdir", &w, "--add-dir", &ro], &["sh", "-c", &script])
+}
+
+/// What the agent does: status, a commit; then the attacks on the git dir outside the workdir.
+fn agent_script(git_dir: &Path, pwned: &Path) -> String {
+    let g = git_dir.display();
+    let p = pwned.display();
+    format!(
+        r#"echo "STATUS:[$(git status --porcelain)]"
+echo agent > agent.txt && git add agent.txt && git -c user.name=Agent -c user.email=agent@example.org commit -q -m from-agent && echo COMMITTED
+printf '[core]\n\tfsmonitor = "touch {p}.config; false"\n' >> {g}/config && echo WROTE-CONFIG
+printf '#!/bin/sh\ntouch {p}.hook\n' > {g}/hooks/pre-commit && echo WROTE-HOOK
+mv {g} {g}.old && echo MOVED-GIT-DIR
+echo DONE"#
+    )
+}
+
+fn check_agent(env: &TestEnv, out: &Output) {
+    let said = stdout(out);
+    assert!(said.contains("DONE"), "{}: {}", env.mode(), show(out));
+    assert!(
+        said.contains("STATUS:[]"),
+        "{}: git status is clean: {}",
+        env.mode(),
+        show(out)
+    );
+    assert!(said.contains("COMMITTED"), "{}: {}", env.mode(), show(out));
+    for refused in ["WROTE-CONFIG", "WROTE-HOOK", "MOVED-GIT-DIR"] {
+        assert!(
+            !said.contains(refused),
+            "{}: the agent could {refused}: {}",
+            env.mode(),
+            show(out)
+        );
+    }
+}
+
+/// Entries of a git dir that ags must never have created.
+fn assert_nothing_created(git_dir: &Path) {
+    for name in ["config.worktree", "commondir"] {
+        assert!(
+            !git_dir.join(name).exists(),
+            "{} was created",
+            git_dir.join(name).display()
+        );
+    }
+    let hooks: Vec<_> = std::fs::read_dir(git_dir.join("hooks"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| !n.ends_with(".sample"))
+        .collect();
+    assert_eq!(hooks, Vec::<String>::new());
+}
+
+#[test]
+fn git_works_in_a_linked_worktree() {
+    each_mode(|env| {
+        let kit = git_kit(env);
+        let main = env.mkdir("main", 0o755);
+        repo(env, &main);
+        let wt = env.root().join("wt");
+        git_in(
+            env,
+            &main,
+            &["worktree", "add", "-q", "-b", "wt", &wt.display().to_string()],
+        );
+        let config = std::fs::read(main.join(".git/config")).unwrap();
+        let pwned = env.root().join("pwned");
+        let out = in_container(env, &kit, &wt, &agent_script(&main.join(".git"), &pwned));
+        check_agent(env, &out);
+        assert_eq!(std::fs::read(main.join(".git/config")).unwrap(), config);
+        assert_nothing_created(&main.join(".git"));
+        assert!(git_in(env, &main, &["log", "--oneline", "wt"]).contains("from-agent"));
+        assert_eq!(git_in(env, &wt, &["status", "--porcelain"]), "");
+        assert!(!pwned.with_extension("config").exists() && !pwned.with_extension("hook").exists());
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn git_works_in_a_submodule_checkout() {
+    each_mode(|env| {
+        let kit = git_kit(env);
+        let lib = env.mkdir("lib", 0o755);
+        repo(env, &lib);
+        let sup = env.mkdir("super", 0o755);
+        repo(env, &sup);
+        git_in(
+            env,
+            &sup,
+            &["submodule", "add", "-q", &lib.display().to_string(), "sub"],
+        );
+        git_in(env, &sup, &["commit", "-q", "-m", "sub"]);
+        let module = sup.join(".git/modules/sub");
+        let config = std::fs::read(module.join("config")).unwrap();
+        let pwned = env.root().join("pwned");
+        let out = in_container(env, &kit, &sup.join("sub"), &agent_script(&module, &pwned));
+        check_agent(env, &out);
+        assert_eq!(std::fs::read(module.join("config")).unwrap(), config);
+        assert_nothing_created(&module);
+        assert!(git_in(env, &sup.join("sub"), &["log", "--oneline"]).contains("from-agent"));
+        // The superproject sees the submodule's new commit; nothing planted runs.
+        git_in(env, &sup, &["status", "--short"]);
+        assert!(!pwned.with_extension("config").exists() && !pwned.with_extension("hook").exists());
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn git_works_in_a_subdirectory_and_the_rest_of_the_repository_is_read_only() {
+    each_mode(|env| {
+        let kit = git_kit(env);
+        let top = env.mkdir("repo", 0o755);
+        repo(env, &top);
+        let src = top.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("s.txt"), "s\n").unwrap();
+        git_in(env, &top, &["add", "src"]);
+        git_in(env, &top, &["commit", "-q", "-m", "src"]);
+        env.give_tree(&top);
+        let pwned = env.root().join("pwned");
+        let script = format!(
+            "{}\necho changed > ../a.txt && echo WROTE-OUTSIDE\necho DONE2",
+            agent_script(&top.join(".git"), &pwned)
+        );
+        let out = in_container(env, &kit, &src, &script);
+        check_agent(env, &out);
+        assert!(!stdout(&out).contains("WROTE-OUTSIDE"), "{}", show(&out));
+        assert_eq!(std::fs::read_to_string(top.join("a.txt")).unwrap(), "a\n");
+        assert_nothing_created(&top.join(".git"));
+        let log = git_in(env, &top, &["log", "--stat", "-1"]);
+        assert!(
+            log.contains("from-agent") && log.contains("src/agent.txt"),
+            "{log}"
+        );
+        assert_eq!(git_in(env, &top, &["status", "--porcelain"]), "");
+        assert_clean(env);
+    });
+}
+
+/// The repository around the workdir is the home directory (a dotfiles repository): the
+/// containment rules refuse to mount it, the launch goes on without it and says so.
+#[test]
+fn a_repository_the_containment_rules_refuse_is_left_out_with_a_note() {
+    each_mode(|env| {
+        let home = env.home();
+        git_in(env, &home, &["init", "-q", "-b", "main"]);
+        let proj = env.mkdir("home/proj", 0o755);
+        let out = run_agent(
+            env,
+            &["--workdir", &proj.display().to_string()],
+            &[
+                "sh",
+                "-c",
+                &format!(
+                    "ls {}/.git >/dev/null 2>&1 && echo SEEN; echo DONE",
+                    home.display()
+                ),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            stdout(&out).contains("DONE") && !stdout(&out).contains("SEEN"),
+            "{}",
+            show(&out)
+        );
+        assert!(
+            stderr(&out).contains("git in the container will not see the repository"),
+            "{}",
+            show(&out)
+        );
+        assert_clean(env);
+    });
+}
