@@ -174,3 +174,48 @@ fn handlers_crash_hang_print_garbage_and_block_in_a_real_container_and_every_age
         env.assert_no_leftovers();
     });
 }
+
+/// `ags plan` shows the handlers, the guard, the handlers file and the dispatcher's read-only
+/// bind (text and JSON); `--format kube` exports none of them.
+#[test]
+fn the_plan_shows_handlers_guard_and_dispatcher() {
+    let env = common::TestEnv::without_podman();
+    env.write_global_config(
+        "[[agent_hook]]\nname = \"audit\"\nevent = \"pre_tool\"\ntool = \"shell\"\ncommand = \"logger x\"\n\
+         [agent_guard]\ndeny = [\"git push --force*\"]\nprotect = [\".git/hooks\"]\n",
+    );
+    let out = env.run(["--agent", "gemini", "plan", "--no-hooks"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", common::show(&out));
+    for want in [
+        "agent hook      audit on pre_tool tool shell: [\"/bin/sh\", \"-c\", \"logger x\"] (timeout 10 s, on_failure ignore) [global]",
+        "agent guard     deny \"git push --force*\"",
+        "agent guard     protect \".git/hooks\"",
+        "file            /run/ags-agent-hooks/handlers.json (",
+        "mount           /run/ags-agent-hooks/ags-agent-hook <- bind ",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    let out = env.run(["--agent", "gemini", "plan", "--json", "--no-hooks"]);
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &plan["agent_hook_wiring"];
+    assert_eq!(
+        w["handlers"][0]["command"],
+        serde_json::json!(["/bin/sh", "-c", "logger x"])
+    );
+    assert_eq!(w["guard"]["protect"][0], ".git/hooks");
+    assert!(
+        w["dispatcher"]
+            .as_str()
+            .unwrap()
+            .contains("/ags/agent-hooks/ags-agent-hook-"),
+        "{w}"
+    );
+    let out = env.run(["--agent", "gemini", "plan", "--format", "kube", "--no-hooks"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::show(&out));
+    let kube = stdout(&out);
+    assert!(
+        !kube.contains("ags-agent-hooks") && !kube.contains("ags-agent-hook"),
+        "{kube}"
+    );
+}

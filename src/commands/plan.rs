@@ -247,6 +247,29 @@ fn render(plan: &LaunchPlan) -> String {
             ),
         );
     }
+    if let Some(w) = &plan.agent_hook_wiring {
+        for h in &w.handlers {
+            let tool = h.tool.as_ref().map(|t| format!(" tool {t}")).unwrap_or_default();
+            line(
+                "agent hook",
+                format!(
+                    "{} on {}{tool}: {:?} (timeout {} s, on_failure {}) [{}]",
+                    h.name,
+                    h.event,
+                    h.command,
+                    h.timeout_seconds,
+                    word(&h.on_failure),
+                    h.scope
+                ),
+            );
+        }
+        for d in &w.guard.deny {
+            line("agent guard", format!("deny {d:?}"));
+        }
+        for p in &w.guard.protect {
+            line("agent guard", format!("protect {p:?}"));
+        }
+    }
     for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
         line("warning", w.clone());
     }
