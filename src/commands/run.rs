@@ -259,6 +259,11 @@ async fn launch_async(
     for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
         eprintln!("ags: warning: {w}");
     }
+    if service.remote && settings.agent_hooks && !config.agent_hooks.is_empty() {
+        eprintln!(
+            "ags: warning: agent hooks: a remote Podman service cannot run this host's dispatcher, so the [[agent_hook]] handlers and the [agent_guard] do not run in this launch (docs/agent-hook-handlers.md)"
+        );
+    }
     if let Some(w) = &plan.agent_hook_wiring {
         crate::agent_hooks::install::install(&w.dispatcher)?;
     }

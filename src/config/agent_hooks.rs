@@ -140,6 +140,13 @@ pub struct AgentHookSettings {
     pub guard: AgentGuard,
 }
 
+impl AgentHookSettings {
+    /// Whether no handler and no guard entry is declared.
+    pub fn is_empty(&self) -> bool {
+        self.handlers.is_empty() && self.guard.deny.is_empty() && self.guard.protect.is_empty()
+    }
+}
+
 /// Resolve the declarations of the loaded files (global first) into one [`AgentHookSettings`].
 pub fn resolve(
     files: &[(&Path, &[AgentHookFile], Option<&AgentGuardFile>, &'static str)],

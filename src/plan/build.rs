@@ -139,7 +139,8 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         .iter()
         .map(|p| check::parse_publish(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let wiring = match run.agent_hooks {
+    // A remote service cannot bind this host's dispatcher (docs/agent-hook-handlers.md).
+    let wiring = match run.agent_hooks && !input.remote {
         true => {
             let warnings = check_agent_hook_args(run)?;
             agent_hooks::wiring(input.config, &run.agent, &input.identity.suffix, warnings)

@@ -292,6 +292,13 @@ fn a_remote_service_gets_the_files_in_the_staging_volume_by_subpath() {
         .find(|m| m["destination"] == "/home/dev/.netrc")
         .unwrap();
     assert_eq!(mount["type"], "staged-file");
+    // A remote service cannot bind this host's dispatcher: no agent hook wiring.
+    assert!(p.agent_hook_wiring.is_none());
+    assert!(
+        !p.mounts
+            .iter()
+            .any(|m| m.destination.starts_with(crate::agent_hooks::CONTAINER_DIR))
+    );
     assert_eq!(mount["path"], "files/0");
     // A local service: binds of host files, as before.
     assert!(!plan(&run("codex", &[], true), &hooks).unwrap().files_in_volume());
