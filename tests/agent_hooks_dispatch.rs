@@ -85,6 +85,14 @@ fn handlers_crash_hang_print_garbage_and_block_in_a_real_container_and_every_age
             &call("pi", "tool_call", PI_LS, &sock),
             "echo '== codex stop'",
             &call("codex", "Stop", "{\"session_id\":\"s-2\"}", &sock),
+            // The attack on the size limit: a write to a protected path hidden in an input
+            // larger than the dispatcher reads. Cut, it is no JSON; the guard blocks it.
+            "echo '== huge write'",
+            &format!(
+                "{{ printf '{{\"session_id\":\"s-1\",\"cwd\":\"/tmp\",\"tool_name\":\"Write\",\"tool_input\":{{\"file_path\":\".git/hooks/pre-commit\",\"content\":\"'; head -c 17000000 /dev/zero | tr '\\0' a; printf '\"}}}}'; }} | {prog} --agent claude --event PreToolUse --handlers {h} --socket {sock}; echo \"rc=$?\"",
+                prog = program.display(),
+                h = handlers_file.display(),
+            ),
             "echo '== no socket'",
             &call("claude", "PreToolUse", CLAUDE_PUSH, "/nonexistent/record.sock"),
         ]
@@ -121,6 +129,8 @@ fn handlers_crash_hang_print_garbage_and_block_in_a_real_container_and_every_age
             "{\"decision\":\"block\",\"reason\":\"ls is not allowed here\"}\nrc=0\n"
         );
         assert_eq!(section("codex stop"), "rc=0\n");
+        assert_eq!(section("huge write"), "rc=2\n", "{}: {err}", env.mode());
+        assert!(err.contains("so the guard cannot check this tool call"), "{err}");
         // Without the socket the block still reaches the agent.
         assert_eq!(section("no socket"), "rc=2\n");
 
@@ -164,6 +174,9 @@ fn handlers_crash_hang_print_garbage_and_block_in_a_real_container_and_every_age
                 "pi hang timeout allow",
                 "pi no-ls blocked block",
                 "codex - ok -",
+                "claude - blocked block",
+                "claude guard blocked block",
+                "claude hang skipped -",
             ],
             "{}",
             env.mode()

@@ -40,6 +40,13 @@ impl Guard {
         if self.is_empty() {
             return Verdict::NotApplicable;
         }
+        // Fail closed: a call the guard cannot see (an input cut at the size limit, not JSON) is
+        // not let through.
+        if let Some(e) = &n.input_error {
+            return Verdict::Block(format!(
+                "ags agent guard: {e}, so the guard cannot check this tool call; it is blocked"
+            ));
+        }
         if let Some(cmd) = n.shell_command().filter(|_| !self.deny.is_empty()) {
             let whole = cmd.trim().to_owned();
             let parts = std::iter::once(whole).chain(simple_commands(&cmd));

@@ -37,7 +37,8 @@ mod send;
 
 use interface::{Event, HANDLERS_PATH, SOCKET_PATH};
 
-/// Largest hook input read from stdin (an agent's post-tool input carries the tool's output).
+/// Largest hook input read from stdin (an agent's post-tool input carries the tool's output; a
+/// longer one is cut, is no longer JSON, and a guarded pre-tool call is then blocked).
 const INPUT_MAX: u64 = 16 * 1024 * 1024;
 /// Largest handlers file read.
 const HANDLERS_MAX: u64 = 4 * 1024 * 1024;

@@ -360,6 +360,24 @@ fn dispatch_records_every_handler_and_never_loses_a_block() {
     assert_eq!(r[1].str_at(&["handler"]).as_deref(), Some("guard"));
     assert_eq!(r[2].str_at(&["outcome"]).as_deref(), Some("skipped"));
 
+    // An input the guard cannot read (cut at the size limit, garbage) is blocked when there is
+    // a guard, and allowed when there is none.
+    let cut = &CLAUDE_PRE.as_bytes()[..CLAUDE_PRE.len() / 2];
+    let d = dispatch("claude", "PreToolUse", cut, &guarded, None);
+    assert_eq!(d.answer.exit_code, 2, "{}", d.answer.stderr);
+    assert!(
+        d.answer.stderr.contains("the hook input is not JSON"),
+        "{}",
+        d.answer.stderr
+    );
+    let open = Ok(Handlers::default());
+    assert_eq!(
+        dispatch("claude", "PreToolUse", cut, &open, None)
+            .answer
+            .exit_code,
+        0
+    );
+
     // Other events are never blocked and have no decision.
     let d = dispatch("claude", "Stop", b"{\"session_id\":\"s\"}", &guarded, None);
     assert_eq!(d.answer, answer("claude", None));
