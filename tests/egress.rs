@@ -298,8 +298,8 @@ fn after_a_sigkill_of_ags_the_next_launch_leaves_nothing() {
 }
 
 /// 20 concurrent launches each get their own policy: launch `i` may reach server `i` only.
-/// Rootful and rootless: `ags` serialises rootless creates per service (the 4.3 service is not
-/// safe under concurrent keep-id creates), so the 20 rootless launches run at once too.
+/// Rootful and rootless: rootless creates spell `keep-id` out (the 4.3 service is not safe under
+/// concurrent keep-id creates), so the 20 rootless launches run at once too.
 #[test]
 fn concurrent_launches_each_get_their_own_policy() {
     const N: usize = 20;

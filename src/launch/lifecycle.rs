@@ -168,11 +168,14 @@ pub fn staging_volume_options() -> BTreeMap<String, String> {
     ])
 }
 
-/// Create the container. Podman 4.3's rootless service fails (or crashes on) concurrent `keep-id`
-/// creates, as it reads /etc/subuid racily: a rootless create waits for this user's turn on the
-/// service ([`super::service_lock`]), and the spurious subordinate-id error (from creates of other
-/// users or tools; [`crate::podman::PodmanError::is_keep_id_subuid_failure`]) is retried a few
-/// times on the versions that make that check.
+/// Create the container. A rootless `keep-id` makes the service read /etc/subuid through
+/// libsubid, which is not thread-safe (concurrent creates fail, or crash the service): for a
+/// local service of this user the mapping is spelled out instead
+/// ([`crate::podman::spell_out_keep_id`]) and creates overlap freely. Otherwise a `keep-id`
+/// create waits for this user's turn on the service ([`super::service_lock`]), and the spurious
+/// subordinate-id error (from creates of other users or tools;
+/// [`crate::podman::PodmanError::is_keep_id_subuid_failure`]) is retried a few times on the
+/// versions that make that check.
 async fn create(
     client: &Client,
     plan: &LaunchPlan,
@@ -184,12 +187,15 @@ async fn create(
         let path = super::seccomp::write_profile(&plan.seccomp_dir).map_err(LaunchError::Seccomp)?;
         spec.seccomp_profile_path = Some(path.to_string_lossy().into_owned());
     }
-    let _turn = match plan.user_namespace == crate::plan::UserNamespace::KeepId {
+    let keep_id = plan.user_namespace == crate::plan::UserNamespace::KeepId
+        && !crate::podman::spell_out_keep_id(client, &mut spec);
+    let _turn = match keep_id {
         true => super::service_lock::create_turn(locks, client.url()).await,
         false => None,
     };
     let retries = match client.known_version() {
         Some(v) if !v.has_keep_id_subuid_check() => 0,
+        _ if !keep_id => 0,
         _ => 3,
     };
     let mut attempt = 0;

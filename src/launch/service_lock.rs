@@ -3,8 +3,10 @@
 //! Podman 4.3's rootless service reads the subordinate id ranges through libsubid for every
 //! `keep-id` container create, and libsubid is not thread-safe: concurrent creates fail with a
 //! spurious "keep-id requires additional UIDs or GIDs" error, and the service was seen to crash
-//! (SIGSEGV in `subid_get_gid_ranges`) under 20 concurrent launches. Launches of one user against
-//! one service therefore take turns for the create call only (tens of milliseconds), through an
+//! (SIGSEGV in `subid_get_gid_ranges`) under 20 concurrent launches. A local service of the
+//! caller gets the mapping spelled out instead (`podman::spell_out_keep_id`) and needs no turns;
+//! `keep-id` launches that remain (a service of another user or machine, or settings that cannot
+//! be spelled out exactly) take turns per user and service for the create call only, through an
 //! `flock` on a file named after the service in the user's RAM-backed runtime directory.
 //! Nothing is held across the agent's run, and a lock that cannot be had (no usable directory)
 //! only costs the protection, never the launch.

@@ -12,7 +12,8 @@
 //! - `api`: one short [`Client`] method per endpoint; `build`: image builds with progress.
 //! - `attach`: attach streams, stdin EOF and the stdout/stderr demultiplexer.
 //! - `neighbours`: the read-write binds of other running launches, Podman's storage paths.
-//! - `spec`: the create body; `models`: response models; `error`: [`PodmanError`] and the
+//! - `spec`: the create body; `keep_id`: a rootless `keep-id` spelled out as explicit id
+//!   mappings and passwd/group entries, so the service need not read subordinate ids; `models`: response models; `error`: [`PodmanError`] and the
 //!   predicates that read Podman's error texts; `version`: [`ServerVersion`] and the differences
 //!   between Podman 4 and 5. No other stage matches Podman's texts or compares its versions.
 //!
@@ -27,6 +28,7 @@ mod discover;
 mod endpoint;
 mod error;
 mod from_plan;
+mod keep_id;
 mod models;
 mod neighbours;
 mod spec;
@@ -44,11 +46,15 @@ pub use discover::{
 pub use endpoint::Endpoint;
 pub use error::{ExecFailure, PodmanError, Result, RuntimeSetupFailure, Tried};
 pub use from_plan::{keeper_spec, spec_from_plan, workdir_probe_spec};
+pub use keep_id::{KeepId, spell_out_keep_id};
 pub use models::{
     ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
     InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, StoreInfo, VersionInfo, Volume, VolumeCreate,
 };
 pub use neighbours::{Neighbour, NeighbourMount};
-pub use spec::{Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
+pub use spec::{
+    IdMap, IdMappings, Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits,
+    SpecGenerator,
+};
 pub use transport::{API_PREFIX, Client};
 pub use version::ServerVersion;

@@ -57,6 +57,17 @@ pub struct SpecGenerator {
     /// User namespace mode; `None` keeps Podman's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub userns: Option<Namespace>,
+    /// The user namespace's id mappings, for `userns` `private` (`--uidmap`/`--gidmap`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idmappings: Option<IdMappings>,
+    /// A line appended to the container's /etc/passwd when its user's uid has no entry in the
+    /// image (`--passwd-entry`; Podman replaces `$USERNAME`, `$UID`, `$GID`, `$NAME`, `$HOME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passwd_entry: Option<String>,
+    /// A line appended to the container's /etc/group when its user's gid has no entry in the
+    /// image (`--group-entry`, Podman 4.5 and later; older versions ignore the field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_entry: Option<String>,
     /// Network namespace mode; `None` keeps Podman's default network.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub netns: Option<Namespace>,
@@ -174,6 +185,30 @@ pub enum NsMode {
     Auto,
 }
 
+/// `idmappings` of the create body (containers/storage `IDMappingOptions`, whose Go field
+/// names are the JSON names).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IdMappings {
+    /// Container uid ranges and where they lie in the service's user namespace.
+    #[serde(rename = "UIDMap")]
+    pub uid_map: Vec<IdMap>,
+    /// Container gid ranges, likewise.
+    #[serde(rename = "GIDMap")]
+    pub gid_map: Vec<IdMap>,
+}
+
+/// One range of [`IdMappings`]: `size` ids from `container_id` inside map to `host_id` in the
+/// service's own user namespace (for a rootless service: 0 is its user, 1… its subordinate ids).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IdMap {
+    /// First id inside the container.
+    pub container_id: u32,
+    /// First id in the service's namespace.
+    pub host_id: u32,
+    /// Number of ids.
+    pub size: u32,
+}
+
 /// A bind or tmpfs mount (`{"destination", "source", "type", "options"}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Mount {
@@ -289,6 +324,16 @@ mod tests {
                 nsmode: NsMode::KeepId,
                 value: Some("uid=1".into()),
             }),
+            idmappings: Some(IdMappings {
+                uid_map: vec![IdMap {
+                    container_id: 0,
+                    host_id: 1,
+                    size: 2,
+                }],
+                gid_map: vec![],
+            }),
+            passwd_entry: Some("u:*:1:1::/w:/bin/sh".into()),
+            group_entry: Some("g:x:1:u".into()),
             netns: Some(Namespace::new(NsMode::None)),
             hostname: Some("h".into()),
             mounts: vec![Mount::bind("/s", "/d", &["ro", "rbind"]), Mount::tmpfs("/t", &[])],
@@ -318,7 +363,9 @@ mod tests {
             "name": "n", "image": "img", "command": ["sh"], "entrypoint": [], "env": {"A": "1"},
             "work_dir": "/w", "terminal": true, "stdin": true, "labels": {"l": "1"},
             "annotations": {"a": "2"}, "cap_drop": ["all"], "no_new_privileges": true,
-            "userns": {"nsmode": "keep-id", "value": "uid=1"}, "netns": {"nsmode": "none"},
+            "userns": {"nsmode": "keep-id", "value": "uid=1"},
+            "idmappings": {"UIDMap": [{"container_id": 0, "host_id": 1, "size": 2}], "GIDMap": []},
+            "passwd_entry": "u:*:1:1::/w:/bin/sh", "group_entry": "g:x:1:u", "netns": {"nsmode": "none"},
             "hostname": "h",
             "mounts": [
                 {"destination": "/d", "source": "/s", "type": "bind", "options": ["ro", "rbind"]},

@@ -67,6 +67,13 @@ impl ServerVersion {
     pub fn mounts_volume_subpaths(self) -> bool {
         self.major >= 5
     }
+
+    /// True when the create body's `group_entry` is honoured (Podman 4.5 and later); 4.3 and 4.4
+    /// ignore the field, so a spelled-out `keep-id` ([`super::spell_out_keep_id`]) gets Podman's
+    /// numeric group entry there instead of the named one.
+    pub fn honours_group_entry(self) -> bool {
+        (self.major, self.minor) >= (4, 5)
+    }
 }
 
 impl fmt::Display for ServerVersion {
@@ -110,6 +117,8 @@ mod tests {
         assert!(v(4, 5, 0).accepts_rootful_keep_id() && v(5, 4, 2).accepts_rootful_keep_id());
         assert!(v(4, 3, 1).has_keep_id_subuid_check() && !v(5, 4, 2).has_keep_id_subuid_check());
         assert!(!v(4, 9, 4).mounts_volume_subpaths() && v(5, 0, 0).mounts_volume_subpaths());
+        assert!(!v(4, 3, 1).honours_group_entry() && !v(4, 4, 2).honours_group_entry());
+        assert!(v(4, 5, 0).honours_group_entry() && v(5, 4, 2).honours_group_entry());
         assert!(v(4, 3, 1) < v(4, 10, 0) && v(4, 10, 0) < v(5, 0, 0));
     }
 }
