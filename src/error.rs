@@ -50,9 +50,15 @@ pub enum Error {
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),
-    /// Writing output failed.
+    /// The async runtime could not be started.
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The signal handlers (interrupt, terminal resize) could not be installed.
+    #[error("installing signal handlers: {0}")]
+    Signals(#[source] std::io::Error),
+    /// Writing output (to stdout or a file the user named) failed.
     #[error("writing output: {0}")]
-    Output(#[from] std::io::Error),
+    Output(#[source] std::io::Error),
 }
 
 impl From<crate::containment::ContainmentError> for Error {

@@ -10,7 +10,7 @@ use crate::cli::{Cli, Shell};
 pub fn completions(shell: Shell) -> Result<u8, Error> {
     let mut out = Vec::new();
     write_completions(shell, &mut out);
-    std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
+    std::io::Write::write_all(&mut std::io::stdout().lock(), &out).map_err(Error::Output)?;
     Ok(0)
 }
 
@@ -26,7 +26,7 @@ pub fn write_completions(shell: Shell, out: &mut Vec<u8>) {
 
 /// Print the manual page (roff).
 pub fn man() -> Result<u8, Error> {
-    std::io::Write::write_all(&mut std::io::stdout().lock(), &man_page())?;
+    std::io::Write::write_all(&mut std::io::stdout().lock(), &man_page()).map_err(Error::Output)?;
     Ok(0)
 }
 

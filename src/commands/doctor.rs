@@ -141,7 +141,10 @@ pub fn doctor(global: &GlobalArgs, args: &DoctorArgs) -> Result<u8, Error> {
     } else {
         report.checks.iter().map(|c| c.render() + "\n").collect()
     };
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(Error::Output)?;
     Ok(if report.ok { 0 } else { EXIT_CHECK_FAILED })
 }
 

@@ -108,7 +108,7 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
             cwd,
             project: config.project.clone(),
             interactive: prompt::has_terminal(),
-            interrupt: Interrupt::on_signals().map_err(Error::Output)?,
+            interrupt: Interrupt::on_signals().map_err(Error::Signals)?,
             lockdown: false,
             containment,
         };

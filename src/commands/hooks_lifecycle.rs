@@ -120,7 +120,7 @@ pub(super) fn test(
             launch_id: facts.launch_id.clone(),
             workdir: cwd,
             context: Arc::from(bytes.expect("contexts serialize")),
-            interrupt: Interrupt::on_signals().map_err(Error::Output)?,
+            interrupt: Interrupt::on_signals().map_err(Error::Signals)?,
             stderr: stderr_to_terminal(),
             limits: Limits::default(),
         };

@@ -69,7 +69,7 @@ async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> 
         started.elapsed().as_secs_f64(),
         stats.summary()
     );
-    writeln!(std::io::stdout(), "{id}")?;
+    writeln!(std::io::stdout(), "{id}").map_err(Error::Output)?;
     Ok(0)
 }
 
@@ -129,7 +129,7 @@ async fn import(global: &GlobalArgs, args: &ImageImportArgs) -> Result<u8, Error
         args.tar.display(),
         started.elapsed().as_secs_f64()
     );
-    writeln!(std::io::stdout(), "{id}")?;
+    writeln!(std::io::stdout(), "{id}").map_err(Error::Output)?;
     Ok(0)
 }
 

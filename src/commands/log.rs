@@ -19,7 +19,7 @@ pub fn log(_global: &GlobalArgs, args: &LogArgs) -> Result<u8, Error> {
             true => serde_json::to_string(r).expect("a record serializes"),
             false => log::render(r),
         };
-        writeln!(out, "{line}")?;
+        writeln!(out, "{line}").map_err(Error::Output)?;
     }
     Ok(0)
 }

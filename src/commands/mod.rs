@@ -64,7 +64,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(Error::Output)
+        .map_err(Error::Runtime)
 }
 
 /// Shut the runtime down without waiting for a blocked stdin read.

@@ -55,7 +55,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     // A Pod gets generated files through its Secret, wherever the service is.
     service.remote &= format != PlanFormat::Kube;
     let built = rt.block_on(async {
-        let signals = SignalWatch::install().map_err(Error::Output)?;
+        let signals = SignalWatch::install().map_err(Error::Signals)?;
         let prepared = match args.no_hooks {
             true => None,
             false => Some(super::run::prepare_hooks(&config, &settings, &identity, &signals, rules).await?),
@@ -91,8 +91,8 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             .map_err(PlanError::from)?;
             let text = export.render();
             let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
+            out.write_all(text.as_bytes()).map_err(Error::Output)?;
+            out.flush().map_err(Error::Output)?;
         }
     }
     Ok(0)

@@ -236,7 +236,7 @@ async fn launch_async(
     rules: Rules,
     facts: &mut Facts,
 ) -> Result<u8, Error> {
-    let mut signals = SignalWatch::install().map_err(Error::Output)?;
+    let mut signals = SignalWatch::install().map_err(Error::Signals)?;
     let identity = identity::current();
     facts.launch_id = Some(identity.launch_id.clone());
     let client = podman::connect(&super::target(global)).await?;
