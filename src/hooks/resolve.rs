@@ -247,19 +247,16 @@ struct Merge {
 impl Merge {
     fn apply(&mut self, layer: HookOutput, cli_env: &BTreeMap<String, String>) {
         let HookOutput { origin, contribution } = layer;
-        for (key, value) in contribution.env {
+        let Contribution { env, files, mounts } = contribution;
+        for (key, value) in env {
             if cli_env.contains_key(key.as_str()) {
                 self.eliminate(key.to_string(), env_kind(&value), origin.clone(), Origin::Cli);
             } else if let Some((old, loser)) = self.env.insert(key.clone(), (value, origin.clone())) {
                 self.eliminate(key.to_string(), env_kind(&old), loser, origin.clone());
             }
         }
-        let files = contribution
-            .files
-            .into_iter()
-            .map(|f| (f.destination.clone(), Entry::File(f)));
-        let mounts = contribution
-            .mounts
+        let files = files.into_iter().map(|f| (f.destination.clone(), Entry::File(f)));
+        let mounts = mounts
             .into_iter()
             .map(|m| (m.destination.clone(), Entry::Mount(m)));
         for (dest, entry) in files.chain(mounts) {
@@ -293,18 +290,23 @@ impl Merge {
     }
 
     fn finish(self) -> Resolved {
+        let Merge {
+            env,
+            destinations,
+            eliminated,
+        } = self;
         let (mut files, mut mounts) = (Vec::new(), Vec::new());
-        for (entry, origin) in self.destinations.into_values() {
+        for (entry, origin) in destinations.into_values() {
             match entry {
                 Entry::File(f) => files.push((f, origin)),
                 Entry::Mount(m) => mounts.push((m, origin)),
             }
         }
         Resolved {
-            env: self.env,
+            env,
             files,
             mounts,
-            eliminated: self.eliminated,
+            eliminated,
         }
     }
 }

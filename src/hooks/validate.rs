@@ -22,7 +22,9 @@ use super::policy::{
     Destination, DestinationError, EnvKey, EnvKeyError, EnvLiteral, EnvLiteralError, HostSource,
     HostSourceError, MAX_ENV_ENTRY_BYTES, OpRef, OpRefError, component_cmp, display_escaped, find_nesting,
 };
-use super::protocol::{EnvValueWire, FileWire, MountMode, MountWire, PROTOCOL_VERSION, PrepareResponse};
+use super::protocol::{
+    EnvValueWire, FileWire, MountMode, MountWire, OpRefWire, PROTOCOL_VERSION, PrepareResponse,
+};
 use crate::json;
 use crate::json::strict::{JsonError, JsonErrorKind, JsonPath, MAX_DOCUMENT_BYTES};
 
@@ -198,22 +200,30 @@ pub fn parse_response(bytes: &[u8]) -> Result<Contribution, ResponseError> {
 }
 
 /// Validate an already decoded response.
+///
+/// Wire types are taken apart field by field (no `..`): a member added to the protocol does
+/// not compile until it is carried on or refused here.
 pub fn validate(wire: PrepareResponse) -> Result<Contribution, ResponseError> {
-    if wire.version != PROTOCOL_VERSION {
+    let PrepareResponse {
+        version,
+        env,
+        files,
+        mounts,
+    } = wire;
+    if version != PROTOCOL_VERSION {
         return Err(fail(JsonPath::root().key("version"), Rule::Version));
     }
-    let env = wire
-        .env
+    let env = env
         .unwrap_or_default()
         .0
         .into_iter()
         .map(|(k, v)| env_entry(k, v));
     let env = env.collect::<Result<Vec<_>, _>>()?;
-    let files = wire.files.unwrap_or_default().into_iter().enumerate();
+    let files = files.unwrap_or_default().into_iter().enumerate();
     let files = files
         .map(|(i, f)| file_entry(i, f))
         .collect::<Result<Vec<_>, _>>()?;
-    let mounts = wire.mounts.unwrap_or_default().into_iter().enumerate();
+    let mounts = mounts.unwrap_or_default().into_iter().enumerate();
     let mounts = mounts
         .map(|(i, m)| mount_entry(i, m))
         .collect::<Result<Vec<_>, _>>()?;
@@ -263,7 +273,7 @@ fn env_entry(key: String, value: EnvValueWire) -> Result<(EnvKey, EnvValue), Res
         EnvValueWire::Literal(s) => EnvLiteral::try_from(s)
             .map(EnvValue::Literal)
             .map_err(|e| fail(env_path(key.as_str()), e))?,
-        EnvValueWire::Op(r) => OpRef::try_from(r.op)
+        EnvValueWire::Op(OpRefWire { op }) => OpRef::try_from(op)
             .map(EnvValue::Op)
             .map_err(|e| fail(env_path(key.as_str()).key("op"), e))?,
     };
@@ -271,27 +281,33 @@ fn env_entry(key: String, value: EnvValueWire) -> Result<(EnvKey, EnvValue), Res
 }
 
 fn file_entry(i: usize, f: FileWire) -> Result<GeneratedFile, ResponseError> {
-    let destination = destination(Section::Files, i, f.destination)?;
-    if f.content.len() > MAX_FILE_BYTES {
+    let FileWire {
+        destination: dest,
+        content,
+    } = f;
+    let destination = destination(Section::Files, i, dest)?;
+    if content.len() > MAX_FILE_BYTES {
         let rule = Rule::FileTooLarge {
-            size: f.content.len(),
+            size: content.len(),
             limit: MAX_FILE_BYTES,
         };
         return Err(fail(Section::Files.path(i, "content"), rule));
     }
-    Ok(GeneratedFile {
-        destination,
-        content: f.content,
-    })
+    Ok(GeneratedFile { destination, content })
 }
 
 fn mount_entry(i: usize, m: MountWire) -> Result<HookMount, ResponseError> {
-    let source = HostSource::try_from(normalize_source(m.source))
+    let MountWire {
+        source,
+        destination: dest,
+        mode,
+    } = m;
+    let source = HostSource::try_from(normalize_source(source))
         .map_err(|e| fail(Section::Mounts.path(i, "source"), e))?;
     Ok(HookMount {
         source,
-        destination: destination(Section::Mounts, i, m.destination)?,
-        mode: m.mode,
+        destination: destination(Section::Mounts, i, dest)?,
+        mode,
     })
 }
 

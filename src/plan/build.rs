@@ -131,6 +131,13 @@ pub struct PlanInput<'a> {
 /// Build the launch plan.
 pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let run = input.run;
+    // Taken apart field by field (no `..`): a field added to the hook layer does not compile
+    // until it is placed in the plan.
+    let HookLayer {
+        env: hook_env,
+        files: hook_files,
+        mounts: hook_mounts,
+    } = input.hooks;
     let image = run.image.clone().unwrap_or_else(|| input.config.image.clone());
     check_settings(run, Some(&image))?;
     let profile = check::find_agent(&run.agent)?;
@@ -156,7 +163,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     if !ports.is_empty() && egress.mode == crate::config::Network::None {
         return Err(PlanError::PublishWithoutNetwork);
     }
-    let mut env = build_env(input)?;
+    let mut env = build_env(input, hook_env)?;
     // The proxy variables are ags's own in allowlist mode: they replace any other value.
     let proxy_env = egress_entries::env(&egress);
     env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));
@@ -164,9 +171,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     env.sort_by(|a, b| a.key.cmp(&b.key));
     let staged =
         env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. })) || !run.op_secret_sets.is_empty();
-    let generated: Vec<PlanFile> = input
-        .hooks
-        .files
+    let generated: Vec<PlanFile> = hook_files
         .iter()
         .cloned()
         .chain(wiring.iter().flat_map(|(_, files, _)| files.iter().cloned()))
@@ -184,7 +189,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         .into_iter()
         .chain(wiring.iter().map(|(_, _, dispatcher)| dispatcher.clone()))
         .collect();
-    let mounts = build_mounts(input, &files, staging.as_ref(), extra)?;
+    let mounts = build_mounts(input, hook_mounts, &files, staging.as_ref(), extra)?;
     let state_volumes = state_volumes(input, &mounts);
     let host_stage_dir = (!files.is_empty() && !in_volume).then(|| input.host_stage_dir.to_path_buf());
     let container_command = egress.wrap(if staging.is_some() || !run.no_init {
@@ -317,7 +322,10 @@ if [ -d \"$1\" ] || [ ! -x \"$1\" ]; then f \"$1\" 'permission denied' 126; fi;;
 *) command -v -- \"$1\" >/dev/null 2>&1 || f \"$1\" 'executable file not found in $PATH' 127;; esac; \
 exec \"$@\"";
 
-fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
+fn build_env(
+    input: &PlanInput<'_>,
+    hook_env: &[(String, EnvSource, Origin)],
+) -> Result<Vec<PlanEnv>, PlanError> {
     let mut map: BTreeMap<String, PlanEnv> = BTreeMap::new();
     let profile = agents::find(&input.run.agent);
     let skip_env = match profile {
@@ -374,7 +382,7 @@ fn build_env(input: &PlanInput<'_>) -> Result<Vec<PlanEnv>, PlanError> {
     for e in staged(&input.run.config_env, Origin::Config) {
         map.insert(e.key.clone(), e);
     }
-    for (key, source, origin) in &input.hooks.env {
+    for (key, source, origin) in hook_env {
         map.insert(
             key.clone(),
             PlanEnv {
@@ -395,15 +403,28 @@ fn place_files(files: &[PlanFile], dir: &Path) -> Vec<PlanFile> {
     files
         .iter()
         .enumerate()
-        .map(|(i, f)| PlanFile {
-            host_path: dir.join("files").join(i.to_string()),
-            ..f.clone()
+        .map(|(i, file)| {
+            let PlanFile {
+                destination,
+                content,
+                bytes,
+                origin,
+                host_path: _,
+            } = file;
+            PlanFile {
+                destination: destination.clone(),
+                content: content.clone(),
+                bytes: *bytes,
+                origin: origin.clone(),
+                host_path: dir.join("files").join(i.to_string()),
+            }
         })
         .collect()
 }
 
 fn build_mounts(
     input: &PlanInput<'_>,
+    hook_mounts: &[PlanMount],
     files: &[PlanFile],
     staging: Option<&Staging>,
     extra: Vec<PlanMount>,
@@ -439,7 +460,7 @@ fn build_mounts(
             origin: Origin::Default,
         }));
     }
-    mounts.extend(input.hooks.mounts.iter().cloned());
+    mounts.extend(hook_mounts.iter().cloned());
     // Generated files: read-only binds of private host files, or for a remote service of their
     // copies in the staging volume. A bind mount point cannot be written, unlinked or replaced
     // from inside the container (docs/decisions/0002).

@@ -9,15 +9,28 @@ use super::build::HookLayer;
 use super::types::{EnvSource, MountKind, Origin, PlanFile, PlanMount};
 use crate::hooks::prepare::Prepared;
 use crate::hooks::protocol::MountMode;
-use crate::hooks::resolve::Origin as HookOrigin;
-use crate::hooks::validate::EnvValue;
+use crate::hooks::resolve::{Origin as HookOrigin, Resolved};
+use crate::hooks::validate::{EnvValue, GeneratedFile, HookMount};
 use crate::secret::Secret;
 
 /// Express the merged hook contributions in the plan's terms.
+///
+/// Every struct of the hook stage is taken apart field by field (no `..`), so a field added to
+/// [`Prepared`], [`Resolved`](crate::hooks::resolve::Resolved), a generated file or a mount
+/// does not compile until it is carried into the plan or explicitly left out here.
 pub fn hook_layer(prepared: &Prepared) -> HookLayer {
-    let r = &prepared.resolved;
-    let env = r
-        .env
+    let Prepared {
+        resolved,
+        mount_sources,
+    } = prepared;
+    // `eliminated` is what lost to precedence: reported by `ags hooks test`, not launched.
+    let Resolved {
+        env,
+        files,
+        mounts,
+        eliminated: _,
+    } = resolved;
+    let env = env
         .iter()
         .map(|(key, (value, origin))| {
             let source = match value {
@@ -31,29 +44,43 @@ pub fn hook_layer(prepared: &Prepared) -> HookLayer {
             (key.as_str().to_string(), source, plan_origin(origin))
         })
         .collect();
-    let files = r
-        .files
+    let files = files
         .iter()
-        .map(|(f, origin)| PlanFile {
-            destination: f.destination.as_path().to_path_buf(),
-            bytes: f.content.len(),
-            content: Secret::new(f.content.clone()),
+        .map(|(GeneratedFile { destination, content }, origin)| PlanFile {
+            destination: destination.as_path().to_path_buf(),
+            bytes: content.len(),
+            content: Secret::new(content.clone()),
             origin: plan_origin(origin),
             host_path: PathBuf::new(),
         })
         .collect();
-    let mounts = r
-        .mounts
+    // The hook's `source` text was resolved and checked into `mount_sources` (index for index).
+    let mounts = mounts
         .iter()
-        .zip(&prepared.mount_sources)
-        .map(|((m, origin), source)| PlanMount {
-            destination: m.destination.as_path().to_path_buf(),
-            kind: MountKind::Bind {
-                source: source.clone(),
+        .zip(mount_sources)
+        .map(
+            |(
+                (
+                    HookMount {
+                        source: _,
+                        destination,
+                        mode,
+                    },
+                    origin,
+                ),
+                source,
+            )| PlanMount {
+                destination: destination.as_path().to_path_buf(),
+                kind: MountKind::Bind {
+                    source: source.clone(),
+                },
+                read_only: match mode {
+                    MountMode::Ro => true,
+                    MountMode::Rw => false,
+                },
+                origin: plan_origin(origin),
             },
-            read_only: m.mode == MountMode::Ro,
-            origin: plan_origin(origin),
-        })
+        )
         .collect();
     HookLayer { env, files, mounts }
 }

@@ -11,48 +11,111 @@ use crate::plan::{EnvSource, LaunchPlan, MountKind, Protocol, SelinuxLabel, User
 
 /// Build the create body for `plan`. Only `Plain` env values (chosen by `ags`, never secrets)
 /// go into the spec; everything else is staged.
+///
+/// The plan is taken apart field by field and every field of the body is written out (no `..`
+/// on either side): a field added to [`LaunchPlan`] or [`SpecGenerator`] does not compile
+/// until this mapping says what becomes of it.
 pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
+    let LaunchPlan {
+        // Carried by the labels (`labels`, built with the plan).
+        launch_id: _,
+        container_name,
+        image,
+        // Named for the user; what runs is `container_command`.
+        agent: _,
+        command: _,
+        container_command,
+        workdir,
+        tty,
+        user_namespace,
+        user,
+        security,
+        network,
+        // The proxy is already in `mounts`, `env` and `container_command`.
+        egress: _,
+        ports,
+        init,
+        // Enforced by the launch (stop after the timeout), not by Podman.
+        timeout_seconds: _,
+        mounts: _,
+        env,
+        // Each generated file is a read-only bind in `mounts`, written by the launch.
+        files: _,
+        // Its files are in `files`, its arguments in `container_command`.
+        agent_hook_wiring: _,
+        // Loaded by the launch into the staged environment.
+        op_secret_sets: _,
+        // The staging volume is one of `mounts` (see [`volumes`]).
+        staging: _,
+        // The launch writes the profile there and sets `seccomp_profile_path` (local services).
+        seccomp_dir: _,
+        // Volumes in `mounts`; listed separately for `ags plan` and cleanup.
+        state_volumes: _,
+        // Binds in `mounts`; the launch creates the missing ones.
+        git_guards: _,
+        // In `env` (`GIT_CONFIG_*`).
+        git_identity: _,
+        // Its socket is a bind in `mounts` and `SSH_AUTH_SOCK` is in `env`.
+        ssh_agent: _,
+        // Written by the launch; the files' binds are in `mounts`.
+        host_stage_dir: _,
+        // Already applied to `mounts` and `env` by the plan.
+        lockdown: _,
+        // Already in `container_command`.
+        skip_permissions: _,
+        labels,
+        annotations,
+    } = plan;
+    let crate::plan::Security {
+        cap_drop,
+        no_new_privileges,
+        pids_limit,
+        selinux_label,
+    } = security;
     SpecGenerator {
-        name: Some(plan.container_name.clone()),
-        image: plan.image.clone(),
-        command: plan.container_command.clone(),
-        env: plan
-            .env
+        name: Some(container_name.clone()),
+        image: image.clone(),
+        command: container_command.clone(),
+        entrypoint: None,
+        env: env
             .iter()
             .filter_map(|e| match &e.source {
                 EnvSource::Plain { value } => Some((e.key.clone(), value.clone())),
                 _ => None,
             })
             .collect(),
-        work_dir: Some(path_str(&plan.workdir)),
-        terminal: plan.tty,
+        work_dir: Some(path_str(workdir)),
+        terminal: *tty,
         stdin: true,
-        labels: plan.labels.clone(),
-        annotations: plan.annotations.clone(),
-        cap_drop: plan.security.cap_drop.clone(),
-        no_new_privileges: plan.security.no_new_privileges,
-        userns: match plan.user_namespace {
+        labels: labels.clone(),
+        annotations: annotations.clone(),
+        cap_drop: cap_drop.clone(),
+        cap_add: Vec::new(),
+        no_new_privileges: *no_new_privileges,
+        userns: match user_namespace {
             UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
             UserNamespace::Default => None,
         },
-        netns: match plan.network {
+        netns: match network {
             Network::Open => None,
             Network::None | Network::Allowlist => Some(Namespace::new(NsMode::None)),
         },
+        hostname: None,
         mounts: mounts(plan),
         volumes: volumes(plan),
         resource_limits: Some(ResourceLimits {
-            pids: Some(PidsLimit {
-                limit: plan.security.pids_limit,
-            }),
+            pids: Some(PidsLimit { limit: *pids_limit }),
         }),
-        user: plan.user.clone(),
+        user: user.clone(),
+        // `ags` removes the container itself, after reading its exit code.
+        remove: false,
+        // Set by the launch once the profile is written (a local service reads the file).
+        seccomp_profile_path: None,
         // The agent's output (with a terminal, echoed keystrokes too) may hold secrets: keep
         // no log file of it. Attach streams it all the same.
         log_configuration: Some(LogConfig::none()),
-        init: plan.init,
-        portmappings: plan
-            .ports
+        init: *init,
+        portmappings: ports
             .iter()
             .map(|p| PortMapping {
                 host_ip: p.host_ip.map(|ip| ip.to_string()).unwrap_or_default(),
@@ -67,11 +130,10 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
             .collect(),
         // On an SELinux host the binds are not relabelled (a `:z` relabel would rewrite the
         // labels of the user's files on the host); the container runs unlabelled instead.
-        selinux_opts: match plan.security.selinux_label {
+        selinux_opts: match selinux_label {
             SelinuxLabel::Disabled => vec!["disable".into()],
             SelinuxLabel::NotEnabled => vec![],
         },
-        ..SpecGenerator::default()
     }
 }
 
