@@ -37,7 +37,7 @@ pub(super) async fn check(target: &podman::Target, config: Option<&Config>) -> O
     let image = image(config);
     let mut checks = vec![
         socket_check(&client, target, rootless),
-        version_check(&info),
+        version_check(&info, client.is_remote()),
         storage_check(&info),
     ];
     let (image_check, present) = image_check(&client, &image).await;
@@ -83,14 +83,24 @@ fn socket_check(client: &Client, target: &podman::Target, rootless: bool) -> Che
     )
 }
 
-fn version_check(info: &Info) -> Check {
+/// The version (a warning when untested), and for a remote service whether it can take
+/// hook-generated files (volume subpaths, Podman 5; docs/remote.md).
+fn version_check(info: &Info, remote: bool) -> Check {
     let v = &info.version.version;
-    let detail = format!(
+    let mut detail = format!(
         "Podman {v}, OCI runtime {}, cgroup {}, network {}",
         info.host.oci_runtime.name, info.host.cgroup_version, info.host.network_backend
     );
-    if !podman::ServerVersion::parse(v).is_some_and(podman::ServerVersion::is_tested) {
+    let version = podman::ServerVersion::parse(v);
+    if !version.is_some_and(podman::ServerVersion::is_tested) {
         let fix = "upgrade Podman: ags is tested with 4.3 (Debian 12) and 5.x";
+        return Check::warn("podman", detail, fix);
+    }
+    if remote && !version.is_some_and(podman::ServerVersion::mounts_volume_subpaths) {
+        detail.push_str(
+            "; a remote service: launches with hook-generated files are refused (they need Podman 5)",
+        );
+        let fix = "upgrade Podman on that machine to 5.x for hook-generated files (docs/remote.md), or use a local service";
         return Check::warn("podman", detail, fix);
     }
     Check::ok("podman", detail)
@@ -183,8 +193,23 @@ mod tests {
 
     #[test]
     fn old_podman_is_a_warning() {
-        assert_eq!(version_check(&info("4.3.1", "", false)).status, Status::Ok);
-        assert_eq!(version_check(&info("5.4.2", "", false)).status, Status::Ok);
-        assert_eq!(version_check(&info("3.4.4", "", false)).status, Status::Warn);
+        assert_eq!(version_check(&info("4.3.1", "", false), false).status, Status::Ok);
+        assert_eq!(version_check(&info("5.4.2", "", false), false).status, Status::Ok);
+        assert_eq!(
+            version_check(&info("3.4.4", "", false), false).status,
+            Status::Warn
+        );
+    }
+
+    #[test]
+    fn a_remote_podman_4_cannot_take_generated_files() {
+        let c = version_check(&info("4.3.1", "", false), true);
+        assert_eq!(c.status, Status::Warn);
+        assert!(
+            c.detail.contains("hook-generated files are refused"),
+            "{}",
+            c.detail
+        );
+        assert_eq!(version_check(&info("5.4.2", "", false), true).status, Status::Ok);
     }
 }
