@@ -134,6 +134,11 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
             SelinuxLabel::Disabled => vec!["disable".into()],
             SelinuxLabel::NotEnabled => vec![],
         },
+        // Set by the launch when it spells `keep-id` out for a local rootless service
+        // (`podman::spell_out_keep_id`); otherwise Podman derives them from `userns`.
+        idmappings: None,
+        passwd_entry: None,
+        group_entry: None,
     }
 }
 
