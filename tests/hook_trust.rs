@@ -41,7 +41,8 @@ fn noninteractive_approval_lists_every_unapproved_hook_with_its_command() {
              global-one (hash {}): approve with `ags hooks test global-one --config {}`\n  \
              project-one (hash {}): approve with `ags hooks test project-one --config {w}/.ags/config.toml --workdir {w}`\n\
              or rerun this command interactively (with a terminal) using the same config. \
-             Note: `ags hooks test` EXECUTES the hook after approval.",
+             Note: `ags hooks test` EXECUTES the hook after approval. Without a terminal (CI), \
+             `ags hooks approve NAME --hash HASH` records a hash you reviewed without running the hook.",
             global.hash,
             config.display(),
             project.hash,

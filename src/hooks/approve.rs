@@ -95,7 +95,8 @@ fn unapproved_message(hooks: &[Unapproved]) -> String {
     }
     out.push_str(
         "\nor rerun this command interactively (with a terminal) using the same config. \
-         Note: `ags hooks test` EXECUTES the hook after approval.",
+         Note: `ags hooks test` EXECUTES the hook after approval. Without a terminal (CI), \
+         `ags hooks approve NAME --hash HASH` records a hash you reviewed without running the hook.",
     );
     out
 }
