@@ -29,6 +29,9 @@ pub struct AgentProfile {
     pub egress: &'static [&'static str],
     /// What "the sandbox is the boundary" mode (`--yolo`, `[agent.NAME] skip_permissions`) adds.
     pub skip_permissions: SkipPermissions,
+    /// The file holding the agent's own login, relative to the home directory — the same on
+    /// the host and in the container (inside a state directory), for `ags login import`.
+    pub login_file: Option<&'static str>,
 }
 
 /// The agent's own switch for running without permission prompts (docs/agents.md).
@@ -90,6 +93,7 @@ pub const AGENTS: &[AgentProfile] = &[
         egress: &["api.anthropic.com:443"],
         // pi asks no permission before running a tool.
         skip_permissions: NO_PROMPTS,
+        login_file: None,
     },
     AgentProfile {
         name: "claude",
@@ -103,6 +107,7 @@ pub const AGENTS: &[AgentProfile] = &[
             args: &["--dangerously-skip-permissions"],
             env: &[("IS_SANDBOX", "1")],
         },
+        login_file: Some(".claude/.credentials.json"),
     },
     AgentProfile {
         name: "codex",
@@ -115,6 +120,7 @@ pub const AGENTS: &[AgentProfile] = &[
             args: &["--dangerously-bypass-approvals-and-sandbox"],
             env: &[],
         },
+        login_file: Some(".codex/auth.json"),
     },
     AgentProfile {
         name: "gemini",
@@ -126,6 +132,7 @@ pub const AGENTS: &[AgentProfile] = &[
             args: &["--yolo"],
             env: &[],
         },
+        login_file: Some(".gemini/oauth_creds.json"),
     },
     AgentProfile {
         name: "opencode",
@@ -138,6 +145,7 @@ pub const AGENTS: &[AgentProfile] = &[
             args: &["--auto"],
             env: &[],
         },
+        login_file: Some(".local/share/opencode/auth.json"),
     },
     AgentProfile {
         name: "shell",
@@ -147,6 +155,7 @@ pub const AGENTS: &[AgentProfile] = &[
         env: &[],
         egress: &[],
         skip_permissions: NO_PROMPTS,
+        login_file: None,
     },
 ];
 
@@ -207,6 +216,20 @@ impl AgentProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn login_files_lie_directly_in_a_state_directory() {
+        for agent in AGENTS {
+            let Some(file) = agent.login_file else { continue };
+            let path = std::path::Path::new(CONTAINER_HOME).join(file);
+            let dir = path.parent().unwrap();
+            assert!(
+                agent.state.iter().any(|s| std::path::Path::new(s) == dir),
+                "{}: {file}",
+                agent.name
+            );
+        }
+    }
 
     #[test]
     fn hooks_may_not_touch_any_agent_state() {

@@ -199,6 +199,9 @@ pub enum Command {
     /// Show a log: `--egress` for the egress proxy's record of connection attempts (the hook
     /// run log is `ags hooks log`).
     Log(LogArgs),
+    /// Agent logins: `import AGENT` copies your host login of that agent (e.g.
+    /// `~/.claude/.credentials.json`) into this project's state volume for it.
+    Login(LoginArgs),
     /// Print a shell completion script (bash, zsh or fish) to standard output.
     Completions(CompletionsArgs),
     /// Print the manual page (roff) to standard output: `ags man | man -l -`.
@@ -222,6 +225,42 @@ pub enum Shell {
     Zsh,
     /// Fish (as ~/.config/fish/completions/ags.fish).
     Fish,
+}
+
+/// `ags login`.
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    #[command(subcommand)]
+    pub command: LoginCommand,
+}
+
+/// `ags login` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LoginCommand {
+    /// Copy your host login of AGENT into this project's state volume for that agent (the
+    /// volume the next `ags --agent AGENT` in this workdir mounts): claude
+    /// `~/.claude/.credentials.json`, codex `~/.codex/auth.json`, gemini
+    /// `~/.gemini/oauth_creds.json`, opencode `~/.local/share/opencode/auth.json`. The content
+    /// goes through the Podman API into the volume only (mode 0600, owned by the agent's user).
+    Import(LoginImportArgs),
+}
+
+/// `ags login import`.
+#[derive(Debug, Args)]
+pub struct LoginImportArgs {
+    /// The agent whose login to import.
+    #[arg(value_name = "AGENT")]
+    pub agent: String,
+    /// Project directory whose state volume receives it (default: the current directory).
+    #[arg(long, value_name = "PATH")]
+    pub workdir: Option<PathBuf>,
+    /// The host login file to copy (default: the agent's usual one under your home).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// Image of the short-lived container that writes the volume (default: the image the
+    /// launch would use; any image with /bin/sh will do).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
 }
 
 /// `ags log`.

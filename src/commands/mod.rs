@@ -14,6 +14,7 @@ mod host_paths;
 mod image;
 mod launch_input;
 mod log;
+mod login;
 mod plan;
 mod run;
 mod setup;
@@ -32,6 +33,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         Some(Command::Doctor(args)) => doctor::doctor(&cli.global, &args),
         Some(Command::Setup(args)) => setup::setup(&args),
         Some(Command::Log(args)) => log::log(&cli.global, &args),
+        Some(Command::Login(args)) => login::login(&cli.global, &args),
         Some(Command::Completions(args)) => completions::completions(args.shell),
         Some(Command::Man) => completions::man(),
     }

@@ -11,6 +11,7 @@ pub mod git_quarantine;
 pub mod identity;
 mod io;
 pub mod lifecycle;
+pub mod login;
 pub mod notices;
 pub mod remote;
 pub mod report;

@@ -235,6 +235,42 @@ pub fn keeper_spec(plan: &LaunchPlan, name: &str) -> Option<SpecGenerator> {
     })
 }
 
+/// The writer of an agent's state volume for `ags login import`: like the keeper above, created
+/// and initialised (never started) with only `volume` mounted at `dest`, so that a file can be
+/// uploaded into the volume; the agent's user and user namespace, so the archive's owners map
+/// as they do for the agent; no network, no capabilities, no log; the launch's owner labels
+/// without its launch id (a sweep removes it after a crash).
+pub fn volume_writer_spec(plan: &LaunchPlan, volume: &str, dest: &Path, name: &str) -> SpecGenerator {
+    let mut labels = plan.labels.clone();
+    labels.remove(crate::plan::LABEL_LAUNCH_ID);
+    SpecGenerator {
+        name: Some(name.to_owned()),
+        image: plan.image.clone(),
+        command: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+        labels,
+        cap_drop: vec!["ALL".into()],
+        no_new_privileges: true,
+        userns: match plan.user_namespace {
+            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
+            UserNamespace::Default => None,
+        },
+        netns: Some(Namespace::new(NsMode::None)),
+        volumes: vec![NamedVolume {
+            name: volume.to_owned(),
+            dest: path_str(dest),
+            options: ["nosuid", "nodev", "noexec"].map(String::from).to_vec(),
+            sub_path: None,
+        }],
+        user: plan.user.clone(),
+        log_configuration: Some(LogConfig::none()),
+        selinux_opts: match plan.security.selinux_label {
+            SelinuxLabel::Disabled => vec!["disable".into()],
+            SelinuxLabel::NotEnabled => vec![],
+        },
+        ..SpecGenerator::default()
+    }
+}
+
 /// A container that is only created, then deleted: its create fails with "statfs PATH: no such
 /// file or directory" ([`super::PodmanError::missing_bind_source`]) when `workdir` does not
 /// exist on the service's machine. Nothing else is mounted, so that failure names the workdir;

@@ -1,0 +1,136 @@
+//! `ags login import AGENT`: copy the host's login of an agent (its `login_file` in the agent
+//! table, or `--from FILE`) into the state volume that `ags --agent AGENT` in this workdir
+//! mounts (docs/agents.md, "Credentials"). The volume is the launch's own: the plan of a launch
+//! of AGENT in the workdir is built (no hook runs) and names it, with its labels, the image and
+//! the agent's user. The file is read here (a regular file of at most 1 MiB, owned by you) and
+//! written through the Podman API (`launch::login`): it never passes through a command line, a
+//! log or a temporary file, and the host's agent directory is never mounted.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::cli::{GlobalArgs, LoginArgs, LoginCommand, LoginImportArgs, RunArgs, TtyMode};
+use crate::launch::identity;
+use crate::plan::HookLayer;
+use crate::secret::Secret;
+use crate::{Error, agents, podman};
+
+/// Largest login file imported.
+const MAX_LOGIN_BYTES: usize = 1024 * 1024;
+
+/// `ags login …`.
+pub fn login(global: &GlobalArgs, args: &LoginArgs) -> Result<u8, Error> {
+    match &args.command {
+        LoginCommand::Import(a) => import(global, a),
+    }
+}
+
+fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
+    crate::plan::check::find_agent(&args.agent)?;
+    let profile =
+        agents::find(&args.agent).ok_or_else(|| Error::Usage(format!("unknown agent {}", args.agent)))?;
+    let Some(login_file) = profile.login_file else {
+        return Err(Error::Usage(format!(
+            "ags login import {}: this agent keeps no login file ags knows; give it an API key instead (docs/agents.md, \"Credentials\")",
+            args.agent
+        )));
+    };
+    let run = RunArgs {
+        agent: args.agent.clone(),
+        workdir: args.workdir.clone(),
+        image: args.image.clone(),
+        tty: TtyMode::False,
+        ..RunArgs::default()
+    };
+    super::run::check_args(global, &run)?;
+    let config = super::run::load_config(global, run.workdir.clone())?;
+    let named = super::host_paths::named_workdir(run.workdir.as_deref());
+    let service_url = super::chosen_url(global);
+    let mut rules = super::host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
+    let settings = super::run::settings(&run, &config, &mut rules, false)?;
+    let source = args
+        .from
+        .clone()
+        .unwrap_or_else(|| config.paths.home.join(login_file));
+    let content = read_login(&source)?;
+    let in_container = Path::new(agents::CONTAINER_HOME).join(login_file);
+    let (dir, name) = state_dir_of(profile, &in_container)?;
+    let identity = identity::current();
+    let rt = super::runtime()?;
+    let result = rt.block_on(async {
+        let client = podman::connect(&super::target(global)).await?;
+        let image = settings.image.as_deref().unwrap_or(&config.image);
+        crate::launch::lifecycle::preflight(&client, image, None).await?;
+        let service = super::run::service_facts(&client).await?;
+        let plan = super::run::build_plan(&config, &settings, &identity, service, &HookLayer::default())?;
+        let per_project = (!config.user.shared_state).then_some(config.workdir.as_path());
+        let volume_name = profile.state_volume(&dir.to_string_lossy(), per_project);
+        let volume = plan
+            .state_volumes
+            .iter()
+            .find(|v| v.name == volume_name)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "the launch of {} mounts no state volume {volume_name}",
+                    args.agent
+                ))
+            })?;
+        crate::launch::login::import(&client, &plan, volume, &dir, &name, content.expose().as_bytes())
+            .await?;
+        Ok::<_, Error>(volume.name.clone())
+    });
+    super::finish(rt);
+    let volume = result?;
+    eprintln!(
+        "ags: imported {} into volume {volume} ({}) for {} in {}; `ags --agent {}` there uses it",
+        crate::safepath::display(&source),
+        in_container.display(),
+        args.agent,
+        crate::safepath::display(&config.workdir),
+        args.agent
+    );
+    Ok(0)
+}
+
+/// The host login file: a regular file (a symbolic link is followed: dotfile managers make
+/// them) owned by you, at most 1 MiB of text.
+fn read_login(path: &Path) -> Result<Secret, Error> {
+    let fail = |why: String| Error::Usage(format!("login file {}: {why}", crate::safepath::display(path)));
+    let real = path.canonicalize().map_err(|e| {
+        fail(match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                "does not exist; log in with the agent on this host first, or name the file with --from"
+                    .into()
+            }
+            _ => e.to_string(),
+        })
+    })?;
+    let meta = std::fs::metadata(&real).map_err(|e| fail(e.to_string()))?;
+    let uid = nix::unistd::getuid().as_raw();
+    if meta.uid() != uid {
+        return Err(fail(format!(
+            "belongs to uid {}, not to you (uid {uid})",
+            meta.uid()
+        )));
+    }
+    crate::fsutil::read_small_text_nofollow(&real, MAX_LOGIN_BYTES)
+        .map(Secret::new)
+        .map_err(|e| fail(e.to_string()))
+}
+
+/// The agent's state directory holding `file` (a container path), and the file's name in it.
+fn state_dir_of(profile: &agents::AgentProfile, file: &Path) -> Result<(PathBuf, String), Error> {
+    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match profile.state.iter().any(|s| Path::new(s) == dir) && !name.is_empty() {
+        true => Ok((dir, name)),
+        false => Err(Error::Usage(format!(
+            "the login file {} of {} is not directly in one of its state directories",
+            file.display(),
+            profile.name
+        ))),
+    }
+}

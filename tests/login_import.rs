@@ -1,0 +1,151 @@
+//! Issue 12, item 5: `ags login import AGENT` copies the host's login of an agent into the
+//! state volume that `ags --agent AGENT` mounts for this project — through the Podman API
+//! (rootful and rootless), never a mount of the host's agent directory. The test reads the
+//! file back the way the agent would (its user, its user namespace, the volume at its state
+//! directory) with `podman run`, checks that another project's volume does not get it, that no
+//! writer container is left, and that the content shows in no output of `ags`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::launch::{stderr, stdout};
+use common::{Mode, TestEnv, each_mode, run_command, show, tool};
+use serde_json::Value;
+
+/// The state volume `ags --agent AGENT` would mount in `workdir` (from `ags plan --json`).
+fn state_volume(env: &TestEnv, agent: &str, workdir: &Path) -> String {
+    let w = workdir.display().to_string();
+    let out = env.run([
+        "plan",
+        "--json",
+        "--agent",
+        agent,
+        "--workdir",
+        &w,
+        "--image",
+        &env.image(),
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    let plan: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    plan["state_volumes"][0]["name"].as_str().unwrap().to_string()
+}
+
+/// `podman run` through the mode's service, as the agent runs: its uid:gid, keep-id rootless.
+fn read_as_agent(env: &TestEnv, volume: &str, dir: &str, file: &str) -> Output {
+    let user = format!("{}:{}", env.uid(), env.gid());
+    let mount = format!("{volume}:{dir}");
+    let script = format!("cat {dir}/{file}; echo; stat -c 'MODE=%a UID=%u' {dir}/{file}");
+    let mut args = vec!["--url".to_string(), env.url(), "run".into(), "--rm".into()];
+    if env.mode() == Mode::Rootless {
+        args.extend(["--userns".into(), "keep-id".into()]);
+    }
+    args.extend([
+        "--user".into(),
+        user,
+        "-v".into(),
+        mount,
+        "--network".into(),
+        "none".into(),
+    ]);
+    args.extend([env.image(), "sh".into(), "-c".into(), script]);
+    run_command(env.command(tool("podman"), args), None, common::RUN_TIMEOUT)
+}
+
+fn remove_volume(env: &TestEnv, name: &str) {
+    let _ = common::api::call(env.mode(), "DELETE", &format!("/volumes/{name}"), None);
+}
+
+#[test]
+fn a_host_login_lands_in_this_projects_state_volume_only() {
+    each_mode(|env| {
+        let secret = format!("SECRET-LOGIN-{}", env.id());
+        env.write_file(
+            "home/.claude/.credentials.json",
+            format!("{{\"claudeAiOauth\":{{\"accessToken\":\"{secret}\"}}}}"),
+            0o600,
+        );
+        let work = env.work_dir().canonicalize().unwrap();
+        let other = env.mkdir("other", 0o755);
+        let volume = state_volume(env, "claude", &work);
+        let other_volume = state_volume(env, "claude", &other);
+        assert_ne!(volume, other_volume);
+        let w = work.display().to_string();
+        let out = env.run([
+            "login",
+            "import",
+            "claude",
+            "--workdir",
+            &w,
+            "--image",
+            &env.image(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(stderr(&out).contains(&volume), "{}", show(&out));
+        assert!(
+            !show(&out).contains(&secret),
+            "the content is never printed: {}",
+            show(&out)
+        );
+
+        let read = read_as_agent(env, &volume, "/home/dev/.claude", ".credentials.json");
+        let said = stdout(&read);
+        assert!(said.contains(&secret), "{}: {}", env.mode(), show(&read));
+        assert!(
+            said.contains(&format!("MODE=600 UID={}", env.uid())),
+            "{}: {}",
+            env.mode(),
+            show(&read)
+        );
+        // Another project's volume for the same agent does not have it.
+        let read = read_as_agent(env, &other_volume, "/home/dev/.claude", ".credentials.json");
+        assert!(!stdout(&read).contains(&secret), "{}", show(&read));
+        // Imported again (a refreshed login): replaced in place.
+        env.write_file("home/.claude/.credentials.json", "{\"v\":2}", 0o600);
+        let out = env.run([
+            "login",
+            "import",
+            "claude",
+            "--workdir",
+            &w,
+            "--image",
+            &env.image(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let read = read_as_agent(env, &volume, "/home/dev/.claude", ".credentials.json");
+        assert!(stdout(&read).starts_with("{\"v\":2}"), "{}", show(&read));
+        // No writer container is left behind.
+        let all = common::api::call(env.mode(), "GET", "/containers/json?all=true", None).json();
+        let writers: Vec<&Value> = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["Names"].to_string().contains(&format!("{volume}-login")))
+            .collect();
+        assert!(writers.is_empty(), "{writers:?}");
+        remove_volume(env, &volume);
+        remove_volume(env, &other_volume);
+    });
+}
+
+#[test]
+fn refusals_name_the_agent_the_file_and_what_to_do() {
+    each_mode(|env| {
+        let w = env.work_dir().display().to_string();
+        let out = env.run(["login", "import", "shell", "--workdir", &w]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(stderr(&out).contains("keeps no login file"), "{}", show(&out));
+        let out = env.run(["login", "import", "codex", "--workdir", &w]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(".codex/auth.json") && err.contains("log in with the agent on this host first"),
+            "{}",
+            show(&out)
+        );
+        let out = env.run(["login", "import", "clade", "--workdir", &w]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(stderr(&out).contains("claude"), "{}", show(&out));
+    });
+}
