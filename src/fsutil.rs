@@ -116,23 +116,47 @@ pub fn check_private_file(file: &Path) -> Result<(), PrivateDirError> {
 }
 
 fn check_owner_mode(path: &Path, meta: &fs::Metadata, want: u32) -> Result<(), PrivateDirError> {
+    match exposure(meta) {
+        None => Ok(()),
+        Some(Exposure::Owner { owner, uid }) => Err(PrivateDirError::Owner {
+            path: path.into(),
+            owner,
+            uid,
+        }),
+        Some(Exposure::Mode(mode)) => Err(PrivateDirError::Mode {
+            path: path.into(),
+            mode,
+            want,
+        }),
+    }
+}
+
+/// Why a file or directory is not private to us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposure {
+    /// Another user owns it.
+    Owner {
+        /// Its owner.
+        owner: u32,
+        /// Our effective uid.
+        uid: u32,
+    },
+    /// Group or other permission bits are set (the permission bits, `0o7777`).
+    Mode(u32),
+}
+
+/// Whether `meta` (of a file or directory) is owned by our effective uid with no group/other
+/// permission bits; what is wrong otherwise (the owner is checked first).
+pub fn exposure(meta: &fs::Metadata) -> Option<Exposure> {
     let uid = nix::unistd::geteuid().as_raw();
     if meta.uid() != uid {
-        return Err(PrivateDirError::Owner {
-            path: path.into(),
+        return Some(Exposure::Owner {
             owner: meta.uid(),
             uid,
         });
     }
     let mode = meta.mode() & 0o7777;
-    if mode & 0o077 != 0 {
-        return Err(PrivateDirError::Mode {
-            path: path.into(),
-            mode,
-            want,
-        });
-    }
-    Ok(())
+    (mode & 0o077 != 0).then_some(Exposure::Mode(mode))
 }
 
 /// Open a file for appending with mode 0600 (created if missing), refusing symlinks.

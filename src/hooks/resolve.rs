@@ -24,7 +24,14 @@ use crate::config::{HookDecl, HookScope};
 use super::policy::{Destination, EnvKey, EnvLiteral, OpRef, component_cmp, display_escaped, find_nesting};
 use super::validate::{Contribution, EnvValue, GeneratedFile, HookMount};
 
-/// Where a contribution came from; orders precedence.
+/// Where a contribution came from; orders precedence (the declaration index breaks ties).
+///
+/// Not the same type as [`crate::plan::Origin`], on purpose: this one is the hook stage's
+/// precedence key (it carries the index among declarations of a scope, which orders
+/// contributions and appears in conflict messages), while the plan's records where each
+/// setting of a launch came from (config file, agent hook wiring…) in the published
+/// `ags plan --format json` form, without an index. The hook stage comes first and may not
+/// import the plan; `plan::from_hooks` maps this one onto the plan's.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "layer", rename_all = "snake_case")]
 pub enum Origin {

@@ -12,7 +12,6 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -329,22 +328,18 @@ fn check_token(path: &Path, meta: &fs::Metadata) -> Result<()> {
     if !meta.is_file() {
         return Err(TrustError::TokenNotFile { path: path.into() });
     }
-    let uid = nix::unistd::geteuid().as_raw();
-    if meta.uid() != uid {
-        return Err(TrustError::TokenOwner {
+    match fsutil::exposure(meta) {
+        None => Ok(()),
+        Some(fsutil::Exposure::Owner { owner, uid }) => Err(TrustError::TokenOwner {
             path: path.into(),
-            owner: meta.uid(),
+            owner,
             uid,
-        });
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o077 != 0 {
-        return Err(TrustError::TokenMode {
+        }),
+        Some(fsutil::Exposure::Mode(mode)) => Err(TrustError::TokenMode {
             path: path.into(),
             mode,
-        });
+        }),
     }
-    Ok(())
 }
 
 /// Compare canonical forms, before creating anything: the store's nearest existing ancestor is

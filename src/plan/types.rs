@@ -49,7 +49,9 @@ pub struct SshAgent {
     pub known_hosts: Option<PathBuf>,
 }
 
-/// Where a setting came from.
+/// Where a setting came from, as `ags plan` reports it. Hook contributions are ordered by
+/// their own key, [`crate::hooks::resolve::Origin`] (see there why there are two);
+/// `plan::from_hooks` maps it onto this one.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "source", content = "name", rename_all = "kebab-case")]
 pub enum Origin {

@@ -161,15 +161,6 @@ fn not_started(hook: &PreparedHook) -> RunError {
     RunError::PhaseDeadline {
         deadline: Duration::ZERO,
         unfinished: vec![hook.decl.name.clone()],
-        reports: vec![HookReport {
-            name: hook.decl.name.clone(),
-            hash: hook.hash.clone(),
-            started_at: None,
-            duration: Duration::ZERO,
-            outcome: Outcome::NotStarted,
-            exit: None,
-            stdout_bytes: 0,
-            stderr_bytes: 0,
-        }],
+        reports: vec![HookReport::not_started(hook)],
     }
 }

@@ -71,7 +71,8 @@ pub struct HookReport {
 }
 
 impl HookReport {
-    pub(super) fn not_started(hook: &PreparedHook) -> Self {
+    /// The report of a hook that was not started (yet).
+    pub(crate) fn not_started(hook: &PreparedHook) -> Self {
         Self {
             name: hook.decl.name.clone(),
             hash: hook.hash.clone(),
