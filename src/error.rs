@@ -38,6 +38,9 @@ pub enum Error {
     /// The egress proxy of an allowlist-mode launch could not be set up.
     #[error(transparent)]
     Egress(#[from] crate::egress::EgressError),
+    /// The agent hook record socket could not be set up.
+    #[error(transparent)]
+    AgentLog(#[from] crate::agent_log::AgentLogError),
     /// `ags setup` refused or failed.
     #[error(transparent)]
     Setup(#[from] crate::oci_hooks::install::SetupError),

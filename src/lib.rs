@@ -19,8 +19,9 @@
 //! `fsutil`, `hardening`, `json`, `process`, `procfs`, `prompt`, `safepath`, `text`, `time`,
 //! `trace`) may be used by every stage and use only each other. Process spawning lives in
 //! `process` (and in the `ags-oci-hook` program, `oci_hooks::record`, which spawns nothing
-//! but runs from Podman); socket I/O lives in `podman::transport`. `spool` holds what crash
-//! recovery needs (docs/lifecycle.md).
+//! but runs from Podman); socket I/O lives in `podman::transport` and in the two per-launch
+//! servers of the `ags` process, `egress` (the proxy) and `agent_log` (the agent hook record).
+//! `spool` holds what crash recovery needs (docs/lifecycle.md).
 //!
 //! `tests/architecture.rs` checks this shape on every `cargo test`: it reads `src/`, resolves
 //! every `crate::`/`super::`/`self::` path to the module file it names, and fails on any import
@@ -28,6 +29,7 @@
 //! (printing the offending edge with file and line).
 
 pub mod agent_hooks;
+pub mod agent_log;
 pub mod agents;
 pub mod cli;
 pub mod commands;

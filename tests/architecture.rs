@@ -51,6 +51,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("spool", 4), // launch records for crash recovery (from config)
     ("op", 5),    // 1Password lookups of the plan's references (final handoff)
     ("egress", 5),
+    ("agent_log", 5), // the agent hook record socket and log (issue #14)
     ("oci_hooks", 5),
     ("podman", 6),
     ("launch", 7),

@@ -196,8 +196,9 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Install optional host integration (OCI hooks).
     Setup(SetupArgs),
-    /// Show a log: `--egress` for the egress proxy's record of connection attempts (the hook
-    /// run log is `ags hooks log`).
+    /// Show the agent hook record: every hook event and handler run of the agents, from the
+    /// log the launches append to (`--egress` for the egress proxy's log instead; the host
+    /// hook run log is `ags hooks log`).
     Log(LogArgs),
     /// Agent logins: `import AGENT` copies your host login of that agent (e.g.
     /// `~/.claude/.credentials.json`) into this project's state volume for it.
@@ -266,12 +267,22 @@ pub struct LoginImportArgs {
 /// `ags log`.
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// The egress log: every connection attempt through the proxy of allowlist-mode launches.
-    #[arg(long, required = true)]
+    /// The egress log instead: every connection attempt through the proxy of allowlist-mode
+    /// launches.
+    #[arg(long, conflicts_with_all = ["agent", "follow"])]
     pub egress: bool,
+    /// Only records of this agent (claude, codex, gemini, opencode, pi, shell).
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// Only records of this launch (its id, `ags-PID-NANOS`, as the log shows it).
+    #[arg(long, value_name = "ID")]
+    pub launch: Option<String>,
     /// Show the last N records.
     #[arg(short = 'n', default_value_t = 20)]
     pub n: usize,
+    /// Keep printing records as they are appended (until interrupted).
+    #[arg(short = 'f', long)]
+    pub follow: bool,
     /// Print the raw JSON lines.
     #[arg(long)]
     pub json: bool,

@@ -1,19 +1,105 @@
-//! `ags log --egress`: the last records of the egress log (`crate::egress::log`).
+//! `ags log`: the last records of the agent hook log (`crate::agent_log::file`), filtered by
+//! agent and launch, as a table or JSON lines, optionally followed; `ags log --egress`: the
+//! egress log (`crate::egress::log`). A closed standard output (`ags log | head`) ends it
+//! quietly.
 
-use std::io::Write;
+use std::io::{self, Write};
+use std::time::Duration;
 
 use crate::Error;
+use crate::agent_log::file::{self, Filter, Follower};
 use crate::cli::{GlobalArgs, LogArgs};
 use crate::config::Paths;
 use crate::egress::log;
 
-/// Print the last `-n` egress records, as text or JSON lines.
+/// How often `--follow` looks for new records.
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Print the requested log.
 pub fn log(_global: &GlobalArgs, args: &LogArgs) -> Result<u8, Error> {
+    let result = match args.egress {
+        true => egress(args),
+        false => agent_hooks(args),
+    };
+    match result {
+        Err(Error::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+        other => other,
+    }
+}
+
+fn agent_hooks(args: &LogArgs) -> Result<u8, Error> {
+    if let Some(agent) = &args.agent
+        && crate::agents::find(agent).is_none()
+    {
+        return Err(Error::Usage(format!(
+            "--agent {agent:?}: unknown agent; known agents: {}",
+            crate::agents::names()
+        )));
+    }
+    let path = Paths::from_env()?.agent_hooks_log();
+    let unreadable = |e: io::Error| Error::Usage(format!("agent hook log {}: {e}", path.display()));
+    let filter = Filter {
+        agent: args.agent.clone(),
+        launch: args.launch.clone(),
+    };
+    // Opened before the last records are read, so nothing appended in between is missed.
+    let mut follower = match args.follow {
+        true => Some(Follower::from_end(&path).map_err(unreadable)?),
+        false => None,
+    };
+    let entries = file::read_last(&path, &filter, args.n).map_err(unreadable)?;
+    let mut out = io::stdout().lock();
+    if !args.json {
+        writeln!(out, "{}", file::header()).map_err(Error::Output)?;
+    }
+    print(&mut out, &entries, args.json)?;
+    let Some(follower) = &mut follower else {
+        return Ok(0);
+    };
+    drop(out);
+    loop {
+        std::thread::sleep(FOLLOW_INTERVAL);
+        let new: Vec<_> = follower
+            .poll()
+            .map_err(unreadable)?
+            .into_iter()
+            .filter(|e| filter.matches(e))
+            .collect();
+        print(&mut io::stdout().lock(), &new, args.json)?;
+    }
+}
+
+fn print(
+    out: &mut impl Write,
+    entries: &[crate::agent_hooks::record::Entry],
+    json: bool,
+) -> Result<(), Error> {
+    for e in entries {
+        let line = match json {
+            true => serde_json::to_string(e).expect("an entry serializes"),
+            false => file::render(e),
+        };
+        writeln!(out, "{line}").map_err(Error::Output)?;
+    }
+    out.flush().map_err(Error::Output)?;
+    Ok(())
+}
+
+/// The last `-n` egress records (of `--launch` only, if given), as text or JSON lines.
+fn egress(args: &LogArgs) -> Result<u8, Error> {
     let paths = Paths::from_env()?;
     let path = paths.egress_log();
-    let records = log::read_last(&path, args.n)
-        .map_err(|e| Error::Usage(format!("egress log {}: {e}", path.display())))?;
-    let mut out = std::io::stdout().lock();
+    let n = match args.launch {
+        Some(_) => usize::MAX,
+        None => args.n,
+    };
+    let mut records =
+        log::read_last(&path, n).map_err(|e| Error::Usage(format!("egress log {}: {e}", path.display())))?;
+    if let Some(id) = &args.launch {
+        records.retain(|r| r.launch_id == *id);
+        records = records.split_off(records.len().saturating_sub(args.n));
+    }
+    let mut out = io::stdout().lock();
     for r in &records {
         let line = match args.json {
             true => serde_json::to_string(r).expect("a record serializes"),

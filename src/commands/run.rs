@@ -168,6 +168,7 @@ pub(super) fn settings(
         no_init: args.no_init,
         // Always on where the agent has wiring (docs/agent-hook-handlers.md): the dispatcher
         // and the handlers file are mounted with it, and no config switch turns recording off.
+        // Every launch serves the record socket (`shell` included).
         agent_hooks: true,
     };
     // Refused before any hook or `op` runs (the plan checks again).
@@ -271,6 +272,11 @@ async fn launch_async(
     let secrets = lookup_secrets(config, &plan, &signals).await?;
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
+    // The agent hook record is scrubbed of every staged value: its own copies, zeroed at the end.
+    let staged = match plan.agent_hook_record {
+        Some(_) => crate::agent_log::Scrubber::new(stage::staged_values(&plan, &secrets)),
+        None => crate::agent_log::Scrubber::default(),
+    };
     drop(secrets); // zeroed now: the archive holds the only copy until it is uploaded
     let service_url = super::chosen_url(global);
     host_paths::check_late(&client, config, settings, &prepared, service_url.as_deref()).await?;
@@ -281,6 +287,9 @@ async fn launch_async(
     // Allowlist mode: the proxy serves from this process for the whole session; its private
     // socket directory is removed with the launch's other resources (and swept after a crash).
     let remote = (!client.is_unix()).then(|| client.url());
+    // Agent hooks: the record socket is served the same way (its directory removed when the
+    // server is dropped, so it goes first).
+    let records = crate::agent_log::start(&plan, staged, remote)?;
     let egress = crate::egress::start(&plan.egress, &plan.launch_id, remote)?;
     let session = session::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
@@ -288,8 +297,14 @@ async fn launch_async(
     let (started, on_start) = tokio::sync::oneshot::channel();
     let background = tokio::spawn(session.after_start(client.clone(), on_start));
     let mut cleanup = Cleanup::default();
-    if let Some(e) = &egress {
-        cleanup.push(Resource::HostDir(e.dir().to_path_buf()));
+    for dir in [
+        egress.as_ref().map(|e| e.dir()),
+        records.as_ref().map(|r| r.dir()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        cleanup.push(Resource::HostDir(dir.to_path_buf()));
     }
     let locks = config.paths.state_dir().join("locks");
     // Changes from here on are the launch's (`config::git_scan`).
@@ -302,6 +317,9 @@ async fn launch_async(
     let (errors, background) = tokio::join!(cleanup.run(&client), background);
     if let Some(e) = egress {
         e.stop().await;
+    }
+    if let Some(r) = records {
+        r.stop().await;
     }
     if !errors.is_empty() {
         owner.keep(); // the next launch after this process is gone sweeps

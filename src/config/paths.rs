@@ -73,6 +73,11 @@ impl Paths {
         self.state_dir().join("egress.jsonl")
     }
 
+    /// The JSONL log of agent hook records (docs/agent-hooks.md).
+    pub fn agent_hooks_log(&self) -> PathBuf {
+        self.state_dir().join("agent-hooks.jsonl")
+    }
+
     /// Where launches keep private, short-lived host files (generated files bind-mounted into
     /// the container): `$XDG_RUNTIME_DIR/ags` (RAM-backed on systemd hosts), else
     /// `<state>/ags/run`.

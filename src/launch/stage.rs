@@ -23,6 +23,27 @@ pub struct Secrets {
     pub finals: Vec<BTreeMap<String, Secret>>,
 }
 
+/// Every value the launch stages into the container, for scrubbing the agent hook record:
+/// environment values (literals and resolved 1Password values, `--op-secret-set` fields) and
+/// the contents of generated files, except `ags`'s own agent hook wiring (which holds none).
+pub fn staged_values<'a>(plan: &'a LaunchPlan, secrets: &'a Secrets) -> Vec<&'a str> {
+    let env = plan.env.iter().filter_map(|e| match &e.source {
+        EnvSource::Staged { value } => Some(value.expose()),
+        EnvSource::Plain { .. } | EnvSource::OpRef { .. } => None,
+    });
+    let op = secrets
+        .references
+        .values()
+        .chain(secrets.finals.iter().flat_map(|set| set.values()))
+        .map(|v| v.expose());
+    let files = plan
+        .files
+        .iter()
+        .filter(|f| f.origin != crate::plan::Origin::AgentHooks)
+        .map(|f| f.content.expose());
+    env.chain(op).chain(files).collect()
+}
+
 /// Build the env file: one `export KEY='value'` line per staged variable, in key order.
 /// Values are single-line (validated earlier); single quotes are escaped as `'\''`.
 pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::git::SshAgent;
 use super::types::*;
-use super::{PlanError, agent_hooks, check, egress_entries, network};
+use super::{PlanError, agent_hooks, agent_record, check, egress_entries, network};
 use crate::agents;
 use crate::config::git_guard::GitGuard;
 use crate::config::git_identity::GitIdentity;
@@ -185,9 +185,11 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         volume: format!("ags-stage-{}", input.identity.suffix),
         mount_point: STAGING_MOUNT.into(),
     });
+    let record = agent_record::plan(input.config, run.agent_hooks, input.remote, input.host_stage_dir);
     let extra = egress_entries::mounts(&egress)
         .into_iter()
         .chain(wiring.iter().map(|(_, _, dispatcher)| dispatcher.clone()))
+        .chain(record.iter().map(agent_record::mount))
         .collect();
     let mounts = build_mounts(input, hook_mounts, &files, staging.as_ref(), extra)?;
     let state_volumes = state_volumes(input, &mounts);
@@ -236,6 +238,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         host_stage_dir,
         files,
         agent_hook_wiring: wiring.map(|(w, _, _)| w),
+        agent_hook_record: record,
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,
         state_volumes,

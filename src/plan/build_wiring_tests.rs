@@ -303,3 +303,52 @@ fn a_remote_service_gets_the_files_in_the_staging_volume_by_subpath() {
     // A local service: binds of host files, as before.
     assert!(!plan(&run("codex", &[], true), &hooks).unwrap().files_in_volume());
 }
+
+#[test]
+fn the_record_socket_directory_is_a_read_only_sibling_of_the_staging_directory() {
+    for agent in ["claude", "shell"] {
+        let p = plan(&run(agent, &[], true), &HookLayer::default()).unwrap();
+        let r = p.agent_hook_record.as_ref().expect("record");
+        assert_eq!(r.socket_dir, Path::new("/run/user/1000/ags/stage-abc123-hooks"));
+        assert_eq!(
+            r.socket(),
+            Path::new("/run/user/1000/ags/stage-abc123-hooks/record.sock")
+        );
+        assert_eq!(r.log, Path::new("/home/u/.local/state/ags/agent-hooks.jsonl"));
+        let m: Vec<_> = p
+            .mounts
+            .iter()
+            .filter(|m| m.destination == Path::new(crate::agent_hooks::SOCKET_DIR))
+            .collect();
+        assert_eq!(m.len(), 1, "{agent}");
+        assert!(m[0].read_only && m[0].origin == Origin::AgentHooks);
+        assert_eq!(
+            m[0].kind,
+            MountKind::Bind {
+                source: r.socket_dir.clone()
+            }
+        );
+    }
+    // Not without agent hooks, and not with a remote service.
+    let p = plan(&run("shell", &[], false), &HookLayer::default()).unwrap();
+    assert!(p.agent_hook_record.is_none());
+    let remote = build(&PlanInput {
+        config: &config(),
+        run: &run("shell", &[], true),
+        identity: &identity(),
+        rootless: true,
+        selinux: false,
+        remote: true,
+        user: (1000, 1000),
+        host_stage_dir: Path::new("/run/user/1000/ags/stage-abc123"),
+        hooks: &HookLayer::default(),
+    })
+    .unwrap();
+    assert!(remote.agent_hook_record.is_none());
+    assert!(
+        !remote
+            .mounts
+            .iter()
+            .any(|m| m.destination.starts_with(crate::agent_hooks::CONTAINER_DIR))
+    );
+}

@@ -6,6 +6,7 @@
 //! [`crate::secret::Secret`] so serializing or debug-printing a plan never shows them.
 
 pub mod agent_hooks;
+mod agent_record;
 mod build;
 pub mod check;
 mod egress_entries;

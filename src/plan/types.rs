@@ -260,6 +260,28 @@ pub struct AgentHookWiring {
     pub guard: crate::config::agent_hooks::AgentGuard,
 }
 
+/// The host side of the agent hook record (docs/agent-hooks.md "The record"): the `ags` process
+/// of the launch serves a unix socket in a private directory, bind-mounted read-only at
+/// [`crate::agent_hooks::SOCKET_DIR`], and appends what arrives to the log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordPlan {
+    /// Private per-launch directory (0700) holding the socket; removed after the launch.
+    pub socket_dir: PathBuf,
+    /// The JSONL log of agent hook records (`$XDG_STATE_HOME/ags/agent-hooks.jsonl`).
+    pub log: PathBuf,
+}
+
+impl RecordPlan {
+    /// The socket path on the host.
+    pub fn socket(&self) -> PathBuf {
+        self.socket_dir.join(RECORD_SOCKET_NAME)
+    }
+}
+
+/// The record socket's file name (in [`RecordPlan::socket_dir`] on the host, in
+/// [`crate::agent_hooks::SOCKET_DIR`] in the container).
+pub const RECORD_SOCKET_NAME: &str = "record.sock";
+
 /// The per-launch staging volume.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Staging {
@@ -323,6 +345,8 @@ pub struct LaunchPlan {
     pub files: Vec<PlanFile>,
     /// The agent's hook wiring, when the launch wires agent hooks and the agent has them.
     pub agent_hook_wiring: Option<AgentHookWiring>,
+    /// The record socket of the agent hooks, when the launch has agent hooks.
+    pub agent_hook_record: Option<RecordPlan>,
     /// 1Password Secure Notes loaded as environment (`--op-secret-set`).
     pub op_secret_sets: Vec<String>,
     /// Container labels.

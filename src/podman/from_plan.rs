@@ -43,6 +43,8 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         files: _,
         // Its files are in `files`, its arguments in `container_command`.
         agent_hook_wiring: _,
+        // Served by the launch; its directory is a read-only bind in `mounts`.
+        agent_hook_record: _,
         // Loaded by the launch into the staged environment.
         op_secret_sets: _,
         // The staging volume is one of `mounts` (see [`volumes`]).

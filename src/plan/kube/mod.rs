@@ -349,6 +349,8 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
             MountKind::Bind { source } if file_sources.contains(&source.as_path()) => continue,
             // Generated files go through the Secret, whichever way the service would get them.
             MountKind::StagedFile { .. } => continue,
+            // The agent hook record socket is served by a local `ags` process: not in a Pod.
+            MountKind::Bind { .. } if m.destination == Path::new(crate::agent_hooks::SOCKET_DIR) => continue,
             // The guards of the workspace's git repositories: a clone is not the host's.
             MountKind::Bind { source } if git && source.starts_with(&plan.workdir) => continue,
             MountKind::Bind { source } => (

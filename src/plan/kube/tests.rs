@@ -105,6 +105,21 @@ fn agent(pod: &Value) -> &Value {
 }
 
 #[test]
+fn the_agent_hook_record_socket_is_not_exported() {
+    let run = RunSettings {
+        agent_hooks: true,
+        ..shell()
+    };
+    let plan = plan(&run, &HookLayer::default(), Network::Open);
+    assert!(plan.agent_hook_record.is_some());
+    let text = serde_json::to_string(&export_json(&plan, None, None)).unwrap();
+    assert!(
+        !text.contains("-hooks") && !text.contains(crate::agent_hooks::SOCKET_DIR),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_plain_launch_is_one_pod_with_the_same_process_and_hardening() {
     let plan = plan(&shell(), &HookLayer::default(), Network::Open);
     let docs = export_json(&plan, None, None);

@@ -1,0 +1,235 @@
+//! The agent hook log on the host, `$XDG_STATE_HOME/ags/agent-hooks.jsonl` (0600 in a 0700
+//! directory, never mounted into a container): one [`Entry`] per line, appended by the `ags`
+//! process of each launch, read by `ags log`.
+//!
+//! Each line is one `write` on an `O_APPEND` descriptor held under an exclusive `flock`, so the
+//! lines of concurrent launches never interleave and only one of them rotates: past
+//! [`ROTATE_BYTES`] the file moves to `agent-hooks.jsonl.1` (replacing the previous one) and a
+//! new file starts, as the egress log does.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::agent_hooks::record::{Entry, Line};
+
+/// Rotate the log to `agent-hooks.jsonl.1` once it is larger than this (10 MiB).
+pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Append one entry as one line.
+pub fn append(path: &Path, entry: &Entry) -> io::Result<()> {
+    let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
+    line.push(b'\n');
+    append_line(path, &line)
+}
+
+/// Append `line` (one entry and its newline) as one write.
+pub(super) fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        crate::fsutil::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
+    }
+    // A few rounds at most: another process may rotate between our open and our lock.
+    for _ in 0..4 {
+        let mut file = crate::fsutil::open_private_append(path)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+        let held = file.metadata()?;
+        let current = std::fs::symlink_metadata(path);
+        if !current.is_ok_and(|m| m.ino() == held.ino() && m.dev() == held.dev()) {
+            continue; // rotated away while we waited: open the new file
+        }
+        if held.len() > ROTATE_BYTES {
+            std::fs::rename(path, rotated(path))?;
+            continue;
+        }
+        return file.write_all(line);
+    }
+    Err(io::Error::other("the log kept being rotated by other processes"))
+}
+
+/// The rotated file next to `path`.
+pub fn rotated(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".1");
+    PathBuf::from(s)
+}
+
+/// Every entry of the rotated file, then of the current one, oldest first. Lines that do not
+/// parse (a file damaged by hand) are skipped.
+pub fn read_all(path: &Path) -> io::Result<Vec<Entry>> {
+    let mut entries = read_file(&rotated(path))?;
+    entries.extend(read_file(path)?);
+    Ok(entries)
+}
+
+fn read_file(path: &Path) -> io::Result<Vec<Entry>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(parse_lines(&bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+fn parse_lines(bytes: &[u8]) -> Vec<Entry> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
+}
+
+/// Which entries `ags log` shows.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only records of this agent (invalid lines have none and are left out).
+    pub agent: Option<String>,
+    /// Only entries of this launch.
+    pub launch: Option<String>,
+}
+
+impl Filter {
+    /// Whether `e` passes.
+    pub fn matches(&self, e: &Entry) -> bool {
+        let agent_ok = match (&self.agent, e.record()) {
+            (None, _) => true,
+            (Some(a), Some(r)) => r.agent == *a,
+            (Some(_), None) => false,
+        };
+        agent_ok && self.launch.as_ref().is_none_or(|l| e.launch_id == *l)
+    }
+}
+
+/// The last `n` entries passing `filter`, oldest first.
+pub fn read_last(path: &Path, filter: &Filter, n: usize) -> io::Result<Vec<Entry>> {
+    let mut entries: Vec<Entry> = read_all(path)?
+        .into_iter()
+        .filter(|e| filter.matches(e))
+        .collect();
+    let skip = entries.len().saturating_sub(n);
+    Ok(entries.split_off(skip))
+}
+
+/// Reads entries as they are appended (`ags log --follow`), across rotations: it keeps the
+/// file it has open until it has read it to the end, then moves to the new one.
+#[derive(Debug)]
+pub struct Follower {
+    path: PathBuf,
+    file: Option<File>,
+    partial: Vec<u8>,
+}
+
+impl Follower {
+    /// Follow `path` from its current end (what [`read_last`] showed is not repeated).
+    pub fn from_end(path: &Path) -> io::Result<Self> {
+        let file = match File::open(path) {
+            Ok(mut f) => {
+                f.seek(SeekFrom::End(0))?;
+                Some(f)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            partial: Vec::new(),
+        })
+    }
+
+    /// The entries appended since the last call.
+    pub fn poll(&mut self) -> io::Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        loop {
+            if let Some(f) = &mut self.file {
+                f.read_to_end(&mut self.partial)?;
+            }
+            if let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') {
+                out.extend(parse_lines(&self.partial[..end]));
+                self.partial.drain(..=end);
+            }
+            // Rotated (or created): switch once the old file is read to its end.
+            let now = match std::fs::metadata(&self.path) {
+                Ok(m) => Some((m.dev(), m.ino())),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(e),
+            };
+            let held = match &self.file {
+                Some(f) => Some(f.metadata().map(|m| (m.dev(), m.ino()))?),
+                None => None,
+            };
+            if now.is_none() || now == held {
+                return Ok(out);
+            }
+            self.file = Some(File::open(&self.path)?);
+            self.partial.clear();
+        }
+    }
+}
+
+/// The header of the table `ags log` prints.
+pub fn header() -> String {
+    format!(
+        "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} DETAIL",
+        "TIME", "LAUNCH", "AGENT", "EVENT", "HANDLER", "OUTCOME", "DECISION", "MS"
+    )
+}
+
+/// One row of the table: for a record its tool and command (or path) and the reason; for an
+/// invalid line what was wrong. Text from the container is escaped (it cannot drive the
+/// terminal or break the row).
+pub fn render(e: &Entry) -> String {
+    let esc = |s: &str| crate::text::escape_line(s);
+    match &e.line {
+        Line::Record(r) => {
+            let mut detail = Vec::new();
+            if let Some(t) = &r.tool {
+                detail.push(esc(t));
+            }
+            if let Some(s) = &r.tool_input_summary {
+                detail.push(esc(s));
+            }
+            if let Some(c) = r.exit_code {
+                detail.push(format!("exit={c}"));
+            }
+            if let Some(why) = &r.reason {
+                detail.push(format!("({})", esc(why)));
+            }
+            format!(
+                "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} {}",
+                e.time,
+                esc(&e.launch_id),
+                esc(&r.agent),
+                r.event.as_str(),
+                r.handler.as_deref().map(esc).unwrap_or_else(|| "-".into()),
+                word(&r.outcome),
+                r.decision.as_ref().map(word).unwrap_or_else(|| "-".into()),
+                r.duration_ms,
+                detail.join(" ")
+            )
+        }
+        Line::Invalid(i) => format!(
+            "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} {} bytes: {}",
+            e.time,
+            esc(&e.launch_id),
+            "-",
+            "-",
+            "-",
+            "invalid",
+            "-",
+            "-",
+            i.bytes,
+            esc(&i.error)
+        ),
+    }
+}
+
+/// The snake_case word serde writes for an enum value.
+fn word<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;

@@ -1,0 +1,142 @@
+//! The agent hook record of a launch on the host (docs/agent-hooks.md "The record"), run inside
+//! the `ags` process for the length of the session, like the egress proxy.
+//!
+//! [`start`] creates the launch's private socket directory (0700, bind-mounted read-only at
+//! `/run/ags-agent-hooks/sock` in the container) and serves `record.sock` there from before the
+//! container starts; [`RecordServer::stop`] ends it after the container is gone, records what
+//! was dropped, and removes the directory (dropping the server removes it too, so no failure path
+//! leaves it behind; a crashed `ags` leaves it to the sweep of staging directories).
+//!
+//! Every line that arrives becomes one entry of the log ([`file`]): a valid record stamped with
+//! the time and the launch id and scrubbed of every value the launch staged ([`scrub`]), or an
+//! `invalid` entry saying what was wrong. The container only has the socket: it can add entries
+//! but has no path to the log, so it cannot rewrite or delete earlier ones.
+
+pub mod file;
+pub mod scrub;
+mod server;
+
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use scrub::Scrubber;
+pub use server::{IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_LAUNCH_BYTES};
+
+use crate::plan::LaunchPlan;
+
+/// Errors setting up the record socket.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentLogError {
+    /// A remote service cannot bind-mount this host's socket directory.
+    #[error(
+        "agent hooks record through a unix socket bind-mounted from this host, which a remote Podman service ({url}) cannot see; use a local unix socket service"
+    )]
+    Remote {
+        /// The service URL.
+        url: String,
+    },
+    /// The socket directory could not be created.
+    #[error("agent hooks: cannot create the record socket directory {}: {source}", path.display())]
+    SocketDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The server could not listen.
+    #[error("agent hooks: cannot listen on {}: {source}", path.display())]
+    Listen {
+        /// The socket path.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// The running record server of one launch.
+#[derive(Debug)]
+pub struct RecordServer {
+    task: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::watch::Sender<bool>,
+    dir: PathBuf,
+}
+
+impl Drop for RecordServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl RecordServer {
+    /// The private socket directory (recorded for cleanup by the caller).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stop serving: read open connections to their end, record what was dropped, remove the
+    /// socket directory.
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Start the record server of `plan` when it has agent hooks (else nothing). `staged` scrubs
+/// the records; `remote` is the service URL when it is not a local unix socket.
+pub fn start(
+    plan: &LaunchPlan,
+    staged: Scrubber,
+    remote: Option<&str>,
+) -> Result<Option<RecordServer>, AgentLogError> {
+    let Some(record) = &plan.agent_hook_record else {
+        return Ok(None);
+    };
+    if let Some(url) = remote {
+        return Err(AgentLogError::Remote { url: url.into() });
+    }
+    let listener = listen(&record.socket_dir, &record.socket())?;
+    let sink = Arc::new(server::Sink::new(
+        record.log.clone(),
+        plan.launch_id.clone(),
+        plan.agent.clone(),
+        staged,
+    ));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(server::serve(listener, sink, stopped));
+    Ok(Some(RecordServer {
+        task,
+        stop,
+        dir: record.socket_dir.clone(),
+    }))
+}
+
+/// Create the private directory (0700; it must not exist) and listen in it.
+fn listen(dir: &Path, socket: &Path) -> Result<tokio::net::UnixListener, AgentLogError> {
+    let dir_err = |source| AgentLogError::SocketDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = dir.parent() {
+        // Missing ancestors are created owner-only too (the state directory may be one).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(dir_err)?;
+        crate::fsutil::ensure_private_dir(parent).map_err(|e| dir_err(io::Error::other(e.to_string())))?;
+    }
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(dir_err)?;
+    tokio::net::UnixListener::bind(socket).map_err(|source| {
+        let _ = std::fs::remove_dir_all(dir);
+        AgentLogError::Listen {
+            path: socket.to_path_buf(),
+            source,
+        }
+    })
+}

@@ -1,0 +1,212 @@
+//! The record socket's server: accepts connections from the container, splits each into lines
+//! of at most [`MAX_LINE_BYTES`] (a longer line is cut off and recorded as invalid, the rest of
+//! it skipped), and hands every line to the [`Sink`], which parses, checks, scrubs, stamps and
+//! appends it. Nothing the container sends can stop the server: every failure is an entry.
+//!
+//! Bounds: at most [`MAX_CONNECTIONS`] connections at once (more wait to be accepted), a
+//! connection idle for [`IDLE_TIMEOUT`] is closed, and a launch appends at most
+//! [`MAX_LAUNCH_BYTES`]; past that its records are counted and dropped, and the count is
+//! recorded when the launch ends. With the rotation at 10 MiB, one launch can therefore rotate
+//! the log at most once: it cannot push the records of its own session, or anything written
+//! since the last rotation, out of the log.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::task::JoinSet;
+
+use super::file;
+use super::scrub::Scrubber;
+use crate::agent_hooks::record::{Entry, Invalid, Line, MAX_LINE_BYTES, RecordError, parse_line};
+
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// A connection that sends nothing for this long is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Bytes of log one launch may append (8 MiB).
+pub const MAX_LAUNCH_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How long the end of a launch waits for open connections to be read to their end.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Where the lines of one launch go.
+#[derive(Debug)]
+pub struct Sink {
+    log: PathBuf,
+    launch_id: String,
+    agent: String,
+    scrubber: Scrubber,
+    limit: u64,
+    budget: Mutex<Budget>,
+    reported: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct Budget {
+    written: u64,
+    dropped: u64,
+    dropped_bytes: u64,
+}
+
+impl Sink {
+    /// A sink appending to `log` for the launch `launch_id` of `agent`.
+    pub fn new(log: PathBuf, launch_id: String, agent: String, scrubber: Scrubber) -> Self {
+        Self {
+            log,
+            launch_id,
+            agent,
+            scrubber,
+            limit: MAX_LAUNCH_BYTES,
+            budget: Mutex::new(Budget::default()),
+            reported: AtomicBool::new(false),
+        }
+    }
+
+    /// Record one line: `bytes` is what was kept of it, `len` its full length.
+    pub fn line(&self, bytes: &[u8], len: usize) {
+        let line = match (len > MAX_LINE_BYTES, parse_line(bytes)) {
+            (true, _) => self.invalid(RecordError::LineTooLong { len }, len),
+            (false, Ok(r)) if r.agent != self.agent => self.invalid(
+                RecordError::WrongAgent {
+                    launch: self.agent.clone(),
+                },
+                len,
+            ),
+            (false, Ok(mut r)) => {
+                for s in r.strings_mut() {
+                    self.scrubber.scrub(s);
+                }
+                Line::Record(r)
+            }
+            (false, Err(e)) => self.invalid(e, len),
+        };
+        self.write(line, false);
+    }
+
+    fn invalid(&self, error: RecordError, len: usize) -> Line {
+        let mut text = error.to_string();
+        self.scrubber.scrub(&mut text);
+        Line::Invalid(Invalid::new(text, len))
+    }
+
+    /// Stamp and append, within the launch's budget (`note`s are always written).
+    fn write(&self, line: Line, note: bool) {
+        let entry = Entry {
+            time: crate::time::rfc3339(SystemTime::now()),
+            launch_id: self.launch_id.clone(),
+            line,
+        };
+        let mut bytes = serde_json::to_vec(&entry).expect("an entry serializes");
+        bytes.push(b'\n');
+        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+        if !note && budget.written + bytes.len() as u64 > self.limit {
+            budget.dropped += 1;
+            budget.dropped_bytes += bytes.len() as u64;
+            return;
+        }
+        budget.written += bytes.len() as u64;
+        if let Err(e) = file::append_line(&self.log, &bytes)
+            && !self.reported.swap(true, Ordering::Relaxed)
+        {
+            eprintln!("ags: agent hook log {}: {e}", self.log.display());
+        }
+    }
+
+    /// At the end of the launch: record how many records were dropped, if any.
+    pub fn finish(&self) {
+        let (dropped, bytes) = {
+            let b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+            (b.dropped, b.dropped_bytes)
+        };
+        if dropped > 0 {
+            let error = format!(
+                "{dropped} records ({bytes} bytes) of this launch were dropped: a launch may append at most {} bytes",
+                self.limit
+            );
+            self.write(Line::Invalid(Invalid::new(error, 0)), true);
+        }
+    }
+}
+
+/// Serve `listener` until `stopped` turns true, then read open connections to their end (for at
+/// most a grace period) and record what was dropped.
+pub async fn serve(listener: UnixListener, sink: Arc<Sink>, mut stopped: watch::Receiver<bool>) {
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut conns = JoinSet::new();
+    loop {
+        let permit = tokio::select! {
+            _ = until_stopped(&mut stopped) => break,
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+        };
+        tokio::select! {
+            _ = until_stopped(&mut stopped) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    conns.spawn(connection(stream, sink.clone(), permit));
+                }
+                // Out of descriptors, say: try again shortly instead of spinning.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            },
+        }
+        while conns.try_join_next().is_some() {}
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(STOP_GRACE, async { while conns.join_next().await.is_some() {} }).await;
+    conns.abort_all();
+    sink.finish();
+}
+
+/// Wait for the stop signal (or the server being dropped).
+async fn until_stopped(stopped: &mut watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}
+
+/// Read one connection line by line.
+async fn connection(stream: UnixStream, sink: Arc<Sink>, _permit: OwnedSemaphorePermit) {
+    let mut reader = BufReader::with_capacity(16 * 1024, stream);
+    let mut line: Vec<u8> = Vec::new();
+    let mut len = 0usize;
+    loop {
+        let buf = match tokio::time::timeout(IDLE_TIMEOUT, reader.fill_buf()).await {
+            Ok(Ok(buf)) => buf,
+            // Idle, or a read error: what was received of an unfinished line is recorded.
+            _ => break,
+        };
+        if buf.is_empty() {
+            break;
+        }
+        let newline = buf.iter().position(|b| *b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        let room = (MAX_LINE_BYTES + 1).saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        len += chunk.len();
+        let consumed = chunk.len() + usize::from(newline.is_some());
+        reader.consume(consumed);
+        if newline.is_some() {
+            finish_line(&sink, &line, len);
+            line.clear();
+            len = 0;
+        }
+    }
+    finish_line(&sink, &line, len);
+}
+
+/// Hand a line to the sink; blank lines (a stray newline) are not records.
+fn finish_line(sink: &Sink, line: &[u8], len: usize) {
+    if len <= MAX_LINE_BYTES && line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    sink.line(line, len);
+}
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;
