@@ -1,0 +1,336 @@
+//! Agent hooks end to end with the REAL agent CLIs of the agent image (issue #14, "Done when"):
+//! claude, codex and pi, each headless against the scripted model endpoint
+//! (`tests/support/model_endpoint.py`), which makes the agent call its shell tool once. Nothing
+//! leaves this machine: allowlist mode with only the endpoint listed (`agent_hosts = false`).
+//!
+//! Per agent, two launches through `ags` with the wiring, the dispatcher and the record socket
+//! as every launch gets them:
+//!
+//! 1. the tool runs `touch allowed-AGENT`: the file exists; the host log holds `session_start`,
+//!    `pre_tool` and `post_tool` (and `stop`) event records with the agent's shell tool and that
+//!    command; a handler that crashes (SIGSEGV) and one that hangs (killed at its 2 s timeout)
+//!    are recorded as `crashed` and `timeout`, and the session still completes;
+//! 2. the tool runs `touch denied-AGENT`, which `[agent_guard] deny` matches: the file is absent,
+//!    the `pre_tool` event is recorded with decision `block` and the guard's handler record says
+//!    `blocked`.
+//!
+//! The endpoint listens on this machine's own address (the first of `hostname -I`). Runs in each
+//! mode whose service has `localhost/ags-agent:latest` (the rootful store here); skipped with a
+//! note elsewhere.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+use common::launch::{assert_clean, stdout};
+use common::{TestEnv, each_mode, show};
+
+const AGENT_IMAGE: &str = "localhost/ags-agent:latest";
+const REPLY: &str = "ags-scripted-reply";
+
+/// The scripted endpoint, killed on drop.
+struct Endpoint {
+    child: Child,
+    addr: String,
+    port: u16,
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn host_address() -> Option<String> {
+    let out = Command::new("hostname").arg("-I").output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|a| a.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| !ip.is_loopback()))
+        .map(String::from)
+}
+
+/// An endpoint whose one tool call runs `command`.
+fn endpoint(addr: &str, command: &str) -> Endpoint {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/model_endpoint.py");
+    let mut child = Command::new("python3")
+        .args([
+            script,
+            "--host",
+            addr,
+            "--reply",
+            REPLY,
+            "--tool-command",
+            command,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting the scripted model endpoint");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("endpoint port");
+    let port = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("endpoint said {line:?}"));
+    Endpoint {
+        child,
+        addr: addr.into(),
+        port,
+    }
+}
+
+/// The global config: only the endpoint reachable, a crashing and a hanging handler, the guard.
+fn config(ep: &Endpoint) -> String {
+    format!(
+        r#"[network]
+mode = "allowlist"
+agent_hosts = false
+allow = ["{}:{}"]
+
+[[agent_hook]]
+name = "crash"
+event = "pre_tool"
+command = "kill -SEGV $$"
+
+[[agent_hook]]
+name = "hang"
+event = "pre_tool"
+command = "sleep 60"
+timeout_seconds = 2
+
+[agent_guard]
+deny = ["touch denied-*"]
+"#,
+        ep.addr, ep.port
+    )
+}
+
+/// One agent: how to point it at the endpoint and run it headless.
+struct Agent {
+    name: &'static str,
+    env: Vec<String>,
+    args: Vec<String>,
+}
+
+fn agents(env: &TestEnv, ep: &Endpoint) -> Vec<Agent> {
+    let base = format!("http://{}:{}", ep.addr, ep.port);
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let provider = |k: &str, v: &str| format!("model_providers.scripted.{k}={v:?}");
+    let pi_dir = env.work_dir().join(".pi-agent");
+    std::fs::create_dir_all(&pi_dir).expect("pi agent dir");
+    let models = serde_json::json!({"providers": {"scripted": {
+        "baseUrl": format!("{base}/v1"), "api": "openai-completions", "apiKey": "test",
+        "models": [{"id": "m"}],
+    }}});
+    env.write_file(pi_dir.join("models.json"), models.to_string(), 0o644);
+    vec![
+        Agent {
+            name: "claude",
+            env: vec![
+                format!("ANTHROPIC_BASE_URL={base}"),
+                "ANTHROPIC_API_KEY=sk-ant-test".into(),
+                "DISABLE_TELEMETRY=1".into(),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".into(),
+                "IS_SANDBOX=1".into(),
+            ],
+            args: owned(&["-p", "run the command", "--dangerously-skip-permissions"]),
+        },
+        Agent {
+            name: "codex",
+            env: vec!["SCRIPTED_KEY=test".into()],
+            args: vec![
+                "exec".into(),
+                "--dangerously-bypass-approvals-and-sandbox".into(),
+                "--skip-git-repo-check".into(),
+                "-c".into(),
+                "model_provider=scripted".into(),
+                "-c".into(),
+                provider("name", "scripted"),
+                "-c".into(),
+                provider("base_url", &format!("{base}/v1")),
+                "-c".into(),
+                provider("wire_api", "responses"),
+                "-c".into(),
+                provider("env_key", "SCRIPTED_KEY"),
+                "-c".into(),
+                "model=\"m\"".into(),
+                "run the command".into(),
+            ],
+        },
+        Agent {
+            name: "pi",
+            env: vec![format!("PI_CODING_AGENT_DIR={}", pi_dir.display())],
+            args: owned(&["-p", "--provider", "scripted", "--model", "m", "run the command"]),
+        },
+    ]
+}
+
+fn launch(env: &TestEnv, agent: &Agent) -> Output {
+    let mut all: Vec<String> = [
+        "--tty=false",
+        "--image",
+        AGENT_IMAGE,
+        "--label",
+        &env.label(),
+        "--agent",
+        agent.name,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for e in &agent.env {
+        all.extend(["--env".to_string(), e.clone()]);
+    }
+    all.push("--".into());
+    all.extend(agent.args.iter().cloned());
+    env.run(all)
+}
+
+fn log(env: &TestEnv) -> Vec<Value> {
+    let out = env.run(["log", "--json", "-n", "100000"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// The event records of `event` among `entries`.
+fn events<'a>(entries: &'a [Value], event: &str) -> Vec<&'a Value> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "event" && e["event"] == event)
+        .collect()
+}
+
+/// The handler records of `handler` among `entries`.
+fn handler<'a>(entries: &'a [Value], name: &str) -> Vec<&'a Value> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "handler" && e["handler"] == name)
+        .collect()
+}
+
+/// Run `agent` once with the endpoint's tool command and return its new log entries.
+fn session(env: &TestEnv, agent: &Agent, ep: &Endpoint) -> (Output, Vec<Value>) {
+    env.write_global_config(&config(ep));
+    let before = log(env).len();
+    let out = launch(env, agent);
+    let entries = log(env).split_off(before);
+    (out, entries)
+}
+
+fn check_agent(env: &TestEnv, addr: &str, name: &str) {
+    let allowed_cmd = format!("touch allowed-{name}");
+    let denied_cmd = format!("touch denied-{name}");
+    let ep = endpoint(addr, &allowed_cmd);
+    let agent = agents(env, &ep).into_iter().find(|a| a.name == name).unwrap();
+    let (out, entries) = session(env, &agent, &ep);
+    let what = format!("{name}: {}\n{entries:#?}", show(&out));
+    assert_eq!(out.status.code(), Some(0), "{what}");
+    assert!(stdout(&out).contains(REPLY), "{what}");
+    assert!(env.work_dir().join(format!("allowed-{name}")).exists(), "{what}");
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["agent"] == name && e["kind"] != "invalid"),
+        "{what}"
+    );
+    assert_eq!(events(&entries, "session_start").len(), 1, "{what}");
+    for event in ["pre_tool", "post_tool"] {
+        let ours: Vec<_> = events(&entries, event)
+            .into_iter()
+            .filter(|e| {
+                e["tool_input_summary"]
+                    .as_str()
+                    .is_some_and(|s| s.contains(&allowed_cmd))
+            })
+            .collect();
+        assert_eq!(ours.len(), 1, "{event}: {what}");
+        assert!(ours[0]["tool"].is_string(), "{what}");
+    }
+    let pre = events(&entries, "pre_tool")[0];
+    assert_eq!(pre["decision"], "allow", "{what}");
+    assert!(!events(&entries, "stop").is_empty(), "{what}");
+    let crashed = handler(&entries, "crash");
+    let hung = handler(&entries, "hang");
+    assert_eq!(crashed.len(), 1, "{what}");
+    assert_eq!(crashed[0]["outcome"], "crashed", "{what}");
+    assert_eq!(hung.len(), 1, "{what}");
+    assert_eq!(hung[0]["outcome"], "timeout", "{what}");
+    assert_clean(env);
+    drop(ep);
+
+    let ep = endpoint(addr, &denied_cmd);
+    let agent = agents(env, &ep).into_iter().find(|a| a.name == name).unwrap();
+    let (out, entries) = session(env, &agent, &ep);
+    let what = format!("{name} (denied): {}\n{entries:#?}", show(&out));
+    assert!(
+        !env.work_dir().join(format!("denied-{name}")).exists(),
+        "the guard did not block: {what}"
+    );
+    let blocked: Vec<_> = events(&entries, "pre_tool")
+        .into_iter()
+        .filter(|e| {
+            e["tool_input_summary"]
+                .as_str()
+                .is_some_and(|s| s.contains(&denied_cmd))
+        })
+        .collect();
+    assert_eq!(blocked.len(), 1, "{what}");
+    assert_eq!(
+        (&blocked[0]["decision"], &blocked[0]["outcome"]),
+        (&Value::from("block"), &Value::from("blocked")),
+        "{what}"
+    );
+    let guard = handler(&entries, "guard");
+    assert!(guard.iter().any(|g| g["outcome"] == "blocked"), "{what}");
+    assert!(
+        events(&entries, "post_tool")
+            .iter()
+            .all(|e| e["tool_input_summary"]
+                .as_str()
+                .is_none_or(|s| !s.contains(&denied_cmd))),
+        "{what}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the session goes on after the block: {what}"
+    );
+    assert_clean(env);
+}
+
+fn run_for(name: &str) {
+    let Some(addr) = host_address() else {
+        println!("SKIP: no address of this machine from `hostname -I`");
+        return;
+    };
+    each_mode(|env| {
+        if !common::api::image_exists(&env.mode().socket(), AGENT_IMAGE).unwrap_or(false) {
+            println!("SKIP: {}: no {AGENT_IMAGE} in this service", env.mode());
+            return;
+        }
+        check_agent(env, &addr, name);
+    });
+}
+
+#[test]
+fn claude_hooks_are_recorded_a_denied_command_is_blocked_and_broken_handlers_do_not_stop_it() {
+    run_for("claude");
+}
+
+#[test]
+fn codex_hooks_are_recorded_a_denied_command_is_blocked_and_broken_handlers_do_not_stop_it() {
+    run_for("codex");
+}
+
+#[test]
+fn pi_hooks_are_recorded_a_denied_command_is_blocked_and_broken_handlers_do_not_stop_it() {
+    run_for("pi");
+}
