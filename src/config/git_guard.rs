@@ -36,6 +36,7 @@
 //! I/O: reads the workspace's `.git` entries. Creating the missing pieces happens in the launch
 //! stage (`launch::lifecycle`), so `ags plan` changes nothing.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// One path of a repository guarded by a bind mount onto itself.
@@ -322,7 +323,7 @@ pub(crate) fn is_plain_file(path: &Path) -> Result<bool, GitGuardError> {
 
 /// Whether `path` holds `.` (a line), the content ags creates.
 pub fn is_self_commondir(path: &Path) -> bool {
-    read_small(path).is_ok_and(|b| b.trim_ascii_end() == b".")
+    read_small(path).is_ok_and(|b| trim_line_ends(&b) == b".")
 }
 
 /// Longest `.git` file or `commondir` read (git's own are one short line).
@@ -360,24 +361,36 @@ pub(crate) fn linked_git_dir(file: &Path) -> Result<PathBuf, GitGuardError> {
         path: file.into(),
         reason: reason.into(),
     };
-    let text =
-        read_small_text(file).map_err(|e| fail(&format!("it cannot be read as a short text file ({e})")))?;
-    let named = text
-        .strip_prefix("gitdir:")
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| fail("it does not start with `gitdir: PATH`"))?;
+    let bytes =
+        read_small(file).map_err(|e| fail(&format!("it cannot be read as a short text file ({e})")))?;
+    let named = gitfile_path(&bytes).ok_or_else(|| fail("it does not start with `gitdir: PATH`"))?;
     let base = file.parent().unwrap_or(Path::new("/"));
-    base.join(named)
-        .canonicalize()
-        .map_err(|e| fail(&format!("its git dir {named} cannot be resolved ({e})")))
+    base.join(named).canonicalize().map_err(|e| {
+        let named = named.to_string_lossy();
+        fail(&format!("its git dir {named} cannot be resolved ({e})"))
+    })
+}
+
+/// The path a `.git` file names, read as git reads it (`read_gitfile_gently`): `gitdir: ` with
+/// one space, then everything up to the end but trailing `\n`/`\r` (spaces kept), any bytes.
+pub(crate) fn gitfile_path(bytes: &[u8]) -> Option<&std::ffi::OsStr> {
+    let named = trim_line_ends(bytes.strip_prefix(b"gitdir: ")?);
+    (!named.is_empty()).then(|| std::ffi::OsStr::from_bytes(named))
+}
+
+/// `bytes` without the `\n` and `\r` at its end, as git trims `.git` files and `commondir`.
+fn trim_line_ends(mut bytes: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\n' | b'\r'] = bytes {
+        bytes = rest;
+    }
+    bytes
 }
 
 /// The common dir of `git_dir`: what its `commondir` names (relative to it), else itself.
 pub(crate) fn common_dir(git_dir: &Path) -> Result<PathBuf, GitGuardError> {
     let file = git_dir.join("commondir");
-    let text = match read_small_text(&file) {
-        Ok(text) => text,
+    let bytes = match read_small(&file) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(git_dir.into()),
         Err(e) => {
             return Err(GitGuardError {
@@ -386,13 +399,12 @@ pub(crate) fn common_dir(git_dir: &Path) -> Result<PathBuf, GitGuardError> {
             });
         }
     };
-    git_dir
-        .join(text.trim_end())
-        .canonicalize()
-        .map_err(|e| GitGuardError {
-            path: file,
-            reason: format!("the common dir it names cannot be resolved ({e})"),
-        })
+    // As git reads it (`get_common_dir_noenv`): only line ends trimmed, any bytes.
+    let named = std::ffi::OsStr::from_bytes(trim_line_ends(&bytes));
+    git_dir.join(named).canonicalize().map_err(|e| GitGuardError {
+        path: file,
+        reason: format!("the common dir it names cannot be resolved ({e})"),
+    })
 }
 
 #[cfg(test)]

@@ -166,3 +166,19 @@ fn submodule_git_dirs_are_guarded_and_nothing_is_created_in_them() {
     let e = guards(std::slice::from_ref(&root)).unwrap_err().to_string();
     assert!(e.contains("modules/sub/commondir"), "{e}");
 }
+
+#[test]
+fn pointer_files_are_read_as_git_reads_them() {
+    use std::os::unix::ffi::OsStrExt;
+    // One space after `gitdir:`, trailing spaces kept, only line ends trimmed, any bytes.
+    assert_eq!(gitfile_path(b"gitdir: ../x \r\n\n").unwrap(), "../x ");
+    assert_eq!(gitfile_path(b"gitdir: \xff\n").unwrap().as_bytes(), b"\xff");
+    assert_eq!(gitfile_path(b"gitdir:../x\n"), None);
+    assert_eq!(gitfile_path(b"gitdir: \n"), None);
+    let t = tempfile::tempdir().unwrap();
+    let git = t.path().canonicalize().unwrap();
+    std::fs::create_dir(git.join(". ")).unwrap();
+    std::fs::write(git.join("commondir"), ". \n").unwrap();
+    assert_eq!(common_dir(&git).unwrap(), git.join(". "));
+    assert!(!is_self_commondir(&git.join("commondir")));
+}

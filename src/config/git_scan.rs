@@ -103,9 +103,15 @@ impl Walk<'_> {
     /// Walk `dir`, `depth` levels below a root.
     fn dir(&mut self, dir: &Path, depth: usize) {
         if depth > MAX_DEPTH {
-            self.out
-                .incomplete
-                .push(format!("{}: deeper than {MAX_DEPTH} levels", dir.display()));
+            // Git reaches a gitlink at any depth: what the launch made that deep goes aside.
+            if std::fs::symlink_metadata(dir).is_ok_and(|m| self.fresh(&m)) {
+                let what = format!("a directory deeper than {MAX_DEPTH} levels, not checked");
+                self.report(dir.into(), what);
+            } else {
+                self.out
+                    .incomplete
+                    .push(format!("{}: deeper than {MAX_DEPTH} levels", dir.display()));
+            }
             return;
         }
         if self.entries > MAX_ENTRIES {
@@ -114,7 +120,13 @@ impl Walk<'_> {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
-                // Git reaches entries by name in a directory it cannot list: look for those.
+                // Git reaches entries by name in a directory it cannot list (mode 0111), a
+                // gitlink's `.git` below it included: one the launch made goes aside.
+                if std::fs::symlink_metadata(dir).is_ok_and(|m| self.fresh(&m)) {
+                    let what = format!("a directory that cannot be listed ({e}), not checked");
+                    self.report(dir.into(), what);
+                    return;
+                }
                 self.out
                     .incomplete
                     .push(format!("{} cannot be listed ({e})", dir.display()));
@@ -143,7 +155,8 @@ impl Walk<'_> {
             let name = entry.file_name();
             match name.as_encoded_bytes() {
                 b"HEAD" => head = true,
-                b"objects" => objects = kind.is_dir(),
+                // Git only asks `access(objects, X_OK)`: a link or an executable file will do.
+                b"objects" => objects = true,
                 b"commondir" => commondir = true,
                 b".git" => {
                     self.dot_git(&entry.path(), kind);
@@ -186,8 +199,13 @@ impl Walk<'_> {
                 }
             }
         } else if kind.is_file() && self.fresh(&meta) {
-            let Ok(target) = super::git_guard::linked_git_dir(path) else {
-                return; // git refuses it too
+            let target = match gitfile_target(path) {
+                Ok(Some(target)) => target,
+                Ok(None) => return, // git refuses it too
+                Err(e) => {
+                    self.report(path.into(), format!("a .git file that cannot be judged ({e})"));
+                    return;
+                }
             };
             if self.roots.iter().any(|r| target.starts_with(r)) {
                 // Inside: judged where it lies, by its own change times (walked, or here
@@ -217,11 +235,21 @@ impl Walk<'_> {
 
     /// The executable pieces of the git dir `dir`.
     fn git_dir(&mut self, dir: &Path) {
+        // A relative `core.hooksPath` is taken from where hooks run: the worktree's top.
+        let top = match dir.file_name() {
+            Some(n) if n == ".git" => dir.parent().unwrap_or(dir),
+            _ => dir,
+        };
         for name in ["config", "config.worktree"] {
-            self.config(&dir.join(name));
+            self.config(&dir.join(name), top, 0);
         }
         self.commondir(dir);
-        let hooks = dir.join("hooks");
+        self.hooks(&dir.join("hooks"));
+    }
+
+    /// The hooks in `hooks` (a git dir's, or a `core.hooksPath`) the launch changed.
+    fn hooks(&mut self, hooks: &Path) {
+        let hooks = hooks.to_path_buf();
         let Ok(meta) = std::fs::symlink_metadata(&hooks) else {
             return;
         };
@@ -248,10 +276,13 @@ impl Walk<'_> {
         }
     }
 
-    fn config(&mut self, path: &Path) {
+    /// A git configuration file (of a git dir whose worktree's top is `top`), and what it
+    /// includes: `nesting` levels of `include.path` deep (git stops at 10).
+    fn config(&mut self, path: &Path, top: &Path, nesting: usize) {
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             return;
         };
+        self.named_by(path, &meta, top, nesting);
         if !self.fresh(&meta) {
             return;
         }
@@ -282,6 +313,41 @@ impl Walk<'_> {
         }
     }
 
+    /// A configuration file — yours, unchanged or read-only to the launch — may name files the
+    /// launch could change: an `include.path`/`includeIf.*.path` or a `core.hooksPath` inside the
+    /// walked trees (a tracked `../.gitconfig`, husky's `.husky/_`). Those are judged too.
+    fn named_by(&mut self, path: &Path, meta: &std::fs::Metadata, top: &Path, nesting: usize) {
+        if !meta.is_file() || meta.len() > MAX_CONFIG_BYTES || nesting >= 10 {
+            return;
+        }
+        let Ok(bytes) = read_nonblocking(path) else {
+            return;
+        };
+        let base = path.parent().unwrap_or(Path::new("/"));
+        for (key, value) in super::git_config_text::entries(&String::from_utf8_lossy(&bytes)) {
+            let include = key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
+            if include {
+                if let Some(p) =
+                    self.inside(expand_home(&value).map_or_else(|| base.join(&value), Into::into))
+                {
+                    self.config(&p, top, nesting + 1);
+                }
+            } else if key == "core.hookspath" {
+                let named = expand_home(&value).map_or_else(|| top.join(&value), Into::into);
+                if let Some(p) = self.inside(named) {
+                    self.hooks(&p);
+                }
+            }
+        }
+    }
+
+    /// `path` (its directory resolved, as the kernel does for git) when it lies in one of the
+    /// walked trees.
+    fn inside(&self, path: PathBuf) -> Option<PathBuf> {
+        let real = path.parent()?.canonicalize().ok()?.join(path.file_name()?);
+        self.roots.iter().any(|r| real.starts_with(r)).then_some(real)
+    }
+
     fn commondir(&mut self, dir: &Path) {
         let path = dir.join("commondir");
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
@@ -302,6 +368,30 @@ impl Walk<'_> {
             let to = named.map_or("something unreadable".into(), |n| n.display().to_string());
             self.report(path, format!("a commondir sending git to {to}"));
         }
+    }
+}
+
+/// `~/REST` with the home directory, as git expands configured paths.
+fn expand_home(value: &str) -> Option<PathBuf> {
+    let rest = value.strip_prefix("~/")?;
+    Some(PathBuf::from(std::env::var_os("HOME")?).join(rest))
+}
+
+/// The git dir a `.git` file names, read as git reads it (`read_gitfile_gently`: up to 1 MiB,
+/// `gitdir: PATH`, any bytes): `None` when git refuses it too (too long, another content, a
+/// path that does not resolve); an error when it cannot be read.
+fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
+    let bytes = read_nonblocking(path)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Ok(None);
+    }
+    let Some(named) = super::git_guard::gitfile_path(&bytes) else {
+        return Ok(None);
+    };
+    match path.parent().unwrap_or(Path::new("/")).join(named).canonicalize() {
+        Ok(target) => Ok(Some(target)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
