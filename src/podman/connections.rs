@@ -74,10 +74,9 @@ impl Sources {
     pub fn find(&self, name: &str) -> Result<Connection, String> {
         if let Some(json) = &self.json
             && let Some(found) = read_optional(json)?
+            && let Some(c) = from_json(&found, name, json)?
         {
-            if let Some(c) = from_json(&found, name, json)? {
-                return Ok(c);
-            }
+            return Ok(c);
         }
         let mut found = None;
         for conf in &self.confs {

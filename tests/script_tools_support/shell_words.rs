@@ -157,10 +157,10 @@ fn walk(toks: &[Tok], found: &mut BTreeSet<String>, nested: &mut Vec<String>) {
     while i < toks.len() {
         let word = match &toks[i] {
             Tok::Sep(s) => {
-                if *s == ";;" {
-                    if let Some(p) = cases.last_mut() {
-                        *p = true;
-                    }
+                if *s == ";;"
+                    && let Some(p) = cases.last_mut()
+                {
+                    *p = true;
                 }
                 at_start = true;
                 i += 1;
