@@ -6,7 +6,10 @@
 //!
 //! Needles: each value trimmed, and for a multi-line value (a file) each of its lines trimmed,
 //! when at least [`MIN_BYTES`] long: a shorter one is no secret and would blank out ordinary
-//! words. Longest first, so a value containing another is replaced whole. This catches values
+//! words; each also as an error message quotes it (`{:?}`: `"` and `\` escaped). Longest
+//! first, so a value containing another is replaced whole. A value cut short (the dispatcher cuts
+//! a 4 KiB summary, an error path a key at 64 bytes) is caught from its first [`PREFIX_BYTES`]
+//! on. This catches values
 //! as they are; it cannot catch a value the container re-encodes on purpose (base64, split), and
 //! the container already holds the values: the point is that the log on the host does not.
 //!
@@ -19,6 +22,10 @@ pub const REDACTED: &str = "<redacted>";
 
 /// Shorter values (and lines of values) are not scrubbed.
 pub const MIN_BYTES: usize = 4;
+
+/// A value cut short is scrubbed from its first this many bytes on: the dispatcher cuts long
+/// fields (a 4 KiB command summary can end inside a token), and an error path cuts a key.
+pub const PREFIX_BYTES: usize = 8;
 
 /// The staged values of one launch.
 #[derive(Debug, Default)]
@@ -37,6 +44,13 @@ impl Scrubber {
             }
         }
         needles.retain(|n| n.len() >= MIN_BYTES);
+        // As an error message quotes a key (`{:?}`): `"` and `\` escaped, control characters too.
+        let escaped: Vec<String> = needles
+            .iter()
+            .map(|n| format!("{n:?}").trim_matches('"').to_owned())
+            .filter(|e| !needles.contains(&e.as_str()))
+            .collect();
+        needles.extend(escaped.iter().map(String::as_str));
         needles.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         needles.dedup();
         Self {
@@ -54,11 +68,34 @@ impl Scrubber {
         self.needles.is_empty()
     }
 
-    /// Replace every needle in `text`.
+    /// Replace every needle in `text`, and from every place where one starts (its first
+    /// [`PREFIX_BYTES`]) as much of it as follows there: a value cut short.
     pub fn scrub(&self, text: &mut String) {
         for needle in &self.needles {
             if text.contains(needle.expose()) {
                 *text = text.replace(needle.expose(), REDACTED);
+            }
+        }
+        for needle in &self.needles {
+            let n = needle.expose();
+            if n.len() <= PREFIX_BYTES {
+                continue;
+            }
+            let mut head = PREFIX_BYTES;
+            while !n.is_char_boundary(head) {
+                head += 1;
+            }
+            let mut from = 0;
+            while let Some(i) = text[from..].find(&n[..head]) {
+                let at = from + i;
+                let same = text[at..]
+                    .char_indices()
+                    .zip(n.chars())
+                    .take_while(|((_, a), b)| a == b)
+                    .last()
+                    .map_or(0, |((j, a), _)| j + a.len_utf8());
+                text.replace_range(at..at + same, REDACTED);
+                from = at + REDACTED.len();
             }
         }
     }
@@ -83,9 +120,21 @@ mod tests {
             t,
             "x <redacted> y <redacted> z abc <redacted> <redacted> <redacted>"
         );
-        // "abc" is too short; the file counts whole and line by line.
-        assert_eq!(s.len(), 6);
+        // "abc" is too short; the file counts whole (also as quoted, its newline escaped) and
+        // line by line.
+        assert_eq!(s.len(), 7);
         assert!(format!("{s:?}").contains("redacted") && !format!("{s:?}").contains("tok"));
+    }
+
+    #[test]
+    fn values_cut_short_or_quoted_are_replaced() {
+        let s = Scrubber::new(["sk-test-0123456789abcdef", "pa\"ss\\word-12"]);
+        let mut t = "curl -H 'key: sk-test-0123456".to_string();
+        s.scrub(&mut t);
+        assert_eq!(t, "curl -H 'key: <redacted>");
+        let mut t = r#"$["pa\"ss\\word-12"]: unknown; $["sk-test-01234"] sk-test"#.to_string();
+        s.scrub(&mut t);
+        assert_eq!(t, r#"$["<redacted>"]: unknown; $["<redacted>"] sk-test"#);
     }
 
     #[test]
