@@ -10,7 +10,8 @@
 //! - Podman 4 (the host's 4.3): the launch is refused with an error that says why and what to do,
 //!   and nothing is created.
 //! - Either version: a workdir that does not exist on the service's machine is refused before
-//!   anything is created (the directory exists only in `ags`'s own mount namespace).
+//!   anything is created, and a missing `--add-dir` with a clear error and nothing left (the
+//!   directories exist only in `ags`'s own mount namespace).
 
 mod common;
 
@@ -270,7 +271,7 @@ fn the_refusal_on_podman_4() {
 }
 
 #[test]
-fn a_workdir_missing_on_the_service_machine_is_refused_before_anything_is_created() {
+fn paths_missing_on_the_service_machine_are_refused_and_nothing_is_left() {
     each_mode(|env| {
         // The directory exists only in ags's own mount namespace: unshare needs root.
         if env.mode() != Mode::Rootful {
@@ -305,6 +306,34 @@ fn a_workdir_missing_on_the_service_machine_is_refused_before_anything_is_create
             assert!(err.contains(&want), "{transport}: {}", show(&out));
             assert!(err.contains("nothing was created"), "{}", show(&out));
             assert!(Path::new(&only_here).read_dir().unwrap().next().is_none());
+            assert_clean(env);
+
+            // The workdir exists there, an --add-dir does not: the agent's create is refused
+            // with the path named, and the launch's staging volume is removed.
+            let extra = only_here.join("extra");
+            let script = format!(
+                "mount -t tmpfs -o mode=0755 tmpfs {0} && mkdir {0}/extra && exec \"$@\"",
+                only_here.display()
+            );
+            let mut args: Vec<String> = ["--mount", "--propagation", "private", "--", "sh", "-c"]
+                .map(String::from)
+                .to_vec();
+            args.extend([script, "sh".into(), common::ags_bin().display().to_string()]);
+            args.extend(url_args.clone());
+            args.extend(["--add-dir".into(), extra.display().to_string()]);
+            args.extend(launch_args(env, &["--tty=false", "-e", "STAGED=1"], &["true"]));
+            let mut cmd = env.command(tool("unshare"), &args);
+            cmd.env_remove("CONTAINER_HOST");
+            if let Some(sshd) = &sshd {
+                cmd.env("PATH", sshd.path());
+            }
+            let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+            assert_eq!(out.status.code(), Some(125), "{transport}: {}", show(&out));
+            let want = format!(
+                "mount source {}: no such file or directory on the machine of the Podman service",
+                extra.display()
+            );
+            assert!(stderr(&out).contains(&want), "{transport}: {}", show(&out));
             assert_clean(env);
         }
     });

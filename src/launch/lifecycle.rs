@@ -206,7 +206,13 @@ async fn create(
                 tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
             }
             other => {
-                return other.map_err(|e| LaunchError::from_create(e, &plan.image, &plan.container_name));
+                return other.map_err(|e| match e.missing_bind_source() {
+                    Some(path) if client.is_remote() => LaunchError::RemoteMountMissing {
+                        path: path.into(),
+                        url: client.url().to_string(),
+                    },
+                    _ => LaunchError::from_create(e, &plan.image, &plan.container_name),
+                });
             }
         }
     }

@@ -72,6 +72,12 @@ pub enum LaunchError {
         workdir: std::path::PathBuf,
         url: String,
     },
+    /// A bind mount source (`--add-dir`, `[[mount]]`, a hook mount) does not exist on the remote
+    /// service's machine.
+    #[error(
+        "mount source {path}: no such file or directory on the machine of the Podman service at {url}; a remote launch bind-mounts --add-dir, [[mount]] and hook mount sources of that machine (the same path), not this one's; create it there, or leave the mount out (docs/remote.md); nothing was left behind"
+    )]
+    RemoteMountMissing { path: String, url: String },
     /// No RAM-backed directory to stage generated files in.
     #[error(
         "hook-generated files are staged only in RAM (tmpfs or ramfs), and neither $XDG_RUNTIME_DIR/ags nor /dev/shm is RAM-backed here ({tried}); mount a tmpfs at /dev/shm (or set XDG_RUNTIME_DIR to a tmpfs directory of yours), or remove the files from the hook response"
