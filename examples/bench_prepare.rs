@@ -2,13 +2,16 @@
 //! the milliseconds of `ags`'s hook phase go, and how the runner's concurrency affects it on this
 //! machine. A diagnostic for docs/BENCHMARKS.md, not part of the launch benchmark.
 //!
-//! usage: bench_prepare --config PATH [--rounds N] [--widths 1,2,4,8]
+//! usage: bench_prepare --config PATH [--rounds N] [--widths 1,2,4,8] [--watchdog AGS]
 //!
 //! The config's hooks must be approved (examples/bench_approve) in the store the environment
 //! points at (XDG_STATE_HOME). Each round repeats the steps of `hooks::prepare::prepare` in its
 //! order — config load, store open, stale-copy sweep, entrypoint load + hash, approval check,
 //! run + validate (the runner with `parse_response`), run log append, resolve — and times each;
-//! then the run step alone at each `--widths` concurrency. Prints the median of each step.
+//! then the run step alone at each `--widths` concurrency, paired with the same spawns made
+//! directly (as `scripts/bench-launch` makes them: own process group, clean environment, the
+//! context written to stdin, stdout and stderr read, reaped). Prints the median of each step.
+//! `--watchdog AGS` starts the watchdog as the `ags` binary does (`AGS` is that binary).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +38,7 @@ fn main() -> anyhow::Result<()> {
             "--config" => config_path = Some(PathBuf::from(value()?)),
             "--rounds" => rounds = value()?.parse()?,
             "--widths" => widths = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
+            "--watchdog" => ags::process::watchdog::enable(PathBuf::from(value()?)),
             other => bail!("unknown argument {other:?}"),
         }
     }
@@ -122,13 +126,19 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .map(|d| PreparedHook::load(d.clone()))
         .collect::<Result<Vec<_>, _>>()?;
+    let context = serde_json::to_vec(&HookContext::new(
+        "bench".into(),
+        config.project.clone(),
+        config.workdir.clone(),
+        "shell".into(),
+    ))?;
     let mut by_width = Vec::new();
     let mut direct = Vec::new();
     for _ in 0..rounds {
         for &w in &widths {
-            direct.push((w, direct_batch(&prepared, &config.workdir, w)?));
+            direct.push((w, direct_batch(&prepared, &config.workdir, w, &context)?));
             let store = TrustStore::open(&config.paths, Some(&config.project))?;
-            let mut setup = RunSetup::new(store, config.workdir.clone(), Arc::from(&b"{}"[..]));
+            let mut setup = RunSetup::new(store, config.workdir.clone(), Arc::from(&context[..]));
             setup.limits.concurrency = w;
             let t = Instant::now();
             rt.block_on(run_hooks(prepared.clone(), setup, |_, out| parse_response(out)))?;
@@ -163,9 +173,15 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// The hooks' entrypoints spawned directly, `width` at a time (threads; own process group,
-/// clean environment, stdin closed, stdout read, reaped): the runner's work without `ags`.
-fn direct_batch(hooks: &[PreparedHook], workdir: &std::path::Path, width: usize) -> anyhow::Result<f64> {
-    use std::io::Read;
+/// clean environment, the context written to stdin, stdout and stderr read, reaped): the
+/// runner's work without `ags`.
+fn direct_batch(
+    hooks: &[PreparedHook],
+    workdir: &std::path::Path,
+    width: usize,
+    context: &[u8],
+) -> anyhow::Result<f64> {
+    use std::io::{Read, Write};
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -183,14 +199,20 @@ fn direct_batch(hooks: &[PreparedHook], workdir: &std::path::Path, width: usize)
                             .current_dir(workdir)
                             .env_clear()
                             .env("PATH", &path)
-                            .stdin(Stdio::null())
+                            .stdin(Stdio::piped())
                             .stdout(Stdio::piped())
-                            .stderr(Stdio::null())
+                            .stderr(Stdio::piped())
                             .process_group(0)
                             .spawn()?;
+                        if let Some(mut stdin) = child.stdin.take() {
+                            let _ = stdin.write_all(context); // a hook may exit without reading
+                        }
                         let mut out = Vec::new();
                         if let Some(mut stdout) = child.stdout.take() {
                             stdout.read_to_end(&mut out)?;
+                        }
+                        if let Some(mut stderr) = child.stderr.take() {
+                            stderr.read_to_end(&mut Vec::new())?;
                         }
                         child.wait()?;
                     }
