@@ -37,14 +37,21 @@ pub struct AgentProfile {
 /// The agent's own switch for running without permission prompts (docs/agents.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct SkipPermissions {
-    /// Arguments placed right after the agent's command.
+    /// Arguments placed right after the agent's command (or after one of `subcommands`).
     pub args: &'static [&'static str],
     /// Environment the switch needs.
     pub env: &'static [(&'static str, &'static str)],
+    /// Subcommands that take `args` themselves: when the arguments after `--` start with one,
+    /// `args` go right after it (opencode accepts `run --auto`, but `--auto run` prints its help).
+    pub subcommands: &'static [&'static str],
 }
 
 /// No switch: the agent has no permission prompts to skip.
-const NO_PROMPTS: SkipPermissions = SkipPermissions { args: &[], env: &[] };
+const NO_PROMPTS: SkipPermissions = SkipPermissions {
+    args: &[],
+    env: &[],
+    subcommands: &[],
+};
 
 /// The built-in agent image (built by `ags image build`; every agent of the table is in it).
 pub const DEFAULT_IMAGE: &str = "localhost/ags-agent:latest";
@@ -106,6 +113,7 @@ pub const AGENTS: &[AgentProfile] = &[
         skip_permissions: SkipPermissions {
             args: &["--dangerously-skip-permissions"],
             env: &[("IS_SANDBOX", "1")],
+            subcommands: &[],
         },
         login_file: Some(".claude/.credentials.json"),
     },
@@ -119,6 +127,7 @@ pub const AGENTS: &[AgentProfile] = &[
         skip_permissions: SkipPermissions {
             args: &["--dangerously-bypass-approvals-and-sandbox"],
             env: &[],
+            subcommands: &[],
         },
         login_file: Some(".codex/auth.json"),
     },
@@ -131,6 +140,7 @@ pub const AGENTS: &[AgentProfile] = &[
         skip_permissions: SkipPermissions {
             args: &["--yolo"],
             env: &[],
+            subcommands: &[],
         },
         login_file: Some(".gemini/oauth_creds.json"),
     },
@@ -144,6 +154,7 @@ pub const AGENTS: &[AgentProfile] = &[
         skip_permissions: SkipPermissions {
             args: &["--auto"],
             env: &[],
+            subcommands: &["run"],
         },
         login_file: Some(".local/share/opencode/auth.json"),
     },
@@ -198,24 +209,51 @@ impl AgentProfile {
         if self.name == "shell" && !extra.is_empty() {
             return extra.to_vec();
         }
-        let skip = if skip_permissions {
+        let skip: &[&str] = if skip_permissions {
             self.skip_permissions.args
         } else {
             &[]
         };
-        self.command
-            .iter()
-            .chain(skip)
-            .map(|s| s.to_string())
-            .chain(args.iter().cloned())
-            .chain(extra.iter().cloned())
-            .collect()
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut argv = strings(self.command);
+        match extra.split_first() {
+            Some((sub, rest)) if self.skip_permissions.subcommands.contains(&sub.as_str()) => {
+                argv.extend(args.iter().cloned());
+                argv.push(sub.clone());
+                argv.extend(strings(skip));
+                argv.extend(rest.iter().cloned());
+            }
+            _ => {
+                argv.extend(strings(skip));
+                argv.extend(args.iter().cloned());
+                argv.extend(extra.iter().cloned());
+            }
+        }
+        argv
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skip_arguments_follow_a_subcommand_that_takes_them() {
+        let opencode = AGENTS.iter().find(|a| a.name == "opencode").unwrap();
+        let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            opencode.argv(true, &s(&["--model", "m"]), &s(&["run", "hi"])),
+            s(&["opencode", "--model", "m", "run", "--auto", "hi"])
+        );
+        assert_eq!(
+            opencode.argv(true, &[], &s(&["--continue"])),
+            s(&["opencode", "--auto", "--continue"])
+        );
+        assert_eq!(
+            opencode.argv(false, &[], &s(&["run", "hi"])),
+            s(&["opencode", "run", "hi"])
+        );
+    }
 
     #[test]
     fn login_files_lie_directly_in_a_state_directory() {
