@@ -8,6 +8,20 @@ use std::path::{Path, PathBuf};
 
 /// Write `bytes` to `path` atomically: a temp file in the same directory with `mode`, fsync,
 /// rename over the target, fsync the directory. A crash leaves either the old or the new file.
+/// Install an embedded program at `path` (0555, its directory created 0700), written atomically,
+/// unless a file of the same size is already there (callers put a hash of the content in the
+/// name). Used for the static binaries `ags` mounts read-only into containers.
+pub fn install_program(path: &Path, program: &[u8]) -> io::Result<()> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == program.len() as u64) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    atomic_write(path, program, 0o555)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o555))
+}
+
 pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let dir = path
         .parent()

@@ -4,7 +4,6 @@
 //! 0700 directory, atomically), like the egress forwarder.
 
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::dispatch::PROGRAM;
@@ -22,20 +21,8 @@ pub struct InstallError {
 /// Write the dispatcher to `path` unless an identical copy is there (the name carries a hash of
 /// the content).
 pub fn install(path: &Path) -> Result<(), InstallError> {
-    let err = |source| InstallError {
+    crate::fsutil::install_program(path, PROGRAM).map_err(|source| InstallError {
         path: path.to_path_buf(),
         source,
-    };
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == PROGRAM.len() as u64) {
-        return Ok(());
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(err)?;
-    }
-    crate::fsutil::atomic_write(path, PROGRAM, 0o555).map_err(err)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o555)).map_err(err)
+    })
 }

@@ -10,7 +10,7 @@ pub mod log;
 pub mod proxy;
 
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -127,20 +127,8 @@ fn listen(proxy: &ProxyPlan) -> Result<tokio::net::UnixListener, EgressError> {
 /// Write the forwarder to `path` unless an identical copy is there (the name carries a hash of
 /// the content): 0555 in a 0700 directory, written atomically.
 fn install_forwarder(path: &Path) -> Result<(), EgressError> {
-    let err = |source| EgressError::Forwarder {
+    crate::fsutil::install_program(path, FORWARDER).map_err(|source| EgressError::Forwarder {
         path: path.to_path_buf(),
         source,
-    };
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == FORWARDER.len() as u64) {
-        return Ok(());
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(err)?;
-    }
-    crate::fsutil::atomic_write(path, FORWARDER, 0o555).map_err(err)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o555)).map_err(err)
+    })
 }
