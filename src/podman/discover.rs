@@ -249,7 +249,7 @@ async fn connect_with(list: &[Candidate], identity: Option<&std::path::Path>, eu
             Err(_) => format!("no answer within {} s", PING_TIMEOUT.as_secs()),
         };
         // Through an SSH forward, ssh's own words say why (e.g. the remote socket is missing).
-        let said = client.transport_said();
+        let said = client.transport_said().await;
         tried.push(tried_entry(
             cand,
             match said.is_empty() {

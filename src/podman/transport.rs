@@ -241,8 +241,11 @@ impl Client {
     }
 
     /// What the SSH client of an `ssh://` endpoint said on stderr (empty otherwise).
-    pub(crate) fn transport_said(&self) -> String {
-        self.tunnel.as_ref().map(|t| t.ssh_said()).unwrap_or_default()
+    pub(crate) async fn transport_said(&self) -> String {
+        match &self.tunnel {
+            Some(t) => t.ssh_said_after_failure().await,
+            None => String::new(),
+        }
     }
 
     /// The endpoint this client talks to.

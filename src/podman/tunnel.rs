@@ -42,12 +42,17 @@ const PASSED_ENV: &[&str] = &[
 /// Stderr bytes of `ssh` kept for error messages.
 const STDERR_CAP: usize = 4096;
 
+/// How long a failed request waits for `ssh`'s own words about it.
+const SAID_WAIT: Duration = Duration::from_secs(1);
+
 /// A running forward of a remote Podman socket to a private local one.
 pub(crate) struct Tunnel {
     socket: PathBuf,
     dir: Option<tempfile::TempDir>,
     ssh: Mutex<Option<Running>>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// How many stderr bytes `ssh` had written when the forward became ready.
+    said_when_ready: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Tunnel {
@@ -97,6 +102,7 @@ impl Tunnel {
             dir: Some(dir),
             ssh: Mutex::new(Some(running)),
             stderr,
+            said_when_ready: std::sync::atomic::AtomicUsize::new(0),
         };
         tunnel.wait_ready().await?;
         Ok(tunnel)
@@ -120,6 +126,25 @@ impl Tunnel {
         lines.join("; ")
     }
 
+    /// What `ssh` said about a request that just failed. OpenSSH logs a refused channel
+    /// ("open failed: connect failed: ...") before it closes the local connection, but the
+    /// reader thread may not have collected the line yet: wait a bounded moment for a whole new
+    /// line (written after the forward was ready). Only called on a failure path.
+    pub(crate) async fn ssh_said_after_failure(&self) -> String {
+        let deadline = tokio::time::Instant::now() + SAID_WAIT;
+        let before = self.said_when_ready.load(std::sync::atomic::Ordering::Relaxed);
+        loop {
+            let whole = {
+                let buf = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+                (buf.len() > before && buf.ends_with(b"\n")) || buf.len() >= STDERR_CAP
+            };
+            if whole || tokio::time::Instant::now() >= deadline {
+                return self.ssh_said();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     fn exited(&self) -> bool {
         let guard = self.ssh.lock().unwrap_or_else(PoisonError::into_inner);
         guard.as_ref().is_none_or(Running::has_exited)
@@ -130,6 +155,9 @@ impl Tunnel {
         let mut delay = Duration::from_millis(5);
         loop {
             if self.socket.exists() && tokio::net::UnixStream::connect(&self.socket).await.is_ok() {
+                let said = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).len();
+                self.said_when_ready
+                    .store(said, std::sync::atomic::Ordering::Relaxed);
                 return Ok(());
             }
             if self.exited() {
