@@ -6,8 +6,6 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Write `bytes` to `path` atomically: a temp file in the same directory with `mode`, fsync,
-/// rename over the target, fsync the directory. A crash leaves either the old or the new file.
 /// Install an embedded program at `path` (0555, its directory created 0700), written atomically,
 /// unless a file of the same size is already there (callers put a hash of the content in the
 /// name). Used for the static binaries `ags` mounts read-only into containers.
@@ -22,6 +20,20 @@ pub fn install_program(path: &Path, program: &[u8]) -> io::Result<()> {
     fs::set_permissions(path, fs::Permissions::from_mode(0o555))
 }
 
+/// Create the private directory `dir` of a listening socket (0700; it must not exist yet). Its
+/// missing ancestors are created owner-only too (the state directory may be one), and its parent
+/// must then be owner-only. Serves the per-launch socket directories of the egress proxy and the
+/// agent-hook record.
+pub fn create_socket_dir(dir: &Path) -> io::Result<()> {
+    if let Some(parent) = dir.parent() {
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+        ensure_private_dir(parent).map_err(|e| io::Error::other(e.to_string()))?;
+    }
+    fs::DirBuilder::new().mode(0o700).create(dir)
+}
+
+/// Write `bytes` to `path` atomically: a temp file in the same directory with `mode`, fsync,
+/// rename over the target, fsync the directory. A crash leaves either the old or the new file.
 pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let dir = path
         .parent()

@@ -17,7 +17,6 @@ pub mod scrub;
 mod server;
 
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -115,23 +114,10 @@ pub fn start(
 
 /// Create the private directory (0700; it must not exist) and listen in it.
 fn listen(dir: &Path, socket: &Path) -> Result<tokio::net::UnixListener, AgentLogError> {
-    let dir_err = |source| AgentLogError::SocketDir {
+    crate::fsutil::create_socket_dir(dir).map_err(|source| AgentLogError::SocketDir {
         path: dir.to_path_buf(),
         source,
-    };
-    if let Some(parent) = dir.parent() {
-        // Missing ancestors are created owner-only too (the state directory may be one).
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)
-            .map_err(dir_err)?;
-        crate::fsutil::ensure_private_dir(parent).map_err(|e| dir_err(io::Error::other(e.to_string())))?;
-    }
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(dir)
-        .map_err(dir_err)?;
+    })?;
     tokio::net::UnixListener::bind(socket).map_err(|source| {
         let _ = std::fs::remove_dir_all(dir);
         AgentLogError::Listen {

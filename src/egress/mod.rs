@@ -10,7 +10,6 @@ pub mod log;
 pub mod proxy;
 
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -100,23 +99,10 @@ pub fn start(
 /// Create the private directory (0700; it must not exist) and listen in it.
 fn listen(proxy: &ProxyPlan) -> Result<tokio::net::UnixListener, EgressError> {
     let dir = &proxy.socket_dir;
-    let dir_err = |source| EgressError::SocketDir {
+    crate::fsutil::create_socket_dir(dir).map_err(|source| EgressError::SocketDir {
         path: dir.clone(),
         source,
-    };
-    if let Some(parent) = dir.parent() {
-        // Missing ancestors are created owner-only too (the state directory may be one).
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)
-            .map_err(dir_err)?;
-        crate::fsutil::ensure_private_dir(parent).map_err(|e| dir_err(io::Error::other(e.to_string())))?;
-    }
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(dir)
-        .map_err(dir_err)?;
+    })?;
     let path = proxy.socket();
     tokio::net::UnixListener::bind(&path).map_err(|source| {
         let _ = std::fs::remove_dir_all(dir);
