@@ -142,3 +142,23 @@ install_missing() {
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -qq -y -o DPkg::Lock::Timeout=300 \
         install "${missing[@]}" </dev/null >/dev/null || die "could not install ${missing[*]}"
 }
+
+# copy_image FROM-SOCKET TO-SOCKET REF: stream image REF from one Podman service into another
+# (`GET /images/{name}/get` piped into `POST /images/load`, never on disk in between), unless the
+# target already has it with the same id (a copy keeps the id). The target's earlier image of
+# that name is then removed when the copy left it without a name, best effort (a container may
+# still use it); one that still carries another name stays.
+copy_image() {
+    local from=$1 to=$2 ref=$3 path want have
+    path="/images/$(uri_encode "$ref")"
+    want=$(api "$from" GET "$path/json" | jq -r .Id) || return 1
+    have=$(api "$to" GET "$path/json" 2>/dev/null | jq -r .Id) || have=""
+    [ "$want" = "$have" ] && return 0
+    curl -sS --fail --max-time 1200 --unix-socket "$from" "http://d$AGS_API_PREFIX$path/get?compress=false" |
+        curl -sS --fail --max-time 1200 --unix-socket "$to" -X POST -T - \
+            -H 'Content-Type: application/x-tar' "http://d$AGS_API_PREFIX/images/load" >/dev/null || return 1
+    [ "$(api "$to" GET "$path/json" | jq -r .Id)" = "$want" ] || return 1
+    if [ -n "$have" ] && [ "$(api "$to" GET "/images/$have/json" 2>/dev/null | jq '.RepoTags // [] | length')" = 0 ]; then
+        api "$to" DELETE "/images/$have" >/dev/null 2>&1 || true
+    fi
+}

@@ -5,10 +5,16 @@
 //!   (a `credential.helper` stays behind); `[git] identity = false` switches it off.
 //! - `--ssh-agent` forwards a real `ssh-agent` started by the test (the key is loaded into it and
 //!   then deleted from disk: it never enters the container): a static probe asks the forwarded
-//!   socket for its identities in both modes (rootless: through keep-id), and where the service
-//!   has the agent image (git, ssh), `git fetch` and `git push` over SSH work against a real
-//!   `sshd` on this machine serving a bare repository, the host key known only through the
-//!   read-only `[git] known_hosts`.
+//!   socket for its identities in both modes (rootless: through keep-id), and `git fetch` and
+//!   `git push` over SSH work against a real `sshd` on this machine's address (run as root,
+//!   logging in the mode's user; rootless: reached through slirp4netns) serving a bare
+//!   repository, the host key known only through the read-only `[git] known_hosts`.
+//!
+//! Git in the container needs an image with git and ssh: the agent image where the service has
+//! it (rootful here), else the small `localhost/ags-git:latest` (containers/git) that
+//! scripts/test builds and copies into the rootless service (docs/images.md). Without either the
+//! container half is skipped with a note, unless `AGS_TEST_GIT_IMAGE` (set by scripts/test)
+//! says the image must be there.
 
 mod common;
 
@@ -18,13 +24,41 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use common::launch::{assert_clean, stdout};
-use common::{Mode, RUN_TIMEOUT, TestEnv, each_mode, run_command, show, tool};
+use common::{RUN_TIMEOUT, TestEnv, each_mode, run_command, show, tool};
 use serde_json::Value;
 
 const AGENT_IMAGE: &str = "localhost/ags-agent:latest";
+/// The small image with git and ssh (containers/git) that scripts/test builds in the rootful
+/// service and copies into the rootless one, which has no agent image.
+const GIT_IMAGE: &str = "localhost/ags-git:latest";
 
-fn has_agent_image(env: &TestEnv) -> bool {
-    common::api::image_exists(&env.mode().socket(), AGENT_IMAGE).unwrap_or(false)
+/// An image with git and ssh in this mode's service: the agent image where the service has it
+/// (the image users run), else [`GIT_IMAGE`]. `None` when neither is there; scripts/test sets
+/// `AGS_TEST_GIT_IMAGE` after building and copying the git image, and then a missing image
+/// fails the test instead of skipping the container half.
+fn git_image(env: &TestEnv) -> Option<&'static str> {
+    let socket = env.mode().socket();
+    let found = [AGENT_IMAGE, GIT_IMAGE]
+        .into_iter()
+        .find(|image| common::api::image_exists(&socket, image).unwrap_or(false));
+    if found.is_none() {
+        assert!(
+            std::env::var_os("AGS_TEST_GIT_IMAGE").is_none(),
+            "{}: neither {AGENT_IMAGE} nor {GIT_IMAGE} is in the service although \
+             AGS_TEST_GIT_IMAGE is set (scripts/test builds and copies the git image)",
+            env.mode()
+        );
+    }
+    found
+}
+
+/// The SKIP note when [`git_image`] found none.
+fn no_git_image(env: &TestEnv) -> String {
+    format!(
+        "{}: neither {AGENT_IMAGE} nor {GIT_IMAGE} in this service (scripts/test builds the \
+         git image from containers/git and copies it into the rootless service)",
+        env.mode()
+    )
 }
 
 /// `git ARGS` on the host as the mode's user, in `dir`.
@@ -98,10 +132,10 @@ fn the_hosts_identity_reaches_the_agent_and_nothing_else_of_its_git_config() {
         assert_eq!(plan["git_identity"]["name"], "Host Person", "{plan}");
         assert_eq!(plan["git_identity"]["email"], "host@example.org", "{plan}");
         assert!(!plan.to_string().contains("/host/secret"), "{plan}");
-        if has_agent_image(env) {
+        if let Some(image) = git_image(env) {
             let script = "set -e; echo x > f; git add f; git commit -q -m agent; \
                 git config --get credential.helper || echo NO-HELPER; echo DONE";
-            let out = ags(env, AGENT_IMAGE, &[], &["sh", "-c", script], &[]);
+            let out = ags(env, image, &[], &["sh", "-c", script], &[]);
             assert!(stdout(&out).ends_with("NO-HELPER\nDONE\n"), "{}", show(&out));
             let log = git_in(env, &work, &["log", "-1", "--format=%an <%ae>|%cn <%ce>|%s"]);
             assert_eq!(
@@ -111,10 +145,7 @@ fn the_hosts_identity_reaches_the_agent_and_nothing_else_of_its_git_config() {
                 env.mode()
             );
         } else {
-            println!(
-                "{}: no {AGENT_IMAGE}: the identity checked in the environment",
-                env.mode()
-            );
+            println!("{}: the identity checked in the environment", no_git_image(env));
             let script = "echo \"$GIT_CONFIG_COUNT|$GIT_CONFIG_KEY_0=$GIT_CONFIG_VALUE_0|$GIT_CONFIG_KEY_1=$GIT_CONFIG_VALUE_1\"";
             let out = ags(env, &env.image(), &[], &["sh", "-c", script], &[]);
             assert_eq!(
@@ -296,10 +327,12 @@ fn start_sshd(dir: &Path, authorized: &str) -> Sshd {
         .unwrap()
         .port();
     let config = dir.join("sshd_config");
+    // UsePAM: without PAM, sshd refuses an account whose password is locked (the rootless test
+    // user's is) even for a key.
     std::fs::write(
         &config,
         format!(
-            "Port {port}\nListenAddress {addr}\nHostKey {}\nAuthorizedKeysFile {}\nStrictModes no\nUsePAM no\n\
+            "Port {port}\nListenAddress {addr}\nHostKey {}\nAuthorizedKeysFile {}\nStrictModes no\nUsePAM yes\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
              PidFile none\nLogLevel VERBOSE\n",
             host_key.display(),
@@ -321,9 +354,11 @@ fn start_sshd(dir: &Path, authorized: &str) -> Sshd {
         port,
         host_key: host_key.split_whitespace().take(2).collect::<Vec<_>>().join(" "),
     };
-    // Ready when it answers with its banner.
-    for _ in 0..200 {
+    // Ready when it answers with its banner; bounded, with room for a loaded machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
         if let Ok(mut s) = TcpStream::connect((sshd.addr.as_str(), sshd.port)) {
+            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(10)));
             let mut banner = [0u8; 4];
             if s.read_exact(&mut banner).is_ok() && &banner == b"SSH-" {
                 return sshd;
@@ -335,7 +370,7 @@ fn start_sshd(dir: &Path, authorized: &str) -> Sshd {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    panic!("sshd did not answer");
+    panic!("sshd did not answer within 60 s");
 }
 
 #[test]
@@ -344,13 +379,14 @@ fn git_fetch_and_push_over_ssh_through_the_forwarded_agent() {
         if !has_openssh() {
             return;
         }
-        if env.mode() != Mode::Rootful || !has_agent_image(env) || nix::unistd::geteuid().as_raw() != 0 {
-            println!(
-                "SKIP: {}: needs the agent image (git, ssh) and a root test process for sshd",
-                env.mode()
-            );
+        if nix::unistd::geteuid().as_raw() != 0 {
+            println!("SKIP: {}: sshd needs a root test process", env.mode());
             return;
         }
+        let Some(image) = git_image(env) else {
+            println!("SKIP: {}", no_git_image(env));
+            return;
+        };
         let (agent, public) = ssh_agent_with_key(env);
         let sshd_dir = env.mkdir("sshd", 0o700);
         let sshd = start_sshd(&sshd_dir, &public);
@@ -389,7 +425,15 @@ fn git_fetch_and_push_over_ssh_through_the_forwarded_agent() {
             .to_string();
         let work = env.work_dir();
         init_repo(env, &work);
-        let url = format!("ssh://root@{}:{}{}", sshd.addr, sshd.port, bare.display());
+        // sshd logs in as the mode's user (rootless: agstest), who owns the repository: git
+        // refuses a repository of another owner.
+        let url = format!(
+            "ssh://{}@{}:{}{}",
+            env.account().name,
+            sshd.addr,
+            sshd.port,
+            bare.display()
+        );
         git_in(env, &work, &["remote", "add", "origin", &url]);
         let known = env.write_file(
             "known_hosts",
@@ -408,7 +452,7 @@ fn git_fetch_and_push_over_ssh_through_the_forwarded_agent() {
         let sock: &[(&str, &Path)] = &[("SSH_AUTH_SOCK", &agent.socket)];
         let out = ags(
             env,
-            AGENT_IMAGE,
+            image,
             &["--ssh-agent", "--network", "open"],
             &["sh", "-c", script],
             sock,
@@ -430,7 +474,7 @@ fn git_fetch_and_push_over_ssh_through_the_forwarded_agent() {
         // Without the forwarded agent the same fetch cannot authenticate.
         let out = ags(
             env,
-            AGENT_IMAGE,
+            image,
             &["--network", "open"],
             &["sh", "-c", "git fetch -q origin && echo FETCHED"],
             sock,
