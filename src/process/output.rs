@@ -39,11 +39,15 @@ pub(super) async fn read_stdout(
     mut stop: watch::Receiver<bool>,
 ) -> StdoutCapture {
     let mut out = StdoutCapture::default();
-    let mut chunk = vec![0u8; CHUNK];
+    // Read into spare capacity: no 16 KiB zeroed per hook (it was a sixth of the runner's
+    // instructions), and only what was read is wiped.
+    let mut chunk = Vec::with_capacity(CHUNK);
     loop {
+        chunk.as_mut_slice().zeroize(); // `op`'s output holds secret values
+        chunk.clear();
         let n = tokio::select! {
             biased;
-            r = pipe.read(&mut chunk) => r,
+            r = pipe.read_buf(&mut chunk) => r,
             _ = stop.wait_for(|s| *s) => break,
         };
         match n {
@@ -64,7 +68,7 @@ pub(super) async fn read_stdout(
             }
         }
     }
-    chunk.zeroize(); // `op`'s output holds secret values
+    chunk.as_mut_slice().zeroize();
     out
 }
 
@@ -87,11 +91,12 @@ pub(super) async fn forward_stderr(
 ) -> StderrSummary {
     let mut lines = LineSplitter::new(name, sink);
     let mut summary = StderrSummary::default();
-    let mut chunk = vec![0u8; CHUNK];
+    let mut chunk = Vec::with_capacity(CHUNK);
     loop {
+        chunk.clear();
         let n = tokio::select! {
             biased;
-            r = pipe.read(&mut chunk) => r,
+            r = pipe.read_buf(&mut chunk) => r,
             _ = stop.wait_for(|s| *s) => break,
         };
         let n = match n {
