@@ -1,9 +1,11 @@
 //! Stage 2 (run): private execution copies of approved entrypoint bytes.
 //!
 //! Input: [`PreparedHook`]s (declaration, bytes read once, approval hash) and the approval store
-//! directory. Output: per phase an [`ExecDir`], `<store>/ags-hook-exec-<pid>-<random>/`, holding
-//! `0700` files `<basename>` with exactly the approved bytes, re-hashed from disk before each use.
-//! I/O: creates, reads and removes that directory; never executes anything (only `runner` spawns).
+//! directory. Output: per phase an [`ExecDir`], `<store>/ags-hook-exec-<pid>-<start>-<random>/`,
+//! holding `0700` files `<basename>` with exactly the approved bytes: the bytes are hashed (with
+//! the declaration) against the approved hash in the same pass that writes them, and before each
+//! use the file is checked to still be the one written (same inode, size, mode and times).
+//! I/O: creates, checks and removes that directory; never executes anything (only `runner` spawns).
 //!
 //! Copies live in the approval store (owner-only, normally under `~/.local/state`), not in the
 //! system temporary directory, so a `noexec` `/tmp` does not matter. The directory is removed
@@ -16,18 +18,17 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
-
-use nix::errno::Errno;
-use nix::sys::signal::kill;
-use nix::unistd::Pid;
 
 use super::entrypoint::PreparedHook;
 use super::trust::approval_hash;
+
+mod sweep;
+
+pub use sweep::sweep_stale;
 
 /// Name prefix of execution-copy directories.
 pub const EXEC_DIR_PREFIX: &str = "ags-hook-exec-";
@@ -67,13 +68,47 @@ pub enum ExecCopyError {
 pub struct ExecDir {
     dir: PathBuf,
     state: Mutex<DirState>,
+    /// The open `groups` file of [`sweep`], once a group was recorded.
+    groups: Mutex<Option<fs::File>>,
 }
 
 #[derive(Debug, Default)]
 struct DirState {
     created: bool,
-    by_hash: HashMap<String, PathBuf>,
+    by_hash: HashMap<String, Written>,
     names: HashSet<OsString>,
+}
+
+/// A copy as `ags` wrote it: where, and the identity of the file (from the descriptor it wrote).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Written {
+    path: PathBuf,
+    id: FileId,
+}
+
+/// What changes when a file is replaced, truncated, extended, rewritten (the times; a process
+/// may reset the modification time, not the change time) or has its mode changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mode: u32,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileId {
+    fn of(meta: &fs::Metadata) -> Self {
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mode: meta.mode(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
 }
 
 impl ExecDir {
@@ -85,6 +120,7 @@ impl ExecDir {
         Self {
             dir: store_dir.join(name),
             state: Mutex::default(),
+            groups: Mutex::default(),
         }
     }
 
@@ -93,18 +129,31 @@ impl ExecDir {
         &self.dir
     }
 
-    /// The path of a private 0700 copy of `hook`'s approved bytes, written on first use for
-    /// its hash and re-read and re-hashed against `hook.hash` on every call (fail closed).
+    /// The path of a private 0700 copy of `hook`'s approved bytes: written on first use for its
+    /// hash (from bytes that hash to `hook.hash`, checked in the same pass), and checked on every
+    /// call to still be the file written (fail closed).
     pub fn copy(&self, hook: &PreparedHook) -> Result<PathBuf, ExecCopyError> {
-        let program = self.materialize(hook)?;
-        verify(&program, hook)?;
-        Ok(program)
+        let written = self.materialize(hook)?;
+        verify(&written, hook)?;
+        Ok(written.path)
     }
 
-    fn materialize(&self, hook: &PreparedHook) -> Result<PathBuf, ExecCopyError> {
+    /// Write `hook`'s copy now if its hash has none yet (the runner does this for every hook
+    /// before the first spawn, see `runner::run_hooks`).
+    pub fn write(&self, hook: &PreparedHook) -> Result<(), ExecCopyError> {
+        self.materialize(hook).map(drop)
+    }
+
+    fn materialize(&self, hook: &PreparedHook) -> Result<Written, ExecCopyError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(program) = state.by_hash.get(&hook.hash) {
-            return Ok(program.clone());
+        if let Some(written) = state.by_hash.get(&hook.hash) {
+            return Ok(written.clone());
+        }
+        // The bytes about to be written are the approved ones: hashed here, in the pass that
+        // writes them, whatever the caller's `PreparedHook` claims.
+        let found = approval_hash(&hook.decl, &hook.entrypoint);
+        if found != hook.hash {
+            return Err(mismatch(hook, &self.dir, found));
         }
         let write_err = |path: &Path| {
             let (name, path) = (hook.decl.name.clone(), path.to_path_buf());
@@ -127,10 +176,11 @@ impl ExecDir {
             private_dir(&sub).map_err(write_err(&sub))?;
             sub
         };
-        let program = parent.join(base);
-        write_private(&program, &hook.entrypoint).map_err(write_err(&program))?;
-        state.by_hash.insert(hook.hash.clone(), program.clone());
-        Ok(program)
+        let path = parent.join(base);
+        let id = write_private(&path, &hook.entrypoint).map_err(write_err(&path))?;
+        let written = Written { path, id };
+        state.by_hash.insert(hook.hash.clone(), written.clone());
+        Ok(written)
     }
 }
 
@@ -151,35 +201,34 @@ impl Drop for ExecDir {
     }
 }
 
-/// Re-read `program` and check that, with the declaration, it hashes to the approved hash.
-fn verify(program: &Path, hook: &PreparedHook) -> Result<(), ExecCopyError> {
-    let mismatch = |found: String| ExecCopyError::Mismatch {
+/// Check that the copy is still the file `ags` wrote: a regular file (never followed through a
+/// symlink) with the same inode, size, mode and times. Its bytes were hashed as they were written;
+/// any later write, truncation, replacement or `chmod` changes one of these.
+fn verify(written: &Written, hook: &PreparedHook) -> Result<(), ExecCopyError> {
+    let program = &written.path;
+    let meta = fs::symlink_metadata(program).map_err(|source| ExecCopyError::Write {
         name: hook.decl.name.clone(),
-        path: program.into(),
-        expected: hook.hash.clone(),
-        found,
-    };
-    let read_err = |source| ExecCopyError::Write {
-        name: hook.decl.name.clone(),
-        path: program.into(),
+        path: program.clone(),
         source,
-    };
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(program)
-        .map_err(read_err)?;
-    let meta = file.metadata().map_err(read_err)?;
+    })?;
     if !meta.is_file() || meta.mode() & 0o7777 != 0o700 {
-        return Err(mismatch(format!("a file of mode {:04o}", meta.mode() & 0o7777)));
+        let found = format!("a file of mode {:04o}", meta.mode() & 0o7777);
+        return Err(mismatch(hook, program, found));
     }
-    let mut bytes = Vec::with_capacity(hook.entrypoint.len());
-    file.read_to_end(&mut bytes).map_err(read_err)?;
-    let found = approval_hash(&hook.decl, &bytes);
-    if found != hook.hash {
-        return Err(mismatch(found));
+    if FileId::of(&meta) != written.id {
+        let found = "a file changed since ags wrote it".to_string();
+        return Err(mismatch(hook, program, found));
     }
     Ok(())
+}
+
+fn mismatch(hook: &PreparedHook, path: &Path, found: String) -> ExecCopyError {
+    ExecCopyError::Mismatch {
+        name: hook.decl.name.clone(),
+        path: path.into(),
+        expected: hook.hash.clone(),
+        found,
+    }
 }
 
 fn private_dir(dir: &Path) -> io::Result<()> {
@@ -187,7 +236,8 @@ fn private_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Create `path` (0700, never following a symlink) holding `bytes`, with no fork in between.
-fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Returns the identity of the file written (from its descriptor).
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<FileId> {
     let _no_fork = crate::process::no_fork_guard();
     let mut file = OpenOptions::new()
         .write(true)
@@ -196,7 +246,8 @@ fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)?;
     // A partial copy is removed, so a retry reports the real error rather than "file exists".
-    file.write_all(bytes).inspect_err(|_| {
+    let written = file.write_all(bytes).and_then(|()| file.metadata());
+    written.map(|meta| FileId::of(&meta)).inspect_err(|_| {
         let _ = fs::remove_file(path);
     })
     // `file` is closed here, before the lock is released
@@ -208,127 +259,14 @@ fn random_hex() -> String {
     hex::encode(buf)
 }
 
-/// Remove execution directories whose creating `ags` is gone, after killing the hook process
-/// groups recorded in them (an `ags` killed by SIGKILL cannot kill its hooks itself).
-///
-/// Directories named `ags-hook-exec-<pid>-<start>-<random>` are judged by pid and start time
-/// (pid reuse is detected); older `ags-hook-exec-<pid>-<random>` names only once they are older
-/// than `min_age` and no process has that pid. Returns how many were removed; failures are
-/// collected, not fatal (call this at startup).
-pub fn sweep_stale(store_dir: &Path, min_age: Duration) -> (usize, Vec<io::Error>) {
-    let mut removed = 0;
-    let mut errors = Vec::new();
-    let entries = match fs::read_dir(store_dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return (0, errors),
-        Err(e) => return (0, vec![e]),
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Some(creator) = entry.file_name().to_str().and_then(creator) else {
-            continue;
-        };
-        let Ok(meta) = fs::symlink_metadata(&path) else {
-            continue;
-        };
-        let old_enough = || {
-            meta.modified()
-                .ok()
-                .and_then(|m| SystemTime::now().duration_since(m).ok())
-                .is_some_and(|age| age >= min_age)
-        };
-        let gone = match creator {
-            Creator::Exact { pid, start } => !crate::procfs::alive(pid, start),
-            Creator::Pid(pid) => old_enough() && !process_exists(pid),
-        };
-        if !meta.is_dir() || !gone {
-            continue;
-        }
-        kill_recorded_groups(&path);
-        match fs::remove_dir_all(&path) {
-            Ok(()) => removed += 1,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => errors.push(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
-        }
-    }
-    (removed, errors)
-}
-
-/// Who created an execution directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Creator {
-    /// `<pid>-<start>-<random>`.
-    Exact { pid: u32, start: u64 },
-    /// `<pid>-<random>` (older name).
-    Pid(i32),
-}
-
-/// Parse `ags-hook-exec-<pid>-<start>-<random>` or `ags-hook-exec-<pid>-<random>`.
-fn creator(name: &str) -> Option<Creator> {
-    let rest = name.strip_prefix(EXEC_DIR_PREFIX)?;
-    let parts: Vec<&str> = rest.split('-').collect();
-    match parts.as_slice() {
-        [pid, start, random] if !random.is_empty() => Some(Creator::Exact {
-            pid: pid.parse().ok().filter(|p| *p > 0)?,
-            start: start.parse().ok()?,
-        }),
-        [pid, random] if !random.is_empty() => Some(Creator::Pid(pid.parse().ok().filter(|p| *p > 0)?)),
-        _ => None,
-    }
-}
-
-/// Directory (inside an execution directory) recording the hooks' process groups.
-const GROUPS_DIR: &str = "groups";
-
-impl ExecDir {
-    /// Record that a hook's process group `pgid` (led by the hook, started at its start time)
-    /// belongs to this phase, so a sweep can kill it if `ags` dies without doing so.
-    pub fn record_group(&self, pgid: u32) {
-        let Some(start) = crate::procfs::process_start_time(pgid) else {
-            return;
-        };
-        let dir = self.dir.join(GROUPS_DIR);
-        let _ = fs::DirBuilder::new().mode(0o700).create(&dir);
-        let _ = fs::write(dir.join(format!("{pgid}-{start}")), b"");
-    }
-}
-
-/// SIGKILL the recorded groups of a dead phase. A group whose leader still runs with the
-/// recorded start time is ours; a group whose leader is gone may still have members, and its
-/// id cannot have been reused while they live; a leader pid now running with another start
-/// time means the group is long gone and the pid belongs to someone else.
-fn kill_recorded_groups(exec_dir: &Path) {
-    let Ok(entries) = fs::read_dir(exec_dir.join(GROUPS_DIR)) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some((pgid, start)) = name.to_str().and_then(|n| n.split_once('-')) else {
-            continue;
-        };
-        let (Ok(pgid), Ok(start)) = (pgid.parse::<u32>(), start.parse::<u64>()) else {
-            continue;
-        };
-        let ours = match crate::procfs::process_start_time(pgid) {
-            Some(now) => now == start,
-            None => true,
-        };
-        if ours && pgid > 1 {
-            let _ = nix::sys::signal::killpg(Pid::from_raw(pgid as i32), nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-}
-
-fn process_exists(pid: i32) -> bool {
-    pid == std::process::id() as i32 || !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
     use crate::config::{HookDecl, HookScope};
 
-    fn hook(exe: &str, bytes: &[u8]) -> PreparedHook {
+    pub(super) fn hook(exe: &str, bytes: &[u8]) -> PreparedHook {
         let decl = HookDecl {
             event: crate::config::HookEvent::Prepare,
             name: "h".into(),
@@ -375,36 +313,35 @@ mod tests {
     }
 
     #[test]
-    fn creator_parses_only_our_names() {
-        assert_eq!(creator("ags-hook-exec-123-abcd"), Some(Creator::Pid(123)));
-        assert_eq!(
-            creator("ags-hook-exec-123-456-abcd"),
-            Some(Creator::Exact { pid: 123, start: 456 })
-        );
-        assert_eq!(creator("ags-hook-exec-123-"), None);
-        assert_eq!(creator("ags-hook-exec-x-ab"), None);
-        assert_eq!(creator("ags-hook-exec-0-ab"), None);
-        assert_eq!(creator(&"a".repeat(64)), None);
+    fn bytes_not_matching_the_hash_are_never_written() {
+        let store = tempfile::tempdir().unwrap();
+        let dir = ExecDir::new(store.path());
+        let mut a = hook("/x/prep", b"one");
+        a.entrypoint = b"evil".to_vec().into();
+        let err = dir.copy(&a).unwrap_err().to_string();
+        assert!(err.contains("does not match the approved hash"), "{err}");
+        assert!(!dir.path().exists(), "nothing written");
     }
 
     #[test]
-    fn sweep_removes_dead_creators_only() {
+    fn replaced_or_rechmodded_copies_fail_closed() {
         let store = tempfile::tempdir().unwrap();
-        let dead = store.path().join(format!("{EXEC_DIR_PREFIX}{}-00", i32::MAX));
-        let ours = store
-            .path()
-            .join(format!("{EXEC_DIR_PREFIX}{}-00", std::process::id()));
-        let other = store.path().join("not-a-copy");
-        for d in [&dead, &ours, &other] {
-            fs::create_dir(d).unwrap();
-            fs::write(d.join("f"), b"x").unwrap();
-        }
-        let (removed, errors) = sweep_stale(store.path(), Duration::ZERO);
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(removed, 1);
-        assert!(!dead.exists() && ours.exists() && other.exists());
-        fs::create_dir(&dead).unwrap();
-        let (removed, _) = sweep_stale(store.path(), Duration::from_secs(3600));
-        assert_eq!(removed, 0, "too young to sweep");
+        let dir = ExecDir::new(store.path());
+        let a = hook("/x/prep", b"one");
+        let pa = dir.copy(&a).unwrap();
+        let other = dir.path().join("other");
+        fs::write(&other, b"one").unwrap();
+        fs::set_permissions(&other, fs::Permissions::from_mode(0o700)).unwrap();
+        fs::rename(&other, &pa).unwrap();
+        let err = dir.copy(&a).unwrap_err().to_string();
+        assert!(
+            err.contains("changed since ags wrote it"),
+            "same bytes, another file: {err}"
+        );
+        let b = hook("/x/other", b"two");
+        let pb = dir.copy(&b).unwrap();
+        fs::set_permissions(&pb, fs::Permissions::from_mode(0o755)).unwrap();
+        let err = dir.copy(&b).unwrap_err().to_string();
+        assert!(err.contains("mode 0755"), "{err}");
     }
 }

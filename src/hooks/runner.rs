@@ -10,8 +10,9 @@
 //! Rules enforced here:
 //! - at most `concurrency` hooks run at once; the phase deadline bounds running AND queued hooks;
 //! - each hook's timeout comes from its declaration;
-//! - every hook runs from a freshly verified private copy, in its own process group, with a
-//!   scrubbed environment, `workdir` as cwd, and the context on stdin followed by EOF;
+//! - every hook runs from a private copy of its approved bytes (checked unchanged right before the
+//!   spawn), in its own process group, with a scrubbed environment, `workdir` as cwd, and the
+//!   context on stdin followed by EOF;
 //! - when the entrypoint ends (for any reason) its whole process group is SIGKILLed before the
 //!   entrypoint is reaped, so the group id cannot have been reused;
 //! - the first failure, the phase deadline or an interrupt cancels everything else; the real
@@ -179,9 +180,8 @@ where
     // reports it; an interrupt or the deadline stops the wait (the loop below acts on them).
     {
         let (env, hooks) = (env.clone(), phase.hooks.clone());
-        let written = tokio::task::spawn_blocking(move || {
-            hooks.iter().try_for_each(|h| env.exec_dir.copy(h).map(drop))
-        });
+        let written =
+            tokio::task::spawn_blocking(move || hooks.iter().try_for_each(|h| env.exec_dir.write(h)));
         tokio::select! {
             _ = written => {}
             _ = interrupt.wait() => {}

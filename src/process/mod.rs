@@ -147,7 +147,7 @@ pub(crate) fn spawn(spec: &Spawn) -> io::Result<Running> {
     drop(fork_guard);
     let running = Running::new(child);
     // A group the watchdog cannot guard is not left running: `running` is dropped (killed).
-    watchdog::watch(running.pgid())?;
+    watchdog::watch(running.pgid(), running.start)?;
     Ok(running)
 }
 
@@ -316,6 +316,8 @@ struct Pipes {
 pub(crate) struct Running {
     child: Option<Child>,
     pgid: Pid,
+    /// The leader's start time (`/proc/PID/stat`), read once right after the spawn.
+    start: Option<u64>,
 }
 
 impl Running {
@@ -323,6 +325,7 @@ impl Running {
         // process_group(0): the child leads a new group whose id is its pid.
         let pgid = Pid::from_raw(child.id() as i32);
         Self {
+            start: crate::procfs::process_start_time(child.id()),
             child: Some(child),
             pgid,
         }
@@ -344,6 +347,12 @@ impl Running {
     /// The id of the process group the process leads.
     pub(crate) fn pgid(&self) -> u32 {
         self.pgid.as_raw() as u32
+    }
+
+    /// The leader's start time (with [`Self::pgid`] it names the group unambiguously: a reused
+    /// pid has another start time). `None` if it could not be read.
+    pub(crate) fn start_time(&self) -> Option<u64> {
+        self.start
     }
 
     /// Take the child's stderr pipe (for a long-running helper whose errors are read while it

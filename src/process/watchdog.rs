@@ -66,13 +66,13 @@ pub fn run_if_requested() -> Option<ExitCode> {
     Some(ExitCode::SUCCESS)
 }
 
-/// Record that group `pgid` (led by `pgid`) was started. Starts the watchdog on first use. An
-/// error means the group cannot be guarded: the caller kills it and fails.
-pub(crate) fn watch(pgid: u32) -> io::Result<()> {
+/// Record that group `pgid` (led by `pgid`, started at `start`) was started. Starts the watchdog
+/// on first use. An error means the group cannot be guarded: the caller kills it and fails.
+pub(crate) fn watch(pgid: u32, start: Option<u64>) -> io::Result<()> {
     let Some(program) = PROGRAM.get() else {
         return Ok(());
     };
-    let start = process_start_time(pgid).unwrap_or(0);
+    let start = start.unwrap_or(0);
     send(program, &format!("+{pgid} {start}\n"))
 }
 

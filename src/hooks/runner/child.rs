@@ -106,7 +106,7 @@ fn spawn(hook: &PreparedHook, env: &TaskEnv) -> Result<Running, HookFailure> {
             .collect(),
     };
     let running = process::spawn(&spec).map_err(|source| spawn_failure(spec.program, env, source))?;
-    env.exec_dir.record_group(running.pgid());
+    env.exec_dir.record_group(running.pgid(), running.start_time());
     Ok(running)
 }
 
