@@ -283,7 +283,7 @@ async fn launch_async(
     for root in config.paths.stage_roots() {
         gc::sweep_host(&root);
     }
-    let owner = OwnerMark::write(&config.paths, &identity);
+    let owner = OwnerMark::write(&config.paths, &identity, client.url());
     // Allowlist mode: the proxy serves from this process for the whole session; its private
     // socket directory is removed with the launch's other resources (and swept after a crash).
     let remote = (!client.is_unix()).then(|| client.url());

@@ -4,10 +4,14 @@
 //! the service's locks (50 launches: 100 list calls over 50 containers each, plus their removals
 //! racing each other). A launch now sweeps only when there may be something to sweep:
 //!
-//! - an **owner mark** of this user's names a dead process: every launch writes
-//!   `<state>/ags/owners/<pid>-<start>` before it creates anything in Podman and removes it once
-//!   its cleanup removed everything, so a mark left behind by a dead process is the evidence of
-//!   a killed `ags` (or of leftovers its cleanup could not remove);
+//! - an **owner mark** of this user's names a dead process and this service: every launch writes
+//!   `<state>/ags/owners/<pid>-<start>` (holding the service's URL) before it creates anything
+//!   in Podman and removes it once its cleanup removed everything, so a mark left behind by a
+//!   dead process is the evidence of a killed `ags` (or of leftovers its cleanup could not
+//!   remove) on that service. Only a sweep of that service clears it: a launch on another
+//!   service must not make the leftovers (a keeper holding staged values in RAM, a volume)
+//!   wait for the periodic sweep. A mark without a URL (older versions) counts for every
+//!   service;
 //! - or this service was not swept by this user for [`FULL_SWEEP_EVERY`] (leftovers of other
 //!   users, of older versions, of other state directories), or never.
 //!
@@ -16,6 +20,7 @@
 //! the sweep to its holder. `ags gc` always sweeps.
 
 use std::fs::{self, File};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -35,17 +40,19 @@ pub struct OwnerMark {
 }
 
 impl OwnerMark {
-    /// Write the owner mark of `id` (best effort: without it, leftovers of this launch are found
-    /// by the next full sweep or `ags gc`).
-    pub fn write(paths: &Paths, id: &LaunchIdentity) -> Self {
+    /// Write the owner mark of `id` for the service at `url` (best effort: without it, leftovers
+    /// of this launch are found by the next full sweep or `ags gc`). A crash between the mark's
+    /// create and its write leaves an empty mark, which counts for every service.
+    pub fn write(paths: &Paths, id: &LaunchIdentity, url: &str) -> Self {
         let dir = owners_dir(paths);
         let path = dir.join(format!("{}-{}", id.pid, id.start_time));
         let made = crate::fsutil::ensure_private_dir(&paths.state_dir())
             .ok()
             .and_then(|()| crate::fsutil::ensure_private_dir(&dir).ok())
-            .and_then(|()| crate::fsutil::open_private_append(&path).ok());
+            .and_then(|()| crate::fsutil::open_private_append(&path).ok())
+            .and_then(|mut f| f.write_all(url.as_bytes()).ok());
         OwnerMark {
-            path: made.map(|_| path),
+            path: made.map(|()| path),
         }
     }
 
@@ -81,7 +88,7 @@ impl Gate {
         crate::fsutil::ensure_private_dir(&locks).ok()?;
         let name = format!("sweep-{:016x}", super::service_lock::stable_hash(url));
         let stamp = locks.join(format!("{name}.stamp"));
-        let dead = dead_marks(&owners_dir(paths));
+        let dead = dead_marks(&owners_dir(paths), url);
         if dead.is_empty() && !stale(&stamp) {
             return None;
         }
@@ -119,8 +126,9 @@ fn stale(stamp: &Path) -> bool {
     }
 }
 
-/// Owner marks (`<pid>-<start>`) whose process is gone.
-fn dead_marks(dir: &Path) -> Vec<PathBuf> {
+/// Owner marks (`<pid>-<start>`) of the service at `url` (or of no recorded service) whose
+/// process is gone.
+fn dead_marks(dir: &Path, url: &str) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -133,8 +141,18 @@ fn dead_marks(dir: &Path) -> Vec<PathBuf> {
             let start = parts.next().and_then(|s| s.parse::<u64>().ok());
             matches!((pid, start), (Some(pid), Some(start)) if !identity::owner_alive(pid, start))
         })
+        .filter(|e| marked_service(&e.path()).is_none_or(|u| u == url))
         .map(|e| e.path())
         .collect()
+}
+
+/// The service URL in an owner mark; `None` for an empty (or unreadable) mark.
+fn marked_service(mark: &Path) -> Option<String> {
+    let file = fs::File::open(mark).ok()?;
+    let mut text = String::new();
+    // A URL is short; a mark is the user's own private file.
+    file.take(8192).read_to_string(&mut text).ok()?;
+    (!text.is_empty()).then_some(text)
 }
 
 #[cfg(test)]
@@ -163,13 +181,28 @@ mod tests {
         assert!(Gate::open(&p, "unix:///other.sock").is_some(), "per service");
 
         let me = identity::current();
-        let live = OwnerMark::write(&p, &me);
+        let live = OwnerMark::write(&p, &me, url);
         assert!(Gate::open(&p, url).is_none(), "a live owner is no reason");
         let dead = owners_dir(&p).join(format!("{}-{}", me.pid, me.start_time + 1));
         fs::write(&dead, "").unwrap();
         Gate::open(&p, url).expect("a dead owner: sweep").done();
         assert!(!dead.exists(), "its mark is cleared by the sweep");
         assert!(Gate::open(&p, url).is_none());
+        // A dead launch of another service: a sweep of this one neither counts nor clears it.
+        let other = "tcp://build.example.org:8080";
+        let elsewhere = owners_dir(&p).join(format!("{}-{}", me.pid, me.start_time + 2));
+        fs::write(&elsewhere, other).unwrap();
+        assert!(Gate::open(&p, url).is_none(), "another service's dead launch");
+        fs::write(&dead, "").unwrap();
+        Gate::open(&p, url)
+            .expect("a mark without a service counts")
+            .done();
+        assert!(
+            elsewhere.exists() && !dead.exists(),
+            "only this service's marks are cleared"
+        );
+        Gate::open(&p, other).expect("its own service sweeps").done();
+        assert!(!elsewhere.exists());
         drop(live);
         assert_eq!(
             fs::read_dir(owners_dir(&p)).unwrap().count(),
