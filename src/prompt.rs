@@ -43,10 +43,11 @@ pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
         .map_err(|_| PromptError::NoTerminal)?;
     let mut out = tty.try_clone()?;
     let guard = InterruptAsLineEnd::enter(&tty);
+    // Discard type-ahead: only what is typed once the question is shown can answer it. Before
+    // showing it: an answer typed as soon as it appears must not be discarded too.
+    let _ = rustix::termios::tcflush(tty.as_fd(), rustix::termios::QueueSelector::IFlush);
     write!(out, "{text}{question} [y/N] ")?;
     out.flush()?;
-    // Discard type-ahead: only what is typed once the question is shown can answer it.
-    let _ = rustix::termios::tcflush(tty.as_fd(), rustix::termios::QueueSelector::IFlush);
     let mut line = Vec::new();
     BufReader::new(&tty).read_until(b'\n', &mut line)?;
     drop(guard);
