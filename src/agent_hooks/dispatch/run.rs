@@ -33,9 +33,14 @@ pub const KEPT_ENV: &[&str] = &[
 ];
 /// Largest payload written to a handler's stdin without a writer thread.
 const INLINE_STDIN_MAX: usize = 16 * 1024;
-/// How long output still open after the handler exited (a background child holding the pipe)
-/// is waited for.
+/// How long output still open after the handler exited is waited for while a process of its
+/// group lives (a background child holding the pipe).
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
+/// How long it is waited for once no process of the group is left: what the handler wrote
+/// before it exited is in the pipe, and the reader threads only have to run (on a loaded machine
+/// that can take longer than [`DRAIN_GRACE`]). A process that left the group and holds the pipe
+/// costs this much.
+const DRAIN_MAX: Duration = Duration::from_secs(5);
 
 /// How a handler run ended (the record's `outcome`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,8 +172,20 @@ pub fn run(h: &Handler, payload: &str, cwd: Option<&str>, can_block: bool) -> Ru
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(pause.min(deadline - now)),
         }
     };
-    let drained = Instant::now() + DRAIN_GRACE;
-    while Arc::strong_count(&out) + Arc::strong_count(&err) > 2 && Instant::now() < drained {
+    let exited = Instant::now();
+    let group = child.id();
+    let mut group_gone = false;
+    while Arc::strong_count(&out) + Arc::strong_count(&err) > 2 {
+        let waited = exited.elapsed();
+        if waited >= DRAIN_MAX {
+            break;
+        }
+        if waited >= DRAIN_GRACE && !group_gone {
+            if group_lives(group) {
+                break; // a background process of the handler may hold the pipes for long
+            }
+            group_gone = true;
+        }
         let _ = rx.recv_timeout(Duration::from_millis(5));
     }
     let stdout = take(&out);
@@ -202,6 +219,26 @@ fn capture<R: Read + Send + 'static>(
         });
     }
     buf
+}
+
+/// Whether a live (not zombie) process is in process group `pgid`, from `/proc`; true when that
+/// cannot be read.
+pub fn group_lives(pgid: u32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    let pgid = pgid.to_string();
+    dir.flatten().any(|entry| {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // After the ")" ending the command name: state, ppid, pgrp.
+        let mut fields = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace())
+            .into_iter()
+            .flatten();
+        let state = fields.next();
+        state.is_some_and(|s| s != "Z" && s != "X") && fields.nth(1) == Some(pgid.as_str())
+    })
 }
 
 fn take(buf: &Arc<Mutex<Vec<u8>>>) -> Vec<u8> {

@@ -251,6 +251,32 @@ fn a_handler_run_ends_in_one_outcome_whatever_it_does() {
     // A handler that leaves a background child holding its stdout still ends.
     let bg = r("sleep 30 & echo", true);
     assert_eq!(bg.outcome, Outcome::Ok);
+    // One that leaves the group and holds it too (the longer drain, bounded); its answer counts.
+    let escaped = r("setsid sleep 30 & echo '{\"decision\":\"block\"}'", true);
+    assert_eq!((escaped.outcome, escaped.block), (Outcome::Blocked, true));
+}
+
+#[test]
+fn group_lives_sees_a_live_member_and_not_a_zombie() {
+    use std::os::unix::process::CommandExt;
+    let mut leader = std::process::Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = leader.id();
+    assert!(run::group_lives(group));
+    leader.kill().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while run::group_lives(group) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a killed sleep still counts"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    leader.wait().unwrap();
+    assert!(!run::group_lives(group));
 }
 
 #[test]
