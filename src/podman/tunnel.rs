@@ -15,6 +15,7 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -45,12 +46,18 @@ const STDERR_CAP: usize = 4096;
 /// How long a failed request waits for `ssh`'s own words about it.
 const SAID_WAIT: Duration = Duration::from_secs(1);
 
+/// How long an exited `ssh`'s last words are waited for (the end of its stderr: at once, unless
+/// a descendant such as a `ProxyCommand` still holds the pipe).
+const LAST_WORDS_WAIT: Duration = Duration::from_secs(5);
+
 /// A running forward of a remote Podman socket to a private local one.
 pub(crate) struct Tunnel {
     socket: PathBuf,
     dir: Option<tempfile::TempDir>,
     ssh: Mutex<Option<Running>>,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Set by the reader thread once `ssh`'s stderr reached its end.
+    stderr_done: Arc<AtomicBool>,
     /// How many stderr bytes `ssh` had written when the forward became ready.
     said_when_ready: std::sync::atomic::AtomicUsize,
 }
@@ -94,14 +101,17 @@ impl Tunnel {
             .map_err(|e| format!("starting ssh: {e}"))?
             .map_err(|e| format!("starting ssh: {e}"))?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        if let Some(pipe) = running.take_stderr() {
-            collect(pipe, stderr.clone());
+        let stderr_done = Arc::new(AtomicBool::new(false));
+        match running.take_stderr() {
+            Some(pipe) => collect(pipe, stderr.clone(), stderr_done.clone()),
+            None => stderr_done.store(true, Ordering::Release),
         }
         let tunnel = Tunnel {
             socket,
             dir: Some(dir),
             ssh: Mutex::new(Some(running)),
             stderr,
+            stderr_done,
             said_when_ready: std::sync::atomic::AtomicUsize::new(0),
         };
         tunnel.wait_ready().await?;
@@ -136,7 +146,9 @@ impl Tunnel {
         loop {
             let whole = {
                 let buf = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
-                (buf.len() > before && buf.ends_with(b"\n")) || buf.len() >= STDERR_CAP
+                (buf.len() > before && buf.ends_with(b"\n"))
+                    || buf.len() >= STDERR_CAP
+                    || self.stderr_done.load(Ordering::Acquire)
             };
             if whole || tokio::time::Instant::now() >= deadline {
                 return self.ssh_said();
@@ -161,8 +173,12 @@ impl Tunnel {
                 return Ok(());
             }
             if self.exited() {
-                // Give the reader a moment to collect the last words.
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // The reader thread may not have collected the last words yet (e.g. "Host key
+                // verification failed."): wait, bounded, for the end of the pipe.
+                let until = tokio::time::Instant::now() + LAST_WORDS_WAIT;
+                while !self.stderr_done.load(Ordering::Acquire) && tokio::time::Instant::now() < until {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
                 let said = self.ssh_said();
                 return Err(match said.is_empty() {
                     true => "ssh exited before the forward was ready".into(),
@@ -294,14 +310,18 @@ fn private_dir() -> Result<tempfile::TempDir, String> {
     Ok(dir)
 }
 
-/// Read `pipe` to its end on a thread, keeping the first [`STDERR_CAP`] bytes.
-fn collect(mut pipe: std::process::ChildStderr, into: Arc<Mutex<Vec<u8>>>) {
+/// Read `pipe` to its end on a thread, keeping the first [`STDERR_CAP`] bytes; `done` is set at
+/// the end.
+fn collect(mut pipe: std::process::ChildStderr, into: Arc<Mutex<Vec<u8>>>, done: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let mut chunk = [0u8; 1024];
         loop {
             match pipe.read(&mut chunk) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Ok(0) | Err(_) => return,
+                Ok(0) | Err(_) => {
+                    done.store(true, Ordering::Release);
+                    return;
+                }
                 Ok(n) => {
                     let mut buf = into.lock().unwrap_or_else(PoisonError::into_inner);
                     let room = STDERR_CAP.saturating_sub(buf.len());
