@@ -283,11 +283,17 @@ fn ags_log_filters_by_agent_and_launch_and_follows() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn ags log --follow");
-    // A safety net, not an assertion: a follower that never prints must not hang the test.
+    // A safety net, not an assertion: a follower that never prints must not hang the test. It
+    // kills only while the child is not reaped (its pid cannot belong to another process yet).
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let reaped = std::sync::Arc::new(std::sync::Mutex::new(false));
+    let net = std::sync::Arc::clone(&reaped);
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(120));
-        let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        let reaped = net.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !*reaped {
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
     });
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next =
@@ -297,6 +303,7 @@ fn ags_log_filters_by_agent_and_launch_and_follows() {
     append(&path, "ags-4-4", "codex", "followed");
     let followed = next();
     let _ = child.kill();
+    *reaped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
     let _ = child.wait();
     assert_eq!(followed["tool_input_summary"], "followed", "{followed}");
 }

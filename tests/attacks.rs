@@ -194,15 +194,15 @@ fn a_sibling_swapping_a_guarded_entry_never_gets_a_host_dir_mounted() {
         let secret = env.mkdir("secretdir", 0o700);
         env.write_file("secretdir/secret-file-7781", "x\n", 0o600);
         let script = format!(
-            "while [ ! -e go ]; do sleep 0.1; done; cd .git/worktrees && \
+            "echo STARTED; while [ ! -e go ]; do sleep 0.1; done; cd .git/worktrees && \
              ln -s {} link && echo swapping && \
              while :; do mv wt tmp; mv link wt; mv wt link; mv tmp wt; done",
             secret.display()
         );
         let args = launch_args(env, &["--tty=false"], &["sh", "-c", &script]);
         let sibling = Background::spawn(env, &args);
-        // The user adds a linked worktree while the sibling runs.
-        std::thread::sleep(Duration::from_secs(2));
+        // The user adds a linked worktree while the sibling runs (its mounts are made).
+        sibling.expect_stdout("STARTED", Duration::from_secs(120));
         git_ok(
             env,
             &work,

@@ -149,7 +149,7 @@ fn pty_resize_reaches_the_foreground_process_as_sigwinch() {
                       while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; exit 3";
         let mut pty = env.spawn_pty_program("sh", ["-c", script], 24, 80);
         assert!(
-            pty.wait_for("ready", Duration::from_secs(20)),
+            pty.wait_for("ready", Duration::from_secs(60)),
             "output: {:?}",
             pty.output()
         );

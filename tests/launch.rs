@@ -178,10 +178,10 @@ fn tty_size_resize_ctrl_c_and_terminal_restored() {
             raw.iter().any(|w| w == "-icanon") && raw.iter().any(|w| w == "-echo"),
             "the host terminal is not in raw mode while the agent runs: {raw:?}"
         );
-        // stty sets rows and columns one after the other: the agent may see 30x80 first.
         s.resize(30, 100);
         assert!(s.wait_for("30 100", t), "resized size not seen: {:?}", s.output());
-        assert!(s.output().contains("WINCHED"), "{:?}", s.output());
+        // The trap prints the size, then this: it may not have arrived yet.
+        assert!(s.wait_for("WINCHED", t), "{:?}", s.output());
         s.write(b"\x03");
         let status = s.wait(t).expect("ags exits after Ctrl-C");
         assert_eq!(status.code(), Some(5), "{:?}", s.output());

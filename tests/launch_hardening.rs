@@ -178,7 +178,9 @@ fn a_git_dir_made_in_a_subdirectory_does_not_silently_drop_the_trusted_overlay()
 #[test]
 fn a_running_ags_cannot_dump_core_or_be_read_by_the_users_other_processes() {
     each_mode(|env| {
-        let args = common::launch::launch_args(env, &["--tty=false"], &["sh", "-c", "echo started; sleep 3"]);
+        // The agent waits for `go`: ags runs while it is looked at.
+        let script = "echo started; while [ ! -e go ]; do sleep 0.1; done";
+        let args = common::launch::launch_args(env, &["--tty=false"], &["sh", "-c", script]);
         let bg = common::launch::Background::spawn(env, &args);
         bg.expect_stdout("started", std::time::Duration::from_secs(60));
         let pid = bg.pid();
@@ -197,6 +199,7 @@ fn a_running_ags_cannot_dump_core_or_be_read_by_the_users_other_processes() {
         let status = std::fs::metadata(format!("/proc/{pid}/status")).unwrap();
         let owner = std::os::unix::fs::MetadataExt::uid(&status);
         assert_eq!(owner, 0, "ags (running as uid {}) is still dumpable", env.uid());
+        env.write_file("work/go", "", 0o644);
         let out = bg.wait();
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert_clean(env);
@@ -223,11 +226,11 @@ fn group_members(pgid: i32) -> Vec<i32> {
     out
 }
 
-/// SIGKILL `ags` and wait (at most 10 s, polling) until group `pgid` has no live member.
+/// SIGKILL `ags` and wait (at most 60 s, polling) until group `pgid` has no live member.
 fn kill_ags_and_expect_group_gone(bg: common::launch::Background, pgid: i32) {
     assert!(!group_members(pgid).is_empty(), "group {pgid} is not running");
     bg.signal(nix::sys::signal::Signal::SIGKILL);
-    let gone = common::launch::wait_until(std::time::Duration::from_secs(10), || {
+    let gone = common::launch::wait_until(std::time::Duration::from_secs(60), || {
         group_members(pgid).is_empty()
     });
     let left = group_members(pgid);
@@ -298,7 +301,8 @@ fn the_watchdog_ends_with_its_ags() {
         let response = json!({"version": 1});
         env.write_global_config(&respond_hook(env, "ok", &response, None));
         approve_hooks(env);
-        let args = common::launch::launch_args(env, &["--tty=false"], &["sh", "-c", "echo started; sleep 2"]);
+        let script = "echo started; while [ ! -e go ]; do sleep 0.1; done";
+        let args = common::launch::launch_args(env, &["--tty=false"], &["sh", "-c", script]);
         let bg = common::launch::Background::spawn(env, &args);
         bg.expect_stdout("started", std::time::Duration::from_secs(60));
         let ags = bg.pid();
@@ -321,9 +325,10 @@ fn the_watchdog_ends_with_its_ags() {
                 cmdline.split(|b| *b == 0).any(|arg| arg == b"__ags-watchdog")
             })
             .unwrap_or_else(|| panic!("no watchdog among the children {children:?} of ags {ags}"));
+        env.write_file("work/go", "", 0o644);
         let out = bg.wait();
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        let gone = common::launch::wait_until(std::time::Duration::from_secs(10), || {
+        let gone = common::launch::wait_until(std::time::Duration::from_secs(60), || {
             !common::launch::process_running(watchdog)
         });
         assert!(gone, "the watchdog {watchdog} outlived its ags");

@@ -41,7 +41,8 @@ fn started_and_finished_hooks_see_the_right_context() {
         ));
         approve_all(env);
         let image = env.image();
-        let agent = "for i in $(seq 100); do [ -f started-marker ] && exit 7; sleep 0.1; done; exit 1";
+        // The started hook runs while the agent does: wait for it (up to 2 minutes).
+        let agent = "for i in $(seq 1200); do [ -f started-marker ] && exit 7; sleep 0.1; done; exit 1";
         let label = env.label();
         let out = env.run([
             "--image",
@@ -82,7 +83,8 @@ fn started_and_finished_hooks_see_the_right_context() {
         assert_eq!(f["exit_code"], 7);
         assert_eq!(f["recovered"], false);
         assert!(f.get("signal").is_none(), "{f}");
-        assert!(f["duration_ms"].as_u64().unwrap() < 30_000, "{f}");
+        // Sane, not timed (the agent may wait minutes for the started hook on a loaded machine).
+        assert!(f["duration_ms"].as_u64().unwrap() < 3_600_000, "{f}");
         assert!(
             stderr(&out).contains("[on-finish] on-finish ran"),
             "{}",
@@ -188,7 +190,7 @@ fn a_killed_ags_finished_hooks_run_once_at_the_next_start() {
         // The agent outlives its ags; let it end by itself, then start the next ags at once.
         env.write_file("work/release", "", 0o644);
         let mut seen = Vec::new();
-        wait_for("the orphaned agent to exit", Duration::from_secs(30), || {
+        wait_for("the orphaned agent to exit", Duration::from_secs(120), || {
             seen = lifecycle_support::container_states(env, service.socket());
             seen.iter().all(|s| s != "running")
         });

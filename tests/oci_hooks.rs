@@ -111,7 +111,7 @@ fn a_finished_record_survives_a_killed_ags_and_runs_once() {
         ags.wait().expect("reaping ags");
         env.write_file("work/release", "", 0o644);
         // The record of the end appears without any ags: Podman's cleanup ran the poststop hook.
-        wait_for("the poststop record", Duration::from_secs(30), || {
+        wait_for("the poststop record", Duration::from_secs(120), || {
             spool_events(env).iter().any(|e| e["stage"] == "poststop")
         });
         let events = spool_events(env);
@@ -133,7 +133,9 @@ fn a_finished_record_survives_a_killed_ags_and_runs_once() {
         let duration = r["duration_ms"]
             .as_u64()
             .expect("poststart and poststop give the duration");
-        assert!((1..30_000).contains(&duration), "{r}");
+        // Sane, not timed: the agent ran from its start until `release` (minutes on a loaded
+        // machine at most).
+        assert!((1..3_600_000).contains(&duration), "{r}");
         assert!(!spool_dir(env).join(format!("{launch_id}.launch.json")).exists());
         let gc = env.run(["gc", "--url", &url]);
         assert_eq!(gc.status.code(), Some(0), "{}", show(&gc));
@@ -184,10 +186,15 @@ fn containers_without_the_launch_annotation_trigger_nothing() {
         let events = spool.join("ags-1-2.events.jsonl");
         wait_for(
             "the control container's poststop",
-            Duration::from_secs(30),
+            Duration::from_secs(120),
             || fs::read_to_string(&events).is_ok_and(|t| t.contains("poststop")),
         );
-        assert!(!stage.exists(), "the hook removed the staging leftovers");
+        // The hook appends the record first, then removes the directory.
+        wait_for(
+            "the hook to remove the staging leftovers",
+            Duration::from_secs(120),
+            || !stage.exists(),
+        );
         assert_eq!(fs::metadata(&events).unwrap().uid(), env.uid());
     });
 }

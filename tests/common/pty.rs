@@ -2,8 +2,10 @@
 //! `posix_openpt` (opened close-on-exec, so processes spawned concurrently by other tests never
 //! inherit it), the child gets the slave as stdin/stdout/stderr and becomes a session leader with
 //! the slave as its controlling terminal through util-linux `setsid --ctty` (the caller builds
-//! that command line). Window sizes are set with `stty -F SLAVE rows R cols C`; the kernel then
-//! sends SIGWINCH to the terminal's foreground process group, as a terminal emulator's resize does.
+//! that command line). Window sizes are set with one `TIOCSWINSZ` (rustix `tcsetwinsize`; `stty
+//! rows R cols C` makes two, and a program woken by the first saw the old column count); the
+//! kernel then sends SIGWINCH to the terminal's foreground process group, as a terminal
+//! emulator's resize does.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -16,8 +18,6 @@ use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
 use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
-
-use super::tool;
 
 /// A running child on a pseudo-terminal. Output is collected in the background; dropping the
 /// session kills the child.
@@ -46,22 +46,21 @@ fn open_pair() -> std::io::Result<(File, PathBuf, File)> {
     Ok((File::from(std::os::fd::OwnedFd::from(master)), slave_path, slave))
 }
 
-/// Set the window size of the terminal at `slave` (`stty -F`).
+/// Set the window size of the terminal at `slave`, rows and columns at once.
 pub fn set_size(slave: &Path, rows: u16, cols: u16) -> std::io::Result<()> {
-    let status = Command::new(tool("stty"))
-        .arg("-F")
-        .arg(slave)
-        .args(["rows", &rows.to_string(), "cols", &cols.to_string()])
-        .stdin(Stdio::null())
-        .status()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!(
-            "stty -F {} failed: {status}",
-            slave.display()
-        )))
-    }
+    let tty = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(slave)?;
+    let size = rustix::termios::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(&tty, size)
+        .map_err(|e| std::io::Error::other(format!("setting the size of {}: {e}", slave.display())))
 }
 
 impl PtySession {

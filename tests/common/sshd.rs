@@ -67,9 +67,12 @@ impl Sshd {
                 .stderr(fs::File::create(dir.join("sshd.log")).unwrap())
                 .spawn()
                 .unwrap();
-            let deadline = Instant::now() + Duration::from_secs(10);
+            // Its own words, not a connection: the port may have been taken by another process
+            // since it was free (then sshd exits and another port is tried).
+            let listening = format!("Server listening on 127.0.0.1 port {port}.");
+            let deadline = Instant::now() + Duration::from_secs(60);
             while Instant::now() < deadline {
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                if fs::read_to_string(dir.join("sshd.log")).is_ok_and(|log| log.contains(&listening)) {
                     let sshd = Sshd { dir, port, child };
                     sshd.write_client_side(account);
                     return Some(sshd);

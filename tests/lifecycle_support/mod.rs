@@ -249,7 +249,7 @@ impl IsolatedService {
             label: env.label(),
             conf,
         };
-        wait_for("the isolated Podman service", Duration::from_secs(30), || {
+        wait_for("the isolated Podman service", Duration::from_secs(120), || {
             api::ping(&service.socket).is_ok()
         });
         let info = api::request(&service.socket, "GET", "/info", None)

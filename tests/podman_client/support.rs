@@ -192,7 +192,7 @@ pub(crate) async fn run(
         run
     };
     let ((), mut run) = tokio::join!(write, read);
-    let state = tokio::time::timeout(Duration::from_secs(20), client.wait_exited(&id, POLL))
+    let state = tokio::time::timeout(Duration::from_secs(120), client.wait_exited(&id, POLL))
         .await
         .expect("container did not exit")
         .expect("inspect");
