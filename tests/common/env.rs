@@ -36,6 +36,8 @@ pub struct TestEnv {
     account: Account,
     switch_user: bool,
     url: String,
+    /// When it was made, in clock ticks since boot (the unit of a process's start time).
+    created_ticks: u64,
 }
 
 impl TestEnv {
@@ -77,6 +79,7 @@ impl TestEnv {
             account,
             switch_user,
             url,
+            created_ticks: ticks_since_boot(),
         };
         fs::create_dir(&env.root).unwrap_or_else(|e| panic!("creating {}: {e}", env.root.display()));
         env.chown_mode(&env.root, 0o700);
@@ -95,6 +98,12 @@ impl TestEnv {
             env.mkdir("run", 0o700);
         }
         env
+    }
+
+    /// When this environment was made, in clock ticks since boot: a process started later has a
+    /// start time (`/proc/PID/stat` field 22) at least this.
+    pub fn created_ticks(&self) -> u64 {
+        self.created_ticks
     }
 
     /// The Podman mode (panics for [`TestEnv::without_podman`]).
@@ -417,4 +426,13 @@ impl Drop for TestEnv {
             loud(&format!("WARNING: removing {}: {e}", self.root.display()));
         }
     }
+}
+
+/// Clock ticks since boot now (`/proc/uptime` in USER_HZ, 100 on Linux), rounded down.
+fn ticks_since_boot() -> u64 {
+    let uptime = fs::read_to_string("/proc/uptime").expect("reading /proc/uptime");
+    let secs = uptime.split_whitespace().next().expect("the uptime");
+    let (whole, frac) = secs.split_once('.').unwrap_or((secs, "0"));
+    let frac: String = frac.chars().chain(std::iter::repeat('0')).take(2).collect();
+    whole.parse::<u64>().expect("whole seconds") * 100 + frac.parse::<u64>().expect("hundredths")
 }

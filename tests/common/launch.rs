@@ -174,7 +174,10 @@ fn chown_tree(path: &Path, uid: u32) {
 /// Everything that must be gone after a test: no container or volume with the test label, no
 /// host staging directory under `$XDG_RUNTIME_DIR/ags/` and no hook execution copy in the
 /// approval store. In rootless mode the runtime directory is shared by all tests, so there only
-/// entries whose owning process is gone count (a live one belongs to a concurrent launch).
+/// entries of this test's launches count: their owner started after the environment was made
+/// (earlier rootless tests of the process took their turns before; a test SIGKILLing `ags`
+/// leaves its directories until a later launch sweeps them) and is gone (a live one belongs to
+/// a concurrent launch).
 pub fn assert_clean(env: &TestEnv) {
     env.assert_no_leftovers();
     let left = host_leftovers(env);
@@ -188,7 +191,7 @@ pub fn host_leftovers(env: &TestEnv) -> Vec<PathBuf> {
     let stage_root = env.runtime_dir().join("ags");
     for entry in fs::read_dir(&stage_root).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !(shared && stage_dir_owner_alive(&name)) {
+        if !shared || stage_dir_of_a_dead_launch_of(env, &name) {
             left.push(entry.path());
         }
     }
@@ -197,7 +200,7 @@ pub fn host_leftovers(env: &TestEnv) -> Vec<PathBuf> {
     let shm_root = PathBuf::from(format!("/dev/shm/ags-{}", env.uid()));
     for entry in fs::read_dir(&shm_root).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("stage-") && !stage_dir_owner_alive(&name) {
+        if name.starts_with("stage-") && stage_dir_of_a_dead_launch_of(env, &name) {
             left.push(entry.path());
         }
     }
@@ -210,13 +213,17 @@ pub fn host_leftovers(env: &TestEnv) -> Vec<PathBuf> {
     left
 }
 
-/// Whether a `stage-<pid>-<start>-<suffix>` directory belongs to a running process.
-fn stage_dir_owner_alive(name: &str) -> bool {
+/// Whether a `stage-<pid>-<start>-<suffix>` directory (anything else: yes) belongs to a process
+/// that started after `env` was made and no longer runs.
+fn stage_dir_of_a_dead_launch_of(env: &TestEnv, name: &str) -> bool {
     let mut parts = name.strip_prefix("stage-").unwrap_or("").split('-');
     let (Some(pid), Some(start)) = (parts.next(), parts.next()) else {
-        return false;
+        return true;
     };
-    process_start_time(pid).is_some_and(|t| t == start)
+    let Ok(started) = start.parse::<u64>() else {
+        return true;
+    };
+    started >= env.created_ticks() && process_start_time(pid).is_none_or(|t| t != start)
 }
 
 /// Field 22 of /proc/PID/stat (start time in clock ticks), as text.
