@@ -342,11 +342,16 @@ fn a_killed_ags_leaves_the_keeper_until_the_next_launch_or_gc() {
         assert_eq!(containers.len(), 1, "{}: {containers:?}", env.mode());
         let (keeper, state) = &containers[0];
         assert!(keeper.ends_with("-keeper"), "{keeper}");
-        assert_eq!(state, "initialized", "{}: {containers:?}", env.mode());
+        // Started, so that Podman kills and removes it after its timeout (the earlier keeper was
+        // only initialised: it held the values until a sweep, however long that took).
+        assert_eq!(state, "running", "{}: {containers:?}", env.mode());
         assert_eq!(volumes.len(), 1, "{volumes:?}");
         // The values are in neither inspect; the volume is tmpfs.
         let ki = api::call(env.mode(), "GET", &format!("/containers/{keeper}/json"), None);
         assert!(ki.ok() && !ki.text().contains(&sentinel), "{}", ki.text());
+        let kj = ki.json();
+        assert_eq!(kj["Config"]["Timeout"], 600, "{kj}");
+        assert_eq!(kj["HostConfig"]["AutoRemove"], true, "{kj}");
         let vi = api::call(env.mode(), "GET", &format!("/volumes/{}/json", volumes[0]), None).json();
         assert!(!vi.to_string().contains(&sentinel), "{vi}");
         assert_eq!(vi["Options"]["type"], "tmpfs", "{vi}");
@@ -357,7 +362,8 @@ fn a_killed_ags_leaves_the_keeper_until_the_next_launch_or_gc() {
         assert!(!stderr(&out).contains(&sentinel), "{}", show(&out));
         relay.hold(false);
 
-        // Left: the keeper (still initialised) and the volume, the values in its tmpfs only.
+        // Left: the keeper (running until its timeout) and the volume, the values in its tmpfs
+        // only.
         let (containers, volumes) = leftovers(env);
         assert_eq!(
             (containers.len(), volumes.len()),

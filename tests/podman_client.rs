@@ -355,6 +355,68 @@ async fn tmpfs_volume_upload_after_init() {
     assert!(client.volume_delete(&vol).await.unwrap_err().is_not_found());
 }
 
+/// The keeper of remote staging (`podman::keeper_spec`, `launch::remote::fill_staging`):
+/// initialised, filled, started; `stdin`, `remove` and `timeout` make it hold the tmpfs volume
+/// mounted until Podman kills it after `timeout` seconds and removes it; the volume's content
+/// is gone with it (the tmpfs is unmounted).
+#[tokio::test]
+async fn a_keeper_is_killed_after_its_timeout_and_removed_and_its_tmpfs_goes() {
+    let client = client_or_skip!();
+    let mut g = Guard::new(&client);
+    let vol = g.volume();
+    let opts = BTreeMap::from([
+        ("type".to_owned(), "tmpfs".to_owned()),
+        ("device".to_owned(), "tmpfs".to_owned()),
+        ("o".to_owned(), "mode=0700".to_owned()),
+    ]);
+    client.volume_create(&vol, test_labels(), opts).await.unwrap();
+    let mount = |options: &[&str]| NamedVolume {
+        name: vol.clone(),
+        dest: "/data".into(),
+        options: options.iter().map(|o| o.to_string()).collect(),
+        sub_path: None,
+    };
+    let (keeper, r1, r2) = (g.container("keeper"), g.container("r1"), g.container("r2"));
+    let mut k = spec(&keeper, &["/bin/sh", "-c", "read _"]);
+    k.stdin = true;
+    k.remove = true;
+    k.timeout = Some(10);
+    k.volumes = vec![mount(&["ro"])];
+    let id = client.create(&k).await.unwrap();
+    client.init(&id).await.unwrap();
+    client
+        .put_archive(&id, "/data", tar_of(&[("secret.txt", b"held\n", 0o600)]))
+        .await
+        .unwrap();
+    client.start(&id).await.unwrap();
+    let c = client.inspect(&id).await.unwrap();
+    assert!(
+        c.state.running,
+        "the keeper waits on its standard input: {:?}",
+        c.state
+    );
+    let reader = |n: &str| {
+        let mut r = spec(n, &["sh", "-c", "cat /data/* 2>/dev/null; echo END"]);
+        r.volumes = vec![mount(&["ro"])];
+        r
+    };
+    let first = run(&client, &reader(&r1), None, None).await;
+    if client.container_exists(&keeper).await.unwrap() {
+        assert_eq!(first.out(), "held\nEND\n", "while the keeper runs");
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while client.container_exists(&keeper).await.unwrap() {
+        assert!(Instant::now() < deadline, "the keeper is still there");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let after = run(&client, &reader(&r2), None, None).await;
+    assert_eq!(after.out(), "END\n", "the content outlived the keeper");
+    for r in [&r1, &r2] {
+        client.delete(r, true, false).await.unwrap();
+    }
+    client.volume_delete(&vol).await.unwrap();
+}
+
 #[tokio::test]
 async fn api_errors_keep_podmans_message() {
     let client = client_or_skip!();

@@ -9,9 +9,11 @@
 //!   into the launch's tmpfs staging volume with the env file, through the archive API, and
 //!   the agent's container mounts each one read-only at its destination by a volume subpath
 //!   (Podman 5). A tmpfs volume is mounted only while a container that uses it is initialised
-//!   (docs/decisions/0002), so a keeper container is created and initialised (never started)
-//!   to hold it mounted during the upload, and removed once the agent's container has mounted
-//!   the volume too ([`remove_keeper`]). The content exists only in RAM on that machine.
+//!   (docs/decisions/0002), so a keeper container is initialised before the upload and started
+//!   after it to hold it mounted, and removed once the agent's container has mounted the volume too
+//!   ([`remove_keeper`]). The content exists only in RAM on that machine. Podman kills and
+//!   removes a keeper after `podman::KEEPER_SECONDS` (its tmpfs is then unmounted), so one left
+//!   by a killed `ags` does not hold the values until the next sweep.
 //!
 //! I/O: the Podman API only. Which Podman versions can mount a volume's subpath is
 //! `podman::ServerVersion`'s knowledge.
@@ -78,8 +80,9 @@ pub async fn check_files_supported(client: &Client) -> Result<(), LaunchError> {
     }
 }
 
-/// Create and initialise the keeper of the plan's staging volume and upload `tar` (the env file
-/// and the generated files) into the volume through it. Returns the keeper's id, recorded in
+/// Create and initialise the keeper of the plan's staging volume, upload `tar` (the env file and
+/// the generated files) into the volume through it, and start it: from then on a keeper left by
+/// a killed `ags` is stopped and removed by Podman itself. Returns the keeper's id, recorded in
 /// `cleanup`; remove it with [`remove_keeper`] once the agent's container is initialised.
 pub async fn fill_staging(
     client: &Client,
@@ -101,7 +104,10 @@ pub async fn fill_staging(
         .map_err(|e| LaunchError::from_create(e, &plan.image, &name))?;
     cleanup.push(Resource::Container(id.clone()));
     client.init(&id).await.map_err(LaunchError::from_start)?;
+    // Into the initialised keeper: Podman writes to the volume's directory (a started one would
+    // be written through its own read-only mount).
     client.put_archive(&id, STAGING_MOUNT, tar).await?;
+    client.start(&id).await.map_err(LaunchError::from_start)?;
     crate::trace::mark("staged through the keeper");
     Ok(id)
 }

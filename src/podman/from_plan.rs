@@ -111,6 +111,8 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         user: user.clone(),
         // `ags` removes the container itself, after reading its exit code.
         remove: false,
+        // `--timeout` is enforced by the launch (it stops the agent, then reports 124).
+        timeout: None,
         // Set by the launch once the profile is written (a local service reads the file).
         seccomp_profile_path: None,
         // The agent's output (with a terminal, echoed keystrokes too) may hold secrets: keep
@@ -196,12 +198,22 @@ fn volumes(plan: &LaunchPlan) -> Vec<NamedVolume> {
         .collect()
 }
 
-/// The keeper of a remote launch's staging volume: a container that is created and initialised
-/// (never started) so that the volume's tmpfs is mounted while the env file and the generated
-/// files are uploaded into it, and stays mounted until the agent's container has mounted it
-/// too (docs/remote.md). It runs nothing, has no network, no capabilities and no log, and
-/// carries the launch's owner labels (so a sweep removes it after a crash) but not its launch
-/// id (it is not the agent's container).
+/// How long a keeper may run: Podman kills it after this many seconds and removes it, and the
+/// volume's tmpfs (the staged values with it) is unmounted unless the agent's container holds it.
+/// A launch removes its keeper as soon as the agent's container is initialised; this bounds how
+/// long the values stay in the remote machine's RAM when `ags` is killed before that. Generous:
+/// the agent's create may wait for other launches' (`service_lock`).
+pub const KEEPER_SECONDS: u32 = 600;
+
+/// The keeper of a remote launch's staging volume: a container that is initialised before the
+/// env file and the generated files are uploaded into the volume, so that its tmpfs is mounted,
+/// then started, and keeps it mounted until the agent's container has mounted it too
+/// (docs/remote.md). Its
+/// process is the image's shell waiting on its (open, never written) standard input; it has no
+/// network, no capabilities and no log, and carries the launch's owner labels (so a sweep
+/// removes it after a crash) but not its launch id (it is not the agent's container). Podman
+/// kills it after [`KEEPER_SECONDS`] and removes it (`--rm`), so a keeper of a killed `ags`
+/// does not hold the values in RAM until the next sweep.
 pub fn keeper_spec(plan: &LaunchPlan, name: &str) -> Option<SpecGenerator> {
     let staging = plan.staging.as_ref()?;
     let mut labels = plan.labels.clone();
@@ -209,9 +221,11 @@ pub fn keeper_spec(plan: &LaunchPlan, name: &str) -> Option<SpecGenerator> {
     Some(SpecGenerator {
         name: Some(name.to_owned()),
         image: plan.image.clone(),
-        // Never started; initialising needs an executable (the image has /bin/sh when anything
-        // is staged: the agent's command is wrapped in it).
-        command: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+        // The image has /bin/sh when anything is staged (the agent's command is wrapped in it).
+        command: vec!["/bin/sh".into(), "-c".into(), "read _".into()],
+        stdin: true,
+        remove: true,
+        timeout: Some(KEEPER_SECONDS),
         labels,
         cap_drop: vec!["ALL".into()],
         no_new_privileges: true,
@@ -416,6 +430,10 @@ mod tests {
         assert_eq!(keeper["userns"]["nsmode"], "keep-id");
         assert_eq!(keeper["user"], "1000:1000");
         assert_eq!(keeper["labels"]["io.ags.managed"], "true");
+        // It runs, bounded: Podman kills and removes it.
+        assert_eq!(keeper["timeout"], KEEPER_SECONDS);
+        assert_eq!(keeper["remove"], true);
+        assert_eq!(keeper["stdin"], true);
         assert!(keeper["labels"].get("io.ags.launch-id").is_none(), "{keeper}");
         assert!(keeper.get("annotations").is_none(), "{keeper}");
         // A local plan stages no volume for files and has no keeper.

@@ -89,6 +89,10 @@ pub struct SpecGenerator {
     /// Remove the container when it exits (`--rm`).
     #[serde(skip_serializing_if = "is_false")]
     pub remove: bool,
+    /// Seconds after its start when Podman (conmon) kills the container's process with SIGKILL
+    /// (`--timeout`); `None`: never.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u32>,
     /// Path of a seccomp profile on the service host (`--security-opt seccomp=PATH`); `None`:
     /// Podman's default profile.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -348,6 +352,7 @@ mod tests {
             }),
             user: Some("1000:1000".into()),
             remove: true,
+            timeout: Some(600),
             seccomp_profile_path: Some("/p.json".into()),
             log_configuration: Some(LogConfig::none()),
             init: true,
@@ -372,7 +377,7 @@ mod tests {
                 {"destination": "/t", "source": "tmpfs", "type": "tmpfs"}
             ],
             "volumes": [{"Name": "v", "Dest": "/v", "Options": ["ro"], "SubPath": "files/0"}],
-            "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true, "seccomp_profile_path": "/p.json",
+            "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true, "timeout": 600, "seccomp_profile_path": "/p.json",
             "log_configuration": {"driver": "none"},
             "init": true,
             "portmappings": [{"host_ip": "127.0.0.1", "container_port": 80, "host_port": 8080, "protocol": "tcp"}],
