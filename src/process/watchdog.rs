@@ -10,7 +10,8 @@
 //! the leader's start time) and `-PGID` just before it reaps the leader. When the watchdog reads
 //! EOF, `ags` is gone — exited, crashed or SIGKILLed — and it SIGKILLs every group still
 //! recorded, except one whose leader pid now runs with another start time (the group ended and
-//! the pid was reused: not ours), then exits.
+//! the pid was reused: not ours), then exits. It reads the records in bursts ([`COALESCE`] apart),
+//! not one wake-up per record: nothing depends on it applying them promptly, only in order.
 //!
 //! It starts with the first hook or `op` call of an invocation and only in the `ags` binary
 //! ([`enable`] in `main`); a library user that does not enable it keeps the kill-on-reap and the
@@ -23,7 +24,7 @@
 //! which for a spawn on Tokio's blocking pool happens after 10 s idle, killing long hooks early.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ExitCode};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -108,12 +109,26 @@ fn send(program: &Path, line: &str) -> io::Result<()> {
     })
 }
 
+/// How long the watchdog lets records pile up before reading them: it is woken once per burst
+/// of hook starts and ends instead of twice per hook (a third process competing for the CPUs
+/// with the hooks and `ags`), at the price of noticing the EOF up to this much later.
+const COALESCE: Duration = Duration::from_millis(20);
+
 /// The watchdog itself: follow the records until EOF, then kill what is left.
-fn serve(input: impl BufRead) {
+fn serve(input: impl Read) {
+    let mut input = BufReader::with_capacity(64 * 1024, input);
     let mut groups: HashMap<u32, u64> = HashMap::new();
-    for line in input.lines() {
-        let Ok(line) = line else { break };
-        apply(&mut groups, &line);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => apply(&mut groups, line.trim_end_matches('\n')),
+        }
+        if input.buffer().is_empty() {
+            // Everything written so far is applied; let the next records pile up in the pipe.
+            std::thread::sleep(COALESCE);
+        }
     }
     for _ in 0..3 {
         groups.retain(|&pgid, &mut start| kill_if_ours(pgid, start));
