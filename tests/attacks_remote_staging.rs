@@ -338,13 +338,23 @@ fn a_killed_ags_leaves_the_keeper_until_the_next_launch_or_gc() {
             env.mode(),
             bg.stderr_so_far()
         );
-        let (containers, volumes) = leftovers(env);
+        // The keeper is started while the agent's container is created: wait for it.
+        let mut containers = Vec::new();
+        let running = wait_until(Duration::from_secs(60), || {
+            containers = leftovers(env).0;
+            containers.len() == 1 && containers[0].1 == "running"
+        });
+        let volumes = leftovers(env).1;
         assert_eq!(containers.len(), 1, "{}: {containers:?}", env.mode());
-        let (keeper, state) = &containers[0];
+        let (keeper, _) = &containers[0];
         assert!(keeper.ends_with("-keeper"), "{keeper}");
         // Started, so that Podman kills and removes it after its timeout (the earlier keeper was
         // only initialised: it held the values until a sweep, however long that took).
-        assert_eq!(state, "running", "{}: {containers:?}", env.mode());
+        assert!(
+            running,
+            "{}: the keeper is not running: {containers:?}",
+            env.mode()
+        );
         assert_eq!(volumes.len(), 1, "{volumes:?}");
         // The values are in neither inspect; the volume is tmpfs.
         let ki = api::call(env.mode(), "GET", &format!("/containers/{keeper}/json"), None);

@@ -56,6 +56,11 @@ pub async fn run(
             None
         }
     };
+    // Started while the agent's container is created: from then on Podman times it out.
+    let mut keeper_started = keeper.clone().map(|k| {
+        let client = client.clone();
+        tokio::spawn(async move { super::remote::start_keeper(&client, &k).await })
+    });
     check(signals)?;
     let (id, warnings) = create(client, plan, locks).await?;
     // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup v1);
@@ -100,7 +105,13 @@ pub async fn run(
     // container holds the volume now); if that fails, the launch's cleanup removes it.
     let release = keeper.map(|k| {
         let client = client.clone();
-        tokio::spawn(async move { super::remote::remove_keeper(&client, &k).await.then_some(k) })
+        let started = keeper_started.take();
+        tokio::spawn(async move {
+            if let Some(start) = started {
+                let _ = start.await;
+            }
+            super::remote::remove_keeper(&client, &k).await.then_some(k)
+        })
     });
     client.start(&id).await.map_err(LaunchError::from_start)?;
     crate::trace::mark("started");

@@ -80,10 +80,10 @@ pub async fn check_files_supported(client: &Client) -> Result<(), LaunchError> {
     }
 }
 
-/// Create and initialise the keeper of the plan's staging volume, upload `tar` (the env file and
-/// the generated files) into the volume through it, and start it: from then on a keeper left by
-/// a killed `ags` is stopped and removed by Podman itself. Returns the keeper's id, recorded in
-/// `cleanup`; remove it with [`remove_keeper`] once the agent's container is initialised.
+/// Create and initialise the keeper of the plan's staging volume and upload `tar` (the env file
+/// and the generated files) into the volume through it. Returns the keeper's id, recorded in
+/// `cleanup`; start it with [`start_keeper`], and remove it with [`remove_keeper`] once the
+/// agent's container is initialised.
 pub async fn fill_staging(
     client: &Client,
     plan: &LaunchPlan,
@@ -107,9 +107,18 @@ pub async fn fill_staging(
     // Into the initialised keeper: Podman writes to the volume's directory (a started one would
     // be written through its own read-only mount).
     client.put_archive(&id, STAGING_MOUNT, tar).await?;
-    client.start(&id).await.map_err(LaunchError::from_start)?;
     crate::trace::mark("staged through the keeper");
     Ok(id)
+}
+
+/// Start the filled keeper, so that Podman kills and removes it after its timeout
+/// (`podman::KEEPER_SECONDS`) should `ags` be killed before removing it. Runs while the agent's
+/// container is created (off the path to the agent's start); initialised or running, the keeper
+/// holds the volume mounted all the same. A failure is left to [`remove_keeper`] and the
+/// launch's cleanup.
+pub async fn start_keeper(client: &Client, id: &str) {
+    let _ = client.start(id).await;
+    crate::trace::mark("keeper started");
 }
 
 /// Remove the keeper once the agent's container is initialised (it then holds the staging volume
