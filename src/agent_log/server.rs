@@ -136,8 +136,8 @@ impl Sink {
     }
 }
 
-/// Serve `listener` until `stopped` turns true, then read open connections to their end (for at
-/// most a grace period) and record what was dropped.
+/// Serve `listener` until `stopped` turns true, then serve the connections already queued, read
+/// open connections to their end (for at most a grace period) and record what was dropped.
 pub async fn serve(listener: UnixListener, sink: Arc<Sink>, mut stopped: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut conns = JoinSet::new();
@@ -158,7 +158,22 @@ pub async fn serve(listener: UnixListener, sink: Arc<Sink>, mut stopped: watch::
         }
         while conns.try_join_next().is_some() {}
     }
-    drop(listener);
+    // Connections queued when the stop came were made while the agent ran (e.g. the records of
+    // its last hook, sent just before it exited; the stop can win the race on a loaded machine):
+    // serve them too.
+    if let Ok(queued) = listener.into_std() {
+        while let Ok((stream, _)) = queued.accept() {
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                break;
+            };
+            if let Ok(stream) = stream
+                .set_nonblocking(true)
+                .and_then(|()| UnixStream::from_std(stream))
+            {
+                conns.spawn(connection(stream, sink.clone(), permit));
+            }
+        }
+    }
     let _ = tokio::time::timeout(STOP_GRACE, async { while conns.join_next().await.is_some() {} }).await;
     conns.abort_all();
     sink.finish();

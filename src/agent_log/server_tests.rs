@@ -148,3 +148,39 @@ fn past_the_budget_records_are_counted_not_written() {
         "{error}"
     );
 }
+
+#[test]
+fn connections_queued_when_the_launch_stops_are_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, sock) = (dir.path().join("state/log.jsonl"), dir.path().join("record.sock"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = UnixListener::bind(&sock).unwrap();
+        // Sent (and closed) before the server runs: queued, not yet accepted.
+        for i in 0..3 {
+            let mut c = UnixStream::connect(&sock).await.unwrap();
+            c.write_all(format!("{}\n", record(&format!("last-{i}"))).as_bytes())
+                .await
+                .unwrap();
+            c.shutdown().await.unwrap();
+        }
+        let sink = Sink::new(
+            log.clone(),
+            "ags-9-9".into(),
+            "codex".into(),
+            Scrubber::new([SENTINEL]),
+        );
+        // The launch already ended: the stop is there before the first accept.
+        let (_stop, stopped) = watch::channel(true);
+        serve(listener, Arc::new(sink), stopped).await;
+    });
+    let mut summaries: Vec<String> = read(&log)
+        .iter()
+        .map(|e| e["tool_input_summary"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    summaries.sort();
+    assert_eq!(summaries, ["last-0", "last-1", "last-2"]);
+}
