@@ -26,8 +26,10 @@ use super::endpoint::Endpoint;
 use super::error::{PodmanError, Result, Tried};
 use super::transport::Client;
 
-/// How long connecting plus pinging one candidate may take.
-pub const PING_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long connecting plus pinging one candidate may take: generous, a busy service (or the
+/// remote end of an SSH forward) on a loaded machine answers late, and a missing one fails at
+/// once (no socket, connection refused).
+pub const PING_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The rootful service's socket.
 pub const SYSTEM_SOCKET: &str = "/run/podman/podman.sock";
