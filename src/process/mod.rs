@@ -30,7 +30,7 @@ use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until, timeout_at};
 
@@ -176,8 +176,40 @@ pub(crate) fn spawn_watchdog(program: &Path, arg: &str) -> io::Result<(Child, Ch
 
 /// Spawn (on the blocking pool) and supervise: the whole life of one process.
 pub(crate) async fn run<A>(spec: Spawn, io: &Io, abort: impl Future<Output = A>) -> io::Result<Finished<A>> {
-    let running = joined_blocking(tokio::task::spawn_blocking(move || spawn(&spec)).await)?;
-    Ok(supervise(running, io, abort).await)
+    start_and_supervise(move || spawn(&spec), io, abort).await
+}
+
+/// Run `start` (checks, then [`spawn`]) on the blocking pool and supervise what it started. The
+/// blocking task that spawned goes on to wait for the exit: one hand-off to the pool per
+/// process, not one for the spawn and another for the wait.
+pub(crate) async fn start_and_supervise<A, E>(
+    start: impl FnOnce() -> Result<Running, E> + Send + 'static,
+    io: &Io,
+    abort: impl Future<Output = A>,
+) -> Result<Finished<A>, E>
+where
+    E: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let exited = tokio::task::spawn_blocking(move || {
+        let started = start();
+        let pid = started.as_ref().ok().map(|r| r.pgid);
+        // The receiver is gone (the caller was cancelled): dropping `running` kills the group.
+        if tx.send(started).is_ok()
+            && let Some(pid) = pid
+        {
+            wait_exit(pid);
+        }
+    });
+    let running = match rx.await {
+        Ok(started) => started?,
+        // `start` panicked: resume it here.
+        Err(_) => {
+            joined_blocking(exited.await);
+            unreachable!("the start task ends only after sending, unless it panicked")
+        }
+    };
+    Ok(supervise(running, exited, io, abort).await)
 }
 
 /// Resume a panic of a blocking task in the caller.
@@ -187,8 +219,10 @@ pub(crate) fn joined_blocking<R>(r: Result<R, tokio::task::JoinError>) -> R {
 
 /// Feed, read and watch `running` until it exits, times out, overflows stdout or `abort`
 /// completes; then kill its group, reap it and drain its pipes (bounded by the drain grace).
-pub(crate) async fn supervise<A>(
+/// `exited` completes when the process has exited (without reaping it).
+async fn supervise<A>(
     mut running: Running,
+    mut exited: JoinHandle<()>,
     io: &Io,
     abort: impl Future<Output = A>,
 ) -> Finished<A> {
@@ -211,8 +245,6 @@ pub(crate) async fn supervise<A>(
         stdout.abort_handle(),
         stderr.abort_handle(),
     ]);
-    let pid = running.pgid;
-    let mut exited = tokio::task::spawn_blocking(move || wait_exit(pid));
     let deadline = Instant::now() + io.timeout;
     let mut early_stdout = None;
     tokio::pin!(abort);

@@ -42,24 +42,6 @@ pub(super) async fn run_one(
     let mut report = HookReport::not_started(&hook);
     report.started_at = Some(SystemTime::now());
     let t0 = Instant::now();
-    let spawned = {
-        let (hook, env) = (hook.clone(), env.clone());
-        // If this task is aborted meanwhile, dropping the result kills the group.
-        joined_blocking(tokio::task::spawn_blocking(move || spawn(&hook, &env)).await)
-    };
-    let running = match spawned {
-        Ok(running) => running,
-        Err(failure) => {
-            report.outcome = failure.outcome();
-            report.duration = t0.elapsed();
-            return TaskResult {
-                index,
-                report,
-                stdout: Vec::new(),
-                failure: Some(failure),
-            };
-        }
-    };
     let io = process::Io {
         stdin: env.context.clone(),
         stdout_cap: env.limits.stdout_cap,
@@ -73,7 +55,24 @@ pub(super) async fn run_one(
         let reason = abort.wait_for(Option::is_some).await.ok().and_then(|v| *v);
         reason.unwrap_or(AbortReason::Cancel)
     };
-    let done = process::supervise(running, &io, aborted).await;
+    let start = {
+        let (hook, env) = (hook.clone(), env.clone());
+        // If this task is aborted meanwhile, dropping what was started kills the group.
+        move || spawn(&hook, &env)
+    };
+    let done = match process::start_and_supervise(start, &io, aborted).await {
+        Ok(done) => done,
+        Err(failure) => {
+            report.outcome = failure.outcome();
+            report.duration = t0.elapsed();
+            return TaskResult {
+                index,
+                report,
+                stdout: Vec::new(),
+                failure: Some(failure),
+            };
+        }
+    };
     report.duration = t0.elapsed();
     report.stdout_bytes = done.stdout.total;
     report.stderr_bytes = done.stderr.total;
