@@ -17,7 +17,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use common::launch::{
@@ -28,12 +28,13 @@ use common::{Mode, TestEnv, api, each_mode, show};
 use nix::sys::signal::Signal;
 
 /// A TCP relay to a unix socket (the service as a remote one). When `hold` is set, the first
-/// container create after an archive upload is held back (never forwarded, its connection kept
-/// open): `ags` then waits between the keeper's staging and the agent's container.
+/// container create after an archive upload is held back (not forwarded, its connection kept
+/// open): `ags` then waits between the keeper's staging and the agent's container. The held
+/// request is then forwarded ([`Relay::release`]) or dropped ([`Relay::discard`]).
 struct Relay {
     port: u16,
     hold: Arc<AtomicBool>,
-    held: Arc<AtomicBool>,
+    held: Arc<AtomicU8>,
     stop: Arc<AtomicBool>,
     uploaded: Arc<AtomicBool>,
 }
@@ -45,7 +46,7 @@ impl Relay {
         let relay = Relay {
             port,
             hold: Arc::new(AtomicBool::new(false)),
-            held: Arc::new(AtomicBool::new(false)),
+            held: Arc::new(AtomicU8::new(NONE)),
             stop: Arc::new(AtomicBool::new(false)),
             uploaded: Arc::new(AtomicBool::new(false)),
         };
@@ -75,15 +76,30 @@ impl Relay {
     /// Hold back the next container create that follows an archive upload (or stop holding).
     fn hold(&self, on: bool) {
         self.uploaded.store(false, Ordering::SeqCst);
-        self.held.store(false, Ordering::SeqCst);
         self.hold.store(on, Ordering::SeqCst);
+    }
+
+    /// Forward the held create after all.
+    fn release(&self) {
+        self.held.store(RELEASE, Ordering::SeqCst);
+    }
+
+    /// Drop the held create (and its connection) without forwarding it.
+    fn discard(&self) {
+        self.held.store(DISCARD, Ordering::SeqCst);
     }
 
     /// Wait (bounded) until a create was held back.
     fn wait_held(&self, timeout: Duration) -> bool {
-        wait_until(timeout, || self.held.load(Ordering::SeqCst))
+        wait_until(timeout, || self.held.load(Ordering::SeqCst) == HELD)
     }
 }
+
+/// States of the held create.
+const NONE: u8 = 0;
+const HELD: u8 = 1;
+const RELEASE: u8 = 2;
+const DISCARD: u8 = 3;
 
 impl Drop for Relay {
     fn drop(&mut self) {
@@ -95,7 +111,7 @@ fn forward_requests(
     mut from: TcpStream,
     mut to: UnixStream,
     hold: &AtomicBool,
-    held: &AtomicBool,
+    held: &AtomicU8,
     stop: &AtomicBool,
     uploaded: &AtomicBool,
 ) {
@@ -109,12 +125,15 @@ fn forward_requests(
         let has = |needle: &[u8]| chunk.windows(needle.len()).any(|w| w == needle);
         if hold.load(Ordering::SeqCst) && uploaded.load(Ordering::SeqCst) && has(b"/containers/create") {
             hold.store(false, Ordering::SeqCst);
-            held.store(true, Ordering::SeqCst);
-            // Keep both ends open, forward nothing more, until the test is done.
-            while !stop.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(50));
+            held.store(HELD, Ordering::SeqCst);
+            // Keep both ends open and forward nothing until released.
+            loop {
+                match held.load(Ordering::SeqCst) {
+                    RELEASE => break,
+                    HELD if !stop.load(Ordering::SeqCst) => std::thread::sleep(Duration::from_millis(50)),
+                    _ => return,
+                }
             }
-            return;
         }
         if has(b"PUT ") && has(b"/archive") {
             uploaded.store(true, Ordering::SeqCst);
@@ -135,7 +154,7 @@ fn podman_major(env: &TestEnv) -> u32 {
 }
 
 /// The service's storage and run directories as seen from here (`AGS_TEST_SERVICE_ROOT`: the
-/// pinp container's root), its event log and temporary directories.
+/// pinp container's root), its event log, temporary directories and log file.
 fn service_dirs(env: &TestEnv) -> Vec<PathBuf> {
     let root = PathBuf::from(std::env::var("AGS_TEST_SERVICE_ROOT").unwrap_or_else(|_| "/".into()));
     let info = api::call(env.mode(), "GET", "/info", None).json();
@@ -149,10 +168,14 @@ fn service_dirs(env: &TestEnv) -> Vec<PathBuf> {
     // Podman's event log (file logger) and temporary files of the service.
     dirs.extend(["/run/libpod", "/var/tmp"].map(PathBuf::from));
     dirs.push(PathBuf::from(format!("/run/user/{}/libpod", env.uid())));
-    dirs.into_iter()
+    let mut dirs: Vec<PathBuf> = dirs
+        .into_iter()
         .map(|p| root.join(p.strip_prefix("/").unwrap_or(&p)))
-        .filter(|p| p.exists())
-        .collect()
+        .collect();
+    // The service's own log (scripts/test-podman5 and scripts/setup-podman write it next to the
+    // socket, here).
+    dirs.extend(env.mode().socket().parent().map(Path::to_path_buf));
+    dirs.into_iter().filter(|p| p.exists()).collect()
 }
 
 /// A global prepare hook: the env value `STAGED` and two files (in the container home and in
@@ -370,7 +393,7 @@ fn a_killed_ags_leaves_the_keeper_until_the_next_launch_or_gc() {
         let out = bg.wait();
         assert!(!stdout(&out).contains("AGENT-RAN"), "{}", show(&out));
         assert!(!stderr(&out).contains(&sentinel), "{}", show(&out));
-        relay.hold(false);
+        relay.discard();
 
         // Left: the keeper (running until its timeout) and the volume, the values in its tmpfs
         // only.
@@ -450,5 +473,63 @@ fn a_killed_ags_leaves_the_keeper_until_the_next_launch_or_gc() {
         assert_clean(env);
         let hits = files_containing(&dirs, &[&sentinel], Some(&marker));
         assert!(hits.is_empty(), "{}: values left: {hits:?}", env.mode());
+    });
+}
+
+#[test]
+fn a_keeper_gone_before_the_agents_container_is_a_clear_error() {
+    each_mode(|env| {
+        if podman_major(env) < 5 {
+            return;
+        }
+        word_hook(env);
+        let id = env.id().replace(['-', '.', '_'], "");
+        let dir = workdir(env, "wg", &format!("{id}g"), "none");
+        let relay = Relay::start(env.mode().socket());
+        relay.hold(true);
+        let bg = spawn(env, &relay.url(), &dir, &[], "echo AGENT-RAN");
+        assert!(
+            relay.wait_held(Duration::from_secs(180)),
+            "{}",
+            bg.stderr_so_far()
+        );
+        // The keeper goes as its timeout would make it go (or someone removed it).
+        let mut keeper = None;
+        let found = wait_until(Duration::from_secs(60), || {
+            keeper = leftovers(env)
+                .0
+                .into_iter()
+                .find(|(n, s)| n.ends_with("-keeper") && s == "running");
+            keeper.is_some()
+        });
+        assert!(found, "{}: no running keeper", env.mode());
+        let (name, _) = keeper.expect("found");
+        let gone = api::call(
+            env.mode(),
+            "DELETE",
+            &format!("/containers/{name}?force=true&timeout=0"),
+            None,
+        );
+        assert!(gone.ok(), "{}", gone.text());
+        relay.release();
+        let out = bg.wait();
+        println!("{}: {}", env.mode(), show(&out));
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(!stdout(&out).contains("AGENT-RAN"), "{}", show(&out));
+        let err = stderr(&out);
+        for needle in [
+            "keeper of this launch's staging volume",
+            "ended before the agent's container was initialised",
+            "run the launch again",
+            "nothing was left",
+        ] {
+            assert!(
+                err.contains(needle),
+                "{}: {needle:?} missing: {}",
+                env.mode(),
+                show(&out)
+            );
+        }
+        assert_clean(env);
     });
 }

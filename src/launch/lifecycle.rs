@@ -76,11 +76,13 @@ pub async fn run(
         tty: plan.tty,
     };
     // Attaching initialises the container (runc create), so a missing command fails here.
-    let (output, input) = client
-        .attach(&id, opts)
-        .await
-        .map_err(LaunchError::from_start)?
-        .into_demux();
+    let (output, input) = match client.attach(&id, opts).await {
+        Ok(attached) => attached.into_demux(),
+        Err(e) => match &keeper {
+            Some(k) => return Err(super::remote::explain_init_failure(client, k, e).await),
+            None => return Err(LaunchError::from_start(e)),
+        },
+    };
     if let Some(dir) = &plan.host_stage_dir {
         // Initialised: the read-only binds now hold the files; drop the host copies.
         let _ = std::fs::remove_dir_all(dir);

@@ -78,6 +78,12 @@ pub enum LaunchError {
         "mount source {path}: no such file or directory on the machine of the Podman service at {url}; a remote launch bind-mounts --add-dir, [[mount]] and hook mount sources of that machine (the same path), not this one's; create it there, or leave the mount out (docs/remote.md); nothing was left behind"
     )]
     RemoteMountMissing { path: String, url: String },
+    /// The keeper of a remote launch's staging volume was gone when the agent's container was
+    /// initialised: the staged files went with the volume's tmpfs.
+    #[error(
+        "the keeper of this launch's staging volume on the Podman service at {url} ended before the agent's container was initialised (Podman stops it {seconds} s after its start, or it was removed), and the staged env file and generated files went with it; run the launch again (docs/remote.md); nothing was left behind"
+    )]
+    RemoteKeeperGone { url: String, seconds: u32 },
     /// No RAM-backed directory to stage generated files in.
     #[error(
         "hook-generated files are staged only in RAM (tmpfs or ramfs), and neither $XDG_RUNTIME_DIR/ags nor /dev/shm is RAM-backed here ({tried}); mount a tmpfs at /dev/shm (or set XDG_RUNTIME_DIR to a tmpfs directory of yours), or remove the files from the hook response"

@@ -29,7 +29,7 @@ use crate::plan::{
     LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START, LaunchIdentity, LaunchPlan,
     STAGING_MOUNT,
 };
-use crate::podman::{Client, keeper_spec, workdir_probe_spec};
+use crate::podman::{Client, KEEPER_SECONDS, PodmanError, keeper_spec, workdir_probe_spec};
 
 /// Refuse a workdir that does not exist on the machine of the remote service `client` talks
 /// to. The probe carries the launch's owner labels (and the user's `--label`s), so that a
@@ -119,6 +119,18 @@ pub async fn fill_staging(
 pub async fn start_keeper(client: &Client, id: &str) {
     let _ = client.start(id).await;
     crate::trace::mark("keeper started");
+}
+
+/// The agent's container failed to initialise (`e`): when the keeper is gone by then (its
+/// timeout, or removed by someone), its subpath mounts had nothing to mount; say so.
+pub async fn explain_init_failure(client: &Client, keeper: &str, e: PodmanError) -> LaunchError {
+    match client.container_exists(keeper).await {
+        Ok(false) => LaunchError::RemoteKeeperGone {
+            url: client.url().to_string(),
+            seconds: KEEPER_SECONDS,
+        },
+        _ => LaunchError::from_start(e),
+    }
 }
 
 /// Remove the keeper once the agent's container is initialised (it then holds the staging volume

@@ -45,7 +45,7 @@ pub use discover::{
 };
 pub use endpoint::Endpoint;
 pub use error::{ExecFailure, PodmanError, Result, RuntimeSetupFailure, Tried};
-pub use from_plan::{keeper_spec, spec_from_plan, volume_writer_spec, workdir_probe_spec};
+pub use from_plan::{KEEPER_SECONDS, keeper_spec, spec_from_plan, volume_writer_spec, workdir_probe_spec};
 pub use keep_id::{KeepId, spell_out_keep_id};
 pub use models::{
     ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
