@@ -188,7 +188,8 @@ fn timeout_kills_the_hook_and_its_grandchildren() {
         "slow",
         &format!("sleep 600 & echo $! > {}; sleep 600", pidfile.display()),
     );
-    config(&env, &[&decl("slow", &h, "timeout_seconds = 1")]);
+    // 3 s leave a loaded machine time to start the grandchild (and write its pid) first.
+    config(&env, &[&decl("slow", &h, "timeout_seconds = 3")]);
     approve_all(&env);
     let out = plan(&env);
     assert_eq!(out.status.code(), Some(125), "{}", show(&out));
