@@ -144,15 +144,6 @@ fn forward_requests(
     }
 }
 
-fn podman_major(env: &TestEnv) -> u32 {
-    let version = api::call(env.mode(), "GET", "/version", None).json();
-    let text = version["Version"].as_str().unwrap_or_default().to_string();
-    text.split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or_else(|| panic!("version {version}"))
-}
-
 /// The service's storage and run directories as seen from here (`AGS_TEST_SERVICE_ROOT`: the
 /// pinp container's root), its event log, temporary directories and log file.
 fn service_dirs(env: &TestEnv) -> Vec<PathBuf> {
@@ -250,7 +241,7 @@ echo "OTHER ${hits:-none}"; echo "OWN $STAGED"
 #[test]
 fn the_agent_cannot_change_its_staged_files_or_reach_another_launchs() {
     each_mode(|env| {
-        if podman_major(env) < 5 {
+        if api::podman_major(env.mode()) < 5 {
             return;
         }
         word_hook(env);
@@ -336,7 +327,7 @@ fn other_service(env: &TestEnv) -> Option<PathBuf> {
 #[test]
 fn a_killed_ags_leaves_the_keeper_until_the_next_launch_or_gc() {
     each_mode(|env| {
-        if podman_major(env) < 5 {
+        if api::podman_major(env.mode()) < 5 {
             return;
         }
         let id = env.id().replace(['-', '.', '_'], "");
@@ -479,7 +470,7 @@ fn a_killed_ags_leaves_the_keeper_until_the_next_launch_or_gc() {
 #[test]
 fn a_keeper_gone_before_the_agents_container_is_a_clear_error() {
     each_mode(|env| {
-        if podman_major(env) < 5 {
+        if api::podman_major(env.mode()) < 5 {
             return;
         }
         word_hook(env);

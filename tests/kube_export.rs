@@ -50,17 +50,6 @@ fn kind<'a>(docs: &'a [Value], kind: &str) -> Option<&'a Value> {
     docs.iter().find(|d| d["kind"] == kind)
 }
 
-/// The Podman major version of the mode's service.
-fn podman_major(mode: Mode) -> u32 {
-    let v = api::call(mode, "GET", "/version", None).json();
-    let version = v["Version"].as_str().expect("a version").to_string();
-    version
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .expect("a major version")
-}
-
 fn play(mode: Mode, method: &str, body: &[u8], query: &str) -> Reply {
     api::request_body(
         &mode.socket(),
@@ -166,7 +155,7 @@ fn a_played_export_runs_the_command_as_the_launch_would() {
         assert_eq!(code, 7, "{}: {out}", env.mode());
         // Rootless Podman maps the user as a launch does (`keep-id`) only from 4.9 on: before,
         // the played agent's uid is not the owner of the workdir on the host.
-        if env.mode() == Mode::Rootful || podman_major(env.mode()) >= 5 {
+        if env.mode() == Mode::Rootful || api::podman_major(env.mode()) >= 5 {
             assert!(
                 out.contains("marker-in-workdir"),
                 "the workdir as hostPath: {out}"
@@ -174,7 +163,7 @@ fn a_played_export_runs_the_command_as_the_launch_would() {
         } else {
             common::loud(&format!(
                 "SKIP (workdir content): rootless Podman {} ignores the keep-id annotation of play kube",
-                podman_major(env.mode())
+                api::podman_major(env.mode())
             ));
         }
         assert!(
@@ -235,7 +224,7 @@ fn hook_values_reach_the_agent_through_the_secret_only() {
             .filter(|p| !p.starts_with(env.root().join("responses")))
             .collect();
         assert!(found.is_empty(), "values on disk: {found:?}");
-        if podman_major(env.mode()) < 5 {
+        if api::podman_major(env.mode()) < 5 {
             common::loud(&format!(
                 "SKIP (play): {} Podman 4 cannot mount Secret keys as files; scripts/test-podman5 --test kube_export plays this",
                 env.mode()

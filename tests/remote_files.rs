@@ -46,16 +46,6 @@ fn tcp_relay_to(socket: PathBuf) -> u16 {
     port
 }
 
-/// The major version of the mode's Podman.
-fn podman_major(env: &TestEnv) -> u32 {
-    let version = api::call(env.mode(), "GET", "/version", None).json();
-    let text = version["Version"].as_str().unwrap_or_default().to_string();
-    text.split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or_else(|| panic!("version {version}"))
-}
-
 /// The service's storage (graph root, run root, volume path), as seen from here: under
 /// `AGS_TEST_SERVICE_ROOT` (the pinp container's root, `/proc/PID/root`) when it is set.
 fn service_storage_dirs(env: &TestEnv) -> Vec<PathBuf> {
@@ -134,7 +124,7 @@ fn sha16(text: &str) -> String {
 #[test]
 fn generated_files_reach_a_remote_podman_5_in_ram_and_read_only() {
     each_mode(|env| {
-        if podman_major(env) < 5 {
+        if api::podman_major(env.mode()) < 5 {
             return; // the_refusal_on_podman_4 covers it
         }
         let word = env.id().replace(['-', '.', '_'], "");
@@ -242,7 +232,7 @@ fn generated_files_reach_a_remote_podman_5_in_ram_and_read_only() {
 #[test]
 fn the_refusal_on_podman_4() {
     each_mode(|env| {
-        if podman_major(env) >= 5 {
+        if api::podman_major(env.mode()) >= 5 {
             return;
         }
         generating_hook(env, "v4");

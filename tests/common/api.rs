@@ -301,3 +301,13 @@ pub fn create_container(mode: Mode, name: &str, image: &str, labels: &[(&str, &s
         .expect("create answers an Id")
         .to_owned()
 }
+
+/// The major version of the mode's Podman service.
+pub fn podman_major(mode: Mode) -> u32 {
+    let version = call(mode, "GET", "/version", None).json();
+    let text = version["Version"].as_str().unwrap_or_default().to_string();
+    text.split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("no major version in {version}"))
+}
