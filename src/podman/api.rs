@@ -25,6 +25,9 @@ use super::spec::SpecGenerator;
 use super::transport::{Client, Request, image_ref, segment};
 use super::version::ServerVersion;
 
+/// How often an inspect that raced the container's exit is asked again.
+const EXIT_RACE_RETRIES: u32 = 20;
+
 fn container(id: &str, action: &str) -> String {
     format!("/containers/{}{action}", segment(id))
 }
@@ -168,10 +171,20 @@ impl Client {
     }
 
     /// Inspect a container. Its `Config.Env` may hold secrets: do not print it.
+    /// An inspect that races the container's exit ([`PodmanError::is_exit_race`]) is asked again
+    /// (a few times, 5 ms apart).
     pub async fn inspect(&self, id: &str) -> Result<ContainerInspect> {
-        let (_, body) = self
-            .call(Request::new(Method::GET, container(id, "/json")))
-            .await?;
+        let mut retries = EXIT_RACE_RETRIES;
+        let body = loop {
+            match self.call(Request::new(Method::GET, container(id, "/json"))).await {
+                Ok((_, body)) => break body,
+                Err(e) if retries > 0 && e.is_exit_race() => {
+                    retries -= 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         self.decode(&body, "container inspect response", true)
     }
 

@@ -284,6 +284,15 @@ impl PodmanError {
         }
     }
 
+    /// Inspect raced the container's own exit: Podman 4.3 reads the cgroup of the container's
+    /// process for a running container and answers 500 "read /proc/PID/cgroup: no such process"
+    /// when that process has just ended. Asking again sees the exited state.
+    pub fn is_exit_race(&self) -> bool {
+        matches!(self, PodmanError::Api { status: 500, .. })
+            && self.says("no such process")
+            && self.says("/cgroup")
+    }
+
     /// A container vanished between list and inspect: 404, or (Podman 4.3, while the removal is
     /// under way) 500 "… does not exist in database: no such container".
     pub fn is_vanished_container(&self) -> bool {

@@ -262,6 +262,30 @@ fn vanished_container() {
 }
 
 #[test]
+fn inspect_racing_the_exit() {
+    // 4.3.1 inspecting a container whose process has just ended (seen in scripts/test-fresh).
+    let race = api(
+        500,
+        r#"{"cause":"no such process","message":"read /proc/74129/cgroup: no such process","response":500}"#,
+    );
+    assert!(race.is_exit_race());
+    assert!(
+        !api(
+            500,
+            r#"{"cause":"no such process","message":"kill: no such process","response":500}"#
+        )
+        .is_exit_race()
+    );
+    assert!(
+        !api(
+            404,
+            r#"{"cause":"no such container","message":"x","response":404}"#
+        )
+        .is_exit_race()
+    );
+}
+
+#[test]
 fn runtime_setup_failures() {
     // REFERENCE.md §1: crun on this kernel, and Podman's default rlimits without CAP_SYS_RESOURCE.
     let crun = api(
