@@ -315,9 +315,12 @@ fn the_podman_socket_directory_in_use_and_podman_storage_are_protected() {
         let named = format!("mount source {} of hook `storage`", graph_root.display());
         // Where the user cannot even reach the graph root (Podman 5's rootless store under
         // /var/lib/containers/rootless in the podman-in-podman image), it is refused as
-        // unresolvable instead: refused either way.
+        // unresolvable instead, and where that path is not on this machine at all (the
+        // podman-in-podman service of scripts/test-fresh), as missing: refused either way.
         let reason = if stderr(&out).contains("cannot be resolved") {
             "Permission denied"
+        } else if !graph_root.exists() {
+            "does not exist"
         } else {
             "the agent could control Podman"
         };
