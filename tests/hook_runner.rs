@@ -353,3 +353,30 @@ async fn interrupt_before_start_runs_nothing() {
     assert_eq!(err.reports()[0].outcome, Outcome::NotStarted);
     assert!(!std::path::Path::new(&marker).exists(), "the hook ran");
 }
+
+/// The attack on the phase's sweep record: a hook whose file is named `groups`, like the record
+/// next to the copies. `ags` appended each started hook's `PGID-START` line to that hook's copy,
+/// and the running shell then executed it (`12345-67890: not found`, exit 127): bytes that were
+/// never approved. The hook waits (bounded) until its own group is recorded, then answers.
+#[tokio::test]
+async fn a_hook_named_groups_runs_only_its_approved_bytes() {
+    let env = TestEnv::new();
+    let bin = env.file("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = std::path::Path::new(&bin).join("groups");
+    std::fs::write(
+        &exe,
+        "#!/bin/sh\nd=$(dirname \"$0\"); i=0\n\
+         while [ $i -lt 300 ] && ! grep -q \"^$$-\" \"$d/groups\" \"$d/../groups\" 2>/dev/null; do sleep 0.1; i=$((i+1)); done\n\
+         echo '{\"version\":1}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut decl = env.decl("groups", "ok", &[], 60);
+    decl.executable = exe;
+    let hook = env.approved(decl);
+    let (result, stderr) = env.run(vec![hook]).await;
+    let runs = result.unwrap_or_else(|e| panic!("{e}; stderr: {:?}", stderr.lines()));
+    assert_eq!(runs[0].value, "{\"version\":1}\n");
+    assert!(stderr.lines().is_empty(), "{:?}", stderr.lines());
+}

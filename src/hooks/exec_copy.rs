@@ -162,6 +162,9 @@ impl ExecDir {
         if !state.created {
             private_dir(&self.dir).map_err(write_err(&self.dir))?;
             state.created = true;
+            // The phase's sweep record lives next to the copies: a hook whose file is named
+            // `groups` must not get that name, or `record_group` appends to its copy.
+            state.names.insert(OsString::from(sweep::GROUPS));
         }
         let base = hook.decl.executable.file_name().unwrap_or(OsStr::new("hook"));
         let parent = if state.names.insert(base.to_owned()) {
@@ -343,5 +346,24 @@ pub(super) mod tests {
         fs::set_permissions(&pb, fs::Permissions::from_mode(0o755)).unwrap();
         let err = dir.copy(&b).unwrap_err().to_string();
         assert!(err.contains("mode 0755"), "{err}");
+    }
+
+    /// The attack: a hook whose file is named like the phase's sweep record (`groups`). The
+    /// records of the hooks started in the phase were appended to its copy (a shell running it
+    /// then executed `PGID-START` lines it had not been approved with; a later spawn of it failed).
+    #[test]
+    fn a_hook_named_like_the_sweep_record_keeps_its_own_copy() {
+        let store = tempfile::tempdir().unwrap();
+        let dir = ExecDir::new(store.path());
+        let g = hook("/x/groups", b"#!/bin/sh\necho '{}'\n");
+        let pg = dir.copy(&g).unwrap();
+        assert_eq!(pg, dir.path().join("alt-1/groups"));
+        dir.record_group(i32::MAX as u32 - 1, Some(7));
+        assert_eq!(fs::read(&pg).unwrap(), &*g.entrypoint, "the copy is untouched");
+        assert_eq!(dir.copy(&g).unwrap(), pg, "and still verifies");
+        assert_eq!(
+            fs::read(dir.path().join("groups")).unwrap(),
+            format!("{}-7\n", i32::MAX as u32 - 1).as_bytes()
+        );
     }
 }

@@ -87,12 +87,14 @@ fn creator(name: &str) -> Option<Creator> {
 
 /// File (inside an execution directory) recording the hooks' process groups, one `PGID-START`
 /// line per hook. Older `ags` made it a directory of empty files named `PGID-START`.
-const GROUPS: &str = "groups";
+pub(super) const GROUPS: &str = "groups";
 
 impl ExecDir {
     /// Record that a hook's process group `pgid` (led by the hook, started at `start`, see
     /// `process::Running::start_time`) belongs to this phase, so a sweep can kill it if `ags` dies
     /// without doing so. One line appended to one file per phase: no file is created per hook.
+    /// The file is created here, never opened if it already exists (it is never a copy, whose
+    /// names skip it), so nothing is ever appended to a file `ags` did not create for this.
     pub fn record_group(&self, pgid: u32, start: Option<u64>) {
         let Some(start) = start else {
             return;
@@ -101,7 +103,7 @@ impl ExecDir {
         if groups.is_none() {
             *groups = OpenOptions::new()
                 .append(true)
-                .create(true)
+                .create_new(true)
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(self.dir.join(GROUPS))
