@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -180,7 +180,10 @@ impl ExecDir {
             sub
         };
         let path = parent.join(base);
-        let id = write_private(&path, &hook.entrypoint).map_err(write_err(&path))?;
+        let id = write_private(&path, &hook.entrypoint).map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => mismatch(hook, &path, CHANGED_WHILE_WRITTEN.into()),
+            _ => write_err(&path)(e),
+        })?;
         let written = Written { path, id };
         state.by_hash.insert(hook.hash.clone(), written.clone());
         Ok(written)
@@ -243,18 +246,37 @@ fn private_dir(dir: &Path) -> io::Result<()> {
 fn write_private(path: &Path, bytes: &[u8]) -> io::Result<FileId> {
     let _no_fork = crate::process::no_fork_guard();
     let mut file = OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .mode(0o700)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)?;
     // A partial copy is removed, so a retry reports the real error rather than "file exists".
-    let written = file.write_all(bytes).and_then(|()| file.metadata());
-    written.map(|meta| FileId::of(&meta)).inspect_err(|_| {
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| identity_of_unchanged(&file, bytes));
+    written.inspect_err(|_| {
         let _ = fs::remove_file(path);
     })
     // `file` is closed here, before the lock is released
 }
+
+/// The identity of `file`, taken first, and then its content read back equal to `bytes`: a
+/// change made before the identity was taken (another process of the user that opened the new
+/// file and wrote to it right after `ags` did) is seen here; one made after it changes the times
+/// that [`verify`] compares. (Not a second hash: the bytes are compared with the ones hashed.)
+fn identity_of_unchanged(file: &fs::File, bytes: &[u8]) -> io::Result<FileId> {
+    let id = FileId::of(&file.metadata()?);
+    let mut back = vec![0u8; bytes.len()];
+    let same = id.len == bytes.len() as u64 && file.read_exact_at(&mut back, 0).is_ok() && back == bytes;
+    if !same {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, CHANGED_WHILE_WRITTEN));
+    }
+    Ok(id)
+}
+
+const CHANGED_WHILE_WRITTEN: &str = "a file changed by another process while ags wrote it";
 
 fn random_hex() -> String {
     let mut buf = [0u8; 8];
@@ -346,6 +368,29 @@ pub(super) mod tests {
         fs::set_permissions(&pb, fs::Permissions::from_mode(0o755)).unwrap();
         let err = dir.copy(&b).unwrap_err().to_string();
         assert!(err.contains("mode 0755"), "{err}");
+    }
+
+    /// The race an inotify watcher of the user won about half the time on a loaded machine: it
+    /// opened the new copy and rewrote it (same length) right after `ags`'s write, before `ags`
+    /// took the identity, so the spawn-time check saw the rewritten file as the one written.
+    #[test]
+    fn a_copy_rewritten_before_its_identity_was_taken_is_refused() {
+        let store = tempfile::tempdir().unwrap();
+        let path = store.path().join("prep");
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"one").unwrap();
+        assert!(identity_of_unchanged(&file, b"one").is_ok());
+        let other_writer = || OpenOptions::new().write(true).open(&path).unwrap();
+        other_writer().write_all(b"bad").unwrap();
+        let err = identity_of_unchanged(&file, b"one").unwrap_err();
+        assert_eq!(err.to_string(), CHANGED_WHILE_WRITTEN);
+        other_writer().write_all(b"bad\nextra").unwrap();
+        assert!(identity_of_unchanged(&file, b"bad").is_err(), "a longer file");
     }
 
     /// The attack: a hook whose file is named like the phase's sweep record (`groups`). The
