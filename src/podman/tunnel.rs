@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -59,7 +59,7 @@ pub(crate) struct Tunnel {
     /// Set by the reader thread once `ssh`'s stderr reached its end.
     stderr_done: Arc<AtomicBool>,
     /// How many stderr bytes `ssh` had written when the forward became ready.
-    said_when_ready: std::sync::atomic::AtomicUsize,
+    said_when_ready: AtomicUsize,
 }
 
 impl std::fmt::Debug for Tunnel {
@@ -112,7 +112,7 @@ impl Tunnel {
             ssh: Mutex::new(Some(running)),
             stderr,
             stderr_done,
-            said_when_ready: std::sync::atomic::AtomicUsize::new(0),
+            said_when_ready: AtomicUsize::new(0),
         };
         tunnel.wait_ready().await?;
         Ok(tunnel)
@@ -142,7 +142,7 @@ impl Tunnel {
     /// line (written after the forward was ready). Only called on a failure path.
     pub(crate) async fn ssh_said_after_failure(&self) -> String {
         let deadline = tokio::time::Instant::now() + SAID_WAIT;
-        let before = self.said_when_ready.load(std::sync::atomic::Ordering::Relaxed);
+        let before = self.said_when_ready.load(Ordering::Relaxed);
         loop {
             let whole = {
                 let buf = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
@@ -168,8 +168,7 @@ impl Tunnel {
         loop {
             if self.socket.exists() && tokio::net::UnixStream::connect(&self.socket).await.is_ok() {
                 let said = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).len();
-                self.said_when_ready
-                    .store(said, std::sync::atomic::Ordering::Relaxed);
+                self.said_when_ready.store(said, Ordering::Relaxed);
                 return Ok(());
             }
             if self.exited() {
