@@ -29,7 +29,8 @@ async fn runs_in_workdir_from_private_copy_keeping_basename() {
     let argv0 = std::path::Path::new(argv0);
     assert_eq!(argv0.file_name().unwrap(), "cwd");
     let dir = argv0.parent().unwrap();
-    assert_eq!(dir.parent().unwrap(), env.store.dir());
+    // In the RAM-backed runtime directory (`$XDG_RUNTIME_DIR/ags`), not the approval store.
+    assert_eq!(dir.parent().unwrap(), env.paths.stage_root());
     assert!(
         dir.file_name()
             .unwrap()

@@ -94,6 +94,14 @@ impl Paths {
         PathBuf::from(format!("/dev/shm/ags-{}", nix::unistd::geteuid()))
     }
 
+    /// The RAM-backed candidates for short-lived private files, in order of preference:
+    /// [`Paths::stage_root`] when `$XDG_RUNTIME_DIR` is set, then [`Paths::shm_stage_root`].
+    /// Whether one is really RAM-backed is checked where it is used.
+    pub fn ram_root_candidates(&self) -> Vec<PathBuf> {
+        let runtime = self.runtime_dir.as_ref().map(|_| self.stage_root());
+        runtime.into_iter().chain([self.shm_stage_root()]).collect()
+    }
+
     /// Every place a launch may stage files in (swept for leftovers, protected from mounts).
     pub fn stage_roots(&self) -> [PathBuf; 2] {
         [self.stage_root(), self.shm_stage_root()]

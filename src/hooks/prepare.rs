@@ -94,11 +94,16 @@ pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
 }
 
 /// Remove execution directories of dead `ags` processes and kill the hooks they left running
-/// (an `ags` killed by SIGKILL cannot). Only inside a store that passes the ownership checks.
+/// (an `ags` killed by SIGKILL cannot): in the approval store and in the RAM-backed roots
+/// (`exec_copy::exec_root`), each only when it passes the ownership checks.
 pub fn sweep_exec_dirs(paths: &Paths) {
-    let dir = paths.hook_trust_dir();
-    if crate::fsutil::check_private_dir(&dir).is_ok() {
-        exec_copy::sweep_stale(&dir, STALE_EXEC_COPIES);
+    let roots = [paths.hook_trust_dir()]
+        .into_iter()
+        .chain(paths.ram_root_candidates());
+    for dir in roots {
+        if crate::fsutil::check_private_dir(&dir).is_ok() {
+            exec_copy::sweep_stale(&dir, STALE_EXEC_COPIES);
+        }
     }
 }
 

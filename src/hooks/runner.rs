@@ -166,7 +166,7 @@ where
     let deadline = Instant::now() + limits.phase_deadline;
     let mut phase = Phase::new(hooks);
     let env = Arc::new(TaskEnv {
-        exec_dir: ExecDir::new(store.dir()),
+        exec_dir: ExecDir::new(&super::exec_copy::exec_root(store.ram_roots(), store.dir())),
         store,
         workdir,
         context,

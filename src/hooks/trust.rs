@@ -207,6 +207,8 @@ pub struct ApprovalEntry {
 #[derive(Debug, Clone)]
 pub struct TrustStore {
     dir: PathBuf,
+    /// Where execution copies go when one is usable (see `exec_copy::exec_root`).
+    ram_roots: Vec<PathBuf>,
 }
 
 impl TrustStore {
@@ -223,12 +225,20 @@ impl TrustStore {
             dir: dir.clone(),
             source,
         })?;
-        Ok(Self { dir })
+        Ok(Self {
+            dir,
+            ram_roots: paths.ram_root_candidates(),
+        })
     }
 
-    /// The store directory (execution copies live here too).
+    /// The store directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The RAM-backed directories preferred for execution copies (the store is the fallback).
+    pub fn ram_roots(&self) -> &[PathBuf] {
+        &self.ram_roots
     }
 
     /// Whether a valid token for `hash` exists. A missing token is `Ok(false)`; an unsafe one

@@ -160,13 +160,7 @@ impl Drop for ClearOnDrop {
 /// refused: the content of generated files must never reach a disk.
 pub fn ram_stage_root(paths: &Paths) -> Result<PathBuf, LaunchError> {
     let mut seen = Vec::new();
-    for root in [
-        paths.runtime_dir.as_ref().map(|_| paths.stage_root()),
-        Some(paths.shm_stage_root()),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for root in paths.ram_root_candidates() {
         // The root itself may not exist yet: its nearest existing ancestor decides.
         let probe = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
         match crate::fsutil::ram_backed(probe) {

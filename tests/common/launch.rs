@@ -172,8 +172,8 @@ fn chown_tree(path: &Path, uid: u32) {
 }
 
 /// Everything that must be gone after a test: no container or volume with the test label, no
-/// host staging directory under `$XDG_RUNTIME_DIR/ags/` and no hook execution copy in the
-/// approval store. In rootless mode the runtime directory is shared by all tests, so there only
+/// host staging directory under `$XDG_RUNTIME_DIR/ags/` or `/dev/shm/ags-<uid>/`, and no hook
+/// execution copy there or in the approval store. In rootless mode the runtime directory is shared by all tests, so there only
 /// entries of this test's launches count: their owner started after the environment was made
 /// (earlier rootless tests of the process took their turns before; a test SIGKILLing `ags`
 /// leaves its directories until a later launch sweeps them) and is gone (a live one belongs to
@@ -197,10 +197,12 @@ pub fn host_leftovers(env: &TestEnv) -> Vec<PathBuf> {
     }
     // The RAM-backed staging root when the runtime directory is on disk: shared by every launch
     // of the user, so only entries of dead owners count.
+    // Hook execution copies may live there too (`ags-hook-exec-<pid>-<start>-…`).
     let shm_root = PathBuf::from(format!("/dev/shm/ags-{}", env.uid()));
     for entry in fs::read_dir(&shm_root).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("stage-") && stage_dir_of_a_dead_launch_of(env, &name) {
+        let ours = name.starts_with("stage-") || name.starts_with("ags-hook-exec-");
+        if ours && stage_dir_of_a_dead_launch_of(env, &name) {
             left.push(entry.path());
         }
     }
@@ -213,10 +215,13 @@ pub fn host_leftovers(env: &TestEnv) -> Vec<PathBuf> {
     left
 }
 
-/// Whether a `stage-<pid>-<start>-<suffix>` directory (anything else: yes) belongs to a process
-/// that started after `env` was made and no longer runs.
+/// Whether a `stage-<pid>-<start>-<suffix>` or `ags-hook-exec-<pid>-<start>-<suffix>` directory
+/// (anything else: yes) belongs to a process that started after `env` was made and no longer runs.
 fn stage_dir_of_a_dead_launch_of(env: &TestEnv, name: &str) -> bool {
-    let mut parts = name.strip_prefix("stage-").unwrap_or("").split('-');
+    let rest = name
+        .strip_prefix("stage-")
+        .or_else(|| name.strip_prefix("ags-hook-exec-"));
+    let mut parts = rest.unwrap_or("").split('-');
     let (Some(pid), Some(start)) = (parts.next(), parts.next()) else {
         return true;
     };

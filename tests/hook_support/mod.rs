@@ -17,6 +17,8 @@ use ags::hooks::trust::{ApprovalRecord, TrustStore};
 /// A temp HOME/XDG layout with an opened approval store and a workdir.
 pub struct TestEnv {
     pub tmp: tempfile::TempDir,
+    /// `$XDG_RUNTIME_DIR`: RAM-backed (in `/dev/shm`), so execution copies go to its `ags/`.
+    pub runtime: tempfile::TempDir,
     pub paths: Paths,
     pub workdir: PathBuf,
     pub store: TrustStore,
@@ -26,18 +28,20 @@ impl TestEnv {
     pub fn new() -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
+        let runtime = tempfile::tempdir_in("/dev/shm").unwrap();
         let paths = Paths {
             home: root.join("home"),
             config_home: root.join("config"),
             state_home: root.join("state"),
             cache_home: root.join("cache"),
-            runtime_dir: None,
+            runtime_dir: Some(runtime.path().to_path_buf()),
         };
         let workdir = root.join("work");
         std::fs::create_dir_all(&workdir).unwrap();
         let store = TrustStore::open(&paths, Some(&workdir)).unwrap();
         Self {
             tmp,
+            runtime,
             paths,
             workdir,
             store,
@@ -129,9 +133,11 @@ impl TestEnv {
         result
     }
 
+    /// Execution directories in the approval store and in the RAM-backed runtime directory.
     pub fn exec_dirs(&self) -> Vec<PathBuf> {
-        std::fs::read_dir(self.store.dir())
-            .unwrap()
+        [self.store.dir().to_path_buf(), self.paths.stage_root()]
+            .iter()
+            .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten())
             .map(|e| e.unwrap().path())
             .filter(|p| {
                 p.file_name()

@@ -112,10 +112,11 @@ fn spawn(hook: &PreparedHook, env: &TaskEnv) -> Result<Running, HookFailure> {
 fn spawn_failure(program: PathBuf, env: &TaskEnv, source: io::Error) -> HookFailure {
     let hint = match source.raw_os_error() {
         Some(libc::EACCES | libc::EPERM) => format!(
-            "execution was denied: check that the filesystem of the approval store {} is not mounted \
-             noexec and that the interpreter on the entrypoint's #! line is executable \
+            "execution was denied: check that the filesystem of {} (where ags writes the execution \
+             copies: the approval store, unless a RAM-backed runtime directory allows execution) is \
+             not mounted noexec and that the interpreter on the entrypoint's #! line is executable \
              (ags never falls back to the original file)",
-            env.store.dir().display()
+            env.exec_dir.path().parent().unwrap_or(env.store.dir()).display()
         ),
         Some(libc::ENOENT) => format!(
             "check that the interpreter on the entrypoint's #! line exists and that the workdir {} exists",
