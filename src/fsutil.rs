@@ -111,6 +111,37 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
     }
 }
 
+/// Check that no other user can replace a directory on the way to `path`: each existing proper
+/// ancestor is a real directory (not a symlink) owned by root or by us, writable by group or
+/// others only when sticky (nobody else may then rename or remove what we own in it: `/tmp`,
+/// `/dev/shm`). Otherwise the owner of an ancestor (e.g. another user's runtime directory, which
+/// `su` keeps in `$XDG_RUNTIME_DIR`) could rename a directory we made there and put a symlink in
+/// its place between a check and a use. The error names the ancestor and the rule.
+pub fn check_ancestors_private(path: &Path) -> Result<(), String> {
+    let uid = nix::unistd::geteuid().as_raw();
+    for dir in path.ancestors().skip(1).filter(|d| !d.as_os_str().is_empty()) {
+        let meta = match fs::symlink_metadata(dir) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
+        };
+        let mode = meta.mode() & 0o7777;
+        let why = if meta.file_type().is_symlink() {
+            "is a symbolic link".to_string()
+        } else if !meta.is_dir() {
+            "is not a directory".to_string()
+        } else if meta.uid() != 0 && meta.uid() != uid {
+            format!("is owned by uid {}, neither root nor you (uid {uid})", meta.uid())
+        } else if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+            format!("has mode {mode:04o}: others may write it and it is not sticky")
+        } else {
+            continue;
+        };
+        return Err(format!("{} {why}", dir.display()));
+    }
+    Ok(())
+}
+
 /// Check that `dir` is a directory (not a symlink), owned by us, mode 0700 exactly.
 pub fn check_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
     let meta = fs::symlink_metadata(dir).map_err(|e| PrivateDirError::Io {
@@ -260,6 +291,28 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"two");
         assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn ancestors_another_user_could_replace_are_named() {
+        assert_eq!(
+            check_ancestors_private(Path::new("/dev/shm/ags-x/y")),
+            Ok(()),
+            "sticky"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let loose = root.join("loose");
+        fs::create_dir(&loose).unwrap();
+        fs::set_permissions(&loose, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = check_ancestors_private(&loose.join("ags")).unwrap_err();
+        assert!(err.contains("others may write it and it is not sticky"), "{err}");
+        fs::set_permissions(&loose, fs::Permissions::from_mode(0o1777)).unwrap();
+        assert_eq!(check_ancestors_private(&loose.join("missing/ags")), Ok(()));
+        let link = root.join("link");
+        std::os::unix::fs::symlink(&loose, &link).unwrap();
+        let err = check_ancestors_private(&link.join("ags")).unwrap_err();
+        assert!(err.ends_with("link is a symbolic link"), "{err}");
     }
 
     #[test]

@@ -66,8 +66,11 @@ pub enum ExecCopyError {
 /// Where a phase's execution directory goes: the first of `ram_roots` whose file system keeps
 /// its content in RAM (tmpfs, ramfs) and is not mounted `noexec`, once it is (or was just made)
 /// an owner-only directory (`fsutil::ensure_private_dir`: a symlink, a foreign owner or loose
-/// permissions disqualify it); otherwise `store_dir`, the approval store, which the caller has
-/// already checked. Blocking (a few metadata calls).
+/// permissions disqualify it) that no other user can replace (`fsutil::check_ancestors_private`,
+/// checked before anything is created and again after: root's `ags` run after `su` still has the
+/// other user's `$XDG_RUNTIME_DIR`, who could swap root's directory there for a symlink and the
+/// copy for its own file between the spawn-time check and the exec); otherwise `store_dir`, the
+/// approval store, which the caller has already checked. Blocking (a few metadata calls).
 pub fn exec_root(ram_roots: &[PathBuf], store_dir: &Path) -> PathBuf {
     let usable = |root: &Path| {
         let allows_exec = |p: &Path| {
@@ -78,7 +81,12 @@ pub fn exec_root(ram_roots: &[PathBuf], store_dir: &Path) -> PathBuf {
         // Judged before anything is created (by the nearest existing ancestor), and again on
         // the directory itself: a mount may sit exactly there.
         let probe = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
-        allows_exec(probe) && crate::fsutil::ensure_private_dir(root).is_ok() && allows_exec(root)
+        let safe_way = || crate::fsutil::check_ancestors_private(root).is_ok();
+        safe_way()
+            && allows_exec(probe)
+            && crate::fsutil::ensure_private_dir(root).is_ok()
+            && safe_way()
+            && allows_exec(root)
     };
     ram_roots
         .iter()

@@ -95,11 +95,14 @@ pub async fn prepare(input: PrepareInput<'_>) -> Result<Prepared, HookError> {
 
 /// Remove execution directories of dead `ags` processes and kill the hooks they left running
 /// (an `ags` killed by SIGKILL cannot): in the approval store and in the RAM-backed roots
-/// (`exec_copy::exec_root`), each only when it passes the ownership checks.
+/// (`exec_copy::exec_root`), each only when it passes the ownership checks, a RAM-backed root
+/// also only when no other user can replace a directory on its way (otherwise the owner of the
+/// runtime directory could make the sweep read its own `groups` file and kill what it names).
 pub fn sweep_exec_dirs(paths: &Paths) {
+    let ram = paths.ram_root_candidates().into_iter();
     let roots = [paths.hook_trust_dir()]
         .into_iter()
-        .chain(paths.ram_root_candidates());
+        .chain(ram.filter(|root| crate::fsutil::check_ancestors_private(root).is_ok()));
     for dir in roots {
         if crate::fsutil::check_private_dir(&dir).is_ok() {
             exec_copy::sweep_stale(&dir, STALE_EXEC_COPIES);

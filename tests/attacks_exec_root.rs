@@ -1,0 +1,145 @@
+//! Attacks on where `ags` puts hook execution copies (`exec_copy::exec_root`: the RAM-backed
+//! `$XDG_RUNTIME_DIR/ags` or `/dev/shm/ags-<uid>`, else the approval store) and on their crash
+//! sweep, performed for real by another local user (`agstest`, or `AGS_TEST_ROOTLESS_USER`)
+//! against `ags plan` run as root. Needs root and that user; skipped otherwise.
+
+mod common;
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::launch::{approve_hooks, decl};
+use common::{TestEnv, loud, show, tool};
+
+/// The other local user, when the test can act as it.
+fn attacker() -> Option<nix::unistd::User> {
+    if !nix::unistd::geteuid().is_root() {
+        loud("SKIP: attacks_exec_root needs root (to act as a second local user)");
+        return None;
+    }
+    let name = std::env::var("AGS_TEST_ROOTLESS_USER").unwrap_or_else(|_| "agstest".into());
+    let user = nix::unistd::User::from_name(&name).ok().flatten();
+    if user.is_none() {
+        loud(&format!("SKIP: attacks_exec_root: no user {name}"));
+    }
+    user
+}
+
+/// A directory in `/dev/shm` (RAM-backed, exec allowed) owned by the attacker, removed on drop
+/// with everything `ags` or the attacker left in it.
+struct AttackerDir(PathBuf);
+
+impl AttackerDir {
+    fn new(env: &TestEnv, owner: &nix::unistd::User) -> Self {
+        let dir = PathBuf::from(format!("/dev/shm/ags-attack-{}", env.id()));
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&dir, Some(owner.uid.as_raw()), Some(owner.gid.as_raw())).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for AttackerDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A hook that appends the path it runs from (its execution copy) to `<root>/argv0`.
+fn install_recording_hook(env: &TestEnv) -> PathBuf {
+    let log = env.root().join("argv0");
+    let h = env.write_file(
+        "hooks/h",
+        format!(
+            "#!/bin/sh\necho \"$0\" >>{}\necho '{{\"version\":1}}'\n",
+            log.display()
+        ),
+        0o755,
+    );
+    env.write_global_config(&decl("h", &h, &[], ""));
+    approve_hooks(env);
+    log
+}
+
+fn plan_with_runtime_dir(env: &TestEnv, runtime: &Path) -> std::process::Output {
+    let mut cmd = env.cmd(["plan"]);
+    cmd.env("XDG_RUNTIME_DIR", runtime);
+    common::run_command(cmd, None, common::RUN_TIMEOUT)
+}
+
+/// `su` from another user's session keeps that user's `$XDG_RUNTIME_DIR`: root's `ags` then
+/// saw `<their runtime dir>/ags` as RAM-backed, exec-allowed and owner-only (it made it 0700
+/// itself) and put the execution copies there. The other user owns the parent, so it may rename
+/// root's directory and put a symlink in its place: swapping the two in a tight loop, the
+/// checks saw root's directory and the later uses the attacker's, whose copy it replaced between
+/// the spawn-time check and the exec. The attacker's payload ran as root (on the first of 60
+/// runs in one trial, 2 of 300 in another). The root is refused unless no other user can
+/// replace a directory on its way: the copies go to `/dev/shm/ags-0` or the store instead, and
+/// nothing is created in the other user's directory.
+#[test]
+fn a_runtime_dir_of_another_user_never_holds_execution_copies() {
+    let Some(attacker) = attacker() else { return };
+    let env = TestEnv::without_podman();
+    let log = install_recording_hook(&env);
+    let theirs = AttackerDir::new(&env, &attacker);
+    let out = plan_with_runtime_dir(&env, &theirs.0);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let ran = fs::read_to_string(&log).unwrap();
+    assert!(
+        !ran.contains(theirs.0.to_str().unwrap()),
+        "the copy ran from {ran}"
+    );
+    assert!(
+        !theirs.0.join("ags").exists(),
+        "ags made a directory in another user's runtime directory"
+    );
+
+    // Now the attacker races: see exec_root_attacker.py.
+    let script = theirs.0.join("attacker.py");
+    fs::write(&script, include_str!("support/exec_root_attacker.py")).unwrap();
+    let marker = theirs.0.join("pwned");
+    let mut child = Command::new(tool("python3"))
+        .arg(&script)
+        .arg(&theirs.0)
+        .args(["h", marker.to_str().unwrap(), "600"])
+        .uid(attacker.uid.as_raw())
+        .gid(attacker.gid.as_raw())
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs");
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let mut results = Vec::new();
+    if first.trim() == "ready" {
+        for _ in 0..40 {
+            results.push(plan_with_runtime_dir(&env, &theirs.0));
+            if marker.exists() {
+                break;
+            }
+        }
+    }
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+    assert_eq!(first.trim(), "ready", "the attacker script did not start");
+    assert!(
+        !marker.exists(),
+        "the attacker's payload ran as uid {} after {} runs",
+        fs::read_to_string(&marker).unwrap_or_default().trim(),
+        results.len()
+    );
+    for out in &results {
+        assert_eq!(out.status.code(), Some(0), "{}", show(out));
+    }
+    let ran = fs::read_to_string(&log).unwrap();
+    assert!(!ran.contains(theirs.0.to_str().unwrap()), "a copy ran from {ran}");
+}
