@@ -143,3 +143,127 @@ fn a_runtime_dir_of_another_user_never_holds_execution_copies() {
     let ran = fs::read_to_string(&log).unwrap();
     assert!(!ran.contains(theirs.0.to_str().unwrap()), "a copy ran from {ran}");
 }
+
+/// Run `ags plan` as root in a private mount namespace whose `/dev/shm` is a fresh tmpfs
+/// (`mode=1777`, `size`), after `attack` ran there as the attacker (`sh -c`), with no
+/// `$XDG_RUNTIME_DIR` (so `/dev/shm/ags-0` is the only RAM-backed candidate). What is in
+/// `/dev/shm` afterwards (`find`, as root) is written to `<root>/shm-after`.
+fn plan_after_shm_attack(
+    env: &TestEnv,
+    attacker: &nix::unistd::User,
+    size: &str,
+    attack: &str,
+) -> (std::process::Output, String) {
+    let script = r#"set -e
+mount -t tmpfs -o "mode=1777,nosuid,nodev,size=$1" ags-attack-shm /dev/shm
+setpriv --reuid "$2" --regid "$3" --clear-groups sh -c "$4"
+rc=0
+env -u XDG_RUNTIME_DIR "$5" plan || rc=$?
+find /dev/shm -mindepth 1 >"$6"
+exit $rc"#;
+    let after = env.root().join("shm-after");
+    let (uid, gid) = (attacker.uid.to_string(), attacker.gid.to_string());
+    let args = [
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        size,
+        &uid,
+        &gid,
+        attack,
+        common::ags_bin().to_str().unwrap(),
+        after.to_str().unwrap(),
+    ];
+    let out = common::run_command(env.command(tool("unshare"), args), None, common::RUN_TIMEOUT);
+    (out, fs::read_to_string(&after).unwrap_or_default())
+}
+
+/// Another local user creates `/dev/shm/ags-<uid>` first (a directory of its own, open or
+/// owner-only, a symlink to its own directory or to one of root's, a file, a FIFO), with a
+/// crash-sweep record naming a process of root's in it: `ags` passes the root over and runs the
+/// copy from the approval store, writes nothing into what the attacker made, and its sweep
+/// neither reads that record nor kills the process. Held.
+#[test]
+fn a_dev_shm_root_made_by_another_user_is_passed_over() {
+    let Some(attacker) = attacker() else { return };
+    let env = TestEnv::without_podman();
+    let log = install_recording_hook(&env);
+    let store = common::launch::paths(&env).hook_trust_dir();
+    let roots = env.mkdir("roots", 0o700);
+    let mut bait = Command::new(tool("sleep"))
+        .arg("600")
+        .process_group(0)
+        .spawn()
+        .expect("sleep runs");
+    let start = ags::procfs::process_start_time(bait.id()).expect("bait start time");
+    let record = format!(
+        "mkdir -p /dev/shm/ags-0/ags-hook-exec-1-1-aa && echo {}-{start} >/dev/shm/ags-0/ags-hook-exec-1-1-aa/groups",
+        bait.id()
+    );
+    let attacks = [
+        format!("mkdir -m 0777 /dev/shm/ags-0 && {record}"),
+        format!("mkdir -m 0700 /dev/shm/ags-0 && {record}"),
+        "mkdir -m 0777 /dev/shm/theirs && ln -s /dev/shm/theirs /dev/shm/ags-0".to_string(),
+        format!("ln -s {} /dev/shm/ags-0", roots.display()),
+        "echo x >/dev/shm/ags-0".to_string(),
+        "mkfifo /dev/shm/ags-0".to_string(),
+    ];
+    let mut failures = Vec::new();
+    for attack in &attacks {
+        let _ = fs::remove_file(&log);
+        let (out, after) = plan_after_shm_attack(&env, &attacker, "16m", attack);
+        let ran = fs::read_to_string(&log).unwrap_or_default();
+        let ours: Vec<&str> = after
+            .lines()
+            .filter(|l| !l.starts_with("/dev/shm/ags-0/ags-hook-exec-1-1-aa"))
+            .filter(|l| *l != "/dev/shm/ags-0" && *l != "/dev/shm/theirs")
+            .collect();
+        if out.status.code() != Some(0)
+            || !ran.starts_with(&format!("{}/ags-hook-exec-", store.display()))
+            || !ours.is_empty()
+            || fs::read_dir(&roots).unwrap().next().is_some()
+        {
+            failures.push(format!(
+                "{attack}: ran from {ran:?}, /dev/shm after: {ours:?}, {}",
+                show(&out)
+            ));
+        }
+    }
+    let bait_alive = bait.try_wait().unwrap().is_none();
+    let _ = bait.kill();
+    let _ = bait.wait();
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(
+        bait_alive,
+        "the sweep killed a process named by another user's record"
+    );
+}
+
+/// Another local user fills `/dev/shm` (any user may; tmpfs has no per-user limit): writing the
+/// copies in `/dev/shm/ags-0` fails with ENOSPC. The launch failed ("cannot create its private
+/// execution copy …: No space left on device; the approval store must be writable") where the
+/// copies in the approval store had worked. The copies are written in the store instead.
+#[test]
+fn a_full_dev_shm_does_not_fail_the_prepare_phase() {
+    let Some(attacker) = attacker() else { return };
+    let env = TestEnv::without_podman();
+    let log = install_recording_hook(&env);
+    let store = common::launch::paths(&env).hook_trust_dir();
+    let fill = "dd if=/dev/zero of=/dev/shm/fill bs=4k 2>/dev/null || true";
+    let (out, after) = plan_after_shm_attack(&env, &attacker, "256k", fill);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let ran = fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        ran.starts_with(&format!("{}/ags-hook-exec-", store.display())),
+        "ran from {ran:?}"
+    );
+    let left: Vec<&str> = after
+        .lines()
+        .filter(|l| *l != "/dev/shm/fill" && *l != "/dev/shm/ags-0")
+        .collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+}

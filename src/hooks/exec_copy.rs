@@ -10,8 +10,9 @@
 //! Copies live in an owner-only directory that allows execution ([`exec_root`]): the RAM-backed
 //! `$XDG_RUNTIME_DIR/ags` or `/dev/shm/ags-<uid>` when one is usable (creating 64 files on
 //! ext4 took ~6 ms of a 40 ms phase: inode allocation scans recently deleted inodes), else the
-//! approval store (normally under `~/.local/state`); never the system temporary directory, so
-//! a `noexec` `/tmp` does not matter. The directory is removed when the [`ExecDir`] is dropped
+//! approval store (normally under `~/.local/state`), also when the copies cannot be written in
+//! RAM ([`write_copies`]: another user may fill `/dev/shm`); never the system temporary
+//! directory, so a `noexec` `/tmp` does not matter. The directory is removed when the [`ExecDir`] is dropped
 //! at the end of the phase, on every path (success, failure, timeout, cancellation);
 //! [`sweep_stale`] removes what a crashed `ags` left behind.
 //!
@@ -93,6 +94,25 @@ pub fn exec_root(ram_roots: &[PathBuf], store_dir: &Path) -> PathBuf {
         .find(|root| usable(root))
         .cloned()
         .unwrap_or_else(|| store_dir.to_path_buf())
+}
+
+/// A phase's execution directory in `root` ([`exec_root`]) with the copies of `hooks` written
+/// (see [`ExecDir::write`]). When writing there fails (another local user may fill `/dev/shm`:
+/// a tmpfs has no per-user limit, and the copies then failed with ENOSPC where the approval
+/// store had room), the directory is removed and the copies are written in a new one in
+/// `store_dir` instead. A failure left over is reported by that hook's own copy step. Blocking.
+pub fn write_copies(hooks: &[impl AsRef<PreparedHook>], root: &Path, store_dir: &Path) -> ExecDir {
+    let write = |dir: &ExecDir| hooks.iter().try_for_each(|h| dir.write(h.as_ref()));
+    let dir = ExecDir::new(root);
+    match write(&dir) {
+        Err(ExecCopyError::Write { .. }) if root != store_dir => {
+            drop(dir);
+            let dir = ExecDir::new(store_dir);
+            let _ = write(&dir);
+            dir
+        }
+        _ => dir,
+    }
 }
 
 /// The private execution directory of one prepare phase, `<root>/ags-hook-exec-<pid>-<start>-<random>`:
@@ -359,6 +379,17 @@ pub(super) mod tests {
         let path = dir.path().to_path_buf();
         drop(dir);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn copies_that_cannot_be_written_in_the_ram_root_go_to_the_store() {
+        let store = tempfile::tempdir().unwrap();
+        let full = store.path().join("not-a-directory");
+        fs::write(&full, b"").unwrap();
+        let a = hook("/x/prep", b"one");
+        let dir = write_copies(&[std::sync::Arc::new(a.clone())], &full, store.path());
+        assert_eq!(dir.path().parent(), Some(store.path()));
+        assert_eq!(fs::read(dir.copy(&a).unwrap()).unwrap(), b"one");
     }
 
     #[test]

@@ -165,29 +165,31 @@ where
     } = setup;
     let deadline = Instant::now() + limits.phase_deadline;
     let mut phase = Phase::new(hooks);
+    // Write every execution copy before the first spawn. Writing a copy excludes forks
+    // (`exec_copy::fork_guard`), so copies written while other hooks are being spawned wait for
+    // those spawns and hold up the next ones (64 hooks, 4 at a time: ~2.4 ms per hook in the copy
+    // step; see docs/BENCHMARKS.md). A failure here is left to that hook's own copy step, which
+    // reports it; an interrupt or the deadline stops the wait (the loop below acts on them), and
+    // the hooks then copy themselves into a fresh directory (the unfinished one is removed).
+    let root = super::exec_copy::exec_root(store.ram_roots(), store.dir());
+    let exec_dir = {
+        let (hooks, at, store_dir) = (phase.hooks.clone(), root.clone(), store.dir().to_path_buf());
+        let written =
+            tokio::task::spawn_blocking(move || super::exec_copy::write_copies(&hooks, &at, &store_dir));
+        tokio::select! {
+            written = written => written.unwrap_or_else(|_| ExecDir::new(&root)),
+            _ = interrupt.wait() => ExecDir::new(&root),
+            () = sleep_until(deadline) => ExecDir::new(&root),
+        }
+    };
     let env = Arc::new(TaskEnv {
-        exec_dir: ExecDir::new(&super::exec_copy::exec_root(store.ram_roots(), store.dir())),
+        exec_dir,
         store,
         workdir,
         context,
         limits: limits.clone(),
         sink: stderr,
     });
-    // Write every execution copy before the first spawn. Writing a copy excludes forks
-    // (`exec_copy::fork_guard`), so copies written while other hooks are being spawned wait for
-    // those spawns and hold up the next ones (64 hooks, 4 at a time: ~2.4 ms per hook in the copy
-    // step; see docs/BENCHMARKS.md). A failure here is left to that hook's own copy step, which
-    // reports it; an interrupt or the deadline stops the wait (the loop below acts on them).
-    {
-        let (env, hooks) = (env.clone(), phase.hooks.clone());
-        let written =
-            tokio::task::spawn_blocking(move || hooks.iter().try_for_each(|h| env.exec_dir.write(h)));
-        tokio::select! {
-            _ = written => {}
-            _ = interrupt.wait() => {}
-            () = sleep_until(deadline) => {}
-        }
-    }
     let mut set = JoinSet::new();
     let mut next = 0;
     loop {
