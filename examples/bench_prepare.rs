@@ -134,15 +134,23 @@ fn main() -> anyhow::Result<()> {
     ))?;
     let mut by_width = Vec::new();
     let mut direct = Vec::new();
+    // CPU time of this process's own threads (not the hooks'; a spawned child's time before its
+    // exec is its own too), per hook: what the runner costs the machine besides the hooks, a
+    // figure that does not move with the load as wall-clock ratios do.
+    let (mut cpu_runner, mut cpu_direct) = (Vec::new(), Vec::new());
+    let per_hook = |c0: f64| (own_cpu_ms() - c0) * 1000.0 / prepared.len() as f64;
     for _ in 0..rounds {
         for &w in &widths {
+            let c0 = own_cpu_ms();
             direct.push((w, direct_batch(&prepared, &config.workdir, w, &context)?));
+            cpu_direct.push((w, per_hook(c0)));
             let store = TrustStore::open(&config.paths, Some(&config.project))?;
             let mut setup = RunSetup::new(store, config.workdir.clone(), Arc::from(&context[..]));
             setup.limits.concurrency = w;
-            let t = Instant::now();
+            let (t, c0) = (Instant::now(), own_cpu_ms());
             rt.block_on(run_hooks(prepared.clone(), setup, |_, out| parse_response(out)))?;
             by_width.push((w, t.elapsed().as_secs_f64() * 1000.0));
+            cpu_runner.push((w, per_hook(c0)));
         }
     }
     println!(
@@ -168,8 +176,27 @@ fn main() -> anyhow::Result<()> {
             median(&d),
             median(&paired)
         );
+        let of = |v: &[(usize, f64)]| {
+            median(
+                &v.iter()
+                    .filter(|(x, _)| *x == w)
+                    .map(|(_, c)| *c)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        println!(
+            "  own CPU per hook, width {w:<2}    runner {:>7.1} µs; the same spawns without ags {:>7.1} µs",
+            of(&cpu_runner),
+            of(&cpu_direct)
+        );
     }
     Ok(())
+}
+
+/// CPU time used so far by this process's threads, live and ended (not its children), in ms.
+fn own_cpu_ms() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 * 1000.0 + t.tv_nsec as f64 / 1e6
 }
 
 /// The hooks' entrypoints spawned directly, `width` at a time (threads; own process group,

@@ -26,9 +26,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-use tokio::task::JoinSet;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use tokio::time::{Instant, sleep_until};
+
+use crate::process::Abort;
 
 /// The runner's cancellation and diagnostics inputs, from the spawn primitive.
 pub use crate::process::{Interrupt, InterruptHandle, StderrSink, interrupt_channel, stderr_to_terminal};
@@ -164,7 +167,13 @@ where
         stderr,
     } = setup;
     let deadline = Instant::now() + limits.phase_deadline;
-    let mut phase = Phase::new(hooks);
+    let abort = match Abort::new() {
+        Ok(abort) => Arc::new(abort),
+        Err(source) => return Err(Phase::<T>::cannot_start(hooks, source)),
+    };
+    // If this future is dropped midway, the workers kill their hooks and stop.
+    let _stop_on_drop = FireOnDrop(abort.clone());
+    let mut phase = Phase::new(hooks, abort);
     // Write every execution copy before the first spawn. Writing a copy excludes forks
     // (`exec_copy::fork_guard`), so copies written while other hooks are being spawned wait for
     // those spawns and hold up the next ones (64 hooks, 4 at a time: ~2.4 ms per hook in the copy
@@ -190,32 +199,45 @@ where
         limits: limits.clone(),
         sink: stderr,
     });
-    let mut set = JoinSet::new();
-    let mut next = 0;
+    // `concurrency` worker threads take the hooks in declaration order, each running one hook at
+    // a time from spawn to reap on its own thread (`process::supervise_blocking`); this task
+    // only collects results, and stops everything through `abort`.
+    let next = Arc::new(AtomicUsize::new(0));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let width = limits.concurrency.max(1).min(phase.hooks.len());
+    let workers: Vec<_> = (0..width)
+        .map(|_| {
+            let (hooks, env, abort) = (phase.hooks.clone(), env.clone(), phase.abort.clone());
+            let (next, tx) = (next.clone(), tx.clone());
+            tokio::task::spawn_blocking(move || {
+                while abort.fired().is_none() {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(hook) = hooks.get(index) else { return };
+                    if tx.send(child::run_one(index, hook, &env, &abort)).is_err() {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
     loop {
         if let Some(sig) = interrupt.fired() {
             phase.halt(Stop::Interrupted(sig), AbortReason::Cancel);
         }
-        while phase.stop.is_none() && next < phase.hooks.len() && set.len() < limits.concurrency.max(1) {
-            let abort = phase.abort_tx.subscribe();
-            set.spawn(child::run_one(
-                next,
-                phase.hooks[next].clone(),
-                env.clone(),
-                abort,
-            ));
-            next += 1;
-        }
         let running = phase.stop.is_none();
         tokio::select! {
             biased;
-            joined = set.join_next() => match joined {
+            done = rx.recv() => match done {
                 None => break,
-                Some(done) => phase.record(child::joined_blocking(done), &mut parse),
+                Some(done) => phase.record(done, &mut parse),
             },
             sig = interrupt.wait(), if running => phase.halt(Stop::Interrupted(sig), AbortReason::Cancel),
             () = sleep_until(deadline), if running => phase.halt(Stop::Deadline, AbortReason::PhaseDeadline),
         }
+    }
+    for worker in workers {
+        child::joined_blocking(worker.await); // a worker's panic is resumed here
     }
     // Every task is done: remove the execution copies (off the executor: rmdir can be slow).
     let _ = tokio::task::spawn_blocking(move || drop(env)).await;
@@ -225,22 +247,43 @@ where
 /// The coordinator's bookkeeping: per-hook reports and values in declaration order, and why the
 /// phase stopped early (the first cause only).
 struct Phase<T> {
-    hooks: Vec<Arc<PreparedHook>>,
+    hooks: Arc<[PreparedHook]>,
     reports: Vec<HookReport>,
     values: Vec<Option<T>>,
     stop: Option<Stop>,
-    abort_tx: watch::Sender<Option<AbortReason>>,
+    abort: Arc<Abort<AbortReason>>,
+}
+
+/// Fires the abort when dropped: a cancelled phase leaves no hook running.
+struct FireOnDrop(Arc<Abort<AbortReason>>);
+
+impl Drop for FireOnDrop {
+    fn drop(&mut self) {
+        self.0.fire(AbortReason::Cancel);
+    }
 }
 
 impl<T> Phase<T> {
-    fn new(hooks: Vec<PreparedHook>) -> Self {
-        let hooks: Vec<Arc<PreparedHook>> = hooks.into_iter().map(Arc::new).collect();
+    fn new(hooks: Vec<PreparedHook>, abort: Arc<Abort<AbortReason>>) -> Self {
         Self {
-            reports: hooks.iter().map(|h| HookReport::not_started(h)).collect(),
+            reports: hooks.iter().map(HookReport::not_started).collect(),
             values: hooks.iter().map(|_| None).collect(),
-            hooks,
+            hooks: hooks.into(),
             stop: None,
-            abort_tx: watch::channel(None).0,
+            abort,
+        }
+    }
+
+    /// The phase could not even be set up (no pipe for stopping hooks): nothing was run.
+    fn cannot_start(hooks: Vec<PreparedHook>, source: io::Error) -> RunError {
+        RunError::Failed {
+            name: hooks.first().map(|h| h.decl.name.clone()).unwrap_or_default(),
+            cause: Box::new(HookFailure::Io {
+                what: "creating the pipe that stops hooks (nothing was run)",
+                source,
+            }),
+            cancelled: hooks.iter().skip(1).map(|h| h.decl.name.clone()).collect(),
+            reports: hooks.iter().map(HookReport::not_started).collect(),
         }
     }
 
@@ -248,7 +291,7 @@ impl<T> Phase<T> {
     fn halt(&mut self, stop: Stop, reason: AbortReason) {
         if self.stop.is_none() {
             self.stop = Some(stop);
-            self.abort_tx.send_replace(Some(reason));
+            self.abort.fire(reason);
         }
     }
 

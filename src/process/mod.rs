@@ -12,6 +12,11 @@
 //! later `killpg` could hit a stranger. `WNOWAIT` lets us see the exit while the child is still
 //! an unreaped zombie, which keeps its group id reserved until our `killpg` is done.
 //!
+//! Two supervisors share these rules: [`run`] supervises one process from the async runtime
+//! (lifecycle hooks, `op`, the SSH transport), [`supervise_blocking`] supervises it on the
+//! calling thread with one `poll(2)` loop (the prepare runner's worker threads, where the
+//! runtime's hand-offs and wake-ups cost more CPU than the hooks' own spawns; see `blocking`).
+//!
 //! A leaf module: it imports only other leaf modules (`procfs`, `text`), so every stage may use it.
 
 use std::ffi::OsString;
@@ -34,10 +39,12 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until, timeout_at};
 
+mod blocking;
 mod interrupt;
 mod output;
 pub mod watchdog;
 
+pub(crate) use blocking::{Abort, supervise as supervise_blocking};
 pub use interrupt::{Interrupt, InterruptHandle, interrupt_channel};
 pub use output::{StderrSink, stderr_to_terminal};
 pub(crate) use output::{StderrSummary, StdoutCapture};

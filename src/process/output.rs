@@ -121,14 +121,14 @@ pub(super) async fn forward_stderr(
     summary
 }
 
-struct LineSplitter {
+pub(super) struct LineSplitter {
     prefix: String,
     sink: StderrSink,
     pending: Vec<u8>,
 }
 
 impl LineSplitter {
-    fn new(name: String, sink: StderrSink) -> Self {
+    pub(super) fn new(name: String, sink: StderrSink) -> Self {
         Self {
             prefix: format!("[{name}] "),
             sink,
@@ -136,7 +136,7 @@ impl LineSplitter {
         }
     }
 
-    fn push(&mut self, bytes: &[u8]) {
+    pub(super) fn push(&mut self, bytes: &[u8]) {
         self.pending.extend_from_slice(bytes);
         while let Some(pos) = self.pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = self.pending.drain(..=pos).collect();
@@ -148,7 +148,7 @@ impl LineSplitter {
         }
     }
 
-    fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         if !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);
             self.emit(&line);
@@ -159,7 +159,7 @@ impl LineSplitter {
         self.emit_raw(&escape_controls(&String::from_utf8_lossy(line)));
     }
 
-    fn emit_raw(&self, text: &str) {
+    pub(super) fn emit_raw(&self, text: &str) {
         (self.sink)(&format!("{}{text}", self.prefix));
     }
 }

@@ -1,24 +1,20 @@
-//! One hook execution: recheck approval, make the private copy, start it through the spawn
-//! primitive ([`super::process`]: own process group, scrubbed environment, context on stdin,
+//! One hook execution: recheck approval, check the private copy, start it through the spawn
+//! primitive ([`crate::process`]: own process group, scrubbed environment, context on stdin,
 //! capped output, timeout, group kill), and classify how it ended.
 //!
-//! Blocking work (the approval recheck, the copy, `spawn`, waiting for the exit) runs on Tokio's
-//! blocking pool, so slow filesystem metadata operations never stall the other hooks' pipes.
+//! All of it is blocking and runs on one of the runner's worker threads (Tokio's blocking pool),
+//! so slow filesystem metadata operations never stall the other hooks.
 
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-use tokio::sync::watch;
-use tokio::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::{AbortReason, ExitInfo, HookFailure, HookReport, Outcome, PASSED_ENV, TaskEnv, error_detail};
 use crate::hooks::entrypoint::PreparedHook;
-use crate::process::{self, Ending, Finished, Running};
+use crate::process::{self, Abort, Ending, Finished, Running};
 
 pub(super) use process::joined_blocking;
 
@@ -33,13 +29,22 @@ pub(super) struct TaskResult {
 type Done = Finished<AbortReason>;
 
 /// Run hook number `index` to completion (or until aborted), never leaving its group alive.
-pub(super) async fn run_one(
+/// Blocking: the whole life of the hook on the calling (worker) thread.
+pub(super) fn run_one(
     index: usize,
-    hook: Arc<PreparedHook>,
-    env: Arc<TaskEnv>,
-    mut abort: watch::Receiver<Option<AbortReason>>,
+    hook: &PreparedHook,
+    env: &TaskEnv,
+    abort: &Abort<AbortReason>,
 ) -> TaskResult {
-    let mut report = HookReport::not_started(&hook);
+    let mut report = HookReport::not_started(hook);
+    if abort.fired().is_some() {
+        return TaskResult {
+            index,
+            report,
+            stdout: Vec::new(),
+            failure: None,
+        };
+    }
     report.started_at = Some(SystemTime::now());
     let t0 = Instant::now();
     let io = process::Io {
@@ -51,17 +56,8 @@ pub(super) async fn run_one(
         timeout: Duration::from_secs(hook.decl.timeout_seconds.into()),
         drain_grace: env.limits.drain_grace,
     };
-    let aborted = async move {
-        let reason = abort.wait_for(Option::is_some).await.ok().and_then(|v| *v);
-        reason.unwrap_or(AbortReason::Cancel)
-    };
-    let start = {
-        let (hook, env) = (hook.clone(), env.clone());
-        // If this task is aborted meanwhile, dropping what was started kills the group.
-        move || spawn(&hook, &env)
-    };
-    let done = match process::start_and_supervise(start, &io, aborted).await {
-        Ok(done) => done,
+    let done = match spawn(hook, env) {
+        Ok(running) => process::supervise_blocking(running, &io, abort),
         Err(failure) => {
             report.outcome = failure.outcome();
             report.duration = t0.elapsed();
@@ -77,7 +73,7 @@ pub(super) async fn run_one(
     report.stdout_bytes = done.stdout.total;
     report.stderr_bytes = done.stderr.total;
     report.exit = done.status.as_ref().ok().map(exit_info);
-    let (outcome, failure) = classify(&hook, &env, &done);
+    let (outcome, failure) = classify(hook, env, &done);
     report.outcome = outcome;
     TaskResult {
         index,
