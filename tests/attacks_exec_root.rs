@@ -267,3 +267,109 @@ fn a_full_dev_shm_does_not_fail_the_prepare_phase() {
         .collect();
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
+
+/// A root-owned `0700` runtime directory of the test in `/dev/shm`, removed on drop.
+struct RuntimeDir(PathBuf);
+
+impl Drop for RuntimeDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// While a phase's hook runs from its copy in `$XDG_RUNTIME_DIR/ags`, another `ags` of the same
+/// user starts and sweeps that root: it removes the directory of a dead `ags` (the control) and
+/// nothing else, neither the live phase's directory nor entries that are not execution
+/// directories (`stage-*` and its `-hooks` socket directory, lookalike names). Held.
+#[test]
+fn a_sweep_leaves_a_live_phase_and_other_entries_alone() {
+    if !nix::unistd::geteuid().is_root() {
+        loud("SKIP: a_sweep_leaves_a_live_phase_and_other_entries_alone needs root");
+        return;
+    }
+    use common::launch::{Background, wait_until};
+    let env = TestEnv::without_podman();
+    let runtime = RuntimeDir(PathBuf::from(format!("/dev/shm/ags-test-rt-{}", env.id())));
+    fs::create_dir(&runtime.0).unwrap();
+    fs::set_permissions(&runtime.0, fs::Permissions::from_mode(0o700)).unwrap();
+    let root = runtime.0.join("ags");
+    fs::create_dir(&root).unwrap();
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).unwrap();
+    let (started, go, result) = (
+        env.root().join("started"),
+        env.root().join("go"),
+        env.root().join("result"),
+    );
+    let h = env.write_file(
+        "hooks/slow",
+        format!(
+            "#!/bin/sh\necho \"$0\" >{started}\nn=0\nwhile [ ! -e {go} ] && [ $n -lt 500 ]; do sleep 0.1; n=$((n+1)); done\n\
+             if [ -f \"$0\" ]; then echo present >{result}; else echo gone >{result}; fi\necho '{{\"version\":1}}'\n",
+            started = started.display(),
+            go = go.display(),
+            result = result.display()
+        ),
+        0o755,
+    );
+    env.write_global_config(&decl("slow", &h, &[], "timeout_seconds = 120"));
+    approve_hooks(&env);
+    let others = [
+        "stage-1-1-aa",
+        "stage-1-1-aa-hooks",
+        "ags-hook-execX",
+        "ags-hook-exec-",
+    ];
+    let dead = root.join("ags-hook-exec-1-1-dead");
+    for name in others {
+        fs::create_dir(root.join(name)).unwrap();
+    }
+    let mut cmd = env.cmd(["plan"]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime.0);
+    let live = Background::spawn_cmd(cmd);
+    let seen = wait_until(std::time::Duration::from_secs(120), || started.exists());
+    assert!(seen, "the hook did not start: {}", live.stderr_so_far());
+    let copy = PathBuf::from(fs::read_to_string(&started).unwrap().trim());
+    assert!(copy.starts_with(&root), "the copy runs from {}", copy.display());
+    // Planted now, after the live phase's own sweep: only the next `ags` can remove it.
+    fs::create_dir(&dead).unwrap();
+    fs::write(dead.join("h"), b"").unwrap();
+
+    let empty = env.write_file("empty.toml", "", 0o600);
+    let mut cmd = env.cmd(["--config", empty.to_str().unwrap(), "plan"]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime.0);
+    let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+    fs::write(&go, b"").unwrap();
+    let first = live.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(!dead.exists(), "the dead ags's directory was not swept");
+    for name in others {
+        assert!(root.join(name).exists(), "{name} was removed");
+    }
+    assert_eq!(first.status.code(), Some(0), "{}", show(&first));
+    assert_eq!(fs::read_to_string(&result).unwrap(), "present\n");
+}
+
+/// The same `su` situation for what a launch stages: the egress proxy's and the agent-hook
+/// record's socket directories and the generated files were planned in the other user's
+/// runtime directory (`<theirs>/ags/stage-…`), whose owner can swap a directory root's `ags`
+/// made there for its own (as in the test above) and take the sockets or read the files. They
+/// are planned in `/dev/shm/ags-0` instead, with generated files (claude's wiring) and without.
+#[test]
+fn a_runtime_dir_of_another_user_never_holds_staged_files_or_sockets() {
+    let Some(attacker) = attacker() else { return };
+    let env = TestEnv::without_podman();
+    let theirs = AttackerDir::new(&env, &attacker);
+    for agent in ["shell", "claude"] {
+        let mut cmd = env.cmd(["plan", "--network", "allowlist", "--agent", agent]);
+        cmd.env("XDG_RUNTIME_DIR", &theirs.0);
+        let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let plan = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !plan.contains(theirs.0.to_str().unwrap()),
+            "{agent}: planned in another user's directory:\n{plan}"
+        );
+        assert!(plan.contains("<- bind /dev/shm/ags-0/stage-"), "{agent}:\n{plan}");
+    }
+    assert!(!theirs.0.join("ags").exists());
+}

@@ -198,7 +198,7 @@ pub(super) fn build_plan(
         remote: service.remote,
         user: user_ids(),
         host_stage_dir: &match service.remote || hooks.files.is_empty() && !wires_agent_hooks(settings) {
-            true => config.paths.stage_root(),
+            true => stage::host_stage_root(&config.paths),
             false => stage::ram_stage_root(&config.paths)?,
         }
         .join(gc::stage_dir_name(identity)),

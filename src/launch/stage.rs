@@ -154,13 +154,33 @@ impl Drop for ClearOnDrop {
     }
 }
 
+/// Where a launch without generated files keeps its socket directories (egress proxy, agent
+/// hook record): [`Paths::stage_root`], unless another user could replace a directory on its way
+/// (`fsutil::check_ancestors_private`; after `su`, `$XDG_RUNTIME_DIR` is still the other user's
+/// runtime directory, whose owner may rename the directory `ags` made there and put a symlink
+/// to its own in its place, taking the sockets created after the check): then
+/// [`Paths::shm_stage_root`].
+pub fn host_stage_root(paths: &Paths) -> PathBuf {
+    let root = paths.stage_root();
+    match crate::fsutil::check_ancestors_private(&root) {
+        Ok(()) => root,
+        Err(_) => paths.shm_stage_root(),
+    }
+}
+
 /// The directory to stage generated files in: [`Paths::stage_root`] (`$XDG_RUNTIME_DIR/ags`)
 /// when its file system is RAM-backed (tmpfs or ramfs, by `statfs`), else
 /// [`Paths::shm_stage_root`] (`/dev/shm/ags-<uid>`) when that is; otherwise the launch is
-/// refused: the content of generated files must never reach a disk.
+/// refused: the content of generated files must never reach a disk. A root another user could
+/// replace is passed over (see [`host_stage_root`]): that user could take the staged files.
 pub fn ram_stage_root(paths: &Paths) -> Result<PathBuf, LaunchError> {
     let mut seen = Vec::new();
     for root in paths.ram_root_candidates() {
+        // Another user's runtime directory (`su` keeps `$XDG_RUNTIME_DIR`): see host_stage_root.
+        if let Err(why) = crate::fsutil::check_ancestors_private(&root) {
+            seen.push(why);
+            continue;
+        }
         // The root itself may not exist yet: its nearest existing ancestor decides.
         let probe = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
         match crate::fsutil::ram_backed(probe) {
