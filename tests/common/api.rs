@@ -180,6 +180,41 @@ pub fn try_volumes_with_label(mode: Mode, label: &str) -> Result<Vec<String>, St
         .collect())
 }
 
+/// Remove the agent state volumes `ags` kept for projects under `root` (label
+/// `io.ags.state-workdir`, whose value is the project's path): they outlive every launch by
+/// design, so a test's own label does not reach them. Returns the names removed.
+pub fn cleanup_state_volumes_under(mode: Mode, root: &std::path::Path) -> Vec<String> {
+    let key = "io.ags.state-workdir";
+    let list = listing(mode, &format!("/volumes/json?filters={}", label_filter(key))).unwrap_or_else(|e| {
+        super::loud(&format!("WARNING: {mode}: listing state volumes: {e}"));
+        Vec::new()
+    });
+    let mut removed = Vec::new();
+    for v in list {
+        let (Some(name), Some(project)) = (v["Name"].as_str(), v["Labels"][key].as_str()) else {
+            continue;
+        };
+        if !std::path::Path::new(project).starts_with(root) {
+            continue;
+        }
+        match request(
+            &mode.socket(),
+            "DELETE",
+            &format!("/volumes/{}", encode(name)),
+            None,
+        ) {
+            Ok(r) if r.ok() || r.status == 404 => removed.push(format!("volume:{name}")),
+            Ok(r) => super::loud(&format!(
+                "WARNING: {mode}: removing {name}: {} {}",
+                r.status,
+                r.text()
+            )),
+            Err(e) => super::loud(&format!("WARNING: {mode}: removing {name}: {e}")),
+        }
+    }
+    removed
+}
+
 /// A GET answering a JSON array.
 fn listing(mode: Mode, path: &str) -> Result<Vec<Value>, String> {
     let reply = request(&mode.socket(), "GET", path, None)?;

@@ -415,7 +415,8 @@ impl TestEnv {
 impl Drop for TestEnv {
     fn drop(&mut self) {
         if let Some(mode) = self.mode {
-            let removed = cleanup_label(mode, &self.label());
+            let mut removed = cleanup_label(mode, &self.label());
+            removed.extend(super::api::cleanup_state_volumes_under(mode, &self.root));
             if !removed.is_empty() {
                 println!("cleanup of {} removed: {removed:?}", self.id);
             }
