@@ -29,8 +29,20 @@ async fn runs_in_workdir_from_private_copy_keeping_basename() {
     let argv0 = std::path::Path::new(argv0);
     assert_eq!(argv0.file_name().unwrap(), "cwd");
     let dir = argv0.parent().unwrap();
-    // In the RAM-backed runtime directory (`$XDG_RUNTIME_DIR/ags`), not the approval store.
-    assert_eq!(dir.parent().unwrap(), env.paths.stage_root());
+    // In the RAM-backed runtime directory (`$XDG_RUNTIME_DIR/ags`, in `/dev/shm`), not the
+    // approval store; unless `/dev/shm` is mounted noexec (as in a container), then the store.
+    let shm_exec = nix::sys::statvfs::statvfs("/dev/shm")
+        .is_ok_and(|st| !st.flags().contains(nix::sys::statvfs::FsFlags::ST_NOEXEC));
+    let expected = if shm_exec {
+        env.paths.stage_root()
+    } else {
+        env.store.dir().to_path_buf()
+    };
+    assert_eq!(
+        dir.parent().unwrap(),
+        expected,
+        "/dev/shm allows exec: {shm_exec}"
+    );
     assert!(
         dir.file_name()
             .unwrap()
