@@ -7,7 +7,7 @@ mod common;
 
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -372,4 +372,40 @@ fn a_runtime_dir_of_another_user_never_holds_staged_files_or_sockets() {
         assert!(plan.contains("<- bind /dev/shm/ags-0/stage-"), "{agent}:\n{plan}");
     }
     assert!(!theirs.0.join("ags").exists());
+}
+
+/// The agent's way in: a directory it can write that a later launch mounts. The RAM roots
+/// (where execution copies, staged files and socket directories live) are protected locations:
+/// `/dev/shm`, the runtime directory, a root itself, and paths reaching them through a symlink
+/// the agent planted in the workdir or through `/proc/self/root` are refused as `--add-dir`
+/// before anything runs. Held.
+#[test]
+fn the_ram_roots_cannot_be_mounted_into_a_launch() {
+    let env = TestEnv::without_podman();
+    let link = env.work_dir().join("shm");
+    std::os::unix::fs::symlink("/dev/shm", &link).unwrap();
+    let shm_root = format!("/dev/shm/ags-{}", env.uid());
+    let runtime = env.runtime_dir();
+    let candidates = [
+        "/dev/shm".to_string(),
+        shm_root,
+        "/proc/self/root/dev/shm".to_string(),
+        runtime.display().to_string(),
+        runtime.join("ags").display().to_string(),
+        link.display().to_string(),
+    ];
+    // Both roots exist, as after a launch (made the way `ags` makes them).
+    for root in [Path::new(&candidates[1]), &runtime.join("ags")] {
+        let made = std::fs::DirBuilder::new().mode(0o700).create(root);
+        assert!(made.is_ok() || root.is_dir(), "{}: {made:?}", root.display());
+    }
+    for dir in &candidates {
+        let out = env.run(["plan", "--add-dir", dir]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "--add-dir {dir} was accepted");
+        assert!(
+            err.contains("staging directory") || err.contains("symbolic link") || err.contains("symlink"),
+            "--add-dir {dir}: {err}"
+        );
+    }
 }
