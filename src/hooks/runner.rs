@@ -199,6 +199,13 @@ where
         limits: limits.clone(),
         sink: stderr,
     });
+    // An interrupt or the deadline that came first (while the copies were written, or before
+    // the phase began) stops the phase before any hook starts.
+    if let Some(sig) = interrupt.fired() {
+        phase.halt(Stop::Interrupted(sig), AbortReason::Cancel);
+    } else if Instant::now() >= deadline {
+        phase.halt(Stop::Deadline, AbortReason::PhaseDeadline);
+    }
     // `concurrency` worker threads take the hooks in declaration order, each running one hook at
     // a time from spawn to reap on its own thread (`process::supervise_blocking`); this task
     // only collects results, and stops everything through `abort`.
