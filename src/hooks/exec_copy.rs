@@ -100,9 +100,20 @@ pub fn exec_root(ram_roots: &[PathBuf], store_dir: &Path) -> PathBuf {
 /// (see [`ExecDir::write`]). When writing there fails (another local user may fill `/dev/shm`:
 /// a tmpfs has no per-user limit, and the copies then failed with ENOSPC where the approval
 /// store had room), the directory is removed and the copies are written in a new one in
-/// `store_dir` instead. A failure left over is reported by that hook's own copy step. Blocking.
-pub fn write_copies(hooks: &[PreparedHook], root: &Path, store_dir: &Path) -> ExecDir {
-    let write = |dir: &ExecDir| hooks.iter().try_for_each(|h| dir.write(h));
+/// `store_dir` instead. A failure left over is reported by that hook's own copy step. Once
+/// `stop()` holds (the phase was interrupted) no further copy is started. Blocking.
+pub fn write_copies(
+    hooks: &[PreparedHook],
+    root: &Path,
+    store_dir: &Path,
+    stop: &dyn Fn() -> bool,
+) -> ExecDir {
+    let write = |dir: &ExecDir| {
+        hooks
+            .iter()
+            .take_while(|_| !stop())
+            .try_for_each(|h| dir.write(h))
+    };
     let dir = ExecDir::new(root);
     match write(&dir) {
         Err(ExecCopyError::Write { .. }) if root != store_dir => {
@@ -387,7 +398,7 @@ pub(super) mod tests {
         let full = store.path().join("not-a-directory");
         fs::write(&full, b"").unwrap();
         let a = hook("/x/prep", b"one");
-        let dir = write_copies(std::slice::from_ref(&a), &full, store.path());
+        let dir = write_copies(std::slice::from_ref(&a), &full, store.path(), &|| false);
         assert_eq!(dir.path().parent(), Some(store.path()));
         assert_eq!(fs::read(dir.copy(&a).unwrap()).unwrap(), b"one");
     }

@@ -178,19 +178,22 @@ where
     // (`exec_copy::fork_guard`), so copies written while other hooks are being spawned wait for
     // those spawns and hold up the next ones (64 hooks, 4 at a time: ~2.4 ms per hook in the copy
     // step; see docs/BENCHMARKS.md). A failure here is left to that hook's own copy step, which
-    // reports it; an interrupt or the deadline stops the wait (the loop below acts on them), and
-    // the hooks then copy themselves into a fresh directory (the unfinished one is removed).
+    // reports it; an interrupt or the deadline stops the wait and the phase, before any worker
+    // starts (below; the unfinished copy step stops too and is awaited at the end).
     let root = super::exec_copy::exec_root(store.ram_roots(), store.dir());
-    let exec_dir = {
+    let mut copying = {
         let (hooks, at, store_dir) = (phase.hooks.clone(), root.clone(), store.dir().to_path_buf());
-        let written =
-            tokio::task::spawn_blocking(move || super::exec_copy::write_copies(&hooks, &at, &store_dir));
-        tokio::select! {
-            written = written => written.unwrap_or_else(|_| ExecDir::new(&root)),
-            _ = interrupt.wait() => ExecDir::new(&root),
-            () = sleep_until(deadline) => ExecDir::new(&root),
-        }
+        let abort = phase.abort.clone();
+        let stop = move || abort.fired().is_some();
+        tokio::task::spawn_blocking(move || super::exec_copy::write_copies(&hooks, &at, &store_dir, &stop))
     };
+    let written = tokio::select! {
+        written = &mut copying => Some(written.unwrap_or_else(|_| ExecDir::new(&root))),
+        _ = interrupt.wait() => None,
+        () = sleep_until(deadline) => None,
+    };
+    let exec_dir = written.unwrap_or_else(|| ExecDir::new(&root));
+    let copying = (!copying.is_finished()).then_some(copying);
     let env = Arc::new(TaskEnv {
         exec_dir,
         store,
@@ -211,7 +214,11 @@ where
     // only collects results, and stops everything through `abort`.
     let next = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let width = limits.concurrency.max(1).min(phase.hooks.len());
+    // Halted already (interrupted or out of time while copying): no worker, no hook started.
+    let width = match phase.stop {
+        Some(_) => 0,
+        None => limits.concurrency.max(1).min(phase.hooks.len()),
+    };
     let workers: Vec<_> = (0..width)
         .map(|_| {
             let (hooks, env, abort) = (phase.hooks.clone(), env.clone(), phase.abort.clone());
@@ -248,6 +255,12 @@ where
     }
     // Every task is done: remove the execution copies (off the executor: rmdir can be slow).
     let _ = tokio::task::spawn_blocking(move || drop(env)).await;
+    // Copies abandoned by an interrupt or the deadline: their task stops after the copy it is
+    // writing (the abort fired) and removes the directory; nothing may write copies once the
+    // phase has returned.
+    if let Some(copying) = copying {
+        let _ = copying.await;
+    }
     phase.finish(&limits)
 }
 
