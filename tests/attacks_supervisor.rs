@@ -479,3 +479,41 @@ async fn no_pidfd_child() {
     pids_in(&slow).into_iter().for_each(assert_gone);
     println!("no-pidfd probe passed");
 }
+
+/// A hook that leaves its own process group for another one of the session (here the test
+/// process's) is still killed when it times out: the group kill alone misses it, and waiting for
+/// its exit then hung the phase for good (no deadline could end it).
+#[tokio::test]
+async fn a_hook_that_leaves_its_group_is_still_killed_on_timeout() {
+    let env = TestEnv::new();
+    let pids = env.file("pids");
+    let hook = script(
+        &env,
+        "regrouped",
+        "cat >/dev/null; exec /usr/bin/perl -e 'setpgrp(0, getpgrp(getppid())) or die \"setpgid: $!\"; \
+         open(my $f, \">\", $ARGV[0]) or die; print $f \"$$\\n\"; close $f; sleep 600' \"$1\"",
+        &[&pids],
+        1,
+    );
+    let limits = Limits {
+        phase_deadline: Duration::from_secs(20),
+        ..Limits::default()
+    };
+    let phase = env.run_with(vec![hook], limits);
+    let outcome = tokio::time::timeout(Duration::from_secs(60), phase).await;
+    let pids = pids_in(&pids);
+    let Ok((result, captured)) = outcome else {
+        for pid in &pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        panic!("the phase never ended (the re-grouped hook {pids:?} was not killed)");
+    };
+    assert!(captured.lines().is_empty(), "{:?}", captured.lines());
+    let err = result.unwrap_err();
+    assert_eq!(outcomes(&err), [Outcome::Timeout], "{err}");
+    assert_eq!(pids.len(), 1);
+    pids.into_iter().for_each(assert_gone);
+}

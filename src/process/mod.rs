@@ -273,6 +273,7 @@ async fn supervise<A>(
     };
     running.kill();
     if !matches!(ending, Ending::Exited) {
+        running.kill_leader();
         let _ = exited.await; // returns promptly: the whole group was just SIGKILLed
     }
     let status = running.reap();
@@ -417,6 +418,13 @@ impl Running {
         let _ = killpg(self.pgid, Signal::SIGKILL);
     }
 
+    /// SIGKILL the process itself too, before waiting for an exit it has not made yet: it may
+    /// have left its group for another one of the session (`setpgid`), which the group kill
+    /// misses, and the wait would never end. Its pid is ours until it is reaped.
+    fn kill_leader(&self) {
+        let _ = nix::sys::signal::kill(self.pgid, Signal::SIGKILL);
+    }
+
     /// Reap the process (call after [`Self::kill`]; it is dead or dying). The watchdog forgets
     /// the group first: once the leader is reaped its id may be reused.
     fn reap(&mut self) -> io::Result<ExitStatus> {
@@ -427,6 +435,7 @@ impl Running {
     /// Setting up the pipes failed: kill, reap and report.
     fn abandon<A>(mut self, source: io::Error) -> Finished<A> {
         self.kill();
+        self.kill_leader();
         let status = self.reap();
         Finished {
             ending: Ending::Exited,
@@ -442,6 +451,7 @@ impl Drop for Running {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             self.kill();
+            self.kill_leader();
             watchdog::forget(self.pgid());
             let _ = child.wait(); // SIGKILLed: returns promptly
         }
