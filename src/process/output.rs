@@ -140,11 +140,17 @@ impl LineSplitter {
         self.pending.extend_from_slice(bytes);
         while let Some(pos) = self.pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = self.pending.drain(..=pos).collect();
-            self.emit(&line[..line.len() - 1]);
+            let line = &line[..line.len() - 1];
+            // A long line is shown in pieces of MAX_LINE bytes, however the reads cut it.
+            line.chunks(MAX_LINE).for_each(|piece| self.emit(piece));
+            if line.is_empty() {
+                self.emit(line);
+            }
         }
-        if self.pending.len() >= MAX_LINE {
-            let line = std::mem::take(&mut self.pending);
-            self.emit(&line);
+        // A partial line is flushed in whole pieces; the rest waits for the rest of its line.
+        while self.pending.len() >= MAX_LINE {
+            let piece: Vec<u8> = self.pending.drain(..MAX_LINE).collect();
+            self.emit(&piece);
         }
     }
 
@@ -192,6 +198,7 @@ mod tests {
         let got = got.lock().unwrap();
         assert_eq!(got[..2], ["[h] one", "[h] two"]);
         assert!(got[2].starts_with("[h] \\u{1b}xyyy"), "{}", got[2]);
-        assert_eq!(got.len(), 3);
+        assert_eq!(got[3], "[h] yy", "pieces of {MAX_LINE} bytes");
+        assert_eq!(got.len(), 4);
     }
 }
