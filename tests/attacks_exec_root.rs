@@ -409,3 +409,58 @@ fn the_ram_roots_cannot_be_mounted_into_a_launch() {
         );
     }
 }
+
+/// The `su` situation once more, for the service `ags` talks to: with no `--url` or
+/// `CONTAINER_HOST`, root's `ags` tried `$XDG_RUNTIME_DIR/podman/podman.sock` first, a socket in
+/// the other user's directory. That user serves a fake API there (here: a listener that records
+/// each connection and answers the ping), and `ags` would send it the launch, staged values
+/// included. A runtime-directory socket another user could replace is not tried.
+#[test]
+fn a_podman_socket_in_another_users_runtime_dir_is_not_used() {
+    let Some(attacker) = attacker() else { return };
+    let env = TestEnv::without_podman();
+    let theirs = AttackerDir::new(&env, &attacker);
+    let script = theirs.0.join("fake_podman.py");
+    let fake = r#"import os, socket, sys
+d = sys.argv[1]
+os.makedirs(d + "/podman", exist_ok=True)
+s = socket.socket(socket.AF_UNIX)
+s.bind(d + "/podman/podman.sock")
+s.listen(8)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    open(d + "/connected", "a").write("x\n")
+    c.recv(65536)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nLibpod-API-Version: 4.3.1\r\nAPI-Version: 1.41\r\n\r\nOK")
+    c.close()
+"#;
+    fs::write(&script, fake).unwrap();
+    let mut child = Command::new(tool("python3"))
+        .arg(&script)
+        .arg(&theirs.0)
+        .uid(attacker.uid.as_raw())
+        .gid(attacker.gid.as_raw())
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let mut cmd = env.cmd(["plan"]);
+    cmd.env("XDG_RUNTIME_DIR", &theirs.0).env_remove("CONTAINER_HOST");
+    let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(first.trim(), "ready", "the fake service did not start");
+    assert!(
+        !theirs.0.join("connected").exists(),
+        "ags connected to another user's socket: {}",
+        show(&out)
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}

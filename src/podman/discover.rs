@@ -10,7 +10,8 @@
 //! 3. `CONTAINER_HOST`, if set and non-empty;
 //! 4. `CONTAINER_CONNECTION`, if set and non-empty;
 //! 5. `$XDG_RUNTIME_DIR/podman/podman.sock` (or `/run/user/$UID/podman/podman.sock` for a
-//!    non-root user without `XDG_RUNTIME_DIR`);
+//!    non-root user without `XDG_RUNTIME_DIR`), unless another user could replace a directory
+//!    on its way (`fsutil::check_ancestors_private`: after `su`, another user's runtime dir);
 //! 6. `/run/podman/podman.sock` (the rootful service).
 //!
 //! A service chosen by 1–4 is the only candidate: when it fails, `ags` reports it rather than
@@ -234,6 +235,19 @@ pub async fn connect_candidates(list: &[Candidate], euid: u32) -> Result<Client>
 async fn connect_with(list: &[Candidate], identity: Option<&std::path::Path>, euid: u32) -> Result<Client> {
     let mut tried = Vec::new();
     for cand in list {
+        let path = cand.url.strip_prefix("unix://").map(std::path::Path::new);
+        if let (CandidateSource::RuntimeDir, Some(Err(why))) =
+            (cand.source, path.map(crate::fsutil::check_ancestors_private))
+        {
+            tried.push(tried_entry(
+                cand,
+                format!(
+                    "not tried: {why}, so another user could serve its own API there (`su` keeps \
+                     that user's XDG_RUNTIME_DIR); pass --url to use it anyway"
+                ),
+            ));
+            continue;
+        }
         let endpoint = Endpoint::parse_from(&cand.url, cand.source.name())?;
         let client = match &endpoint {
             Endpoint::Ssh { .. } => match super::tunnel::Tunnel::open(&endpoint, identity).await {
