@@ -464,3 +464,64 @@ while True:
     );
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
+
+/// And for an `ssh://` service: the forwarded local socket's private directory was made in
+/// `$XDG_RUNTIME_DIR` (`ags-ssh-…`), in the other user's directory, whose owner may rename it
+/// and put one with its own socket in its place, seeing the API traffic. A watcher run as that
+/// user records every entry that appears there while root's `ags plan` talks to the service
+/// through a real sshd: none does (the socket goes to the temporary directory).
+#[test]
+fn an_ssh_tunnel_socket_is_not_made_in_another_users_runtime_dir() {
+    let Some(attacker) = attacker() else { return };
+    let env = TestEnv::without_podman();
+    let Some(sshd) = common::sshd::Sshd::start(env.id(), env.account()) else {
+        return;
+    };
+    let theirs = AttackerDir::new(&env, &attacker);
+    let script = theirs.0.join("watch.py");
+    let watch = r#"import os, sys, time
+d = sys.argv[1]
+print("ready", flush=True)
+seen = set(os.listdir(d))
+while True:
+    for n in os.listdir(d):
+        if n not in seen:
+            seen.add(n)
+            open(d + "/seen", "a").write(n + "\n")
+    time.sleep(0.001)
+"#;
+    fs::write(&script, watch).unwrap();
+    let mut child = Command::new(tool("python3"))
+        .arg(&script)
+        .arg(&theirs.0)
+        .uid(attacker.uid.as_raw())
+        .gid(attacker.gid.as_raw())
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = sshd.url(&env.account().name, Path::new("/run/podman/podman.sock"));
+    let key = sshd.key().display().to_string();
+    let mut cmd = env.cmd(["--url", &url, "--identity", &key, "plan"]);
+    cmd.env("PATH", sshd.path())
+        .env("XDG_RUNTIME_DIR", &theirs.0)
+        .env_remove("CONTAINER_HOST");
+    let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(first.trim(), "ready", "the watcher did not start");
+    let seen = fs::read_to_string(theirs.0.join("seen")).unwrap_or_default();
+    assert!(
+        !seen.contains("ags-ssh-"),
+        "made in another user's directory: {seen}\n{}\n{}",
+        show(&out),
+        sshd.log()
+    );
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", show(&out), sshd.log());
+}

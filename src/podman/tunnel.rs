@@ -296,10 +296,7 @@ fn find_ssh(path: Option<OsString>) -> Result<PathBuf, String> {
 /// A new owner-only directory for the local socket: under `$XDG_RUNTIME_DIR` when set (a
 /// tmpfs of this user's), else the temporary directory.
 fn private_dir() -> Result<tempfile::TempDir, String> {
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|d| d.is_absolute() && d.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
+    let base = socket_base(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from));
     let dir = tempfile::Builder::new()
         .prefix("ags-ssh-")
         .tempdir_in(&base)
@@ -307,6 +304,16 @@ fn private_dir() -> Result<tempfile::TempDir, String> {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
         .map_err(|e| format!("{}: {e}", dir.path().display()))?;
     Ok(dir)
+}
+
+/// `runtime` unless another user could replace it or a directory above it (after `su` it is
+/// still the other user's runtime directory, who could swap ours there for one holding its own
+/// socket and see the API traffic), else the temporary directory.
+fn socket_base(runtime: Option<PathBuf>) -> PathBuf {
+    runtime
+        .filter(|d| d.is_absolute() && d.is_dir())
+        .filter(|d| crate::fsutil::check_ancestors_private(&d.join("s")).is_ok())
+        .unwrap_or_else(std::env::temp_dir)
 }
 
 /// Read `pipe` to its end on a thread, keeping the first [`STDERR_CAP`] bytes; `done` is set at
@@ -333,6 +340,17 @@ fn collect(mut pipe: std::process::ChildStderr, into: Arc<Mutex<Vec<u8>>>, done:
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_socket_goes_to_the_temporary_directory_when_others_may_replace_the_runtime_dir() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = dir.path().canonicalize().unwrap();
+        assert_eq!(super::socket_base(Some(runtime.clone())), runtime);
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(super::socket_base(Some(runtime)), std::env::temp_dir());
+        assert_eq!(super::socket_base(None), std::env::temp_dir());
+    }
+
     use super::*;
 
     #[test]
