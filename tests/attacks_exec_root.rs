@@ -326,7 +326,9 @@ fn a_sweep_leaves_a_live_phase_and_other_entries_alone() {
     let mut cmd = env.cmd(["plan"]);
     cmd.env("XDG_RUNTIME_DIR", &runtime.0);
     let live = Background::spawn_cmd(cmd);
-    let seen = wait_until(std::time::Duration::from_secs(120), || started.exists());
+    // The whole line: the shell creates the file before it writes it.
+    let line = || fs::read_to_string(&started).is_ok_and(|s| s.ends_with('\n'));
+    let seen = wait_until(std::time::Duration::from_secs(120), line);
     assert!(seen, "the hook did not start: {}", live.stderr_so_far());
     let copy = PathBuf::from(fs::read_to_string(&started).unwrap().trim());
     assert!(copy.starts_with(&root), "the copy runs from {}", copy.display());
