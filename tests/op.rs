@@ -322,7 +322,9 @@ async fn an_interrupt_kills_op() {
     let (handle, interrupt) = interrupt_channel();
     let pidfile = fake.path("pid");
     tokio::spawn(async move {
-        while !pidfile.exists() {
+        // The pid written, not only the file created: an interrupt in between killed the fake
+        // before it wrote, and `fake.pid()` found an empty file (Podman 5 suite, under load).
+        while std::fs::read_to_string(&pidfile).map_or(true, |s| s.trim().is_empty()) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         handle.trigger(libc::SIGINT);
