@@ -1,7 +1,10 @@
 //! Attacks on where `ags` puts hook execution copies (`exec_copy::exec_root`: the RAM-backed
 //! `$XDG_RUNTIME_DIR/ags` or `/dev/shm/ags-<uid>`, else the approval store) and on their crash
 //! sweep, performed for real by another local user (`agstest`, or `AGS_TEST_ROOTLESS_USER`)
-//! against `ags plan` run as root. Needs root and that user; skipped otherwise.
+//! against `ags plan` run as root. Needs root and that user; skipped otherwise. The same
+//! attacker owns root's `$XDG_RUNTIME_DIR` after `su`: what else `ags` put there (staged files,
+//! socket directories, the default Podman socket, the ssh tunnel's socket) is attacked too;
+//! and the agent's way in, mounting a RAM root into a launch.
 
 mod common;
 
