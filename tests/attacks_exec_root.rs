@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use common::launch::{approve_hooks, decl};
 use common::{TestEnv, loud, show, tool};
@@ -102,38 +102,18 @@ fn a_runtime_dir_of_another_user_never_holds_execution_copies() {
     );
 
     // Now the attacker races: see exec_root_attacker.py.
-    let script = theirs.0.join("attacker.py");
-    fs::write(&script, include_str!("support/exec_root_attacker.py")).unwrap();
     let marker = theirs.0.join("pwned");
-    let mut child = Command::new(tool("python3"))
-        .arg(&script)
-        .arg(&theirs.0)
-        .args(["h", marker.to_str().unwrap(), "600"])
-        .uid(attacker.uid.as_raw())
-        .gid(attacker.gid.as_raw())
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 runs");
-    let group = nix::unistd::Pid::from_raw(child.id() as i32);
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let code = include_str!("support/exec_root_attacker.py");
+    let args = ["h", marker.to_str().unwrap(), "600"];
+    let mut child = start_attacker_script(&theirs.0, "attacker.py", code, &args, &attacker);
     let mut results = Vec::new();
-    if first.trim() == "ready" {
-        for _ in 0..40 {
-            results.push(plan_with_runtime_dir(&env, &theirs.0));
-            if marker.exists() {
-                break;
-            }
+    for _ in 0..40 {
+        results.push(plan_with_runtime_dir(&env, &theirs.0));
+        if marker.exists() {
+            break;
         }
     }
-    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-    let _ = child.wait();
-    assert_eq!(first.trim(), "ready", "the attacker script did not start");
+    stop_group(&mut child);
     assert!(
         !marker.exists(),
         "the attacker's payload ran as uid {} after {} runs",
@@ -415,6 +395,46 @@ fn the_ram_roots_cannot_be_mounted_into_a_launch() {
     }
 }
 
+/// Write the Python program `code` to `<dir>/<name>` and run it as `attacker` with `dir` and
+/// `args` as its arguments, in its own process group; returns once it printed its first line,
+/// `ready`.
+fn start_attacker_script(
+    dir: &Path,
+    name: &str,
+    code: &str,
+    args: &[&str],
+    attacker: &nix::unistd::User,
+) -> Child {
+    let script = dir.join(name);
+    fs::write(&script, code).unwrap();
+    let mut child = Command::new(tool("python3"))
+        .arg(&script)
+        .arg(dir)
+        .args(args)
+        .uid(attacker.uid.as_raw())
+        .gid(attacker.gid.as_raw())
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs");
+    let mut first = String::new();
+    let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut first);
+    if first.trim() != "ready" {
+        stop_group(&mut child);
+        panic!("the attacker's {name} did not start: {first:?}");
+    }
+    child
+}
+
+/// SIGKILL the process group `child` leads, and reap `child`.
+fn stop_group(child: &mut Child) {
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+}
+
 /// The `su` situation once more, for the service `ags` talks to: with no `--url` or
 /// `CONTAINER_HOST`, root's `ags` tried `$XDG_RUNTIME_DIR/podman/podman.sock` first, a socket in
 /// the other user's directory. That user serves a fake API there (here: a listener that records
@@ -425,7 +445,6 @@ fn a_podman_socket_in_another_users_runtime_dir_is_not_used() {
     let Some(attacker) = attacker() else { return };
     let env = TestEnv::without_podman();
     let theirs = AttackerDir::new(&env, &attacker);
-    let script = theirs.0.join("fake_podman.py");
     let fake = r#"import os, socket, sys
 d = sys.argv[1]
 os.makedirs(d + "/podman", exist_ok=True)
@@ -440,28 +459,11 @@ while True:
     c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nLibpod-API-Version: 4.3.1\r\nAPI-Version: 1.41\r\n\r\nOK")
     c.close()
 "#;
-    fs::write(&script, fake).unwrap();
-    let mut child = Command::new(tool("python3"))
-        .arg(&script)
-        .arg(&theirs.0)
-        .uid(attacker.uid.as_raw())
-        .gid(attacker.gid.as_raw())
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 runs");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut child = start_attacker_script(&theirs.0, "fake_podman.py", fake, &[], &attacker);
     let mut cmd = env.cmd(["plan"]);
     cmd.env("XDG_RUNTIME_DIR", &theirs.0).env_remove("CONTAINER_HOST");
     let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
-    let _ = child.kill();
-    let _ = child.wait();
-    assert_eq!(first.trim(), "ready", "the fake service did not start");
+    stop_group(&mut child);
     assert!(
         !theirs.0.join("connected").exists(),
         "ags connected to another user's socket: {}",
@@ -483,7 +485,6 @@ fn an_ssh_tunnel_socket_is_not_made_in_another_users_runtime_dir() {
         return;
     };
     let theirs = AttackerDir::new(&env, &attacker);
-    let script = theirs.0.join("watch.py");
     let watch = r#"import os, sys, time
 d = sys.argv[1]
 print("ready", flush=True)
@@ -495,22 +496,7 @@ while True:
             open(d + "/seen", "a").write(n + "\n")
     time.sleep(0.001)
 "#;
-    fs::write(&script, watch).unwrap();
-    let mut child = Command::new(tool("python3"))
-        .arg(&script)
-        .arg(&theirs.0)
-        .uid(attacker.uid.as_raw())
-        .gid(attacker.gid.as_raw())
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 runs");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut child = start_attacker_script(&theirs.0, "watch.py", watch, &[], &attacker);
     let url = sshd.url(&env.account().name, Path::new("/run/podman/podman.sock"));
     let key = sshd.key().display().to_string();
     let mut cmd = env.cmd(["--url", &url, "--identity", &key, "plan"]);
@@ -518,9 +504,7 @@ while True:
         .env("XDG_RUNTIME_DIR", &theirs.0)
         .env_remove("CONTAINER_HOST");
     let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
-    let _ = child.kill();
-    let _ = child.wait();
-    assert_eq!(first.trim(), "ready", "the watcher did not start");
+    stop_group(&mut child);
     let seen = fs::read_to_string(theirs.0.join("seen")).unwrap_or_default();
     assert!(
         !seen.contains("ags-ssh-"),

@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use ags::hooks::entrypoint::PreparedHook;
-use ags::hooks::runner::{Limits, Outcome, RunError, interrupt_channel, run_hooks};
+use ags::hooks::runner::{HookRun, Limits, Outcome, RunError, interrupt_channel, run_hooks};
 use hook_support::{TestEnv, assert_gone, pids_in, wait_for_pids};
 
 /// An approved hook running `body` under `/bin/sh` (the context is on its stdin).
@@ -29,23 +29,30 @@ fn outcomes(err: &RunError) -> Vec<Outcome> {
     err.reports().iter().map(|r| r.outcome).collect()
 }
 
+/// Run `body` alone as hook `name` (its `$1` names a file for the pids it starts) with `limits`:
+/// the phase's result and the pids written.
+async fn run_recording_pids(
+    env: &TestEnv,
+    name: &str,
+    body: &str,
+    timeout: u32,
+    limits: Limits,
+) -> (Result<Vec<HookRun<String>>, RunError>, Vec<i32>) {
+    let pids = env.file("pids");
+    let hook = script(env, name, body, &[&pids], timeout);
+    let (result, _) = env.run_with(vec![hook], limits).await;
+    (result, pids_in(&pids))
+}
+
 /// A hook that closes stdout and stderr at once and then keeps running is stopped by its
 /// timeout (not mistaken for an exit by the hang-ups), with its whole group.
 #[tokio::test]
 async fn closing_both_output_streams_is_not_an_exit() {
     let env = TestEnv::new();
-    let pids = env.file("pids");
-    let hook = script(
-        &env,
-        "mute",
-        "cat >/dev/null; exec >&- 2>&-; sleep 600 & echo \"$$ $!\" > \"$1\"; wait",
-        &[&pids],
-        3,
-    );
-    let (result, _) = env.run(vec![hook]).await;
+    let body = "cat >/dev/null; exec >&- 2>&-; sleep 600 & echo \"$$ $!\" > \"$1\"; wait";
+    let (result, pids) = run_recording_pids(&env, "mute", body, 3, Limits::default()).await;
     let err = result.unwrap_err();
     assert_eq!(outcomes(&err), [Outcome::Timeout], "{err}");
-    let pids = pids_in(&pids);
     assert!(pids.len() <= 2, "{pids:?}"); // a loaded machine may time it out sooner
     pids.into_iter().for_each(assert_gone);
 }
@@ -55,22 +62,15 @@ async fn closing_both_output_streams_is_not_an_exit() {
 #[tokio::test]
 async fn a_self_stopped_hook_times_out_and_dies() {
     let env = TestEnv::new();
-    let pids = env.file("pids");
-    let hook = script(
-        &env,
-        "stopped",
-        "cat >/dev/null; echo $$ > \"$1\"; kill -STOP $$; echo '{\"version\":1}'",
-        &[&pids],
-        2,
-    );
-    let (result, _) = env.run(vec![hook]).await;
+    let body = "cat >/dev/null; echo $$ > \"$1\"; kill -STOP $$; echo '{\"version\":1}'";
+    let (result, pids) = run_recording_pids(&env, "stopped", body, 2, Limits::default()).await;
     let err = result.unwrap_err();
     assert_eq!(outcomes(&err), [Outcome::Timeout], "{err}");
     assert_eq!(
         err.reports()[0].exit,
         Some(ags::hooks::runner::ExitInfo::Signal(9))
     );
-    pids_in(&pids).into_iter().for_each(assert_gone);
+    pids.into_iter().for_each(assert_gone);
 }
 
 /// Exactly the stdout cap is accepted; one byte more is an overflow.
@@ -177,17 +177,10 @@ async fn unread_context_and_a_stderr_flood_do_not_deadlock() {
 #[tokio::test]
 async fn a_double_forked_grandchild_is_killed_after_a_quick_exit() {
     let env = TestEnv::new();
-    let pids = env.file("pids");
-    let hook = script(
-        &env,
-        "double",
-        "cat >/dev/null; ( sleep 600 </dev/null >/dev/null 2>&1 & echo $! > \"$1\" ); echo '{\"version\":1}'",
-        &[&pids],
-        30,
-    );
-    let (result, _) = env.run(vec![hook]).await;
+    let body =
+        "cat >/dev/null; ( sleep 600 </dev/null >/dev/null 2>&1 & echo $! > \"$1\" ); echo '{\"version\":1}'";
+    let (result, pids) = run_recording_pids(&env, "double", body, 30, Limits::default()).await;
     assert_eq!(result.unwrap()[0].value, "{\"version\":1}\n");
-    let pids = pids_in(&pids);
     assert_eq!(pids.len(), 1);
     pids.into_iter().for_each(assert_gone);
 }
@@ -197,21 +190,14 @@ async fn a_double_forked_grandchild_is_killed_after_a_quick_exit() {
 #[tokio::test]
 async fn a_new_session_writer_is_bounded_by_the_drain_grace() {
     let env = TestEnv::new();
-    let pids = env.file("pids");
-    let hook = script(
-        &env,
-        "leaker",
-        "cat >/dev/null; echo '{\"version\":1}'; \
-         setsid sh -c 'while :; do echo tick >&2; sleep 0.01; done' & echo $! > \"$1\"",
-        &[&pids],
-        30,
-    );
+    let body = "cat >/dev/null; echo '{\"version\":1}'; \
+         setsid sh -c 'while :; do echo tick >&2; sleep 0.01; done' & echo $! > \"$1\"";
     let limits = Limits {
         drain_grace: Duration::from_millis(300),
         ..Limits::default()
     };
-    let (result, _) = env.run_with(vec![hook], limits).await;
-    for pid in pids_in(&pids) {
+    let (result, pids) = run_recording_pids(&env, "leaker", body, 30, limits).await;
+    for pid in pids {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     }
     assert_eq!(result.unwrap()[0].value, "{\"version\":1}\n");
@@ -295,38 +281,36 @@ async fn a_rejected_response_cancels_running_and_queued_peers() {
     files.iter().flat_map(|f| pids_in(f)).for_each(assert_gone);
 }
 
+/// Four hooks `<prefix>0`…`<prefix>3`, each touching its marker file `<marker>-<i>` when it runs.
+fn marking_hooks(env: &TestEnv, prefix: &str, marker: &str) -> (Vec<PreparedHook>, Vec<String>) {
+    let markers: Vec<String> = (0..4).map(|i| env.file(&format!("{marker}-{i}"))).collect();
+    let body = "touch \"$1\"; echo '{\"version\":1}'";
+    let hooks = (markers.iter().enumerate())
+        .map(|(i, m)| script(env, &format!("{prefix}{i}"), body, &[m], 30))
+        .collect();
+    (hooks, markers)
+}
+
+fn assert_none_ran(markers: &[String], when: &str) {
+    for m in markers {
+        assert!(!std::path::Path::new(m).exists(), "{when}: hook of {m} ran");
+    }
+}
+
 /// An interrupt that arrived before the workers started runs no hook at all, however the
 /// threads are scheduled: every round here leaves every marker unwritten.
 #[tokio::test]
 async fn an_interrupt_before_the_workers_start_runs_no_hook() {
     let env = TestEnv::new();
     for round in 0..20 {
-        let markers: Vec<String> = (0..4).map(|i| env.file(&format!("ran{round}-{i}"))).collect();
-        let hooks = markers
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                script(
-                    &env,
-                    &format!("h{i}"),
-                    "touch \"$1\"; echo '{\"version\":1}'",
-                    &[m],
-                    30,
-                )
-            })
-            .collect();
+        let (hooks, markers) = marking_hooks(&env, "h", &format!("ran{round}"));
         let (mut setup, _) = env.setup(Limits::default());
         let (handle, interrupt) = interrupt_channel();
         handle.trigger(libc::SIGINT);
         setup.interrupt = interrupt;
         let err = run_hooks(hooks, setup, hook_support::text).await.unwrap_err();
         assert!(matches!(err, RunError::Interrupted { signal: 2, .. }), "{err}");
-        for m in &markers {
-            assert!(
-                !std::path::Path::new(m).exists(),
-                "round {round}: a hook ran after the interrupt"
-            );
-        }
+        assert_none_ran(&markers, &format!("round {round}: after the interrupt"));
         assert_eq!(outcomes(&err), [Outcome::NotStarted; 4], "round {round}");
         assert!(
             env.exec_dirs().is_empty(),
@@ -411,20 +395,7 @@ async fn an_interrupt_while_copying_leaves_no_copy_behind() {
 async fn a_deadline_expired_before_the_workers_start_runs_no_hook() {
     let env = TestEnv::new();
     for round in 0..10 {
-        let markers: Vec<String> = (0..4).map(|i| env.file(&format!("late{round}-{i}"))).collect();
-        let hooks = markers
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                script(
-                    &env,
-                    &format!("d{i}"),
-                    "touch \"$1\"; echo '{\"version\":1}'",
-                    &[m],
-                    30,
-                )
-            })
-            .collect();
+        let (hooks, markers) = marking_hooks(&env, "d", &format!("late{round}"));
         let limits = Limits {
             phase_deadline: Duration::ZERO,
             ..Limits::default()
@@ -432,12 +403,7 @@ async fn a_deadline_expired_before_the_workers_start_runs_no_hook() {
         let (result, _) = env.run_with(hooks, limits).await;
         let err = result.unwrap_err();
         assert!(matches!(err, RunError::PhaseDeadline { .. }), "{err}");
-        for m in &markers {
-            assert!(
-                !std::path::Path::new(m).exists(),
-                "round {round}: a hook ran after the deadline"
-            );
-        }
+        assert_none_ran(&markers, &format!("round {round}: after the deadline"));
         assert_eq!(outcomes(&err), [Outcome::NotStarted; 4], "round {round}");
     }
 }
