@@ -53,6 +53,28 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Why `root` (it may not exist yet) cannot hold short-lived private files in RAM, if it
+/// cannot: another user could replace a directory on its way ([`check_ancestors_private`]), its
+/// file system (the nearest existing ancestor's) is not RAM-backed ([`ram_backed`]), or, when
+/// `exec` is asked, that file system is mounted `noexec`.
+pub fn ram_root_problem(root: &Path, exec: bool) -> Option<String> {
+    if let Err(why) = check_ancestors_private(root) {
+        return Some(why);
+    }
+    let probe = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
+    match ram_backed(probe) {
+        Ok(Ok(())) => {}
+        Ok(Err(kind)) => return Some(format!("{} is on {kind}", probe.display())),
+        Err(e) => return Some(format!("{}: {e}", probe.display())),
+    }
+    let noexec = |st: nix::sys::statvfs::Statvfs| st.flags().contains(nix::sys::statvfs::FsFlags::ST_NOEXEC);
+    match nix::sys::statvfs::statvfs(probe) {
+        Ok(st) if exec && noexec(st) => Some(format!("{} is mounted noexec", probe.display())),
+        Err(e) if exec => Some(format!("{}: {e}", probe.display())),
+        _ => None,
+    }
+}
+
 /// Whether the file system holding `path` keeps its content in RAM only (tmpfs or ramfs), by
 /// `statfs`: its type name otherwise (`ext4`, …, or the magic number in hex).
 pub fn ram_backed(path: &Path) -> io::Result<Result<(), String>> {

@@ -73,22 +73,10 @@ pub enum ExecCopyError {
 /// copy for its own file between the spawn-time check and the exec); otherwise `store_dir`, the
 /// approval store, which the caller has already checked. Blocking (a few metadata calls).
 pub fn exec_root(ram_roots: &[PathBuf], store_dir: &Path) -> PathBuf {
-    let usable = |root: &Path| {
-        let allows_exec = |p: &Path| {
-            crate::fsutil::ram_backed(p).is_ok_and(|r| r.is_ok())
-                && nix::sys::statvfs::statvfs(p)
-                    .is_ok_and(|st| !st.flags().contains(nix::sys::statvfs::FsFlags::ST_NOEXEC))
-        };
-        // Judged before anything is created (by the nearest existing ancestor), and again on
-        // the directory itself: a mount may sit exactly there.
-        let probe = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
-        let safe_way = || crate::fsutil::check_ancestors_private(root).is_ok();
-        safe_way()
-            && allows_exec(probe)
-            && crate::fsutil::ensure_private_dir(root).is_ok()
-            && safe_way()
-            && allows_exec(root)
-    };
+    // Judged before anything is created (by the nearest existing ancestor), and again once the
+    // directory exists: a mount or a swapped directory may sit exactly there.
+    let fit = |root: &Path| crate::fsutil::ram_root_problem(root, true).is_none();
+    let usable = |root: &Path| fit(root) && crate::fsutil::ensure_private_dir(root).is_ok() && fit(root);
     ram_roots
         .iter()
         .find(|root| usable(root))

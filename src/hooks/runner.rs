@@ -188,7 +188,7 @@ where
         tokio::task::spawn_blocking(move || super::exec_copy::write_copies(&hooks, &at, &store_dir, &stop))
     };
     let written = tokio::select! {
-        written = &mut copying => Some(written.unwrap_or_else(|_| ExecDir::new(&root))),
+        written = &mut copying => Some(child::joined_blocking(written)), // a panic is resumed
         _ = interrupt.wait() => None,
         () = sleep_until(deadline) => None,
     };

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use zeroize::{Zeroize, Zeroizing};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::LaunchError;
 use crate::config::Paths;
@@ -176,17 +176,11 @@ pub fn host_stage_root(paths: &Paths) -> PathBuf {
 pub fn ram_stage_root(paths: &Paths) -> Result<PathBuf, LaunchError> {
     let mut seen = Vec::new();
     for root in paths.ram_root_candidates() {
-        // Another user's runtime directory (`su` keeps `$XDG_RUNTIME_DIR`): see host_stage_root.
-        if let Err(why) = crate::fsutil::check_ancestors_private(&root) {
-            seen.push(why);
-            continue;
-        }
-        // The root itself may not exist yet: its nearest existing ancestor decides.
-        let probe = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
-        match crate::fsutil::ram_backed(probe) {
-            Ok(Ok(())) => return Ok(root),
-            Ok(Err(kind)) => seen.push(format!("{} is on {kind}", probe.display())),
-            Err(e) => seen.push(format!("{}: {e}", probe.display())),
+        // Another user's runtime directory (`su` keeps `$XDG_RUNTIME_DIR`: see host_stage_root)
+        // or a disk-backed one is passed over.
+        match crate::fsutil::ram_root_problem(&root, false) {
+            None => return Ok(root),
+            Some(why) => seen.push(why),
         }
     }
     Err(LaunchError::DiskStage {

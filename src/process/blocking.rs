@@ -137,7 +137,6 @@ pub(crate) fn supervise<A: Copy>(mut running: Running, io: &Io, abort: &Abort<A>
     let ending = watch(&mut s, &running, pidfd.as_ref(), abort, deadline);
     running.kill();
     if !matches!(ending, Ending::Exited) {
-        running.kill_leader();
         wait_exit(&running, pidfd.as_ref()); // prompt: the whole group was just SIGKILLed
     }
     let status = running.reap();

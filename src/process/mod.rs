@@ -273,7 +273,6 @@ async fn supervise<A>(
     };
     running.kill();
     if !matches!(ending, Ending::Exited) {
-        running.kill_leader();
         let _ = exited.await; // returns promptly: the whole group was just SIGKILLed
     }
     let status = running.reap();
@@ -413,15 +412,12 @@ impl Running {
         }
     }
 
-    /// SIGKILL every member of the group (ESRCH: nobody left).
+    /// SIGKILL every member of the group (ESRCH: nobody left), and the process itself by its
+    /// pid: it may have left its group for another one of the session (`setpgid`), which the
+    /// group kill misses, and waiting for its exit would never end. Its pid is ours until it is
+    /// reaped (a zombie ignores the signal).
     fn kill(&self) {
         let _ = killpg(self.pgid, Signal::SIGKILL);
-    }
-
-    /// SIGKILL the process itself too, before waiting for an exit it has not made yet: it may
-    /// have left its group for another one of the session (`setpgid`), which the group kill
-    /// misses, and the wait would never end. Its pid is ours until it is reaped.
-    fn kill_leader(&self) {
         let _ = nix::sys::signal::kill(self.pgid, Signal::SIGKILL);
     }
 
@@ -435,7 +431,6 @@ impl Running {
     /// Setting up the pipes failed: kill, reap and report.
     fn abandon<A>(mut self, source: io::Error) -> Finished<A> {
         self.kill();
-        self.kill_leader();
         let status = self.reap();
         Finished {
             ending: Ending::Exited,
@@ -451,7 +446,6 @@ impl Drop for Running {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             self.kill();
-            self.kill_leader();
             watchdog::forget(self.pgid());
             let _ = child.wait(); // SIGKILLed: returns promptly
         }
