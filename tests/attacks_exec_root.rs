@@ -251,15 +251,6 @@ fn a_full_dev_shm_does_not_fail_the_prepare_phase() {
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
 
-/// A root-owned `0700` runtime directory of the test in `/dev/shm`, removed on drop.
-struct RuntimeDir(PathBuf);
-
-impl Drop for RuntimeDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
 /// While a phase's hook runs from its copy in `$XDG_RUNTIME_DIR/ags`, another `ags` of the same
 /// user starts and sweeps that root: it removes the directory of a dead `ags` (the control) and
 /// nothing else, neither the live phase's directory nor entries that are not execution
@@ -272,10 +263,8 @@ fn a_sweep_leaves_a_live_phase_and_other_entries_alone() {
     }
     use common::launch::{Background, wait_until};
     let env = TestEnv::without_podman();
-    let runtime = RuntimeDir(PathBuf::from(format!("/dev/shm/ags-test-rt-{}", env.id())));
-    fs::create_dir(&runtime.0).unwrap();
-    fs::set_permissions(&runtime.0, fs::Permissions::from_mode(0o700)).unwrap();
-    let root = runtime.0.join("ags");
+    // The environment's runtime directory: root-owned, 0700, in `/dev/shm`.
+    let root = env.runtime_dir().join("ags");
     fs::create_dir(&root).unwrap();
     fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).unwrap();
     let (started, go, result) = (
@@ -306,9 +295,7 @@ fn a_sweep_leaves_a_live_phase_and_other_entries_alone() {
     for name in others {
         fs::create_dir(root.join(name)).unwrap();
     }
-    let mut cmd = env.cmd(["plan"]);
-    cmd.env("XDG_RUNTIME_DIR", &runtime.0);
-    let live = Background::spawn_cmd(cmd);
+    let live = Background::spawn_cmd(env.cmd(["plan"]));
     // The whole line: the shell creates the file before it writes it.
     let line = || fs::read_to_string(&started).is_ok_and(|s| s.ends_with('\n'));
     let seen = wait_until(std::time::Duration::from_secs(120), line);
@@ -332,8 +319,7 @@ fn a_sweep_leaves_a_live_phase_and_other_entries_alone() {
     fs::write(dead.join("h"), b"").unwrap();
 
     let empty = env.write_file("empty.toml", "", 0o600);
-    let mut cmd = env.cmd(["--config", empty.to_str().unwrap(), "plan"]);
-    cmd.env("XDG_RUNTIME_DIR", &runtime.0);
+    let cmd = env.cmd(["--config", empty.to_str().unwrap(), "plan"]);
     let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
     fs::write(&go, b"").unwrap();
     let first = live.wait();

@@ -1,6 +1,6 @@
 //! Issue 10, hole 9: the content of hook-generated files never touches a disk-backed file
 //! system. `$XDG_RUNTIME_DIR` is on ext4 on this machine (and under the test root, on disk, in
-//! rootful mode), where `ags` used to stage them. A hook generates a file holding a sentinel;
+//! rootful mode: [`TestEnv::runtime_on_disk`]), where `ags` used to stage them. A hook generates a file holding a sentinel;
 //! while the agent runs (and has read it), the launch's staging directory named in the
 //! container's annotation lies on tmpfs/ramfs, it is already gone, and no file under the test
 //! root or the runtime directory holds the sentinel.
@@ -14,11 +14,11 @@ use common::launch::{
     Background, approve_hooks, assert_clean, decl, files_containing, fs_type, launch_args, stdout,
     the_container,
 };
-use common::{api, each_mode, show};
+use common::{TestEnv, api, each_mode_with, show};
 
 #[test]
 fn generated_files_are_staged_in_ram_only() {
-    each_mode(|env| {
+    each_mode_with(TestEnv::runtime_on_disk, |env| {
         // Assembled by the hook at run time, so no file of the test holds the sentinel.
         let word = env.id().replace(['-', '.', '_'], "");
         let sentinel = format!("GENFILE-{word}");

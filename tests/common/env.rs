@@ -24,9 +24,16 @@ use super::{
 ///   home/.config/                XDG_CONFIG_HOME
 ///   home/.local/state/           XDG_STATE_HOME
 ///   home/.cache/                 XDG_CACHE_HOME
-///   run/                         XDG_RUNTIME_DIR (not rootless: that uses /run/user/<uid>)
+///   run/                         XDG_RUNTIME_DIR with [`TestEnv::runtime_on_disk`]
 ///   work/                        the project directory and cwd of every command
+/// /dev/shm/ags-test-<id>/        0700: XDG_RUNTIME_DIR otherwise (not rootless: that uses
+///                                /run/user/<uid>), removed on drop too
 /// ```
+///
+/// The runtime directory is RAM-backed, as a login session's is, so a launch keeps its
+/// execution copies and staging directories in it rather than in the user's shared
+/// `/dev/shm/ags-<uid>`: tests run concurrently, and another test's SIGKILLed `ags` must not
+/// look like this one's leftover.
 #[derive(Debug)]
 pub struct TestEnv {
     /// `None` for [`TestEnv::without_podman`].
@@ -38,6 +45,8 @@ pub struct TestEnv {
     url: String,
     /// When it was made, in clock ticks since boot (the unit of a process's start time).
     created_ticks: u64,
+    /// `root/run` (disk-backed) instead of the RAM-backed runtime directory.
+    runtime_on_disk: bool,
 }
 
 impl TestEnv {
@@ -80,6 +89,7 @@ impl TestEnv {
             switch_user,
             url,
             created_ticks: ticks_since_boot(),
+            runtime_on_disk: false,
         };
         fs::create_dir(&env.root).unwrap_or_else(|e| panic!("creating {}: {e}", env.root.display()));
         env.chown_mode(&env.root, 0o700);
@@ -96,8 +106,22 @@ impl TestEnv {
         }
         if mode != Some(Mode::Rootless) {
             env.mkdir("run", 0o700);
+            let ram = env.ram_runtime_dir();
+            fs::create_dir(&ram).unwrap_or_else(|e| panic!("creating {}: {e}", ram.display()));
+            env.chown_mode(&ram, 0o700);
         }
         env
+    }
+
+    /// This environment with its runtime directory on disk (`root/run`), for tests of where
+    /// `ags` goes when `$XDG_RUNTIME_DIR` is not RAM-backed (no effect in rootless mode).
+    pub fn runtime_on_disk(mut self) -> Self {
+        self.runtime_on_disk = true;
+        self
+    }
+
+    fn ram_runtime_dir(&self) -> PathBuf {
+        PathBuf::from(format!("/dev/shm/ags-test-{}", self.id))
     }
 
     /// When this environment was made, in clock ticks since boot: a process started later has a
@@ -174,11 +198,13 @@ impl TestEnv {
         self.root.join("work")
     }
 
-    /// XDG_RUNTIME_DIR: /run/user/<uid> for rootless (where its socket lives), else `root/run`.
+    /// XDG_RUNTIME_DIR: /run/user/<uid> for rootless (where its socket lives), else
+    /// `/dev/shm/ags-test-<id>`, or `root/run` with [`Self::runtime_on_disk`].
     pub fn runtime_dir(&self) -> PathBuf {
         match self.mode {
             Some(Mode::Rootless) => PathBuf::from(format!("/run/user/{}", self.uid())),
-            _ => self.root.join("run"),
+            _ if self.runtime_on_disk => self.root.join("run"),
+            _ => self.ram_runtime_dir(),
         }
     }
 
@@ -421,10 +447,13 @@ impl Drop for TestEnv {
                 println!("cleanup of {} removed: {removed:?}", self.id);
             }
         }
-        if var("AGS_TEST_KEEP").is_some() {
-            loud(&format!("AGS_TEST_KEEP: kept {}", self.root.display()));
-        } else if let Err(e) = fs::remove_dir_all(&self.root) {
-            loud(&format!("WARNING: removing {}: {e}", self.root.display()));
+        let ram = (self.mode != Some(Mode::Rootless)).then(|| self.ram_runtime_dir());
+        for dir in std::iter::once(self.root.clone()).chain(ram) {
+            if var("AGS_TEST_KEEP").is_some() {
+                loud(&format!("AGS_TEST_KEEP: kept {}", dir.display()));
+            } else if let Err(e) = fs::remove_dir_all(&dir) {
+                loud(&format!("WARNING: removing {}: {e}", dir.display()));
+            }
         }
     }
 }

@@ -197,9 +197,15 @@ pub fn modes() -> Vec<Mode> {
 /// Run `f` once per mode in [`modes`], each with a fresh [`TestEnv`]. The rootless runs of one
 /// test process take turns ([`rootless_turn`]).
 pub fn each_mode(f: impl Fn(&TestEnv)) {
+    each_mode_with(|env| env, f);
+}
+
+/// [`each_mode`] with each fresh [`TestEnv`] passed through `adjust` first (e.g.
+/// [`TestEnv::runtime_on_disk`]).
+pub fn each_mode_with(adjust: impl Fn(TestEnv) -> TestEnv, f: impl Fn(&TestEnv)) {
     for mode in modes() {
         let _turn = (mode == Mode::Rootless).then(rootless_turn);
-        let env = TestEnv::new(mode);
+        let env = adjust(TestEnv::new(mode));
         println!("=== {mode} mode, test id {}", env.id());
         f(&env);
     }
