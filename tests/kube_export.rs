@@ -118,21 +118,9 @@ impl Played<'_> {
         );
         (
             state["ExitCode"].as_i64().expect("an exit code"),
-            demux(&logs.body),
+            api::demux(&logs.body),
         )
     }
-}
-
-/// The text of a multiplexed log stream (8-byte frame headers: stream, 0, 0, 0, length BE).
-fn demux(mut raw: &[u8]) -> String {
-    let mut out = Vec::new();
-    while raw.len() >= 8 {
-        let len = u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]) as usize;
-        let end = (8 + len).min(raw.len());
-        out.extend_from_slice(&raw[8..end]);
-        raw = &raw[end..];
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 const PROBE: &str = "cat marker.txt; echo uid=$(id -u) gid=$(id -g); grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; exit 7";

@@ -2,16 +2,15 @@
 //! state volume that `ags --agent AGENT` mounts for this project — through the Podman API
 //! (rootful and rootless), never a mount of the host's agent directory. The test reads the
 //! file back the way the agent would (its user, its user namespace, the volume at its state
-//! directory) with `podman run`, checks that another project's volume does not get it, that no
+//! directory) in a container it makes through the API, checks that another project's volume does not get it, that no
 //! writer container is left, and that the content shows in no output of `ags`.
 
 mod common;
 
 use std::path::Path;
-use std::process::Output;
 
 use common::launch::{stderr, stdout};
-use common::{Mode, TestEnv, each_mode, run_command, show, tool};
+use common::{Mode, TestEnv, each_mode, show};
 use serde_json::Value;
 
 /// The state volume `ags --agent AGENT` would mount in `workdir` (from `ags plan --json`).
@@ -32,25 +31,23 @@ fn state_volume(env: &TestEnv, agent: &str, workdir: &Path) -> String {
     plan["state_volumes"][0]["name"].as_str().unwrap().to_string()
 }
 
-/// `podman run` through the mode's service, as the agent runs: its uid:gid, keep-id rootless.
-fn read_as_agent(env: &TestEnv, volume: &str, dir: &str, file: &str) -> Output {
-    let user = format!("{}:{}", env.uid(), env.gid());
-    let mount = format!("{volume}:{dir}");
+/// The file as the agent sees it: a container through the mode's service, with its uid:gid
+/// (keep-id rootless) and the volume at its state directory, prints the file and its mode and
+/// owner (output: stdout and stderr).
+fn read_as_agent(env: &TestEnv, volume: &str, dir: &str, file: &str) -> String {
     let script = format!("cat {dir}/{file}; echo; stat -c 'MODE=%a UID=%u' {dir}/{file}");
-    let mut args = vec!["--url".to_string(), env.url(), "run".into(), "--rm".into()];
+    let mut spec = serde_json::json!({
+        "image": env.image(),
+        "command": ["sh", "-c", script],
+        "user": format!("{}:{}", env.uid(), env.gid()),
+        "volumes": [{ "Name": volume, "Dest": dir }],
+        "netns": { "nsmode": "none" },
+        "labels": { common::TEST_LABEL_KEY: env.id() },
+    });
     if env.mode() == Mode::Rootless {
-        args.extend(["--userns".into(), "keep-id".into()]);
+        spec["userns"] = serde_json::json!({ "nsmode": "keep-id" });
     }
-    args.extend([
-        "--user".into(),
-        user,
-        "-v".into(),
-        mount,
-        "--network".into(),
-        "none".into(),
-    ]);
-    args.extend([env.image(), "sh".into(), "-c".into(), script]);
-    run_command(env.command(tool("podman"), args), None, common::RUN_TIMEOUT)
+    common::api::run_to_end(env.mode(), &spec).1
 }
 
 fn remove_volume(env: &TestEnv, name: &str) {
@@ -89,18 +86,16 @@ fn a_host_login_lands_in_this_projects_state_volume_only() {
             show(&out)
         );
 
-        let read = read_as_agent(env, &volume, "/home/dev/.claude", ".credentials.json");
-        let said = stdout(&read);
-        assert!(said.contains(&secret), "{}: {}", env.mode(), show(&read));
+        let said = read_as_agent(env, &volume, "/home/dev/.claude", ".credentials.json");
+        assert!(said.contains(&secret), "{}: {said}", env.mode());
         assert!(
             said.contains(&format!("MODE=600 UID={}", env.uid())),
-            "{}: {}",
-            env.mode(),
-            show(&read)
+            "{}: {said}",
+            env.mode()
         );
         // Another project's volume for the same agent does not have it.
-        let read = read_as_agent(env, &other_volume, "/home/dev/.claude", ".credentials.json");
-        assert!(!stdout(&read).contains(&secret), "{}", show(&read));
+        let said = read_as_agent(env, &other_volume, "/home/dev/.claude", ".credentials.json");
+        assert!(!said.contains(&secret), "{said}");
         // Imported again (a refreshed login): replaced in place.
         env.write_file("home/.claude/.credentials.json", "{\"v\":2}", 0o600);
         let out = env.run([
@@ -113,8 +108,8 @@ fn a_host_login_lands_in_this_projects_state_volume_only() {
             &env.image(),
         ]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        let read = read_as_agent(env, &volume, "/home/dev/.claude", ".credentials.json");
-        assert!(stdout(&read).starts_with("{\"v\":2}"), "{}", show(&read));
+        let said = read_as_agent(env, &volume, "/home/dev/.claude", ".credentials.json");
+        assert!(said.starts_with("{\"v\":2}"), "{said}");
         // No writer container is left behind.
         let all = common::api::call(env.mode(), "GET", "/containers/json?all=true", None).json();
         let writers: Vec<&Value> = all

@@ -337,6 +337,43 @@ pub fn create_container(mode: Mode, name: &str, image: &str, labels: &[(&str, &s
         .to_owned()
 }
 
+/// Create, start and wait for a container from the libpod create `spec`, then remove it: its
+/// exit code and output (stdout and stderr, from its log). Through the API, not `podman run`:
+/// the remote client's attach can miss the output of a container that exits at once.
+pub fn run_to_end(mode: Mode, spec: &Value) -> (i64, String) {
+    let created = call(mode, "POST", "/containers/create", Some(spec));
+    assert!(created.ok(), "{mode}: create: {}", created.text());
+    let id = created.json()["Id"]
+        .as_str()
+        .expect("create answers an Id")
+        .to_owned();
+    let started = call(mode, "POST", &format!("/containers/{id}/start"), None);
+    let waited = call(mode, "POST", &format!("/containers/{id}/wait"), None);
+    let logs = call(
+        mode,
+        "GET",
+        &format!("/containers/{id}/logs?stdout=true&stderr=true"),
+        None,
+    );
+    call(mode, "DELETE", &format!("/containers/{id}?force=true"), None);
+    assert!(started.ok(), "{mode}: start: {}", started.text());
+    assert!(waited.ok(), "{mode}: wait: {}", waited.text());
+    let code = waited.text().trim().parse().expect("wait answers the exit code");
+    (code, demux(&logs.body))
+}
+
+/// The text of a multiplexed log stream (8-byte frame headers: stream, 0, 0, 0, length BE).
+pub fn demux(mut raw: &[u8]) -> String {
+    let mut out = Vec::new();
+    while raw.len() >= 8 {
+        let len = u32::from_be_bytes([raw[4], raw[5], raw[6], raw[7]]) as usize;
+        let end = (8 + len).min(raw.len());
+        out.extend_from_slice(&raw[8..end]);
+        raw = &raw[end..];
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The major version of the mode's Podman service.
 pub fn podman_major(mode: Mode) -> u32 {
     let version = call(mode, "GET", "/version", None).json();
