@@ -325,6 +325,10 @@ pub struct PlanArgs {
 /// `ags gc`.
 #[derive(Debug, Args)]
 pub struct GcArgs {
+    /// Also remove the agents' state volumes (logins, sessions, history) of projects whose
+    /// directory no longer exists on this machine.
+    #[arg(long)]
+    pub state: bool,
     /// Also remove leftovers of this launch id even if its owner looks alive.
     #[arg(long, value_name = "LAUNCH_ID", hide = true)]
     pub launch: Option<String>,

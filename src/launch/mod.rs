@@ -19,6 +19,7 @@ mod seccomp;
 pub mod service_lock;
 pub mod signals;
 pub mod stage;
+pub mod state_gc;
 pub mod sweep_gate;
 pub mod terminal;
 
