@@ -136,23 +136,28 @@ impl Client {
         Ok((resp.id, resp.warnings))
     }
 
-    /// Initialise a created container (mounts its volumes) without starting it.
+    /// Initialise a created container (mounts its volumes) without starting it. A monitor lost
+    /// on the way ([`PodmanError::is_conmon_lost`]) is retried.
     pub async fn init(&self, id: &str) -> Result<()> {
-        self.call(Request::new(Method::POST, container(id, "/init")))
+        retry_conmon_lost(|| self.call(Request::new(Method::POST, container(id, "/init"))))
             .await
             .map(drop)
     }
 
     /// Attach to a container (HTTP upgrade). Attaching initialises a created container; attach
     /// before `start` so no output is lost. See `attach.rs` for the stream format and stdin EOF.
+    /// A monitor lost while initialising ([`PodmanError::is_conmon_lost`]) is retried.
     pub async fn attach(&self, id: &str, opts: AttachOptions) -> Result<AttachStream> {
-        let req = Request::new(Method::POST, container(id, "/attach"))
-            .query("stream", "true")
-            .query("stdin", bool_str(opts.stdin))
-            .query("stdout", bool_str(opts.stdout))
-            .query("stderr", bool_str(opts.stderr))
-            .query("detachKeys", "");
-        Ok(AttachStream::new(self.upgrade(req).await?, opts.tty))
+        let req = || {
+            Request::new(Method::POST, container(id, "/attach"))
+                .query("stream", "true")
+                .query("stdin", bool_str(opts.stdin))
+                .query("stdout", bool_str(opts.stdout))
+                .query("stderr", bool_str(opts.stderr))
+                .query("detachKeys", "")
+        };
+        let upgraded = retry_conmon_lost(|| self.upgrade(req())).await?;
+        Ok(AttachStream::new(upgraded, opts.tty))
     }
 
     /// Set the tty size (rows `h`, columns `w`). Answers 409 before the container is initialised.
@@ -163,9 +168,10 @@ impl Client {
         self.call(req).await.map(drop)
     }
 
-    /// Start a container; starting one that already runs (304) is success.
+    /// Start a container; starting one that already runs (304) is success. A monitor lost while
+    /// initialising one that was not ([`PodmanError::is_conmon_lost`]) is retried.
     pub async fn start(&self, id: &str) -> Result<()> {
-        self.call(Request::new(Method::POST, container(id, "/start")))
+        retry_conmon_lost(|| self.call(Request::new(Method::POST, container(id, "/start"))))
             .await
             .map(drop)
     }
@@ -303,5 +309,28 @@ impl Client {
         let req = Request::new(Method::DELETE, format!("/images/{}", image_ref(name)))
             .query("force", bool_str(force));
         self.call(req).await.map(drop)
+    }
+}
+
+/// How often a step whose container monitor was lost ([`PodmanError::is_conmon_lost`]) is
+/// repeated, 100 ms more apart each time.
+const CONMON_RETRIES: u32 = 2;
+
+/// `step`, repeated while it fails with [`PodmanError::is_conmon_lost`] (at most
+/// [`CONMON_RETRIES`] more times); its last result.
+async fn retry_conmon_lost<T, F, Fut>(mut step: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut attempt = 0;
+    loop {
+        match step().await {
+            Err(e) if attempt < CONMON_RETRIES && e.is_conmon_lost() => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+            }
+            other => return other,
+        }
     }
 }

@@ -254,6 +254,17 @@ impl PodmanError {
         self.says("keep-id requires additional UIDs or GIDs")
     }
 
+    /// The container's monitor (conmon) ended without a word while Podman prepared the
+    /// container (init, or the init of an attach or start): "container create failed (no logs
+    /// from conmon): conmon bytes \"\": readObjectStart…" (Podman 5.4 under load, an upstream
+    /// flake: containers/podman#10927), or "write child: broken pipe" when it ended before
+    /// Podman wrote to it (both reproduced on 4.3.1 with a conmon that exits early). Nothing ran
+    /// and the container is back in its created state, so the step is worth repeating.
+    pub fn is_conmon_lost(&self) -> bool {
+        matches!(self, PodmanError::Api { .. })
+            && (self.says("no logs from conmon") || self.says("write child: broken pipe"))
+    }
+
     /// A start failed because the OCI runtime could not execute the command. Only the runtime's
     /// exec step counts (`exec: "CMD": …` in runc's message, as relayed by Podman 4.3 and 5):
     /// other start failures (a mount refused, a runtime error) are `None`, although Podman's

@@ -327,3 +327,27 @@ fn text_predicates_read_only_podmans_answers() {
         assert_eq!(e.runtime_setup_failure(), None, "{e}");
     }
 }
+
+#[test]
+fn a_lost_monitor_is_recognised_in_both_wordings() {
+    // Observed on 4.3.1 with a conmon that exits before writing its status (init and attach),
+    // the same text as Podman 5.4.2's flake; and with one that exits at once.
+    let init = api(
+        500,
+        r#"{"cause":"readObjectStart: expect { or n, but found \u0000, error found in #0 byte of ...||..., bigger context ...||...","message":"container create failed (no logs from conmon): conmon bytes \"\": readObjectStart: expect { or n, but found \u0000, error found in #0 byte of ...||..., bigger context ...||...","response":500}"#,
+    );
+    let attach = api(
+        409,
+        r#"{"cause":"x","message":"preparing container 41de for attach: container create failed (no logs from conmon): conmon bytes \"\": readObjectStart: expect { or n, but found  , error found in #0 byte of ...||..., bigger context ...||...","response":409}"#,
+    );
+    let early = api(
+        500,
+        r#"{"cause":"broken pipe","message":"write child: broken pipe","response":500}"#,
+    );
+    assert!(init.is_conmon_lost() && attach.is_conmon_lost() && early.is_conmon_lost());
+    let other = api(
+        500,
+        r#"{"cause":"exit status 1","message":"exit status 1","response":500}"#,
+    );
+    assert!(!other.is_conmon_lost());
+}
