@@ -9,7 +9,7 @@
 //! only records the signal, and a blocking read on the terminal would resume after it).
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::os::fd::AsFd;
 
 use rustix::termios::{LocalModes, OptionalActions, SpecialCodeIndex, Termios, tcgetattr, tcsetattr};
@@ -48,8 +48,7 @@ pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
     let _ = rustix::termios::tcflush(tty.as_fd(), rustix::termios::QueueSelector::IFlush);
     write!(out, "{text}{question} [y/N] ")?;
     out.flush()?;
-    let mut line = Vec::new();
-    BufReader::new(&tty).read_until(b'\n', &mut line)?;
+    let line = read_answer(&tty)?;
     drop(guard);
     if line.iter().any(|b| [INTR, QUIT].contains(b)) {
         let _ = writeln!(out);
@@ -57,6 +56,24 @@ pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
     }
     let answer = String::from_utf8_lossy(&line).trim().to_ascii_lowercase();
     Ok(answer == "y" || answer == "yes")
+}
+
+/// One answer: the bytes up to and including the first line end — a newline, or Ctrl-C or
+/// Ctrl-\ (line ends too while the question is open: a Ctrl-C alone must end the prompt, not
+/// wait for Enter) — or all there is at end of input.
+fn read_answer(mut tty: &File) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        let n = match tty.read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => other?,
+        };
+        line.extend_from_slice(&buf[..n]);
+        if n == 0 || buf[..n].iter().any(|b| [b'\n', INTR, QUIT].contains(b)) {
+            return Ok(line);
+        }
+    }
 }
 
 /// Whether a controlling terminal exists (without asking anything).

@@ -1,11 +1,14 @@
-//! `ags gc --state`: the agents' state volumes of projects whose directory is gone are removed,
-//! and nothing else: not those of projects that exist, not the `shared` ones, not one a container
-//! still uses (until it is gone); plain `ags gc` never touches state volumes; a remote service is refused before
+//! `ags gc --state`: the agents' state volumes of projects whose directory is gone are listed and,
+//! confirmed (`--yes` here: no terminal), removed, and nothing else: not those of projects that
+//! exist, not the `shared` ones, not a volume whose name is not the one `ags` gives that project,
+//! not one a container still uses (until it is gone), not outside `--under`; plain `ags gc` never
+//! touches state volumes; without a terminal and `--yes` nothing is removed; a remote service is refused before
 //! any connection. Real volumes, made the way a user makes them (`ags login import`).
 
 mod common;
 
 use std::path::Path;
+use std::time::Duration;
 
 use common::launch::{stderr, stdout};
 use common::{Mode, TEST_LABEL_KEY, TestEnv, api, each_mode, show};
@@ -64,13 +67,23 @@ fn only_the_state_of_projects_that_are_gone_is_removed() {
         let gone_volume = state_volume_of(env, &gone);
         let kept_volume = state_volume_of(env, &kept);
         let used_volume = state_volume_of(env, &used);
+        // Kept whatever their label says: the shared volume, and a volume whose name is not the
+        // one ags gives (hand-made, or labelled for a directory that does not hash to it).
         let shared = format!("ags-state-claude-shared-{}", env.id());
-        let labels = [
-            ("io.ags.state-agent", "claude"),
-            ("io.ags.state-workdir", "shared"),
-            (TEST_LABEL_KEY, env.id()),
-        ];
-        api::create_volume(mode, &shared, &labels);
+        let handmade = format!("handmade-{}", env.id());
+        let gone_label = gone.display().to_string();
+        let test_label = (TEST_LABEL_KEY, env.id());
+        let agent_label = ("io.ags.state-agent", "claude");
+        api::create_volume(
+            mode,
+            &shared,
+            &[agent_label, ("io.ags.state-workdir", "shared"), test_label],
+        );
+        api::create_volume(
+            mode,
+            &handmade,
+            &[agent_label, ("io.ags.state-workdir", &gone_label), test_label],
+        );
         // A container (never started) still holds the third project's volume.
         let spec = json!({
             "image": env.image(), "command": ["true"], "netns": {"nsmode": "none"},
@@ -81,6 +94,8 @@ fn only_the_state_of_projects_that_are_gone_is_removed() {
         assert!(holder.ok(), "{mode}: {}", holder.text());
         std::fs::remove_dir(&gone).unwrap();
         std::fs::remove_dir(&used).unwrap();
+        // Only this test's projects: the services may hold other state of their users.
+        let under = env.root().display().to_string();
 
         // Plain gc never removes state.
         let out = env.run(["gc"]);
@@ -89,18 +104,51 @@ fn only_the_state_of_projects_that_are_gone_is_removed() {
             volume_exists(mode, &gone_volume),
             "{mode}: plain gc removed state"
         );
-
-        let out = env.run(["gc", "--state"]);
-        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        let said = stdout(&out);
+        // Without a terminal to ask on and without --yes: listed, refused, nothing removed.
+        let out = env.run(["gc", "--state", "--under", &under]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         assert!(
-            said.contains(&format!(
-                "removed state volume {gone_volume} (claude in {}",
-                gone.display()
-            )),
+            stdout(&out).contains(&format!("  {gone_volume} (claude in {gone_label})")),
             "{}",
             show(&out)
         );
+        assert!(stderr(&out).contains("--yes"), "{}", show(&out));
+        assert!(volume_exists(mode, &gone_volume), "{mode}: removed without --yes");
+        // Another directory named: not listed.
+        let elsewhere = env.mkdir("elsewhere", 0o755).display().to_string();
+        let out = env.run(["gc", "--state", "--under", &elsewhere, "--yes"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            stdout(&out).contains("no state volume of a project that is gone"),
+            "{}",
+            show(&out)
+        );
+        assert!(
+            volume_exists(mode, &gone_volume),
+            "{mode}: removed outside --under"
+        );
+
+        // On a terminal it asks: no keeps everything, and Ctrl-C too (at once, 130).
+        for (answer, code) in [(&b"n\n"[..], 0), (b"\x03", 130)] {
+            let mut s = env.spawn_pty(["gc", "--state", "--under", &under], 24, 200);
+            assert!(s.wait_for("[y/N]", Duration::from_secs(60)), "{}", s.output());
+            assert!(
+                s.output().contains("Remove these 2 state volumes?"),
+                "{}",
+                s.output()
+            );
+            s.write(answer);
+            let status = s.wait(Duration::from_secs(60));
+            let status = status.unwrap_or_else(|| panic!("ags still runs after {answer:?}: {}", s.output()));
+            assert_eq!(status.code(), Some(code), "{}", s.output());
+            assert!(volume_exists(mode, &gone_volume), "{mode}: removed without a yes");
+        }
+
+        let out = env.run(["gc", "--state", "--under", &under, "--yes"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let said = stdout(&out);
+        let removed = format!("removed state volume {gone_volume} (claude in {gone_label})");
+        assert!(said.contains(&removed), "{}", show(&out));
         assert!(
             said.contains(&format!("kept state volume {used_volume}")),
             "{}",
@@ -110,7 +158,7 @@ fn only_the_state_of_projects_that_are_gone_is_removed() {
             !volume_exists(mode, &gone_volume),
             "{mode}: {gone_volume} is still there"
         );
-        for volume in [&kept_volume, &used_volume, &shared] {
+        for volume in [&kept_volume, &used_volume, &shared, &handmade] {
             assert!(volume_exists(mode, volume), "{mode}: {volume} was removed");
             assert!(
                 !said.contains(&format!("removed state volume {volume}")),
@@ -122,14 +170,14 @@ fn only_the_state_of_projects_that_are_gone_is_removed() {
         // The holder gone, the next run takes the used project's volume too.
         let id = holder.json()["Id"].as_str().unwrap().to_owned();
         api::call(mode, "DELETE", &format!("/containers/{id}?force=true"), None);
-        let out = env.run(["gc", "--state"]);
+        let out = env.run(["gc", "--state", "--under", &under, "--yes"]);
         assert!(
             stdout(&out).contains(&format!("removed state volume {used_volume}")),
             "{}",
             show(&out)
         );
         assert!(!volume_exists(mode, &used_volume));
-        for volume in [&kept_volume, &shared] {
+        for volume in [&kept_volume, &shared, &handmade] {
             api::call(mode, "DELETE", &format!("/volumes/{volume}"), None);
         }
     });

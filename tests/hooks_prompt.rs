@@ -25,6 +25,21 @@ fn marking_hook(env: &TestEnv, name: &str, marker: &Path) -> PathBuf {
     )
 }
 
+/// Ctrl-C alone, no Enter after it: the prompt ends at once (it used to wait for a newline).
+#[test]
+fn ctrl_c_alone_ends_the_approval_prompt_at_once() {
+    let env = TestEnv::without_podman();
+    let marker = env.root().join("ran");
+    let h = marking_hook(&env, "h", &marker);
+    env.write_global_config(&decl("h", &h, &[], ""));
+    let mut s = env.spawn_pty(["plan"], 24, 80);
+    assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
+    s.write(b"\x03");
+    let status = s.wait(WAIT).expect("ags exits after a lone Ctrl-C");
+    assert_eq!(status.code(), Some(130), "{}", s.output());
+    assert!(!marker.exists(), "an interrupted approval must not run the hook");
+}
+
 #[test]
 fn ctrl_c_at_the_approval_prompt_aborts_with_nothing_approved() {
     let env = TestEnv::without_podman();

@@ -326,9 +326,15 @@ pub struct PlanArgs {
 #[derive(Debug, Args)]
 pub struct GcArgs {
     /// Also remove the agents' state volumes (logins, sessions, history) of projects whose
-    /// directory no longer exists on this machine.
+    /// directory no longer exists on this machine: lists them, then asks.
     #[arg(long)]
     pub state: bool,
+    /// With --state: only projects under this directory.
+    #[arg(long, value_name = "DIR", requires = "state")]
+    pub under: Option<std::path::PathBuf>,
+    /// With --state: remove without asking (needed without a terminal).
+    #[arg(long, requires = "state")]
+    pub yes: bool,
     /// Also remove leftovers of this launch id even if its owner looks alive.
     #[arg(long, value_name = "LAUNCH_ID", hide = true)]
     pub launch: Option<String>,

@@ -1,18 +1,23 @@
 //! `ags gc`: remove leftovers of `ags` processes that are gone, and run the finished hooks those
 //! launches still owe (crash recovery, docs/lifecycle.md); with `--state`, also the agents'
-//! state volumes of projects that are gone (`launch::state_gc`).
+//! state volumes of projects that are gone, once listed and confirmed (`launch::state_gc`).
+
+use std::path::PathBuf;
 
 use crate::cli::{GcArgs, GlobalArgs};
 use crate::hooks::runner::stderr_to_terminal;
-use crate::{Error, launch, podman};
+use crate::launch::state_gc::{self, Candidate, StateReport};
+use crate::{Error, launch, podman, prompt};
 
-/// Sweep orphaned containers and volumes, run owed finished hooks, and report what was done.
-/// Hook failures are reported but do not change the exit status.
+/// Sweep orphaned containers and volumes, run owed finished hooks, and report what was done;
+/// then, with `--state`, the state volumes of vanished projects. Hook failures are reported but
+/// do not change the exit status.
 pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     let paths = crate::config::Paths::from_env()?;
     if args.state {
         refuse_remote_state(global)?;
     }
+    let under = args.under.as_deref().map(absolute);
     let rt = super::runtime()?;
     let result = rt.block_on(async {
         let client = podman::connect(&super::target(global)).await?;
@@ -21,14 +26,21 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
         }
         let report = launch::gc::sweep(&client, args.launch.as_deref()).await?;
         let recovered = crate::session::recover::recover(&paths, &report.swept, stderr_to_terminal()).await;
-        let state = match args.state {
-            true => Some(launch::state_gc::sweep_state(&client).await?),
-            false => None,
+        let candidates = match args.state {
+            true => state_gc::candidates(&client, under.as_deref())
+                .await
+                .map_err(|e| e.to_string()),
+            false => Ok(Vec::new()),
         };
-        Ok::<_, Error>((report, recovered, state))
+        Ok::<_, Error>((client, report, recovered, candidates))
     });
-    super::finish(rt);
-    let (report, recovered, state) = result?;
+    let (client, report, recovered, candidates) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            super::finish(rt);
+            return Err(e);
+        }
+    };
     crate::hooks::prepare::sweep_exec_dirs(&paths);
     let host: Vec<_> = paths
         .stage_roots()
@@ -44,32 +56,97 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     for v in &report.volumes {
         println!("removed volume {v}");
     }
-    let state = state.unwrap_or_default();
-    for (volume, agent, dir) in &state.removed {
-        println!("removed state volume {volume} ({agent} in {dir}, which no longer exists)");
-    }
-    for volume in &state.in_use {
-        println!("kept state volume {volume}: its project is gone, but a container still uses it");
-    }
-    let removed = host.len() + report.containers.len() + report.volumes.len() + state.removed.len();
-    if removed == 0 && recovered.is_empty() && report.errors.is_empty() && state.errors.is_empty() {
-        match args.state {
-            true => println!(
-                "nothing to clean up: no leftovers of ags processes that are gone, no state volume of a project that is gone"
-            ),
-            false => println!("nothing to clean up: no leftovers of ags processes that are gone"),
-        }
+    let removed = host.len() + report.containers.len() + report.volumes.len();
+    if removed == 0 && recovered.is_empty() && report.errors.is_empty() {
+        println!("nothing to clean up: no leftovers of ags processes that are gone");
     }
     for line in &recovered {
         eprintln!("ags: {line}");
     }
-    for e in report.errors.iter().chain(&state.errors) {
+    let mut errors = report.errors;
+    let state = match (args.state, candidates) {
+        (false, _) => Ok(StateReport::default()),
+        (true, Ok(found)) => state_step(&rt, &client, found, args.yes),
+        (true, Err(e)) => {
+            errors.push(format!("listing state volumes: {e}"));
+            Ok(StateReport::default())
+        }
+    };
+    super::finish(rt);
+    let state = state?;
+    if state.interrupted {
+        return Ok(launch::signals::exit_code_for(libc::SIGINT));
+    }
+    errors.extend(state.errors);
+    for e in &errors {
         eprintln!("ags: gc: {e}");
     }
-    Ok(if report.errors.is_empty() && state.errors.is_empty() {
+    Ok(if errors.is_empty() {
         0
     } else {
         crate::error::EXIT_AGS_FAILURE
+    })
+}
+
+/// List the state volumes of vanished projects, ask (unless `yes`), remove, and say what was
+/// done. No terminal and no `yes`: an error naming `--yes`, nothing removed.
+fn state_step(
+    rt: &tokio::runtime::Runtime,
+    client: &podman::Client,
+    found: Vec<Candidate>,
+    yes: bool,
+) -> Result<StateReport, Error> {
+    if found.is_empty() {
+        println!("no state volume of a project that is gone");
+        return Ok(StateReport::default());
+    }
+    println!("state volumes of projects that no longer exist (with any login kept in them):");
+    for c in &found {
+        println!("  {} ({} in {})", c.name, c.agent, c.workdir);
+    }
+    if !yes {
+        if !prompt::has_terminal() {
+            return Err(Error::Usage(
+                "ags gc --state: no terminal to ask on: rerun on a terminal, or pass --yes to remove \
+                 these state volumes"
+                    .into(),
+            ));
+        }
+        let question = format!("Remove these {} state volumes?", found.len());
+        let text = "\nA project on a disk that is not mounted now looks gone too: answer no if so.\n";
+        match prompt::confirm(text, &question) {
+            Ok(true) => {}
+            Ok(false) => {
+                println!("nothing was removed");
+                return Ok(StateReport::default());
+            }
+            Err(prompt::PromptError::Interrupted) => {
+                println!("interrupted: nothing was removed");
+                return Ok(StateReport {
+                    interrupted: true,
+                    ..StateReport::default()
+                });
+            }
+            Err(e) => return Err(Error::Usage(format!("cannot ask: {e}"))),
+        }
+    }
+    let report = rt.block_on(state_gc::remove(client, found));
+    for c in &report.removed {
+        println!("removed state volume {} ({} in {})", c.name, c.agent, c.workdir);
+    }
+    for name in &report.in_use {
+        println!("kept state volume {name}: a container still uses it");
+    }
+    Ok(report)
+}
+
+/// `dir` made absolute (canonical when it exists), to compare with the canonical workdirs in
+/// the labels.
+fn absolute(dir: &std::path::Path) -> PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(dir))
+            .unwrap_or_else(|_| dir.to_path_buf())
     })
 }
 
