@@ -10,37 +10,15 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::launch::{stderr, stdout};
+use common::launch::{login_import, state_volume, stderr, stdout};
 use common::{Mode, TEST_LABEL_KEY, TestEnv, api, each_mode, show};
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// Import a claude login into `dir`'s state volume; its name (from `ags plan --json`).
+/// Import a claude login into `dir`'s state volume; its name.
 fn state_volume_of(env: &TestEnv, dir: &Path) -> String {
-    let w = dir.display().to_string();
-    let out = env.run([
-        "plan",
-        "--json",
-        "--agent",
-        "claude",
-        "--workdir",
-        &w,
-        "--image",
-        &env.image(),
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let plan: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let name = plan["state_volumes"][0]["name"].as_str().unwrap().to_string();
-    let out = env.run([
-        "login",
-        "import",
-        "claude",
-        "--workdir",
-        &w,
-        "--image",
-        &env.image(),
-    ]);
+    let out = login_import(env, "claude", dir);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    name
+    state_volume(env, "claude", dir)
 }
 
 fn volume_exists(mode: Mode, name: &str) -> bool {

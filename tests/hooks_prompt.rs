@@ -25,15 +25,22 @@ fn marking_hook(env: &TestEnv, name: &str, marker: &Path) -> PathBuf {
     )
 }
 
+/// A hook `h` that creates `<root>/ran`, declared and not approved, and `ags plan` on a terminal
+/// showing its approval question; and the marker's path.
+fn approval_prompt(env: &TestEnv) -> (common::PtySession, PathBuf) {
+    let marker = env.root().join("ran");
+    let h = marking_hook(env, "h", &marker);
+    env.write_global_config(&decl("h", &h, &[], ""));
+    let s = env.spawn_pty(["plan"], 24, 80);
+    assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
+    (s, marker)
+}
+
 /// Ctrl-C alone, no Enter after it: the prompt ends at once (it used to wait for a newline).
 #[test]
 fn ctrl_c_alone_ends_the_approval_prompt_at_once() {
     let env = TestEnv::without_podman();
-    let marker = env.root().join("ran");
-    let h = marking_hook(&env, "h", &marker);
-    env.write_global_config(&decl("h", &h, &[], ""));
-    let mut s = env.spawn_pty(["plan"], 24, 80);
-    assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
+    let (mut s, marker) = approval_prompt(&env);
     s.write(b"\x03");
     let status = s.wait(WAIT).expect("ags exits after a lone Ctrl-C");
     assert_eq!(status.code(), Some(130), "{}", s.output());
@@ -43,11 +50,7 @@ fn ctrl_c_alone_ends_the_approval_prompt_at_once() {
 #[test]
 fn ctrl_c_at_the_approval_prompt_aborts_with_nothing_approved() {
     let env = TestEnv::without_podman();
-    let marker = env.root().join("ran");
-    let h = marking_hook(&env, "h", &marker);
-    env.write_global_config(&decl("h", &h, &[], ""));
-    let mut s = env.spawn_pty(["plan"], 24, 80);
-    assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
+    let (mut s, marker) = approval_prompt(&env);
     // Ctrl-C, then a `y` typed right after it: the old prompt swallowed the interrupt and
     // recorded the approval on the `y`.
     s.write(b"\x03y\n");

@@ -7,29 +7,9 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::launch::{stderr, stdout};
+use common::launch::{login_import, state_volume, stderr};
 use common::{Mode, TestEnv, each_mode, show};
 use serde_json::Value;
-
-/// The state volume `ags --agent AGENT` would mount in `workdir` (from `ags plan --json`).
-fn state_volume(env: &TestEnv, agent: &str, workdir: &Path) -> String {
-    let w = workdir.display().to_string();
-    let out = env.run([
-        "plan",
-        "--json",
-        "--agent",
-        agent,
-        "--workdir",
-        &w,
-        "--image",
-        &env.image(),
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let plan: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    plan["state_volumes"][0]["name"].as_str().unwrap().to_string()
-}
 
 /// The file as the agent sees it: a container through the mode's service, with its uid:gid
 /// (keep-id rootless) and the volume at its state directory, prints the file and its mode and
@@ -68,16 +48,7 @@ fn a_host_login_lands_in_this_projects_state_volume_only() {
         let volume = state_volume(env, "claude", &work);
         let other_volume = state_volume(env, "claude", &other);
         assert_ne!(volume, other_volume);
-        let w = work.display().to_string();
-        let out = env.run([
-            "login",
-            "import",
-            "claude",
-            "--workdir",
-            &w,
-            "--image",
-            &env.image(),
-        ]);
+        let out = login_import(env, "claude", &work);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert!(stderr(&out).contains(&volume), "{}", show(&out));
         assert!(
@@ -98,15 +69,7 @@ fn a_host_login_lands_in_this_projects_state_volume_only() {
         assert!(!said.contains(&secret), "{said}");
         // Imported again (a refreshed login): replaced in place.
         env.write_file("home/.claude/.credentials.json", "{\"v\":2}", 0o600);
-        let out = env.run([
-            "login",
-            "import",
-            "claude",
-            "--workdir",
-            &w,
-            "--image",
-            &env.image(),
-        ]);
+        let out = login_import(env, "claude", &work);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         let said = read_as_agent(env, &volume, "/home/dev/.claude", ".credentials.json");
         assert!(said.starts_with("{\"v\":2}"), "{said}");

@@ -51,6 +51,33 @@ pub fn run_agent_with_stdin(env: &TestEnv, extra: &[&str], cmd: &[&str], stdin: 
     env.run_with_stdin(launch_args(env, &all, cmd), stdin)
 }
 
+/// The state volume `ags --agent AGENT` would mount in `workdir` (from `ags plan --json`).
+pub fn state_volume(env: &TestEnv, agent: &str, workdir: &Path) -> String {
+    let w = workdir.display().to_string();
+    let out = env.run([
+        "plan",
+        "--json",
+        "--agent",
+        agent,
+        "--workdir",
+        &w,
+        "--image",
+        &env.image(),
+    ]);
+    assert!(out.status.success(), "{}", super::show(&out));
+    let plan: Value = serde_json::from_str(&stdout(&out)).expect("plan --json is JSON");
+    plan["state_volumes"][0]["name"]
+        .as_str()
+        .expect("a state volume")
+        .to_string()
+}
+
+/// `ags login import AGENT --workdir WORKDIR --image <the test image>`.
+pub fn login_import(env: &TestEnv, agent: &str, workdir: &Path) -> Output {
+    let w = workdir.display().to_string();
+    env.run(["login", "import", agent, "--workdir", &w, "--image", &env.image()])
+}
+
 /// Standard output as text.
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
