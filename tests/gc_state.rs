@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::launch::{login_import, state_volume, stderr, stdout};
+use common::launch::{login_import, run_agent, state_volume, stderr, stdout};
 use common::{Mode, TEST_LABEL_KEY, TestEnv, api, each_mode, show};
 use serde_json::json;
 
@@ -158,6 +158,36 @@ fn only_the_state_of_projects_that_are_gone_is_removed() {
         for volume in [&kept_volume, &shared, &handmade] {
             api::call(mode, "DELETE", &format!("/volumes/{volume}"), None);
         }
+    });
+}
+
+/// The attack: an agent working in a parent project puts a dangling symlink where a nested
+/// project was, to make that project look gone and its state (a login) be deleted. Whatever is
+/// at a project's path keeps its state: the nested project's volume is neither listed nor
+/// removed, even with `--yes`.
+#[test]
+fn a_symlink_an_agent_plants_in_a_projects_place_keeps_its_state() {
+    each_mode(|env| {
+        let mode = env.mode();
+        env.write_file("home/.claude/.credentials.json", "{\"k\":1}", 0o600);
+        let nested = env.mkdir("work/nested", 0o755).canonicalize().unwrap();
+        let volume = state_volume_of(env, &nested);
+        let attack = "rm -rf nested && ln -s /nowhere/at/all nested && ls -la nested";
+        let out = run_agent(env, &["--network", "none"], &["sh", "-c", attack]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            nested.symlink_metadata().unwrap().file_type().is_symlink(),
+            "the attack ran"
+        );
+        let under = env.root().display().to_string();
+        let out = env.run(["gc", "--state", "--under", &under, "--yes"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(!stdout(&out).contains(&volume), "{}", show(&out));
+        assert!(
+            volume_exists(mode, &volume),
+            "{mode}: the planted symlink got {volume} removed"
+        );
+        api::call(mode, "DELETE", &format!("/volumes/{volume}"), None);
     });
 }
 

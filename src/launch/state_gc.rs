@@ -4,8 +4,9 @@
 //! deleted or moved project leaves its volumes (and the logins in them) behind until this runs.
 //!
 //! A volume is a candidate only when all of these hold:
-//! - its `io.ags.state-workdir` label is an absolute path that definitely does not exist, while
-//!   its parent directory does (a missing parent may be a disk that is not mounted now);
+//! - its `io.ags.state-workdir` label is an absolute path where nothing is (not even a
+//!   dangling symlink), while its parent directory is there (a missing parent may be a disk
+//!   that is not mounted now);
 //! - its name is the one `ags` gives that agent's state in that directory
 //!   ([`crate::agents::AgentProfile::state_volume`]), so a label that does not say the project
 //!   exactly (a directory name that is not UTF-8, a hand-made volume) keeps it;
@@ -48,16 +49,16 @@ pub struct StateReport {
 }
 
 /// The project directory of a state volume's `workdir` label when that directory is gone: an
-/// absolute path that does not exist (a symlink counts as existing only if its target does)
-/// while its parent directory does. `None` for `shared`, relative paths, a missing parent, and
-/// paths that cannot be checked.
+/// absolute path where nothing is at all, while its parent directory is there. Anything at the
+/// path keeps the volume, a dangling symlink included: the label is a canonical path, so a
+/// symlink there was put in the project's place (by an agent working in a parent project, say).
+/// `None` for `shared`, relative paths, a missing parent, and paths that cannot be checked.
 pub fn vanished_project(workdir: &str) -> Option<&str> {
     let path = Path::new(workdir);
     let parent_here = path.parent().is_some_and(|p| p.is_dir());
-    match path.is_absolute() && parent_here {
-        true => matches!(path.try_exists(), Ok(false)).then_some(workdir),
-        false => None,
-    }
+    let nothing_there =
+        || matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    (path.is_absolute() && parent_here && nothing_there()).then_some(workdir)
 }
 
 /// Whether `name` is the volume `ags` gives `agent`'s state for the project `workdir`.
@@ -123,10 +124,13 @@ mod tests {
         // Its parent missing too (a disk that is not mounted now): kept.
         let unmounted = dir.path().join("media/disk/project");
         assert_eq!(vanished_project(unmounted.to_str().unwrap()), None);
-        // A symlink to a deleted directory: the project is gone.
+        // A dangling symlink in the project's place, or a file: something is there, kept.
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
-        assert_eq!(vanished_project(link.to_str().unwrap()), link.to_str());
+        assert_eq!(vanished_project(link.to_str().unwrap()), None);
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"").unwrap();
+        assert_eq!(vanished_project(file.to_str().unwrap()), None);
     }
 
     #[test]
