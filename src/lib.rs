@@ -58,6 +58,7 @@ pub mod spool;
 pub mod text;
 pub mod time;
 pub mod trace;
+pub mod workspace;
 
 pub use error::Error;
 

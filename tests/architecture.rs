@@ -45,6 +45,7 @@ const LAYERS: &[(&str, u32)] = &[
     // The pipeline.
     ("cli", 1),
     ("config", 2),
+    ("workspace", 2), // the boundary: every read of agent-writable state (issue 22)
     ("hooks", 3),
     ("plan", 4),
     ("image", 4), // the agent image build context (from config)
