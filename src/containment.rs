@@ -418,7 +418,7 @@ const SYSTEM_LINK_DIRS: &[&str] = &["/", "/usr", "/usr/local", "/var", "/etc", "
 
 /// A symlink of the system's layout: root-owned, in a root-owned directory nobody else can write;
 /// as root, additionally in one of [`SYSTEM_LINK_DIRS`].
-fn is_system_link(link: &safepath::Link) -> bool {
+pub fn is_system_link(link: &safepath::Link) -> bool {
     link.is_system_layout()
         && (!rustix::process::geteuid().is_root()
             || link

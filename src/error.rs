@@ -50,6 +50,9 @@ pub enum Error {
     /// The agent hook dispatcher could not be installed.
     #[error(transparent)]
     AgentHooks(#[from] crate::agent_hooks::install::InstallError),
+    /// A path the user named for ags to read or write is refused (`--env-file`, `--report`).
+    #[error(transparent)]
+    UserPath(#[from] crate::workspace::user_paths::UserPathError),
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),

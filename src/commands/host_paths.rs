@@ -96,13 +96,14 @@ pub(super) fn check_early(config: &Config, named: Option<&Path>, url: Option<&st
 }
 
 /// Right before the container is created: check everything again with what the service knows.
+/// Returns the directories an agent can write (for the `--report` check after the launch).
 pub(super) async fn check_late(
     client: &podman::Client,
     config: &Config,
     settings: &RunSettings,
     prepared: &Prepared,
     url: Option<&str>,
-) -> Result<(), Error> {
+) -> Result<Vec<WritableRoot>, Error> {
     let mut rules = base_rules(config, url);
     if !settings.mounts.is_empty() || !prepared.mount_sources.is_empty() {
         // `GET /info` is slow (~150 ms): asked only when more than the workdir is mounted. The
@@ -156,7 +157,12 @@ pub(super) async fn check_late(
     for (before, now) in prepared.mount_sources.iter().zip(&sources) {
         unchanged("hook mount source", before, now)?;
     }
-    Ok(())
+    // The env files were read before the other launches' mounts were known: nothing of them
+    // has reached a container yet, so a planted link there still stops the launch.
+    for file in &settings.env_files {
+        file.recheck(rules.writable_roots())?;
+    }
+    Ok(rules.writable_roots().to_vec())
 }
 
 fn check_workdir(config: &Config, named: &Path, rules: &Rules, note: bool) -> Result<(), Error> {
@@ -185,6 +191,20 @@ fn add_own_roots(rules: &mut Rules, workdir: &Path, mounts: &[UserMount]) {
             running: false,
         });
     }
+}
+
+/// The writable roots assumed when a launch failed before its own were known (for the
+/// `--report` check): the workdir as named (`--workdir` or the current directory), resolved.
+pub(super) fn fallback_writable(workdir: Option<&Path>) -> Vec<WritableRoot> {
+    named_workdir(workdir)
+        .and_then(|p| safepath::resolve(&p, Missing::Refuse).ok())
+        .map(|r| WritableRoot {
+            path: r.path,
+            owner: "the workdir".into(),
+            running: false,
+        })
+        .into_iter()
+        .collect()
 }
 
 /// Tell the user that the directory the container gets is not the path they named.

@@ -10,23 +10,29 @@ use crate::Error;
 use crate::cli::RunArgs;
 use crate::config::{AgentSettings, Config};
 use crate::containment::{self, Role, Rules, WritableRoot};
-use crate::fsutil;
 use crate::hooks::policy::HostSource;
 use crate::plan::{self, Origin, UserMount, host_env};
 use crate::safepath::{self, Missing};
+use crate::workspace::user_paths::{self, CheckedHostPath};
 
 /// `--env`, `--env-file`, `[sandbox] env_passthrough` and `[agent.NAME] env`, resolved
-/// (plan::host_env); env files are read here, without following a final symlink.
-pub(super) fn host_env(args: &RunArgs, config: &Config) -> Result<host_env::HostEnv, Error> {
-    let files = args
-        .env_files
-        .iter()
-        .map(|p| {
-            fsutil::read_small_text_nofollow(p, host_env::MAX_ENV_FILE_BYTES)
-                .map(|text| (p.display().to_string(), text))
-                .map_err(|e| Error::Usage(format!("--env-file {}: {e}", p.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+/// (plan::host_env), and the env files as checked. Env files are checked against the writable
+/// roots in `rules` (`workspace::user_paths`: no symlink an agent could have planted) and read
+/// without following any symlink.
+pub(super) fn host_env(
+    args: &RunArgs,
+    config: &Config,
+    rules: &Rules,
+) -> Result<(host_env::HostEnv, Vec<CheckedHostPath>), Error> {
+    let mut checked = Vec::new();
+    let mut files = Vec::new();
+    for p in &args.env_files {
+        let what = format!("--env-file {}", safepath::display(p));
+        let file = user_paths::check_file(&what, p, rules.writable_roots())?;
+        let text = file.read_small_text(host_env::MAX_ENV_FILE_BYTES)?;
+        files.push((safepath::display(p), text));
+        checked.push(file);
+    }
     let no_agent_env = Default::default();
     let agent_env = config
         .user
@@ -34,14 +40,15 @@ pub(super) fn host_env(args: &RunArgs, config: &Config) -> Result<host_env::Host
         .get(&args.agent)
         .map_or(&no_agent_env, |a| &a.env);
     let lookup = |key: &str| std::env::var_os(key);
-    Ok(host_env::resolve(&host_env::HostEnvInput {
+    let env = host_env::resolve(&host_env::HostEnvInput {
         env_args: &args.env,
         env_files: &files,
         passthrough: &config.user.env_passthrough,
         agent_env,
         lookup: &lookup,
     })
-    .map_err(plan::PlanError::from)?)
+    .map_err(plan::PlanError::from)?;
+    Ok((env, checked))
 }
 
 /// The `[agent.NAME]` table of the launched agent (default: empty). Every table must name a

@@ -48,7 +48,11 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
         Ok(code) => (*code, None),
         Err(e) => (e.exit_code(), Some(crate::error::render(e))),
     };
-    let written = Report::new(facts, code, error).write(&dest);
+    let writable = match facts.writable.is_empty() {
+        true => host_paths::fallback_writable(args.workdir.as_deref()),
+        false => std::mem::take(&mut facts.writable),
+    };
+    let written = Report::new(facts, code, error).write(&dest, &writable);
     match (result, written) {
         (Ok(_), Err(e)) => Err(launch::LaunchError::from(e).into()),
         (result, _) => result,
@@ -63,6 +67,11 @@ fn launch(global: &GlobalArgs, args: &RunArgs, facts: &mut Facts) -> Result<u8, 
     let service_url = super::chosen_url(global);
     let mut rules = host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
     let settings = settings(args, &config, &mut rules, launch::terminal::both_are_terminals())?;
+    facts.writable = rules.writable_roots().to_vec();
+    if let Some(report) = args.report.as_deref().filter(|r| *r != std::path::Path::new("-")) {
+        // Refused before anything runs; checked again when it is written.
+        launch::report::check_path(report, &facts.writable)?;
+    }
     let image = settings.image.as_deref().unwrap_or(&config.image);
     plan::check::check_image_ref(image)?;
     let rt = super::runtime()?;
@@ -126,8 +135,9 @@ pub(super) fn settings(
     terminals: bool,
 ) -> Result<RunSettings, Error> {
     secret_set_names(&args.op_secret_sets)?;
-    let host_env = launch_input::host_env(args, config)?;
     let mounts = launch_input::user_mounts(args, config, rules)?;
+    // After the mounts: their read-write ones are writable roots for the env files' check.
+    let (host_env, env_files) = launch_input::host_env(args, config, rules)?;
     let git_guards = git_host::guards(config, &git_host::git_roots(config, &mounts), rules)?;
     let agent = launch_input::agent_settings(args, config)?;
     let ssh_agent = git_host::ssh_agent(args, config, rules)?;
@@ -147,6 +157,7 @@ pub(super) fn settings(
             .or(Some("xterm".into())),
         image: args.image.clone(),
         env: host_env.cli,
+        env_files,
         config_env: host_env.config,
         mounts,
         git_guards,
@@ -279,7 +290,8 @@ async fn launch_async(
     };
     drop(secrets); // zeroed now: the archive holds the only copy until it is uploaded
     let service_url = super::chosen_url(global);
-    host_paths::check_late(&client, config, settings, &prepared, service_url.as_deref()).await?;
+    facts.writable =
+        host_paths::check_late(&client, config, settings, &prepared, service_url.as_deref()).await?;
     for root in config.paths.stage_roots() {
         gc::sweep_host(&root);
     }

@@ -12,6 +12,8 @@ use serde::Serialize;
 
 use super::cleanup::{CleanupError, Resource};
 use crate::config::Paths;
+use crate::containment::WritableRoot;
+use crate::workspace::user_paths::{self, CheckedHostPath, UserPathError};
 use crate::hooks::log::{Record, RunLog};
 
 /// Version of the report format (bumped when a field changes meaning or goes away).
@@ -41,6 +43,9 @@ pub enum ReportError {
     /// Writing the report failed (the launch itself is over).
     #[error("--report {}: writing the launch report failed: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
+    /// The path is refused or changed (a symlink an agent could have planted on the way).
+    #[error(transparent)]
+    Path(#[from] UserPathError),
 }
 
 impl Destination {
@@ -66,6 +71,12 @@ impl Destination {
     }
 }
 
+/// `--report PATH` checked for writing against the directories an agent can write.
+pub fn check_path(path: &Path, writable: &[WritableRoot]) -> Result<CheckedHostPath, UserPathError> {
+    let what = format!("--report {}", crate::safepath::display(path));
+    user_paths::check_new_file(&what, path, writable)
+}
+
 /// What the launch learns as it goes, for the report.
 #[derive(Debug, Default)]
 pub struct Facts {
@@ -81,6 +92,9 @@ pub struct Facts {
     pub paths: Option<Paths>,
     /// What cleanup could not remove.
     pub leftovers: Vec<Leftover>,
+    /// The directories an agent can write, as far as the launch learnt them: the report's
+    /// path must not pass through a symlink planted there (`workspace::user_paths`).
+    pub writable: Vec<WritableRoot>,
 }
 
 /// Something the launch created and could not remove (`ags gc` retries).
@@ -188,17 +202,13 @@ impl Report {
         }
     }
 
-    /// Write the report to `dest`: atomically for a file (mode 0644), else to standard output.
-    pub fn write(&self, dest: &Destination) -> Result<(), ReportError> {
+    /// Write the report to `dest`: atomically for a file (mode 0644), never through a symlink
+    /// in a directory of `writable` ([`check_path`]), else to standard output.
+    pub fn write(&self, dest: &Destination, writable: &[WritableRoot]) -> Result<(), ReportError> {
         let mut json = serde_json::to_vec_pretty(self).expect("a report serializes");
         json.push(b'\n');
         match dest {
-            Destination::File(path) => {
-                crate::fsutil::atomic_write(path, &json, 0o644).map_err(|source| ReportError::Write {
-                    path: path.clone(),
-                    source,
-                })
-            }
+            Destination::File(path) => Ok(check_path(path, writable)?.write_atomic(&json, 0o644)?),
             Destination::Stdout => {
                 use std::io::Write;
                 let mut out = std::io::stdout().lock();

@@ -28,6 +28,9 @@ pub struct RunSettings {
     pub image: Option<String>,
     /// `--env-file` and `--env` values, resolved (later entries win); they beat every hook.
     pub env: Vec<(String, Secret)>,
+    /// The `--env-file`s read, as checked (`workspace::user_paths`): checked again right
+    /// before the container is created, against other running launches' mounts too.
+    pub env_files: Vec<crate::workspace::user_paths::CheckedHostPath>,
     /// `[sandbox] env_passthrough` and `[agent.NAME] env` values, resolved; hooks beat them.
     pub config_env: Vec<(String, Secret)>,
     /// The user's bind mounts (`--add-dir`, `[[mount]]`), sources already checked.

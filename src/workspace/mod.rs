@@ -11,3 +11,7 @@
 //! workspace files to make such decisions; a reviewer lists every such read from here.
 //!
 //! The rooms:
+//! - [`user_paths`]: paths the user names for `ags` to read or write (`--env-file`, `--report`),
+//!   resolved with no planted symlink on the way and opened without following any.
+
+pub mod user_paths;
