@@ -1,0 +1,117 @@
+//! Issue 22, findings 5 and 8, performed against real Podman (rootful and rootless):
+//! - the agent replaces a directory of its workdir by a symlink to a sibling project, so that a
+//!   path the user names later (`--env-file config/dev.env`, `--report out/x.json`) reads that
+//!   project's secrets or writes there: refused, naming the link (docs/security.md, "Paths you
+//!   name"); the honest uses still work;
+//! - the agent names a directory with terminal escape sequences (OSC title, clear screen, CR,
+//!   a bidi override) that a later launch's error names: the error reaches stderr escaped.
+
+mod common;
+
+use common::launch::{assert_clean, run_agent, stderr, stdout};
+use common::{TestEnv, each_mode, show};
+
+/// The sibling project `sibling/config/dev.env` holding a secret, and the workdir's own
+/// `config/dev.env` and `out/`.
+fn sibling_with_secret(env: &TestEnv) -> (std::path::PathBuf, String) {
+    let secret = format!("siblingSecret-{}", env.id());
+    env.write_file("sibling/config/dev.env", format!("TOKEN={secret}\n"), 0o600);
+    env.write_file("work/config/dev.env", "TOKEN=mine\n", 0o600);
+    env.mkdir("work/out", 0o755);
+    (env.root().join("sibling").canonicalize().unwrap(), secret)
+}
+
+/// The agent replaces `name` in its workdir by a symlink to `target`.
+fn agent_plants_link(env: &TestEnv, name: &str, target: &std::path::Path) {
+    let script = format!("rm -rf {name} && ln -s '{}' {name} && echo planted", target.display());
+    let out = run_agent(env, &[], &["sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(stdout(&out), "planted\n", "{}", show(&out));
+    let link = std::fs::read_link(env.work_dir().join(name)).expect("the agent's link");
+    assert_eq!(link, target);
+}
+
+#[test]
+fn an_env_file_through_a_planted_directory_link_is_refused() {
+    each_mode(|env| {
+        let (sibling, secret) = sibling_with_secret(env);
+        // Honest use: a regular file in the workdir.
+        let out = run_agent(env, &["--env-file", "config/dev.env"], &["sh", "-c", "echo \"t=$TOKEN\""]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_eq!(stdout(&out), "t=mine\n", "{}", show(&out));
+
+        agent_plants_link(env, "config", &sibling.join("config"));
+        let out = run_agent(env, &["--env-file", "config/dev.env"], &["sh", "-c", "echo \"t=$TOKEN\""]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = stderr(&out);
+        let link = format!("{} -> {}", env.work_dir().canonicalize().unwrap().join("config").display(), sibling.join("config").display());
+        assert!(err.contains("--env-file config/dev.env passes through the symlink"), "{}", show(&out));
+        assert!(err.contains(&link), "names the link {link}: {}", show(&out));
+        assert!(!show(&out).contains(&secret), "{}", show(&out));
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn a_report_through_a_planted_directory_link_is_refused() {
+    each_mode(|env| {
+        let (sibling, _) = sibling_with_secret(env);
+        // Honest use: a regular directory in the workdir.
+        let out = run_agent(env, &["--report", "out/x.json"], &["true"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let report = std::fs::read_to_string(env.work_dir().join("out/x.json")).expect("the report");
+        assert!(report.contains("\"exit_code\": 0"), "{report}");
+
+        agent_plants_link(env, "out", &sibling.join("config"));
+        let out = run_agent(env, &["--report", "out/x.json"], &["sh", "-c", "echo ran"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(!stdout(&out).contains("ran"), "refused before the launch: {}", show(&out));
+        let err = stderr(&out);
+        assert!(err.contains("--report out/x.json passes through the symlink"), "{}", show(&out));
+        assert!(err.contains(&format!("-> {}", sibling.join("config").display())), "{}", show(&out));
+        let written: Vec<_> = std::fs::read_dir(sibling.join("config"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(written, ["dev.env"], "nothing written through the link");
+        assert_clean(env);
+    });
+}
+
+/// ESC, an OSC window title, clear screen, CR and a right-to-left override.
+const NASTY: &str = "wt\x1b]0;PWNED\x07\x1b[2J\rforged\u{202e}";
+
+#[test]
+fn a_directory_name_with_escape_sequences_reaches_the_terminal_escaped() {
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        let git = |args: &[&str]| {
+            let d = work.display().to_string();
+            let mut all = vec!["-C", d.as_str()];
+            all.extend_from_slice(args);
+            let out = common::run_command(env.command(common::tool("git"), all), None, common::RUN_TIMEOUT);
+            assert!(out.status.success(), "git {args:?}: {}", show(&out));
+        };
+        git(&["init", "-q", "-b", "main"]);
+        // The agent plants a worktree entry whose name holds the sequences and whose
+        // config.worktree is a symlink (as a clone could, with protect_git off).
+        env.write_global_config("[sandbox]\nprotect_git = false\n");
+        let script = "d=\".git/worktrees/$(printf 'wt\\033]0;PWNED\\007\\033[2J\\rforged\\342\\200\\256')\"; \
+                      mkdir -p \"$d\" && ln -s /etc/hostname \"$d/config.worktree\" && echo planted";
+        let out = run_agent(env, &[], &["sh", "-c", script]);
+        assert_eq!(stdout(&out), "planted\n", "{}", show(&out));
+        assert!(work.join(".git/worktrees").join(NASTY).is_dir(), "the agent's directory");
+
+        // Every later launch is refused by the git guard, which names that path.
+        env.write_global_config("");
+        let out = run_agent(env, &[], &["true"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = stderr(&out);
+        assert!(err.contains("config.worktree"), "the guard's error: {}", show(&out));
+        for raw in ['\x1b', '\x07', '\r', '\u{202e}'] {
+            assert!(!err.contains(raw), "raw {raw:?} on stderr: {err:?}");
+        }
+        assert!(err.contains("\\u{1b}]0;PWNED"), "shown escaped: {err:?}");
+        assert_clean(env);
+    });
+}
