@@ -90,8 +90,16 @@ impl Error {
     }
 }
 
-/// Render an error with its cause chain (`a: b: c`), skipping causes already in the message.
+/// Render an error with its cause chain (`a: b: c`), skipping causes already in the message,
+/// for a terminal: terminal controls escaped ([`crate::text::escape_controls`]). Every error
+/// shown to the user goes through here, so no error type can forget to escape text the agent
+/// controls (a path it named with escape sequences, issue 22, finding 8).
 pub fn render(err: &dyn std::error::Error) -> String {
+    crate::text::escape_controls(&chain(err))
+}
+
+/// The cause chain of `err` as text, unescaped.
+fn chain(err: &dyn std::error::Error) -> String {
     let mut out = err.to_string();
     let mut cur = err.source();
     while let Some(e) = cur {
@@ -104,3 +112,7 @@ pub fn render(err: &dyn std::error::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

@@ -12,6 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 
+use crate::text::escape_controls;
 use rustix::termios::{LocalModes, OptionalActions, SpecialCodeIndex, Termios, tcgetattr, tcsetattr};
 
 /// The interrupt character (Ctrl-C).
@@ -34,6 +35,7 @@ pub enum PromptError {
 }
 
 /// Show `text` on the controlling terminal and ask a yes/no question; only `y`/`yes` is yes.
+/// Terminal controls in both are escaped (newlines in `text` kept).
 /// Ctrl-C or Ctrl-\ at the prompt is [`PromptError::Interrupted`].
 pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
     let tty = OpenOptions::new()
@@ -46,7 +48,7 @@ pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
     // Discard type-ahead: only what is typed once the question is shown can answer it. Before
     // showing it: an answer typed as soon as it appears must not be discarded too.
     let _ = rustix::termios::tcflush(tty.as_fd(), rustix::termios::QueueSelector::IFlush);
-    write!(out, "{text}{question} [y/N] ")?;
+    write!(out, "{}", shown(text, question))?;
     out.flush()?;
     let line = read_answer(&tty)?;
     drop(guard);
@@ -56,6 +58,12 @@ pub fn confirm(text: &str, question: &str) -> Result<bool, PromptError> {
     }
     let answer = String::from_utf8_lossy(&line).trim().to_ascii_lowercase();
     Ok(answer == "y" || answer == "yes")
+}
+
+/// What the prompt shows. The text may name paths an agent chose (an overlay's repository, a
+/// hook's workdir): it must not drive the terminal it asks on.
+fn shown(text: &str, question: &str) -> String {
+    format!("{}{} [y/N] ", escape_controls(text), escape_controls(question))
 }
 
 /// One answer: the bytes up to and including the first line end — a newline, or Ctrl-C or
@@ -112,5 +120,17 @@ impl Drop for InterruptAsLineEnd<'_> {
         if let Some(saved) = self.saved.take() {
             let _ = tcsetattr(self.tty.as_fd(), OptionalActions::Now, &saved);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_prompt_shows_terminal_controls_escaped() {
+        let shown = super::shown("ags: /w/\x1b]0;x\x07\r\u{202e}/.ags/config.toml\n", "Trust /w/\x1b[2J?");
+        assert_eq!(
+            shown,
+            "ags: /w/\\u{1b}]0;x\\u{7}\\r\\u{202e}/.ags/config.toml\nTrust /w/\\u{1b}[2J? [y/N] "
+        );
     }
 }

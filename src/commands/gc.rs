@@ -61,7 +61,7 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
         println!("nothing to clean up: no leftovers of ags processes that are gone");
     }
     for line in &recovered {
-        eprintln!("ags: {line}");
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: {line}")));
     }
     let mut errors = report.errors;
     let state = match (args.state, candidates) {
@@ -79,7 +79,7 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     }
     errors.extend(state.errors);
     for e in &errors {
-        eprintln!("ags: gc: {e}");
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: gc: {e}")));
     }
     Ok(if errors.is_empty() {
         0

@@ -136,7 +136,7 @@ pub(super) fn test(
         return Ok(0);
     }
     for f in &report.failures {
-        eprintln!("ags: {f}");
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: {f}")));
     }
     Ok(crate::error::EXIT_AGS_FAILURE)
 }

@@ -137,11 +137,11 @@ async fn service(global: &GlobalArgs, image: &str, name: Option<&str>) -> Servic
     match podman::connect(&super::target(global)).await {
         Ok(client) => {
             if let Err(e) = crate::launch::lifecycle::preflight(&client, image, name).await {
-                eprintln!("ags: warning: a launch would fail: {e}");
+                eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: a launch would fail: {e}")));
             }
             match super::run::service_facts(&client).await {
                 Ok(facts) => return facts,
-                Err(e) => eprintln!("ags: warning: {e}"),
+                Err(e) => eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {e}"))),
             }
         }
         Err(e) => eprintln!(

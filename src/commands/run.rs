@@ -89,7 +89,7 @@ pub(super) fn load_config(global: &GlobalArgs, workdir: Option<PathBuf>) -> Resu
         ask_overlay_trust: prompt::has_terminal(),
     })?;
     for w in &config.warnings {
-        eprintln!("ags: warning: {w}");
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {w}")));
     }
     Ok(config)
 }
@@ -269,7 +269,7 @@ async fn launch_async(
     crate::trace::mark("hooks done");
     let plan = build_plan(config, settings, &identity, service, &hooks)?;
     for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
-        eprintln!("ags: warning: {w}");
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {w}")));
     }
     if service.remote && settings.agent_hooks && !config.agent_hooks.is_empty() {
         eprintln!(
@@ -337,7 +337,7 @@ async fn launch_async(
         owner.keep(); // the next launch after this process is gone sweeps
     }
     for e in errors {
-        eprintln!("ags: {e}");
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: {e}")));
         facts.leftovers.push((&e).into());
     }
     crate::trace::mark("cleaned up");

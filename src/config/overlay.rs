@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{ConfigError, ConfigFile, Paths, Result};
-use crate::{fsutil, prompt};
+use crate::{fsutil, prompt, safepath};
 
 /// What to do with a discovered overlay.
 #[derive(Debug)]
@@ -28,7 +28,7 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
     if ask {
         let text = format!(
             "ags: {} is a project config overlay{}.\n",
-            overlay.display(),
+            safepath::display(overlay),
             match (file.declares_hooks(), file.declares_agent_hooks()) {
                 (true, _) => " that declares hooks (each needs its own approval too)",
                 (false, true) =>
@@ -36,7 +36,7 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
                 (false, false) => "",
             },
         );
-        match prompt::confirm(&text, &format!("Trust overlays of {}?", root.display())) {
+        match prompt::confirm(&text, &format!("Trust overlays of {}?", safepath::display(root))) {
             Ok(true) => {
                 record(&trust_file, root)?;
                 return Ok(Decision::Load);

@@ -98,7 +98,7 @@ impl Session {
     /// declared, write this launch's record. Failures are warnings: the launch goes on.
     pub fn begin(config: &Config, plan: &LaunchPlan, id: &LaunchIdentity, hooks: LifecycleHooks) -> Self {
         let spool = Spool::open(&config.paths)
-            .map_err(|e| eprintln!("ags: warning: {e}; OCI events of this launch are not recorded"))
+            .map_err(|e| eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {e}; OCI events of this launch are not recorded"))))
             .ok();
         let record = (!hooks.finished.is_empty()).then(|| LaunchRecord {
             version: SPOOL_VERSION,
@@ -220,7 +220,7 @@ impl Session {
         signals: &SignalWatch,
     ) {
         for line in &background.lines {
-            eprintln!("{line}");
+            eprintln!("{}", crate::text::escape_controls(line));
         }
         if let (Some(started), Some(store), false) = (
             &background.started,
@@ -246,13 +246,13 @@ impl Session {
             })
             .await;
             for f in report.failures {
-                eprintln!("ags: {f}");
+                eprintln!("{}", crate::text::escape_controls(&format!("ags: {f}")));
             }
         }
         if let Some(spool) = &self.spool
             && let Err(e) = spool.forget(&self.facts.launch_id)
         {
-            eprintln!("ags: warning: {e}");
+            eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {e}")));
         }
     }
 }
@@ -311,7 +311,7 @@ const UNRECORDED: &str = "; if ags is killed, this launch's finished hooks canno
 
 fn warn_unrecorded<E: std::fmt::Display>(r: Result<(), E>) {
     if let Err(e) = r {
-        eprintln!("ags: warning: {e}{UNRECORDED}");
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {e}{UNRECORDED}")));
     }
 }
 
