@@ -8,7 +8,9 @@
 
 mod common;
 
-use common::launch::{assert_clean, run_agent, stderr, stdout};
+use std::time::Duration;
+
+use common::launch::{Background, assert_clean, launch_args, run_agent, stderr, stdout};
 use common::{TestEnv, each_mode, show};
 
 /// The sibling project `sibling/config/dev.env` holding a secret, and the workdir's own
@@ -74,6 +76,42 @@ fn a_report_through_a_planted_directory_link_is_refused() {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(written, ["dev.env"], "nothing written through the link");
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn an_env_file_in_a_running_launchs_workdir_through_its_planted_link_is_refused() {
+    each_mode(|env| {
+        let (sibling, secret) = sibling_with_secret(env);
+        let other = env.mkdir("other", 0o755).canonicalize().unwrap();
+        env.write_file("other/dev.env", "TOKEN=mine\n", 0o600);
+        // A launch running in the sibling project: its agent plants `config` -> the secrets
+        // of a third directory and keeps running.
+        std::fs::rename(sibling.join("config"), env.root().join("secrets")).unwrap();
+        let secrets = env.root().join("secrets").canonicalize().unwrap();
+        let script = format!(
+            "ln -s '{}' config && echo READY; while [ ! -e go ]; do sleep 0.1; done",
+            secrets.display()
+        );
+        let workdir = sibling.display().to_string();
+        let args = launch_args(env, &["--tty=false", "--workdir", &workdir], &["sh", "-c", &script]);
+        let running = Background::spawn(env, &args);
+        running.expect_stdout("READY", Duration::from_secs(120));
+        // This launch names the file through the running launch's workdir; it is outside its
+        // own mounts, so only the running launch's mounts show the link is the agent's.
+        let named = sibling.join("config/dev.env").display().to_string();
+        let out = run_agent(env, &["--env-file", &named], &["sh", "-c", "echo \"t=$TOKEN\""]);
+        std::fs::write(sibling.join("go"), "").unwrap();
+        let done = running.wait();
+        assert_eq!(done.status.code(), Some(0), "{}", show(&done));
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(stderr(&out).contains("which lies inside running ags container"), "{}", show(&out));
+        assert!(!show(&out).contains(&secret), "{}", show(&out));
+        // Honest use of a file outside every mount, through no link, still works.
+        let named = other.join("dev.env").display().to_string();
+        let out = run_agent(env, &["--env-file", &named], &["sh", "-c", "echo \"t=$TOKEN\""]);
+        assert_eq!(stdout(&out), "t=mine\n", "{}", show(&out));
         assert_clean(env);
     });
 }
