@@ -1,6 +1,7 @@
 //! Issue 22, findings 5 and 8, performed against real Podman (rootful and rootless):
 //! - the agent replaces a directory of its workdir by a symlink to a sibling project, so that a
-//!   path the user names later (`--env-file config/dev.env`, `--report out/x.json`) reads that
+//!   path the user names later (`--env-file config/dev.env`, `--report out/x.json`, `ags login
+//!   import --from`) reads that
 //!   project's secrets or writes there: refused, naming the link (docs/security.md, "Paths you
 //!   name"); the honest uses still work;
 //! - the agent names a directory with terminal escape sequences (OSC title, clear screen, CR,
@@ -50,6 +51,10 @@ fn an_env_file_through_a_planted_directory_link_is_refused() {
         assert!(err.contains("--env-file config/dev.env passes through the symlink"), "{}", show(&out));
         assert!(err.contains(&link), "names the link {link}: {}", show(&out));
         assert!(!show(&out).contains(&secret), "{}", show(&out));
+        // The same path as the login file to copy into the agent's state volume.
+        let out = env.run(["login", "import", "claude", "--from", "config/dev.env"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(stderr(&out).contains(&format!("login file config/dev.env passes through the symlink {link}")), "{}", show(&out));
         assert_clean(env);
     });
 }

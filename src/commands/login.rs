@@ -10,9 +10,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{GlobalArgs, LoginArgs, LoginCommand, LoginImportArgs, RunArgs, TtyMode};
+use crate::containment::WritableRoot;
 use crate::launch::identity;
 use crate::plan::HookLayer;
+use crate::safepath::ResolveError;
 use crate::secret::Secret;
+use crate::workspace::user_paths::{self, UserPathError};
 use crate::{Error, agents, podman};
 
 /// Largest login file imported.
@@ -52,7 +55,7 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
         .from
         .clone()
         .unwrap_or_else(|| config.paths.home.join(login_file));
-    let content = read_login(&source)?;
+    let content = read_login(&source, rules.writable_roots())?;
     let in_container = Path::new(agents::CONTAINER_HOME).join(login_file);
     let (dir, name) = state_dir_of(profile, &in_container)?;
     let identity = identity::current();
@@ -93,29 +96,29 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
 }
 
 /// The host login file: a regular file (a symbolic link is followed: dotfile managers make
-/// them) owned by you, at most 1 MiB of text.
-fn read_login(path: &Path) -> Result<Secret, Error> {
-    let fail = |why: String| Error::Usage(format!("login file {}: {why}", crate::safepath::display(path)));
-    let real = path.canonicalize().map_err(|e| {
-        fail(match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                "does not exist; log in with the agent on this host first, or name the file with --from"
-                    .into()
-            }
-            _ => e.to_string(),
-        })
+/// them, but not one an agent could have planted: `workspace::user_paths` with the launch's
+/// writable roots) owned by you, at most 1 MiB of text.
+fn read_login(path: &Path, writable: &[WritableRoot]) -> Result<Secret, Error> {
+    let what = format!("login file {}", crate::safepath::display(path));
+    let checked = user_paths::check_file(&what, path, writable).map_err(|e| match e {
+        UserPathError::Resolve {
+            source: ResolveError::NotFound(_),
+            ..
+        } => Error::Usage(format!(
+            "{what}: does not exist; log in with the agent on this host first, or name the file with --from"
+        )),
+        e => e.into(),
     })?;
-    let meta = std::fs::metadata(&real).map_err(|e| fail(e.to_string()))?;
+    let meta = std::fs::symlink_metadata(checked.physical())
+        .map_err(|e| Error::Usage(format!("{what}: {e}")))?;
     let uid = nix::unistd::getuid().as_raw();
     if meta.uid() != uid {
-        return Err(fail(format!(
-            "belongs to uid {}, not to you (uid {uid})",
+        return Err(Error::Usage(format!(
+            "{what}: belongs to uid {}, not to you (uid {uid})",
             meta.uid()
         )));
     }
-    crate::fsutil::read_small_text_nofollow(&real, MAX_LOGIN_BYTES)
-        .map(Secret::new)
-        .map_err(|e| fail(e.to_string()))
+    Ok(Secret::new(checked.read_small_text(MAX_LOGIN_BYTES)?))
 }
 
 /// The agent's state directory holding `file` (a container path), and the file's name in it.
