@@ -28,13 +28,31 @@ fn every_error() -> Vec<Error> {
             path: p(),
             reason: s(),
         })),
-        Error::Config(ConfigError::Workdir { path: p(), source: io_err() }),
-        Error::Config(ConfigError::Read { path: p(), source: io_err() }),
-        Error::Config(ConfigError::Parse { path: p(), message: s() }),
+        Error::Config(ConfigError::Workdir {
+            path: p(),
+            source: io_err(),
+        }),
+        Error::Config(ConfigError::Read {
+            path: p(),
+            source: io_err(),
+        }),
+        Error::Config(ConfigError::Parse {
+            path: p(),
+            message: s(),
+        }),
         Error::Config(ConfigError::WorkdirNotDir(p())),
-        Error::Config(ConfigError::OverlayTrustInterrupted { overlay: p(), root: p() }),
-        Error::Image(crate::image::ImageError::CaCert { path: p(), reason: s() }),
-        Error::Image(crate::image::ImageError::ReadTar { path: p(), source: io_err() }),
+        Error::Config(ConfigError::OverlayTrustInterrupted {
+            overlay: p(),
+            root: p(),
+        }),
+        Error::Image(crate::image::ImageError::CaCert {
+            path: p(),
+            reason: s(),
+        }),
+        Error::Image(crate::image::ImageError::ReadTar {
+            path: p(),
+            source: io_err(),
+        }),
         Error::Plan(crate::plan::PlanError::BadName { name: s() }),
         Error::Plan(crate::plan::PlanError::BadMount { what: s(), rule: "r" }),
         Error::Podman(PodmanError::Api {
@@ -45,13 +63,34 @@ fn every_error() -> Vec<Error> {
             path: s(),
             endpoint: NASTY.into(),
         }),
-        Error::Launch(LaunchError::ImageMissing { image: s(), detail: s() }),
-        Error::Launch(LaunchError::Start { code: 125, message: s() }),
-        Error::Launch(LaunchError::Report(ReportError::Write { path: p(), source: io_err() })),
-        Error::Launch(LaunchError::Report(ReportError::NoDirectory { path: p(), dir: p() })),
-        Error::Egress(crate::egress::EgressError::Listen { path: p(), source: io_err() }),
-        Error::AgentLog(crate::agent_log::AgentLogError::Listen { path: p(), source: io_err() }),
-        Error::Setup(crate::oci_hooks::install::SetupError::HooksDir { path: p(), reason: s() }),
+        Error::Launch(LaunchError::ImageMissing {
+            image: s(),
+            detail: s(),
+        }),
+        Error::Launch(LaunchError::Start {
+            code: 125,
+            message: s(),
+        }),
+        Error::Launch(LaunchError::Report(ReportError::Write {
+            path: p(),
+            source: io_err(),
+        })),
+        Error::Launch(LaunchError::Report(ReportError::NoDirectory {
+            path: p(),
+            dir: p(),
+        })),
+        Error::Egress(crate::egress::EgressError::Listen {
+            path: p(),
+            source: io_err(),
+        }),
+        Error::AgentLog(crate::agent_log::AgentLogError::Listen {
+            path: p(),
+            source: io_err(),
+        }),
+        Error::Setup(crate::oci_hooks::install::SetupError::HooksDir {
+            path: p(),
+            reason: s(),
+        }),
         ContainmentError::SymlinkInWritable {
             what: s(),
             link: s(),
@@ -64,8 +103,15 @@ fn every_error() -> Vec<Error> {
             missing: s(),
             remedy: "r",
         }))),
-        Error::UserPath(UserPathError::PlantedLink { what: s(), link: s(), inside: s() }),
-        Error::UserPath(UserPathError::Io { what: s(), source: io_err() }),
+        Error::UserPath(UserPathError::PlantedLink {
+            what: s(),
+            link: s(),
+            inside: s(),
+        }),
+        Error::UserPath(UserPathError::Io {
+            what: s(),
+            source: io_err(),
+        }),
         Error::UserPath(UserPathError::Changed { what: s(), why: s() }),
         Error::Usage(s()),
         Error::Output(io_err()),

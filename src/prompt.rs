@@ -127,7 +127,10 @@ impl Drop for InterruptAsLineEnd<'_> {
 mod tests {
     #[test]
     fn the_prompt_shows_terminal_controls_escaped() {
-        let shown = super::shown("ags: /w/\x1b]0;x\x07\r\u{202e}/.ags/config.toml\n", "Trust /w/\x1b[2J?");
+        let shown = super::shown(
+            "ags: /w/\x1b]0;x\x07\r\u{202e}/.ags/config.toml\n",
+            "Trust /w/\x1b[2J?",
+        );
         assert_eq!(
             shown,
             "ags: /w/\\u{1b}]0;x\\u{7}\\r\\u{202e}/.ags/config.toml\nTrust /w/\\u{1b}[2J? [y/N] "

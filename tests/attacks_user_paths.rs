@@ -26,7 +26,10 @@ fn sibling_with_secret(env: &TestEnv) -> (std::path::PathBuf, String) {
 
 /// The agent replaces `name` in its workdir by a symlink to `target`.
 fn agent_plants_link(env: &TestEnv, name: &str, target: &std::path::Path) {
-    let script = format!("rm -rf {name} && ln -s '{}' {name} && echo planted", target.display());
+    let script = format!(
+        "rm -rf {name} && ln -s '{}' {name} && echo planted",
+        target.display()
+    );
     let out = run_agent(env, &[], &["sh", "-c", &script]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(stdout(&out), "planted\n", "{}", show(&out));
@@ -39,22 +42,44 @@ fn an_env_file_through_a_planted_directory_link_is_refused() {
     each_mode(|env| {
         let (sibling, secret) = sibling_with_secret(env);
         // Honest use: a regular file in the workdir.
-        let out = run_agent(env, &["--env-file", "config/dev.env"], &["sh", "-c", "echo \"t=$TOKEN\""]);
+        let out = run_agent(
+            env,
+            &["--env-file", "config/dev.env"],
+            &["sh", "-c", "echo \"t=$TOKEN\""],
+        );
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert_eq!(stdout(&out), "t=mine\n", "{}", show(&out));
 
         agent_plants_link(env, "config", &sibling.join("config"));
-        let out = run_agent(env, &["--env-file", "config/dev.env"], &["sh", "-c", "echo \"t=$TOKEN\""]);
+        let out = run_agent(
+            env,
+            &["--env-file", "config/dev.env"],
+            &["sh", "-c", "echo \"t=$TOKEN\""],
+        );
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         let err = stderr(&out);
-        let link = format!("{} -> {}", env.work_dir().canonicalize().unwrap().join("config").display(), sibling.join("config").display());
-        assert!(err.contains("--env-file config/dev.env passes through the symlink"), "{}", show(&out));
+        let link = format!(
+            "{} -> {}",
+            env.work_dir().canonicalize().unwrap().join("config").display(),
+            sibling.join("config").display()
+        );
+        assert!(
+            err.contains("--env-file config/dev.env passes through the symlink"),
+            "{}",
+            show(&out)
+        );
         assert!(err.contains(&link), "names the link {link}: {}", show(&out));
         assert!(!show(&out).contains(&secret), "{}", show(&out));
         // The same path as the login file to copy into the agent's state volume.
         let out = env.run(["login", "import", "claude", "--from", "config/dev.env"]);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
-        assert!(stderr(&out).contains(&format!("login file config/dev.env passes through the symlink {link}")), "{}", show(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "login file config/dev.env passes through the symlink {link}"
+            )),
+            "{}",
+            show(&out)
+        );
         assert_clean(env);
     });
 }
@@ -72,10 +97,22 @@ fn a_report_through_a_planted_directory_link_is_refused() {
         agent_plants_link(env, "out", &sibling.join("config"));
         let out = run_agent(env, &["--report", "out/x.json"], &["sh", "-c", "echo ran"]);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
-        assert!(!stdout(&out).contains("ran"), "refused before the launch: {}", show(&out));
+        assert!(
+            !stdout(&out).contains("ran"),
+            "refused before the launch: {}",
+            show(&out)
+        );
         let err = stderr(&out);
-        assert!(err.contains("--report out/x.json passes through the symlink"), "{}", show(&out));
-        assert!(err.contains(&format!("-> {}", sibling.join("config").display())), "{}", show(&out));
+        assert!(
+            err.contains("--report out/x.json passes through the symlink"),
+            "{}",
+            show(&out)
+        );
+        assert!(
+            err.contains(&format!("-> {}", sibling.join("config").display())),
+            "{}",
+            show(&out)
+        );
         let written: Vec<_> = std::fs::read_dir(sibling.join("config"))
             .unwrap()
             .map(|e| e.unwrap().file_name())
@@ -100,7 +137,11 @@ fn an_env_file_in_a_running_launchs_workdir_through_its_planted_link_is_refused(
             secrets.display()
         );
         let workdir = sibling.display().to_string();
-        let args = launch_args(env, &["--tty=false", "--workdir", &workdir], &["sh", "-c", &script]);
+        let args = launch_args(
+            env,
+            &["--tty=false", "--workdir", &workdir],
+            &["sh", "-c", &script],
+        );
         let running = Background::spawn(env, &args);
         running.expect_stdout("READY", Duration::from_secs(120));
         // This launch names the file through the running launch's workdir; it is outside its
@@ -111,7 +152,11 @@ fn an_env_file_in_a_running_launchs_workdir_through_its_planted_link_is_refused(
         let done = running.wait();
         assert_eq!(done.status.code(), Some(0), "{}", show(&done));
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
-        assert!(stderr(&out).contains("which lies inside running ags container"), "{}", show(&out));
+        assert!(
+            stderr(&out).contains("which lies inside running ags container"),
+            "{}",
+            show(&out)
+        );
         assert!(!show(&out).contains(&secret), "{}", show(&out));
         // Honest use of a file outside every mount, through no link, still works.
         let named = other.join("dev.env").display().to_string();
@@ -143,14 +188,21 @@ fn a_directory_name_with_escape_sequences_reaches_the_terminal_escaped() {
                       mkdir -p \"$d\" && ln -s /etc/hostname \"$d/config.worktree\" && echo planted";
         let out = run_agent(env, &[], &["sh", "-c", script]);
         assert_eq!(stdout(&out), "planted\n", "{}", show(&out));
-        assert!(work.join(".git/worktrees").join(NASTY).is_dir(), "the agent's directory");
+        assert!(
+            work.join(".git/worktrees").join(NASTY).is_dir(),
+            "the agent's directory"
+        );
 
         // Every later launch is refused by the git guard, which names that path.
         env.write_global_config("");
         let out = run_agent(env, &[], &["true"]);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         let err = stderr(&out);
-        assert!(err.contains("config.worktree"), "the guard's error: {}", show(&out));
+        assert!(
+            err.contains("config.worktree"),
+            "the guard's error: {}",
+            show(&out)
+        );
         for raw in ['\x1b', '\x07', '\r', '\u{202e}'] {
             assert!(!err.contains(raw), "raw {raw:?} on stderr: {err:?}");
         }

@@ -55,7 +55,13 @@ fn validate(file: &Path) -> Result<u8, Error> {
             Ok(0)
         }
         Err(e) => {
-            eprintln!("{}", crate::text::escape_controls(&format!("ags: {}: invalid prepare response: {e}", file.display())));
+            eprintln!(
+                "{}",
+                crate::text::escape_controls(&format!(
+                    "ags: {}: invalid prepare response: {e}",
+                    file.display()
+                ))
+            );
             Ok(EXIT_INVALID)
         }
     }

@@ -109,8 +109,8 @@ fn read_login(path: &Path, writable: &[WritableRoot]) -> Result<Secret, Error> {
         )),
         e => e.into(),
     })?;
-    let meta = std::fs::symlink_metadata(checked.physical())
-        .map_err(|e| Error::Usage(format!("{what}: {e}")))?;
+    let meta =
+        std::fs::symlink_metadata(checked.physical()).map_err(|e| Error::Usage(format!("{what}: {e}")))?;
     let uid = nix::unistd::getuid().as_raw();
     if meta.uid() != uid {
         return Err(Error::Usage(format!(

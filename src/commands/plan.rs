@@ -137,7 +137,10 @@ async fn service(global: &GlobalArgs, image: &str, name: Option<&str>) -> Servic
     match podman::connect(&super::target(global)).await {
         Ok(client) => {
             if let Err(e) = crate::launch::lifecycle::preflight(&client, image, name).await {
-                eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: a launch would fail: {e}")));
+                eprintln!(
+                    "{}",
+                    crate::text::escape_controls(&format!("ags: warning: a launch would fail: {e}"))
+                );
             }
             match super::run::service_facts(&client).await {
                 Ok(facts) => return facts,

@@ -151,7 +151,10 @@ async fn execute(
 /// A run log that cannot be written must not hide the launch's real outcome: warn and go on.
 fn log(paths: &Paths, records: &[Record]) {
     if let Err(e) = RunLog::append_all(paths, records) {
-        eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: hook run log: {e}")));
+        eprintln!(
+            "{}",
+            crate::text::escape_controls(&format!("ags: warning: hook run log: {e}"))
+        );
     }
 }
 

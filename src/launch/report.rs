@@ -13,8 +13,8 @@ use serde::Serialize;
 use super::cleanup::{CleanupError, Resource};
 use crate::config::Paths;
 use crate::containment::WritableRoot;
-use crate::workspace::user_paths::{self, CheckedHostPath, UserPathError};
 use crate::hooks::log::{Record, RunLog};
+use crate::workspace::user_paths::{self, CheckedHostPath, UserPathError};
 
 /// Version of the report format (bumped when a field changes meaning or goes away).
 pub const REPORT_VERSION: u32 = 1;

@@ -98,7 +98,14 @@ impl Session {
     /// declared, write this launch's record. Failures are warnings: the launch goes on.
     pub fn begin(config: &Config, plan: &LaunchPlan, id: &LaunchIdentity, hooks: LifecycleHooks) -> Self {
         let spool = Spool::open(&config.paths)
-            .map_err(|e| eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {e}; OCI events of this launch are not recorded"))))
+            .map_err(|e| {
+                eprintln!(
+                    "{}",
+                    crate::text::escape_controls(&format!(
+                        "ags: warning: {e}; OCI events of this launch are not recorded"
+                    ))
+                )
+            })
             .ok();
         let record = (!hooks.finished.is_empty()).then(|| LaunchRecord {
             version: SPOOL_VERSION,
@@ -311,7 +318,10 @@ const UNRECORDED: &str = "; if ags is killed, this launch's finished hooks canno
 
 fn warn_unrecorded<E: std::fmt::Display>(r: Result<(), E>) {
     if let Err(e) = r {
-        eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {e}{UNRECORDED}")));
+        eprintln!(
+            "{}",
+            crate::text::escape_controls(&format!("ags: warning: {e}{UNRECORDED}"))
+        );
     }
 }
 

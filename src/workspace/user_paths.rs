@@ -132,7 +132,10 @@ impl CheckedHostPath {
             check_new_file_abs(&self.what, &self.named, roots)?
         };
         if again.physical != self.physical || again.identity != self.identity {
-            return Err(self.changed(format!("it now resolves to {}", safepath::display(&again.physical))));
+            return Err(self.changed(format!(
+                "it now resolves to {}",
+                safepath::display(&again.physical)
+            )));
         }
         Ok(())
     }
@@ -142,7 +145,8 @@ impl CheckedHostPath {
     pub fn read_small_text(&self, max: usize) -> Result<String, UserPathError> {
         let (dir, name) = self.open_parent()?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let fd = rfs::openat(&dir, name, flags, Mode::empty()).map_err(|e| self.step_error(e, &self.physical))?;
+        let fd =
+            rfs::openat(&dir, name, flags, Mode::empty()).map_err(|e| self.step_error(e, &self.physical))?;
         let st = rfs::fstat(&fd).map_err(|e| self.io(e.into()))?;
         if Some((st.st_dev as u64, st.st_ino as u64)) != self.identity {
             return Err(self.changed("it is another file now".into()));
@@ -165,7 +169,12 @@ impl CheckedHostPath {
     /// exclusively in the checked directory, renamed over the name there.
     pub fn write_atomic(&self, bytes: &[u8], mode: u32) -> Result<(), UserPathError> {
         let (dir, name) = self.open_parent()?;
-        let tmp = format!(".{}.{}.{:x}.tmp", name.to_string_lossy(), std::process::id(), nonce());
+        let tmp = format!(
+            ".{}.{}.{:x}.tmp",
+            name.to_string_lossy(),
+            std::process::id(),
+            nonce()
+        );
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rfs::openat(&dir, &tmp, flags, Mode::from_raw_mode(mode)).map_err(|e| self.io(e.into()))?;
         let written = (|| {
@@ -174,7 +183,12 @@ impl CheckedHostPath {
             file.write_all(bytes)?;
             file.sync_all()?;
             rfs::renameat(&dir, &tmp, &dir, name)?;
-            let synced = rfs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+            let synced = rfs::openat(
+                &dir,
+                ".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
             rfs::fsync(&synced)?;
             Ok::<(), io::Error>(())
         })();
@@ -197,7 +211,9 @@ impl CheckedHostPath {
     fn step_error(&self, e: impl Into<io::Error>, at: &Path) -> UserPathError {
         let e: io::Error = e.into();
         match e.raw_os_error() {
-            Some(libc::ELOOP | libc::ENOTDIR) => self.changed(format!("{} is a symlink now", safepath::display(at))),
+            Some(libc::ELOOP | libc::ENOTDIR) => {
+                self.changed(format!("{} is a symlink now", safepath::display(at)))
+            }
             Some(libc::ENOENT) => self.changed(format!("{} is gone", safepath::display(at))),
             _ => self.io(e),
         }
@@ -221,13 +237,21 @@ impl CheckedHostPath {
 /// Check a file the user named for `ags` to read (`what` names the input, e.g.
 /// `--env-file config/dev.env`): it must exist, be a regular file, and pass the link rule
 /// against `roots`.
-pub fn check_file(what: &str, named: &Path, roots: &[WritableRoot]) -> Result<CheckedHostPath, UserPathError> {
+pub fn check_file(
+    what: &str,
+    named: &Path,
+    roots: &[WritableRoot],
+) -> Result<CheckedHostPath, UserPathError> {
     check_file_abs(what, &absolute(what, named)?, roots)
 }
 
 /// Check a file the user named for `ags` to write (replace): its directory must exist and pass
 /// the link rule against `roots`; the file itself may be missing and must not be a directory.
-pub fn check_new_file(what: &str, named: &Path, roots: &[WritableRoot]) -> Result<CheckedHostPath, UserPathError> {
+pub fn check_new_file(
+    what: &str,
+    named: &Path,
+    roots: &[WritableRoot],
+) -> Result<CheckedHostPath, UserPathError> {
     check_new_file_abs(what, &absolute(what, named)?, roots)
 }
 
@@ -238,17 +262,24 @@ fn absolute(what: &str, named: &Path) -> Result<PathBuf, UserPathError> {
     })
 }
 
-fn check_file_abs(what: &str, named: &Path, roots: &[WritableRoot]) -> Result<CheckedHostPath, UserPathError> {
+fn check_file_abs(
+    what: &str,
+    named: &Path,
+    roots: &[WritableRoot],
+) -> Result<CheckedHostPath, UserPathError> {
     let res = safepath::resolve(named, Missing::Refuse).map_err(|source| UserPathError::Resolve {
         what: what.into(),
         source,
     })?;
     check_links(what, named, &res, roots)?;
-    let found = res.found.filter(|f| f.kind == Kind::File).ok_or(UserPathError::WrongKind {
-        what: what.into(),
-        kind: kind_name(res.found.map(|f| f.kind)),
-        wanted: "name a regular file",
-    })?;
+    let found = res
+        .found
+        .filter(|f| f.kind == Kind::File)
+        .ok_or(UserPathError::WrongKind {
+            what: what.into(),
+            kind: kind_name(res.found.map(|f| f.kind)),
+            wanted: "name a regular file",
+        })?;
     Ok(CheckedHostPath {
         what: what.into(),
         named: named.into(),
@@ -257,13 +288,18 @@ fn check_file_abs(what: &str, named: &Path, roots: &[WritableRoot]) -> Result<Ch
     })
 }
 
-fn check_new_file_abs(what: &str, named: &Path, roots: &[WritableRoot]) -> Result<CheckedHostPath, UserPathError> {
+fn check_new_file_abs(
+    what: &str,
+    named: &Path,
+    roots: &[WritableRoot],
+) -> Result<CheckedHostPath, UserPathError> {
     let wrong = |kind| UserPathError::WrongKind {
         what: what.into(),
         kind,
         wanted: "give a file path (or `-` for standard output)",
     };
-    let (Some(parent), Some(Component::Normal(name))) = (named.parent(), named.components().next_back()) else {
+    let (Some(parent), Some(Component::Normal(name))) = (named.parent(), named.components().next_back())
+    else {
         return Err(wrong("a directory"));
     };
     let res = safepath::resolve(parent, Missing::Refuse).map_err(|source| UserPathError::Resolve {
@@ -324,7 +360,11 @@ fn check_links(
 }
 
 fn link_text(link: &safepath::Link) -> String {
-    format!("{} -> {}", safepath::display(&link.at), safepath::display(&link.target))
+    format!(
+        "{} -> {}",
+        safepath::display(&link.at),
+        safepath::display(&link.target)
+    )
 }
 
 fn describe(root: &WritableRoot) -> String {

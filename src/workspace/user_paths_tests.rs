@@ -39,7 +39,14 @@ fn a_planted_directory_link_in_the_workdir_is_refused() {
     let err = check_file("--env-file config/dev.env", &w.join("config/dev.env"), &root(&w)).unwrap_err();
     assert!(matches!(err, UserPathError::PlantedLink { .. }), "{err}");
     let msg = err.to_string();
-    assert!(msg.contains(&format!("{} -> {}", w.join("config").display(), s.join("config").display())), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "{} -> {}",
+            w.join("config").display(),
+            s.join("config").display()
+        )),
+        "{msg}"
+    );
     // Without writable roots (nothing known to be the agent's) the user's own link is followed.
     assert!(check_file("--env-file x", &w.join("config/dev.env"), &[]).is_ok());
 }
@@ -51,7 +58,10 @@ fn a_link_outside_that_leads_into_a_writable_root_is_refused() {
     symlink(&w, &alias).unwrap();
     let err = check_file("--env-file x", &alias.join("config/dev.env"), &root(&w)).unwrap_err();
     assert!(matches!(err, UserPathError::LinkIntoWritable { .. }), "{err}");
-    assert!(err.to_string().contains(&w.join("config/dev.env").display().to_string()));
+    assert!(
+        err.to_string()
+            .contains(&w.join("config/dev.env").display().to_string())
+    );
 }
 
 #[test]
@@ -72,7 +82,10 @@ fn a_file_replaced_after_the_check_is_refused() {
     // Renamed away (kept, so its inode is not reused) and replaced by another file.
     std::fs::rename(w.join("config/dev.env"), w.join("config/old.env")).unwrap();
     std::fs::write(w.join("config/dev.env"), "A=other\n").unwrap();
-    assert!(matches!(c.read_small_text(100), Err(UserPathError::Changed { .. })));
+    assert!(matches!(
+        c.read_small_text(100),
+        Err(UserPathError::Changed { .. })
+    ));
 }
 
 #[test]
@@ -96,11 +109,18 @@ fn a_report_is_written_atomically_and_never_through_a_planted_link() {
     let c = check_new_file("--report out/x.json", &w.join("out/x.json"), &root(&w)).unwrap();
     c.write_atomic(b"{}\n", 0o644).unwrap();
     assert_eq!(std::fs::read(w.join("out/x.json")).unwrap(), b"{}\n");
-    assert_eq!(std::fs::read_dir(w.join("out")).unwrap().count(), 1, "no temporary file left");
+    assert_eq!(
+        std::fs::read_dir(w.join("out")).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
     // Swapped after the check: nothing is written in the link's target.
     std::fs::rename(w.join("out"), w.join("old")).unwrap();
     symlink(s.join("config"), w.join("out")).unwrap();
-    assert!(matches!(c.write_atomic(b"x", 0o644), Err(UserPathError::Changed { .. })));
+    assert!(matches!(
+        c.write_atomic(b"x", 0o644),
+        Err(UserPathError::Changed { .. })
+    ));
     // Planted before the check: refused.
     let err = check_new_file("--report out/x.json", &w.join("out/x.json"), &root(&w)).unwrap_err();
     assert!(matches!(err, UserPathError::PlantedLink { .. }), "{err}");
