@@ -118,6 +118,23 @@ fn a_report_through_a_planted_directory_link_is_refused() {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(written, ["dev.env"], "nothing written through the link");
+
+        // Planted by the agent of the launch that writes the report: checked again at the end.
+        std::fs::remove_file(env.work_dir().join("out")).unwrap();
+        env.mkdir("work/out", 0o755);
+        let script = format!("rm -rf out && ln -s '{}' out", sibling.join("config").display());
+        let out = run_agent(env, &["--report", "out/x.json"], &["sh", "-c", &script]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            stderr(&out).contains("--report out/x.json passes through the symlink"),
+            "{}",
+            show(&out)
+        );
+        let written: Vec<_> = std::fs::read_dir(sibling.join("config"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(written, ["dev.env"], "nothing written through the link");
         assert_clean(env);
     });
 }
