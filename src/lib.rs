@@ -44,6 +44,7 @@ pub mod hooks;
 pub mod image;
 pub mod json;
 pub mod launch;
+pub mod logfile;
 pub mod oci_hooks;
 pub mod op;
 pub mod plan;

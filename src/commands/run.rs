@@ -7,6 +7,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -290,7 +291,13 @@ async fn launch_async(
     // Agent hooks: the record socket is served the same way (its directory removed when the
     // server is dropped, so it goes first).
     let records = crate::agent_log::start(&plan, staged, remote)?;
-    let egress = crate::egress::start(&plan.egress, &plan.launch_id, remote)?;
+    // One writer of the egress log for the launch (the proxy's records and the ssh-agent
+    // filter's refusals share its budgets).
+    let egress_log = Arc::new(crate::egress::log::EgressLog::new(
+        config.paths.egress_log(),
+        plan.launch_id.clone(),
+    ));
+    let egress = crate::egress::start(&plan.egress, egress_log.clone(), remote)?;
     let session = session::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.
@@ -318,6 +325,7 @@ async fn launch_async(
     if let Some(e) = egress {
         e.stop().await;
     }
+    egress_log.finish();
     if let Some(r) = records {
         r.stop().await;
     }
