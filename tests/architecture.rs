@@ -54,6 +54,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("op", 5),    // 1Password lookups of the plan's references (final handoff)
     ("egress", 5),
     ("agent_log", 5), // the agent hook record socket and log (issue #14)
+    ("ssh_agent", 5), // the filter in front of the forwarded ssh-agent (issue 22)
     ("oci_hooks", 5),
     ("podman", 6),
     ("launch", 7),

@@ -298,6 +298,7 @@ async fn launch_async(
         plan.launch_id.clone(),
     ));
     let egress = crate::egress::start(&plan.egress, egress_log.clone(), remote)?;
+    let ssh_filter = crate::ssh_agent::start(plan.ssh_agent.as_ref(), egress_log.clone(), remote)?;
     let session = session::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.
@@ -307,6 +308,7 @@ async fn launch_async(
     for dir in [
         egress.as_ref().map(|e| e.dir()),
         records.as_ref().map(|r| r.dir()),
+        ssh_filter.as_ref().map(|s| s.dir()),
     ]
     .into_iter()
     .flatten()
@@ -324,6 +326,9 @@ async fn launch_async(
     let (errors, background) = tokio::join!(cleanup.run(&client), background);
     if let Some(e) = egress {
         e.stop().await;
+    }
+    if let Some(s) = ssh_filter {
+        s.stop().await;
     }
     egress_log.finish();
     if let Some(r) = records {
