@@ -88,7 +88,7 @@ impl Filter {
 
     fn record(&self, decision: Decision, why: String) {
         let reason = format!(
-            "{why}: refused by the ssh-agent filter; the container may only list identities and sign (docs/security.md)"
+            "{why}: refused by the ssh-agent filter; the container may only list identities, sign and bind sessions (docs/security.md)"
         );
         self.log
             .append(&self.log.record("ssh-agent", "ssh-agent", 0, decision, reason));
@@ -130,11 +130,12 @@ async fn connection(mut client: UnixStream, filter: Arc<Filter>, _permit: OwnedS
     loop {
         let msg = match p::read_frame(&mut client).await {
             Ok(m) => m,
-            Err(FrameError::Closed) => return,
-            Err(e) => {
+            Err(e @ FrameError::Length(_)) => {
                 filter.record(Decision::Invalid, format!("{e}; the connection was closed"));
                 return;
             }
+            // Closed or failed (the client went away, mid-message or not).
+            Err(_) => return,
         };
         let reply = match filter.decide(&msg) {
             Verdict::Refuse(why) => {
