@@ -16,9 +16,9 @@
 //! container half is skipped with a note, unless `AGS_TEST_GIT_IMAGE` (set by scripts/test)
 //! says the image must be there.
 
-mod common;
 #[path = "support/agent_messages.rs"]
 mod agent_messages;
+mod common;
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};

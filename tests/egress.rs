@@ -224,7 +224,11 @@ fn a_flood_of_refusals_rotates_nothing_away() {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         let count = |f: &dyn Fn(&Value) -> bool| log.iter().filter(|r| f(r)).count();
-        assert_eq!(count(&|r| r["host"] == "other-launch.invalid"), 1, "the other launch's record is gone");
+        assert_eq!(
+            count(&|r| r["host"] == "other-launch.invalid"),
+            1,
+            "the other launch's record is gone"
+        );
         let flooder = log
             .iter()
             .find(|r| r["host"] == long)
@@ -237,11 +241,17 @@ fn a_flood_of_refusals_rotates_nothing_away() {
             "this launch's allowed connections are gone"
         );
         let refused = count(&|r| mine(r) && r["decision"] == "refused");
-        let dropped: Vec<&Value> = log.iter().filter(|r| mine(r) && r["decision"] == "dropped").collect();
+        let dropped: Vec<&Value> = log
+            .iter()
+            .filter(|r| mine(r) && r["decision"] == "dropped")
+            .collect();
         assert_eq!(dropped.len(), 1, "{dropped:?}");
         assert_eq!(dropped[0]["dropped"].as_u64().unwrap() as usize, FLOOD - refused);
         let text = stdout(&env.run(["log", "--egress", "-n", "1"]));
-        assert!(text.contains(&format!("{} records not written", FLOOD - refused)), "{text}");
+        assert!(
+            text.contains(&format!("{} records not written", FLOOD - refused)),
+            "{text}"
+        );
         assert_clean(env);
     });
 }
