@@ -41,6 +41,9 @@ pub enum Error {
     /// The agent hook record socket could not be set up.
     #[error(transparent)]
     AgentLog(#[from] crate::agent_log::AgentLogError),
+    /// The ssh-agent filter could not be set up.
+    #[error(transparent)]
+    SshAgent(#[from] crate::ssh_agent::SshAgentError),
     /// `ags setup` refused or failed.
     #[error(transparent)]
     Setup(#[from] crate::oci_hooks::install::SetupError),

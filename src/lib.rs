@@ -19,8 +19,9 @@
 //! `fsutil`, `hardening`, `json`, `process`, `procfs`, `prompt`, `safepath`, `text`, `time`,
 //! `trace`) may be used by every stage and use only each other. Process spawning lives in
 //! `process` (and in the `ags-oci-hook` program, `oci_hooks::record`, which spawns nothing
-//! but runs from Podman); socket I/O lives in `podman::transport` and in the two per-launch
-//! servers of the `ags` process, `egress` (the proxy) and `agent_log` (the agent hook record).
+//! but runs from Podman); socket I/O lives in `podman::transport` and in the three per-launch
+//! servers of the `ags` process, `egress` (the proxy), `agent_log` (the agent hook record) and
+//! `ssh_agent` (the filter in front of the forwarded ssh-agent).
 //! `spool` holds what crash recovery needs (docs/lifecycle.md).
 //!
 //! `tests/architecture.rs` checks this shape on every `cargo test`: it reads `src/`, resolves
@@ -44,6 +45,7 @@ pub mod hooks;
 pub mod image;
 pub mod json;
 pub mod launch;
+pub mod logfile;
 pub mod oci_hooks;
 pub mod op;
 pub mod plan;
@@ -55,6 +57,7 @@ pub mod safepath;
 pub mod secret;
 pub mod session;
 pub mod spool;
+pub mod ssh_agent;
 pub mod text;
 pub mod time;
 pub mod trace;

@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("fsutil", 0),      // atomic writes, private directories
     ("hardening", 0),   // process-wide self-protection (no core dumps, no ptrace)
     ("json", 0),        // strict JSON decoding
+    ("logfile", 0),     // the host's JSONL logs: appending, rotation, per-launch budgets
     ("process", 0),     // the one spawn primitive
     ("procfs", 0),      // /proc readers
     ("prompt", 0),      // terminal prompts
@@ -53,6 +54,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("op", 5),    // 1Password lookups of the plan's references (final handoff)
     ("egress", 5),
     ("agent_log", 5), // the agent hook record socket and log (issue #14)
+    ("ssh_agent", 5), // the filter in front of the forwarded ssh-agent (issue 22)
     ("oci_hooks", 5),
     ("podman", 6),
     ("launch", 7),

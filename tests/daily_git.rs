@@ -16,6 +16,8 @@
 //! container half is skipped with a note, unless `AGS_TEST_GIT_IMAGE` (set by scripts/test)
 //! says the image must be there.
 
+#[path = "support/agent_messages.rs"]
+mod agent_messages;
 mod common;
 
 use std::io::Read;
@@ -23,6 +25,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+use agent_messages::{add_identity_hex, sign_hex, ssh_string};
 use common::launch::{assert_clean, stdout};
 use common::{RUN_TIMEOUT, TestEnv, each_mode, run_command, show, tool};
 use serde_json::Value;
@@ -285,6 +288,105 @@ fn the_forwarded_ssh_agent_answers_in_the_container_and_keys_stay_on_the_host() 
     });
 }
 
+/// What `ssh-add -l` says about the agent, run on the host.
+fn host_listing(env: &TestEnv, agent: &SshAgent) -> String {
+    let mut list = env.command(tool("ssh-add"), ["-l"]);
+    list.env("SSH_AUTH_SOCK", &agent.socket);
+    stdout(&run_command(list, None, RUN_TIMEOUT))
+}
+
+/// A new key pair in the test's ssh directory: (private key file text, public key line, its
+/// fingerprint).
+fn new_key(env: &TestEnv, name: &str) -> (PathBuf, String, String) {
+    let key = env.root().join("ssh").join(name);
+    let key_arg = key.display().to_string();
+    let keygen = ["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", &key_arg];
+    let out = run_command(env.command(tool("ssh-keygen"), keygen), None, RUN_TIMEOUT);
+    assert!(out.status.success(), "{}", show(&out));
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let out = run_command(
+        env.command(tool("ssh-keygen"), ["-l", "-f", &format!("{key_arg}.pub")]),
+        None,
+        RUN_TIMEOUT,
+    );
+    let fp = stdout(&out).split_whitespace().nth(1).unwrap().to_string();
+    (key, public.trim().to_string(), fp)
+}
+
+/// Issue 22, finding 7: the container speaks the raw agent protocol to the forwarded socket
+/// (remove all identities, lock with its own passphrase, add a key of its own); the filter
+/// answers each with a failure, the host's agent still lists its one key afterwards (not
+/// emptied, not locked, nothing added), and the refusals are in the egress log. With
+/// `[git] ssh_keys`, a second key of the agent is neither listed nor used for signing.
+#[test]
+fn the_container_cannot_empty_lock_or_load_the_forwarded_agent() {
+    each_mode(|env| {
+        if !has_openssh() {
+            return;
+        }
+        let (agent, public) = ssh_agent_with_key(env);
+        let before = host_listing(env, &agent);
+        assert!(before.contains("ags-test"), "{before}");
+        let (extra, extra_public, extra_fp) = new_key(env, "extra");
+        let add = add_identity_hex(&std::fs::read_to_string(&extra).unwrap());
+        build_probe(env, &env.work_dir());
+        let lock = hex::encode([&[22u8][..], &ssh_string(b"hunter2")].concat());
+        let script = format!("./agent_probe send 13 {lock} {add} 0b; ./agent_probe; echo END");
+        let sock: &[(&str, &Path)] = &[("SSH_AUTH_SOCK", &agent.socket)];
+        let out = ags(env, &env.image(), &["--ssh-agent"], &["sh", "-c", &script], sock);
+        let said = stdout(&out);
+        assert!(
+            said.starts_with("REPLY 5\nREPLY 5\nREPLY 5\nREPLY 12\nIDENTITIES 1\nEND"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_eq!(
+            host_listing(env, &agent),
+            before,
+            "{}: the host's agent changed",
+            env.mode()
+        );
+        let log = env.run(["log", "--egress", "--json", "-n", "100"]);
+        let records: Vec<Value> = stdout(&log)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|r: &Value| r["kind"] == "ssh-agent")
+            .collect();
+        let reasons: Vec<&str> = records.iter().map(|r| r["reason"].as_str().unwrap()).collect();
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        for (reason, what) in reasons
+            .iter()
+            .zip(["message 19 (", "message 22 (", "message 17 ("])
+        {
+            assert!(reason.starts_with(what), "{reasons:?}");
+        }
+        assert!(records.iter().all(|r| r["decision"] == "refused"), "{records:?}");
+
+        // Two keys in the agent, one configured: only it is listed and signs.
+        let mut add = env.command(tool("ssh-add"), [&extra]);
+        add.env("SSH_AUTH_SOCK", &agent.socket);
+        assert!(run_command(add, None, RUN_TIMEOUT).status.success());
+        let first_fp = before.split_whitespace().nth(1).unwrap().to_string();
+        assert_ne!(first_fp, extra_fp);
+        env.write_global_config(&format!("[git]\nssh_keys = [\"{first_fp}\"]\n"));
+        let script = format!(
+            "./agent_probe; ./agent_probe send {} {}",
+            sign_hex(&public),
+            sign_hex(&extra_public)
+        );
+        let out = ags(env, &env.image(), &["--ssh-agent"], &["sh", "-c", &script], sock);
+        assert_eq!(
+            stdout(&out),
+            "IDENTITIES 1\nREPLY 14\nREPLY 5\n",
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_clean(env);
+    });
+}
+
 /// `sshd` on this machine for the test (its own port, host key and authorized key), killed on
 /// drop.
 struct Sshd {
@@ -446,7 +548,8 @@ fn git_fetch_and_push_over_ssh_through_the_forwarded_agent() {
             "[user]\nname = Host Person\nemail = host@example.org\n",
             0o644,
         );
-        let script = "set -e; git fetch -q origin; git rev-parse origin/main; \
+        // `ssh-add -D` (remove all identities) is refused by the filter: the fetch still works.
+        let script = "ssh-add -D 2>&1 || echo REMOVE-REFUSED; set -e; git fetch -q origin; git rev-parse origin/main; \
             git commit -q --allow-empty -m from-agent; git push -q origin HEAD:refs/heads/agent; \
             ls /etc/ssh/ssh_known_hosts; echo > /etc/ssh/ssh_known_hosts 2>/dev/null && echo KNOWN-HOSTS-WRITABLE; echo DONE";
         let sock: &[(&str, &Path)] = &[("SSH_AUTH_SOCK", &agent.socket)];
@@ -465,7 +568,9 @@ fn git_fetch_and_push_over_ssh_through_the_forwarded_agent() {
             show(&out)
         );
         assert!(
-            said.ends_with("DONE\n") && !said.contains("KNOWN-HOSTS-WRITABLE"),
+            said.ends_with("DONE\n")
+                && said.contains("REMOVE-REFUSED")
+                && !said.contains("KNOWN-HOSTS-WRITABLE"),
             "{}",
             show(&out)
         );

@@ -171,6 +171,91 @@ fn allowlist_reaches_only_the_listed_destination() {
     });
 }
 
+/// Refused CONNECTs of the flood in [`a_flood_of_refusals_rotates_nothing_away`]: more than
+/// twice the rotation size of log lines before the budget (about 750 bytes each), so without it
+/// the log rotates twice.
+const FLOOD: usize = 16_000;
+
+/// Issue 22, finding 6: an agent floods the proxy with refused `CONNECT`s to long names
+/// ([`FLOOD`] of them, in 8 parallel loops, to the forwarder on the container's loopback only)
+/// around one allowed connection. The log was just below its rotation size, ending with another
+/// launch's record. Afterwards the other launch's record and this launch's allowed connection
+/// are still in the log, the flood rotated it at most once, and one `dropped` line counts the
+/// refusals past the budget (`ags log --egress` shows it).
+#[test]
+fn a_flood_of_refusals_rotates_nothing_away() {
+    let allowed = server("allowed");
+    each_mode(|env| {
+        allowlist_config(env, &[format!("127.0.0.1:{allowed}")]);
+        let other = through_proxy("CONNECT other-launch.invalid:443 HTTP/1.1");
+        let out = run_agent(env, &[], &["sh", "-c", &other]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        // Just below the rotation size: the flood's first lines rotate it once.
+        let path = env.state_home().join("ags/egress.jsonl");
+        let size = std::fs::metadata(&path).unwrap().len();
+        let pad = 10 * 1024 * 1024 - size - 2048;
+        let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let filler = format!("{{\"filler\":\"{}\"}}\n", "x".repeat(1000));
+        for _ in 0..pad / filler.len() as u64 {
+            file.write_all(filler.as_bytes()).unwrap();
+        }
+        drop(file);
+        let label = "a".repeat(63);
+        let long = format!("{label}.{label}.{label}.{}", "b".repeat(61));
+        let loop_ = format!(
+            "i=0; while [ $i -lt {} ]; do printf 'CONNECT {long}:443 HTTP/1.1\\r\\n\\r\\n' | nc 127.0.0.1 3128 >/dev/null; i=$((i+1)); done",
+            FLOOD / 8
+        );
+        let flood = vec![format!("( {loop_} ) &"); 8].join(" ");
+        let allowed_req = format!("CONNECT 127.0.0.1:{allowed} HTTP/1.1\\r\\n\\r\\nGET / HTTP/1.0");
+        let script = format!(
+            "{flood} {}; wait; {}",
+            through_proxy(&allowed_req),
+            through_proxy(&allowed_req)
+        );
+        let started = std::time::Instant::now();
+        let out = run_agent(env, &["--timeout", "170"], &["sh", "-c", &script]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        println!("{}: flood of {FLOOD} took {:?}", env.mode(), started.elapsed());
+        let listing = env.run(["log", "--egress", "--json", "-n", "100000"]);
+        assert_eq!(listing.status.code(), Some(0), "{}", show(&listing));
+        let log: Vec<Value> = stdout(&listing)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let count = |f: &dyn Fn(&Value) -> bool| log.iter().filter(|r| f(r)).count();
+        assert_eq!(
+            count(&|r| r["host"] == "other-launch.invalid"),
+            1,
+            "the other launch's record is gone"
+        );
+        let flooder = log
+            .iter()
+            .find(|r| r["host"] == long)
+            .map(|r| r["launch_id"].clone())
+            .expect("some refusals are written");
+        let mine = |r: &Value| r["launch_id"] == flooder;
+        assert_eq!(
+            count(&|r| mine(r) && r["decision"] == "allowed" && r["port"] == allowed),
+            2,
+            "this launch's allowed connections are gone"
+        );
+        let refused = count(&|r| mine(r) && r["decision"] == "refused");
+        let dropped: Vec<&Value> = log
+            .iter()
+            .filter(|r| mine(r) && r["decision"] == "dropped")
+            .collect();
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert_eq!(dropped[0]["dropped"].as_u64().unwrap() as usize, FLOOD - refused);
+        let text = stdout(&env.run(["log", "--egress", "-n", "1"]));
+        assert!(
+            text.contains(&format!("{} records not written", FLOOD - refused)),
+            "{text}"
+        );
+        assert_clean(env);
+    });
+}
+
 #[test]
 fn mode_none_has_no_network_and_no_proxy() {
     each_mode(|env| {

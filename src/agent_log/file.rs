@@ -2,56 +2,23 @@
 //! directory, never mounted into a container): one [`Entry`] per line, appended by the `ags`
 //! process of each launch, read by `ags log`.
 //!
-//! Each line is one `write` on an `O_APPEND` descriptor held under an exclusive `flock`, so the
-//! lines of concurrent launches never interleave and only one of them rotates: past
-//! [`ROTATE_BYTES`] the file moves to `agent-hooks.jsonl.1` (replacing the previous one) and a
-//! new file starts, as the egress log does.
+//! Lines are appended and rotated (past [`ROTATE_BYTES`], to `agent-hooks.jsonl.1`) by
+//! `crate::logfile`, as the egress log's are.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::agent_hooks::record::{Entry, Line};
 
-/// Rotate the log to `agent-hooks.jsonl.1` once it is larger than this (10 MiB).
-pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
+pub use crate::logfile::{ROTATE_BYTES, rotated};
 
 /// Append one entry as one line.
 pub fn append(path: &Path, entry: &Entry) -> io::Result<()> {
     let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
     line.push(b'\n');
-    append_line(path, &line)
-}
-
-/// Append `line` (one entry and its newline) as one write.
-pub(super) fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        crate::fsutil::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
-    }
-    // A few rounds at most: another process may rotate between our open and our lock.
-    for _ in 0..4 {
-        let mut file = crate::fsutil::open_private_append(path)?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-        let held = file.metadata()?;
-        let current = std::fs::symlink_metadata(path);
-        if !current.is_ok_and(|m| m.ino() == held.ino() && m.dev() == held.dev()) {
-            continue; // rotated away while we waited: open the new file
-        }
-        if held.len() > ROTATE_BYTES {
-            std::fs::rename(path, rotated(path))?;
-            continue;
-        }
-        return file.write_all(line);
-    }
-    Err(io::Error::other("the log kept being rotated by other processes"))
-}
-
-/// The rotated file next to `path`.
-pub fn rotated(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".1");
-    PathBuf::from(s)
+    crate::logfile::append_line(path, &line)
 }
 
 /// Every entry of the rotated file, then of the current one, oldest first. Lines that do not

@@ -12,8 +12,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -21,9 +19,9 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 
-use super::file;
 use super::scrub::Scrubber;
 use crate::agent_hooks::record::{Entry, Invalid, Line, MAX_LINE_BYTES, RecordError, parse_line};
+use crate::logfile::{Budget, LaunchLog};
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -31,7 +29,8 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// A connection that sends nothing for this long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// Bytes of log one launch may append (8 MiB).
+/// Bytes of log one launch may append (8 MiB; `crate::logfile` keeps the budgets below its
+/// rotation size).
 pub const MAX_LAUNCH_BYTES: u64 = 8 * 1024 * 1024;
 
 /// How long the end of a launch waits for open connections to be read to their end.
@@ -40,33 +39,31 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// Where the lines of one launch go.
 #[derive(Debug)]
 pub struct Sink {
-    log: PathBuf,
     launch_id: String,
     agent: String,
     scrubber: Scrubber,
-    limit: u64,
-    budget: Mutex<Budget>,
-    reported: AtomicBool,
-}
-
-#[derive(Debug, Default)]
-struct Budget {
-    written: u64,
-    dropped: u64,
-    dropped_bytes: u64,
+    log: LaunchLog,
 }
 
 impl Sink {
     /// A sink appending to `log` for the launch `launch_id` of `agent`.
     pub fn new(log: PathBuf, launch_id: String, agent: String, scrubber: Scrubber) -> Self {
+        Self::with_limit(log, launch_id, agent, scrubber, MAX_LAUNCH_BYTES)
+    }
+
+    /// The same with a budget of `limit` bytes.
+    pub(super) fn with_limit(
+        log: PathBuf,
+        launch_id: String,
+        agent: String,
+        scrubber: Scrubber,
+        limit: u64,
+    ) -> Self {
         Self {
-            log,
             launch_id,
             agent,
             scrubber,
-            limit: MAX_LAUNCH_BYTES,
-            budget: Mutex::new(Budget::default()),
-            reported: AtomicBool::new(false),
+            log: LaunchLog::new(log, "agent hook log", vec![Budget::new(limit)]),
         }
     }
 
@@ -106,30 +103,21 @@ impl Sink {
         };
         let mut bytes = serde_json::to_vec(&entry).expect("an entry serializes");
         bytes.push(b'\n');
-        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-        if !note && budget.written + bytes.len() as u64 > self.limit {
-            budget.dropped += 1;
-            budget.dropped_bytes += bytes.len() as u64;
-            return;
-        }
-        budget.written += bytes.len() as u64;
-        if let Err(e) = file::append_line(&self.log, &bytes)
-            && !self.reported.swap(true, Ordering::Relaxed)
-        {
-            eprintln!("ags: agent hook log {}: {e}", self.log.display());
+        match note {
+            true => self.log.note(&bytes),
+            false => {
+                self.log.write(0, &bytes);
+            }
         }
     }
 
     /// At the end of the launch: record how many records were dropped, if any.
     pub fn finish(&self) {
-        let (dropped, bytes) = {
-            let b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-            (b.dropped, b.dropped_bytes)
-        };
-        if dropped > 0 {
+        let b = self.log.budget(0);
+        if b.dropped > 0 {
             let error = format!(
-                "{dropped} records ({bytes} bytes) of this launch were dropped: a launch may append at most {} bytes",
-                self.limit
+                "{} records ({} bytes) of this launch were dropped: a launch may append at most {} bytes",
+                b.dropped, b.dropped_bytes, b.limit
             );
             self.write(Line::Invalid(Invalid::new(error, 0)), true);
         }

@@ -37,13 +37,13 @@ fn exchange(dir: &Path, limit: u64, sends: Vec<Vec<u8>>) -> Vec<Value> {
         .unwrap();
     rt.block_on(async {
         let listener = UnixListener::bind(&sock).unwrap();
-        let mut sink = Sink::new(
+        let sink = Sink::with_limit(
             log.clone(),
             "ags-9-9".into(),
             "codex".into(),
             Scrubber::new([SENTINEL]),
+            limit,
         );
-        sink.limit = limit;
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, Arc::new(sink), stopped));
         for bytes in sends {

@@ -157,7 +157,12 @@ pub(super) fn ssh_agent(args: &RunArgs, config: &Config, rules: &Rules) -> Resul
             .map_err(|e| Error::Usage(format!("[git] known_hosts: {e}")))
         })
         .transpose()?;
-    Ok(Some(SshAgent { socket, known_hosts }))
+    let keys = config.user.git.ssh_keys.clone();
+    Ok(Some(SshAgent {
+        socket,
+        known_hosts,
+        keys,
+    }))
 }
 
 /// `path` resolved physically and checked with `kind`: it must exist, be valid UTF-8, and

@@ -7,6 +7,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -302,7 +303,14 @@ async fn launch_async(
     // Agent hooks: the record socket is served the same way (its directory removed when the
     // server is dropped, so it goes first).
     let records = crate::agent_log::start(&plan, staged, remote)?;
-    let egress = crate::egress::start(&plan.egress, &plan.launch_id, remote)?;
+    // One writer of the egress log for the launch (the proxy's records and the ssh-agent
+    // filter's refusals share its budgets).
+    let egress_log = Arc::new(crate::egress::log::EgressLog::new(
+        config.paths.egress_log(),
+        plan.launch_id.clone(),
+    ));
+    let egress = crate::egress::start(&plan.egress, egress_log.clone(), remote)?;
+    let ssh_filter = crate::ssh_agent::start(plan.ssh_agent.as_ref(), egress_log.clone(), remote)?;
     let session = session::Session::begin(config, &plan, &identity, lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.
@@ -312,6 +320,7 @@ async fn launch_async(
     for dir in [
         egress.as_ref().map(|e| e.dir()),
         records.as_ref().map(|r| r.dir()),
+        ssh_filter.as_ref().map(|s| s.dir()),
     ]
     .into_iter()
     .flatten()
@@ -330,6 +339,10 @@ async fn launch_async(
     if let Some(e) = egress {
         e.stop().await;
     }
+    if let Some(s) = ssh_filter {
+        s.stop().await;
+    }
+    egress_log.finish();
     if let Some(r) = records {
         r.stop().await;
     }

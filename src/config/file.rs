@@ -125,6 +125,9 @@ pub struct GitFile {
     pub ssh_agent: Option<bool>,
     /// A known_hosts file mounted read-only for the agent's ssh (default: `~/.ssh/known_hosts`).
     pub known_hosts: Option<String>,
+    /// Only these keys of the forwarded ssh-agent (`SHA256:…` fingerprints) are listed and
+    /// used for signing (default: every key of the agent).
+    pub ssh_keys: Option<Vec<String>>,
     /// Mount the git data the workdir's checkout needs outside it: a linked worktree's common
     /// dir, a submodule's git dir, the repository around a subdirectory (default true).
     pub repository: Option<bool>,

@@ -376,6 +376,10 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
         ("[agent.pi]\nenv = { K = \"a\\nb\" }\n", "agent.pi.env.K"),
         ("[[project]]\npath = \"/\"\nimage = \" \"\n", "project[0].image"),
         ("[op]\npath = \"op\"\n", "op.path"),
+        (
+            "[git]\nssh_keys = [\"SHA256:Kkj8Z9tc5NjuwVC0D1VADBULbVKqbjTzIbHbMaemHEw\", \"MD5:ab\"]\n",
+            "git.ssh_keys[1]",
+        ),
     ] {
         write(&global, toml);
         let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();

@@ -91,6 +91,9 @@ pub struct GitSettings {
     /// A known_hosts file mounted read-only at `/etc/ssh/ssh_known_hosts` when the ssh-agent
     /// is forwarded (default: `~/.ssh/known_hosts` when it exists).
     pub known_hosts: Option<PathBuf>,
+    /// `[git] ssh_keys`: the fingerprints (`SHA256:…`) of the only keys of the forwarded agent
+    /// the container may list and sign with; empty: every key (`crate::ssh_agent`).
+    pub ssh_keys: Vec<String>,
     /// Mount the git data the workdir's checkout needs outside it (`config::git_outside`).
     pub repository: bool,
 }
@@ -101,6 +104,7 @@ impl Default for GitSettings {
             identity: true,
             ssh_agent: false,
             known_hosts: None,
+            ssh_keys: Vec::new(),
             repository: true,
         }
     }
@@ -216,11 +220,27 @@ fn git(g: Option<&GitFile>, paths: &Paths) -> Result<GitSettings, FieldError> {
         None => None,
         Some(p) => Some(host_path(p, paths).ok_or_else(|| ("known_hosts".to_string(), PATH_RULE))?),
     };
+    let ssh_keys = g.ssh_keys.clone().unwrap_or_default();
+    if let Some(i) = ssh_keys.iter().position(|k| !is_fingerprint(k)) {
+        return Err((format!("ssh_keys[{i}]"), FINGERPRINT_RULE));
+    }
     Ok(GitSettings {
         identity: g.identity.unwrap_or(true),
         ssh_agent: g.ssh_agent.unwrap_or(false),
         known_hosts,
+        ssh_keys,
         repository: g.repository.unwrap_or(true),
+    })
+}
+
+const FINGERPRINT_RULE: &str = "must be a key fingerprint as `ssh-add -l` or `ssh-keygen -l -f KEY.pub` prints it: `SHA256:` followed by 43 base64 characters";
+
+/// `SHA256:` and the unpadded base64 of 32 bytes.
+fn is_fingerprint(s: &str) -> bool {
+    s.strip_prefix("SHA256:").is_some_and(|b| {
+        b.len() == 43
+            && b.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'+' || c == b'/')
     })
 }
 

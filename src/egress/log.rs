@@ -1,17 +1,37 @@
-//! The egress log: one JSON line per connection attempt through the proxy of any launch,
+//! The egress log: one JSON line per connection attempt through the proxy of any launch, and
+//! per message the ssh-agent filter refused (`crate::ssh_agent`),
 //! `$XDG_STATE_HOME/ags/egress.jsonl` (0600 in a 0700 directory, never mounted into a
 //! container). Refusals are written when they happen, allowed connections when they close
-//! (with their byte counts). Each line is one `write` on an `O_APPEND` descriptor, so lines of
-//! concurrent launches never interleave. No request contents: host, port, decision, counts.
+//! (with their byte counts). No request contents: host, port, decision, counts.
+//!
+//! Lines are appended and rotated by `crate::logfile` (one write under a lock; past 10 MiB the
+//! file moves to `egress.jsonl.1`). A launch has two budgets there (issue 22, finding 6): one
+//! for its connections ([`MAX_LAUNCH_CONNECTION_BYTES`]) and one for its refusals
+//! ([`MAX_LAUNCH_REFUSAL_BYTES`]). Past a budget records are counted, not written, and
+//! [`EgressLog::finish`] writes one `dropped` line per budget saying how many. So an agent
+//! flooding the proxy with refused requests can neither rotate away other launches' records
+//! (its lines stay below the rotation size) nor crowd out the record of its own allowed
+//! connections.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-/// Rotate the log to `egress.jsonl.1` once it is larger than this (10 MiB).
-pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
+pub use crate::logfile::ROTATE_BYTES;
+use crate::logfile::{Budget, LaunchLog, rotated};
+
+/// Bytes of allowed and failed connections one launch may append (5 MiB).
+pub const MAX_LAUNCH_CONNECTION_BYTES: u64 = 5 * 1024 * 1024;
+/// Bytes of refusals (refused, invalid, refused ssh-agent messages) one launch may append
+/// (2 MiB). With the connections' budget, below the rotation size.
+pub const MAX_LAUNCH_REFUSAL_BYTES: u64 = 2 * 1024 * 1024;
+
+/// The budget of allowed and failed connections.
+const CONNECTIONS: usize = 0;
+/// The budget of refusals.
+const REFUSALS: usize = 1;
 
 /// Version of the record format.
 pub const EGRESS_LOG_VERSION: u32 = 1;
@@ -28,6 +48,8 @@ pub enum Decision {
     Failed,
     /// Not a request the proxy understands (400).
     Invalid,
+    /// A summary: records of this launch past its budget, counted and not written.
+    Dropped,
 }
 
 /// One attempt.
@@ -58,19 +80,36 @@ pub struct EgressRecord {
     pub bytes_down: u64,
     /// From the decision to the close, in milliseconds.
     pub duration_ms: u64,
+    /// For a `dropped` summary: how many records were not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<u64>,
 }
 
-/// Appends records for one launch.
+/// Appends records for one launch, within its budgets.
 #[derive(Debug)]
 pub struct EgressLog {
-    path: PathBuf,
+    log: LaunchLog,
     launch_id: String,
 }
 
 impl EgressLog {
     /// A log at `path` for `launch_id`.
     pub fn new(path: PathBuf, launch_id: String) -> Self {
-        Self { path, launch_id }
+        Self::with_limits(
+            path,
+            launch_id,
+            MAX_LAUNCH_CONNECTION_BYTES,
+            MAX_LAUNCH_REFUSAL_BYTES,
+        )
+    }
+
+    /// The same with other budgets (tests).
+    pub fn with_limits(path: PathBuf, launch_id: String, connections: u64, refusals: u64) -> Self {
+        let budgets = vec![Budget::new(connections), Budget::new(refusals)];
+        Self {
+            log: LaunchLog::new(path, "egress log", budgets),
+            launch_id,
+        }
     }
 
     /// The launch id records carry.
@@ -78,11 +117,37 @@ impl EgressLog {
         &self.launch_id
     }
 
-    /// Append one record. A log that cannot be written is reported on stderr once per attempt;
-    /// the decision stands either way.
+    /// Append one record within the budget of its kind (past it, it is counted). A log that
+    /// cannot be written is reported on stderr once; the decision stands either way.
     pub fn append(&self, record: &EgressRecord) {
-        if let Err(e) = append(&self.path, record) {
-            eprintln!("ags: egress log {}: {e}", self.path.display());
+        let line = line(record);
+        match record.decision {
+            Decision::Allowed | Decision::Failed => self.log.write(CONNECTIONS, &line),
+            Decision::Refused | Decision::Invalid => self.log.write(REFUSALS, &line),
+            Decision::Dropped => {
+                self.log.note(&line);
+                true
+            }
+        };
+    }
+
+    /// At the end of the launch: one `dropped` record per budget that was exceeded.
+    pub fn finish(&self) {
+        for (budget, what) in [
+            (CONNECTIONS, "allowed or failed connections"),
+            (REFUSALS, "refused or invalid attempts"),
+        ] {
+            let b = self.log.budget(budget);
+            if b.dropped == 0 {
+                continue;
+            }
+            let reason = format!(
+                "{} records of {what} of this launch ({} bytes) were counted, not written: a launch may append at most {} bytes of them",
+                b.dropped, b.dropped_bytes, b.limit
+            );
+            let mut record = self.record("dropped", "-", 0, Decision::Dropped, reason);
+            record.dropped = Some(b.dropped);
+            self.append(&record);
         }
     }
 
@@ -108,27 +173,16 @@ impl EgressLog {
             bytes_up: 0,
             bytes_down: 0,
             duration_ms: 0,
+            dropped: None,
         }
     }
 }
 
-fn append(path: &Path, record: &EgressRecord) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        crate::fsutil::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
-    }
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() > ROTATE_BYTES) {
-        std::fs::rename(path, rotated(path))?;
-    }
-    let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+/// A record as one line.
+fn line(record: &EgressRecord) -> Vec<u8> {
+    let mut line = serde_json::to_vec(record).expect("a record serializes");
     line.push(b'\n');
-    let mut file = crate::fsutil::open_private_append(path)?;
-    file.write_all(&line)
-}
-
-fn rotated(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".1");
-    PathBuf::from(s)
+    line
 }
 
 /// The last `n` records, oldest first (reading the rotated file too when needed); lines that do
@@ -162,6 +216,16 @@ pub fn render(r: &EgressRecord) -> String {
         .ok()
         .and_then(|v| v.as_str().map(String::from))
         .unwrap_or_default();
+    if let Some(n) = r.dropped {
+        return format!(
+            "{} {} {:<7} {:<8} {n} records not written: {}",
+            r.time,
+            r.launch_id,
+            r.kind,
+            decision,
+            r.reason.escape_debug()
+        );
+    }
     format!(
         "{} {} {:<7} {:<8} {}:{} up={} down={} {}ms {}",
         r.time,
@@ -205,5 +269,36 @@ mod tests {
             std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o600
         );
+    }
+
+    #[test]
+    fn a_flood_of_refusals_is_counted_and_cannot_crowd_out_allowed_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/egress.jsonl");
+        let other = EgressLog::new(path.clone(), "ags-other".into());
+        other.append(&other.record("connect", "a.example", 443, Decision::Allowed, "ok".into()));
+        let log = EgressLog::with_limits(path.clone(), "ags-flood".into(), 4096, 4096);
+        let long = "x".repeat(200);
+        for port in 1..=100 {
+            log.append(&log.record("connect", &long, port, Decision::Refused, "no".into()));
+        }
+        log.append(&log.record("connect", "b.example", 443, Decision::Allowed, "ok".into()));
+        log.finish();
+        let all = read_last(&path, 1000).unwrap();
+        assert_eq!(all[0].launch_id, "ags-other");
+        let written = all.iter().filter(|r| r.decision == Decision::Refused).count() as u64;
+        assert!((1..100).contains(&written), "{written}");
+        assert!(
+            all.iter()
+                .any(|r| r.host == "b.example" && r.launch_id == "ags-flood")
+        );
+        let summary = all.last().unwrap();
+        assert_eq!(
+            (summary.decision, summary.dropped),
+            (Decision::Dropped, Some(100 - written))
+        );
+        assert!(render(summary).contains(&format!("{} records not written", 100 - written)));
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size < 4096 * 2 + 1024, "{size}");
     }
 }

@@ -70,11 +70,13 @@ impl Egress {
     }
 }
 
-/// Start the proxy of `plan` (allowlist mode), or do nothing in the other modes. `remote` is the
-/// service URL when it is not a local unix socket.
+/// Start the proxy of `plan` (allowlist mode), or do nothing in the other modes. It records into
+/// `log`, the launch's writer of the egress log (shared with the ssh-agent filter: one set of
+/// budgets per launch; the caller calls [`log::EgressLog::finish`] once both have stopped).
+/// `remote` is the service URL when it is not a local unix socket.
 pub fn start(
     plan: &EgressPlan,
-    launch_id: &str,
+    log: Arc<log::EgressLog>,
     remote: Option<&str>,
 ) -> Result<Option<Egress>, EgressError> {
     let Some(proxy) = &plan.proxy else { return Ok(None) };
@@ -86,7 +88,6 @@ pub fn start(
     let policy = Arc::new(proxy::Policy::new(
         plan.allow.iter().map(|a| a.entry.clone()).collect(),
     ));
-    let log = Arc::new(log::EgressLog::new(proxy.log.clone(), launch_id.to_string()));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(proxy::serve(listener, policy, log, stopped));
     Ok(Some(Egress {

@@ -248,7 +248,10 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         seccomp_dir: input.config.paths.cache_dir(),
         git_guards: run.git_guards.clone(),
         git_identity: run.git_identity.clone(),
-        ssh_agent: run.ssh_agent.clone(),
+        ssh_agent: run
+            .ssh_agent
+            .as_ref()
+            .map(|s| super::git::ssh_plan(s, input.host_stage_dir)),
         staging,
         lockdown: run.lockdown,
         skip_permissions: run.skip_permissions,
@@ -485,7 +488,9 @@ fn build_mounts(
         origin: f.origin.clone(),
     }));
     mounts.extend(extra);
-    mounts.extend(input.run.ssh_agent.iter().flat_map(super::git::ssh_mounts));
+    let ssh = input.run.ssh_agent.as_ref();
+    let ssh = ssh.map(|s| super::git::ssh_plan(s, input.host_stage_dir));
+    mounts.extend(ssh.iter().flat_map(super::git::ssh_mounts));
     check_overlaps(&mounts)?;
     // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.
     mounts.extend(input.run.git_guards.iter().map(|g| PlanMount {

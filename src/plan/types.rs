@@ -43,11 +43,36 @@ pub const STAGING_ENV_FILE: &str = "/run/ags/env";
 /// The host's ssh-agent, forwarded (see `plan::git`); both paths are checked host paths.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SshAgent {
-    /// The agent's socket (a socket owned by the user, outside every read-write mount).
+    /// The agent's socket (a socket owned by the user, outside every read-write mount). Only
+    /// the `ags` process connects to it: the container gets the filter's socket.
     pub socket: PathBuf,
     /// A known_hosts file, mounted read-only.
     pub known_hosts: Option<PathBuf>,
+    /// `[git] ssh_keys`: the only keys listed and used (fingerprints); empty: all.
+    pub keys: Vec<String>,
 }
+
+/// The forwarded ssh-agent of a launch: the host's agent and the filter the `ags` process
+/// serves in front of it (`crate::ssh_agent`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SshAgentPlan {
+    /// The host's agent.
+    #[serde(flatten)]
+    pub host: SshAgent,
+    /// Private per-launch directory (0700) holding the filter's socket; removed after the
+    /// launch (a sibling of the staging directory, swept like it).
+    pub filter_dir: PathBuf,
+}
+
+impl SshAgentPlan {
+    /// The filter's socket on the host, bound at `plan::git::SSH_AUTH_SOCK_PATH`.
+    pub fn filter_socket(&self) -> PathBuf {
+        self.filter_dir.join(SSH_FILTER_SOCKET_NAME)
+    }
+}
+
+/// The file name of the ssh-agent filter's socket in [`SshAgentPlan::filter_dir`].
+pub const SSH_FILTER_SOCKET_NAME: &str = "agent.sock";
 
 /// Where a setting came from, as `ags plan` reports it. Hook contributions are ordered by
 /// their own key, [`crate::hooks::resolve::Origin`] (see there why there are two);
@@ -367,8 +392,8 @@ pub struct LaunchPlan {
     /// The host's git identity given to the agent (`[git] identity`; carried in the
     /// environment as `GIT_CONFIG_*`).
     pub git_identity: Option<crate::config::git_identity::GitIdentity>,
-    /// The forwarded ssh-agent (`--ssh-agent`, `[git] ssh_agent`).
-    pub ssh_agent: Option<SshAgent>,
+    /// The forwarded ssh-agent (`--ssh-agent`, `[git] ssh_agent`), through the filter.
+    pub ssh_agent: Option<SshAgentPlan>,
     /// The private host directory holding generated files, when there are any.
     pub host_stage_dir: Option<PathBuf>,
     /// Whether `--lockdown` is in effect.
