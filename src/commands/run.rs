@@ -128,7 +128,8 @@ pub(super) fn settings(
     secret_set_names(&args.op_secret_sets)?;
     let host_env = launch_input::host_env(args, config)?;
     let mounts = launch_input::user_mounts(args, config, rules)?;
-    let git_guards = git_host::guards(config, &git_host::git_roots(config, &mounts), rules)?;
+    let git_roots = git_host::git_roots(config, &mounts);
+    let git_guards = git_host::guards(config, &git_roots, rules, args.lockdown)?;
     let agent = launch_input::agent_settings(args, config)?;
     let ssh_agent = git_host::ssh_agent(args, config, rules)?;
     let git_identity = git_host::identity(config, ssh_agent.is_some());

@@ -91,7 +91,7 @@ pub struct GitSettings {
     /// A known_hosts file mounted read-only at `/etc/ssh/ssh_known_hosts` when the ssh-agent
     /// is forwarded (default: `~/.ssh/known_hosts` when it exists).
     pub known_hosts: Option<PathBuf>,
-    /// Mount the git data the workdir's checkout needs outside it (`config::git_outside`).
+    /// Mount the git data the workdir's checkout needs outside it (`workspace::git_layout`).
     pub repository: bool,
 }
 
