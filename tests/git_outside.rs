@@ -299,7 +299,10 @@ fn a_git_file_the_agent_wrote_does_not_mount_what_it_names() {
         let proj = env.mkdir("proj", 0o755);
         env.mkdir("proj/c/src", 0o755);
         let plant = |dir: &str, target: &Path| {
-            format!("mkdir -p {dir} && printf 'gitdir: {}\\n' > {dir}/.git", target.display())
+            format!(
+                "mkdir -p {dir} && printf 'gitdir: {}\\n' > {dir}/.git",
+                target.display()
+            )
         };
         let script = [
             plant("a", &bin),
@@ -309,7 +312,11 @@ fn a_git_file_the_agent_wrote_does_not_mount_what_it_names() {
         .join(" && ");
         agent_in(env, &proj, &script);
         for d in ["a", "b", "c"] {
-            assert!(proj.join(d).join(".git").is_file(), "{}: {d}/.git is gone", env.mode());
+            assert!(
+                proj.join(d).join(".git").is_file(),
+                "{}: {d}/.git is gone",
+                env.mode()
+            );
         }
         let trojan = bin.join("git");
         let write = |file: &Path| format!("echo x > {} && echo WROTE; true", file.display());
@@ -406,6 +413,39 @@ fn lockdown_mounts_no_git_data_outside_the_workdir() {
             env.mode(),
             show(&out)
         );
+        assert_clean(env);
+    });
+}
+
+/// Two subdirectory launches of one repository run side by side: the running one has the
+/// repository's `.git` in its read-write mounts, but the repository's top level, where that
+/// `.git` was found, is read-only to it.
+#[test]
+fn two_subdirectory_launches_of_one_repository_run_side_by_side() {
+    each_mode(|env| {
+        let top = env.mkdir("repo", 0o755);
+        repo(env, &top);
+        let a = env.mkdir("repo/a", 0o755);
+        let b = env.mkdir("repo/b", 0o755);
+        let ad = a.display().to_string();
+        let args = launch_args(
+            env,
+            &["--tty=false", "--workdir", &ad],
+            &[
+                "sh",
+                "-c",
+                "echo STARTED; while [ ! -e stop ]; do sleep 0.2; done",
+            ],
+        );
+        let sibling = Background::spawn(env, &args);
+        sibling.expect_stdout("STARTED", Duration::from_secs(120));
+        let look = format!("ls {}/.git/objects >/dev/null && echo SEEN", top.display());
+        let bd = b.display().to_string();
+        let out = run_agent(env, &["--workdir", &bd], &["sh", "-c", &look]);
+        env.write_file(a.join("stop"), "", 0o644);
+        let _ = sibling.wait();
+        assert_eq!(out.status.code(), Some(0), "{}: {}", env.mode(), show(&out));
+        assert!(stdout(&out).contains("SEEN"), "{}: {}", env.mode(), show(&out));
         assert_clean(env);
     });
 }

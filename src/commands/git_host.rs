@@ -2,18 +2,19 @@
 //! identity (`config::git_identity`, `[git] identity`) and the forwarded ssh-agent
 //! (`--ssh-agent`, `[git] ssh_agent`): its socket and a known_hosts file, both checked here
 //! (docs/security.md, "Git identity and the ssh-agent"); and the git guards with the git data
-//! the checkout needs outside the workdir (`[git] repository`), checked by the containment
-//! rules.
+//! the checkout needs outside the workdir (`[git] repository`): proven by `workspace::git_layout`
+//! (again at the late check, with the running launches' read-write mounts) and checked by the
+//! containment rules.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::cli::RunArgs;
+use crate::config as cfg;
 use crate::config::Config;
 use crate::config::git_guard::GitGuard;
 use crate::config::git_identity::{self, GitIdentity, Lookup};
-use crate::config as cfg;
 use crate::containment::{self, Role, Rules, WritableRoot};
 use crate::plan::UserMount;
 use crate::plan::git::SshAgent;
@@ -139,9 +140,13 @@ pub(super) fn recheck(
         if proven.iter().any(|p| p.path == top.path) {
             continue;
         }
-        let why = now.left_out.first().map(|(_, why)| why.clone()).unwrap_or_else(|| {
-            "what the `.git` files lead to changed while the launch was prepared; launch again".into()
-        });
+        let why = now
+            .left_out
+            .first()
+            .map(|(_, why)| why.clone())
+            .unwrap_or_else(|| {
+                "what the `.git` files lead to changed while the launch was prepared; launch again".into()
+            });
         return Err(GitLayoutError::NoLongerProven {
             path: top.path.clone(),
             why,

@@ -27,8 +27,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::git_guard::{
-    Create, GitGuard, GitGuardError, common_dir, guard_git_dir, linked_git_dir, module_checkout,
-    read_only, read_small, trim_line_ends,
+    Create, GitGuard, GitGuardError, common_dir, guard_git_dir, linked_git_dir, module_checkout, read_only,
+    read_small, trim_line_ends,
 };
 use crate::containment::WritableRoot;
 use crate::safepath;
@@ -66,7 +66,9 @@ pub enum GitLayoutError {
     /// What a `.git` file names is not a git dir.
     #[error(
         "the `.git` file {} names {}, which is not a git dir (it has no {missing}); ags mounts nothing it names (an agent may have written it): remove {} if you did not create it",
-        safepath::display(dot_git), safepath::display(named), safepath::display(dot_git)
+        safepath::display(dot_git),
+        safepath::display(named),
+        safepath::display(dot_git)
     )]
     NotAGitDir {
         /// The `.git` file (or ancestor `.git` directory).
@@ -79,7 +81,8 @@ pub enum GitLayoutError {
     /// A `.git` file names a git dir that does not belong to this checkout.
     #[error(
         "the `.git` file {} names {}, which {why}; git accepts a `.git` file only for a worktree entry `…/.git/worktrees/NAME` whose `gitdir` names that file, or a submodule git dir whose `core.worktree` is its directory, so ags mounts nothing it names (an agent may have written it): remove it if you did not create it, or make the worktree or submodule with git on the host",
-        safepath::display(dot_git), safepath::display(named)
+        safepath::display(dot_git),
+        safepath::display(named)
     )]
     NotThisCheckout {
         /// The `.git` file.
@@ -92,7 +95,8 @@ pub enum GitLayoutError {
     /// A place the proof rests on lies inside a directory an agent can write.
     #[error(
         "{what} {} lies inside {owner} {}, which an agent can write: it could have written the files that make it look like this checkout's git data, so ags does not mount it; launch when that mount is gone, or pass the repository as an --add-dir if you trust it",
-        safepath::display(path), safepath::display(root)
+        safepath::display(path),
+        safepath::display(root)
     )]
     Writable {
         /// What it is ("the common git dir").
@@ -129,13 +133,21 @@ impl From<GitGuardError> for GitLayoutError {
 /// The git data outside `roots` (the read-write mounts keeping their host path) that the
 /// checkout at `root` needs, proven, with nothing of it inside `writable` (every directory an
 /// agent can write; `roots` count too).
-pub fn prove(root: &Path, roots: &[PathBuf], writable: &[WritableRoot]) -> Result<TrustedGitLayout, GitLayoutError> {
+pub fn prove(
+    root: &Path,
+    roots: &[PathBuf],
+    writable: &[WritableRoot],
+) -> Result<TrustedGitLayout, GitLayoutError> {
     let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
     let reachable = |what: &'static str, p: &Path| -> Result<(), GitLayoutError> {
         let hit = writable
             .iter()
             .map(|w| (w.path.as_path(), w.owner.as_str()))
-            .chain(roots.iter().map(|r| (r.as_path(), "this launch's read-write mount")))
+            .chain(
+                roots
+                    .iter()
+                    .map(|r| (r.as_path(), "this launch's read-write mount")),
+            )
             .find(|(w, _)| p.starts_with(w));
         match hit {
             Some((w, owner)) => Err(GitLayoutError::Writable {
@@ -169,15 +181,19 @@ pub fn prove(root: &Path, roots: &[PathBuf], writable: &[WritableRoot]) -> Resul
     }
     let meta = std::fs::symlink_metadata(&dot_git).map_err(|e| unreadable(&dot_git, e.to_string()))?;
     if meta.is_dir() {
+        // Proven by `top` (checked above): what is inside only decides what in it is guarded
+        // (a running launch pinning it cannot swap those: `commands::guard_neighbours`).
         if !inside(&dot_git) {
-            reachable("the git dir", &dot_git)?;
             git_dir_shape(&dot_git, &dot_git)?;
             guard_git_dir(&dot_git, Create::Nothing, roots, &mut guards)?;
         }
         return Ok(TrustedGitLayout { guards });
     }
     if !meta.is_file() {
-        return Err(unreadable(&dot_git, "it is neither a directory nor a file".into()));
+        return Err(unreadable(
+            &dot_git,
+            "it is neither a directory nor a file".into(),
+        ));
     }
     let git_dir = linked_git_dir(&dot_git)?;
     let common = common_dir(&git_dir)?;

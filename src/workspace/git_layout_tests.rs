@@ -164,7 +164,10 @@ fn a_git_file_naming_another_repository_mounts_nothing() {
     std::fs::create_dir_all(&w2).unwrap();
     std::fs::write(w2.join(".git"), format!("gitdir: {}\n", module.display())).unwrap();
     let e = outside(&w2, std::slice::from_ref(&w2)).unwrap_err();
-    assert!(e.to_string().contains("`core.worktree` is not this directory"), "{e}");
+    assert!(
+        e.to_string().contains("`core.worktree` is not this directory"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -183,7 +186,11 @@ fn a_worktree_entry_of_another_checkout_mounts_nothing() {
         format!("gitdir: {}/.git/worktrees/wt\n", main.display()),
     )
     .unwrap();
-    assert!(!outside(&real_wt, std::slice::from_ref(&real_wt)).unwrap().is_empty());
+    assert!(
+        !outside(&real_wt, std::slice::from_ref(&real_wt))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
