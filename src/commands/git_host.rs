@@ -140,13 +140,13 @@ pub(super) fn recheck(
         if proven.iter().any(|p| p.path == top.path) {
             continue;
         }
-        let why = now
-            .left_out
-            .first()
-            .map(|(_, why)| why.clone())
-            .unwrap_or_else(|| {
+        let whys: Vec<&str> = now.left_out.iter().map(|(_, why)| why.as_str()).collect();
+        let why = match whys.is_empty() {
+            true => {
                 "what the `.git` files lead to changed while the launch was prepared; launch again".into()
-            });
+            }
+            false => whys.join("; "),
+        };
         return Err(GitLayoutError::NoLongerProven {
             path: top.path.clone(),
             why,
