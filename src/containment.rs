@@ -160,7 +160,7 @@ pub enum Role {
         /// The hook's name.
         hook: String,
     },
-    /// Git data the workdir's checkout needs outside it (`config::git_outside`): a linked
+    /// Git data the workdir's checkout needs outside it (`workspace::git_layout`): a linked
     /// worktree's common git dir, a submodule's git dir, the repository around a subdirectory.
     GitDir,
 }

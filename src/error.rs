@@ -50,6 +50,10 @@ pub enum Error {
     /// A host path may not be mounted (workdir, `--add-dir`).
     #[error(transparent)]
     Containment(#[from] Box<crate::containment::ContainmentError>),
+
+    /// Git data outside the mounts no longer proven at the late check (`workspace::git_layout`).
+    #[error(transparent)]
+    GitLayout(#[from] crate::workspace::git_layout::GitLayoutError),
     /// The agent hook dispatcher could not be installed.
     #[error(transparent)]
     AgentHooks(#[from] crate::agent_hooks::install::InstallError),

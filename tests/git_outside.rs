@@ -5,13 +5,20 @@
 //! containment rules applied. The host's real git runs inside the busybox container (the
 //! binary and its libraries, copied to a read-only `--add-dir`, started through the dynamic
 //! loader), in both modes, against real Podman.
+//!
+//! Issue 22, finding 1: the workdir's `.git` is the agent's to write. The attacks below plant a
+//! `.git` file naming a host directory (a fake `~/.local/bin`, another repository's `.git`, a
+//! worktree entry a running launch rewrote) and check that the next launch does not mount it
+//! (`workspace::git_layout`), and that `--lockdown` mounts nothing outside the workdir.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::launch::{assert_clean, run_agent, stderr, stdout};
+use std::time::Duration;
+
+use common::launch::{Background, assert_clean, launch_args, run_agent, stderr, stdout};
 use common::{TestEnv, each_mode, run_command, show, tool};
 
 fn git_in(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
@@ -254,6 +261,191 @@ fn a_repository_the_containment_rules_refuse_is_left_out_with_a_note() {
             "{}",
             show(&out)
         );
+        assert_clean(env);
+    });
+}
+
+/// A launch in `workdir` running `script`; it must succeed.
+fn agent_in(env: &TestEnv, workdir: &Path, script: &str) -> Output {
+    let w = workdir.display().to_string();
+    let out = run_agent(env, &["--workdir", &w], &["sh", "-c", script]);
+    assert_eq!(out.status.code(), Some(0), "{}: {}", env.mode(), show(&out));
+    out
+}
+
+/// `out` did not write `file` (its agent printed WROTE if it could) and said why on stderr.
+fn assert_not_mounted(env: &TestEnv, out: &Output, file: &Path, why: &str) {
+    assert!(!stdout(out).contains("WROTE"), "{}: {}", env.mode(), show(out));
+    assert!(!file.exists(), "{}: {} was written", env.mode(), file.display());
+    let err = stderr(out);
+    assert!(
+        err.contains("git in the container will not see the repository") && err.contains(why),
+        "{}: expected a note containing {why:?}: {}",
+        env.mode(),
+        show(out)
+    );
+}
+
+/// The agent writes `.git` = `gitdir: DIR` in directories that are not repositories; the next
+/// launch there (or in a subdirectory below) must not mount DIR. DIR: a fake `~/.local/bin`
+/// (the earlier code mounted it read-write: a trojan `git` there runs in the user's next
+/// shell), or another repository's `.git` (not a worktree entry of the workdir).
+#[test]
+fn a_git_file_the_agent_wrote_does_not_mount_what_it_names() {
+    each_mode(|env| {
+        let bin = env.mkdir("home/.local/bin", 0o755);
+        let other = env.mkdir("other", 0o755);
+        repo(env, &other);
+        let proj = env.mkdir("proj", 0o755);
+        env.mkdir("proj/c/src", 0o755);
+        let plant = |dir: &str, target: &Path| {
+            format!(
+                "mkdir -p {dir} && printf 'gitdir: {}\\n' > {dir}/.git",
+                target.display()
+            )
+        };
+        let script = [
+            plant("a", &bin),
+            plant("b", &other.join(".git")),
+            plant("c", &bin),
+        ]
+        .join(" && ");
+        agent_in(env, &proj, &script);
+        for d in ["a", "b", "c"] {
+            assert!(
+                proj.join(d).join(".git").is_file(),
+                "{}: {d}/.git is gone",
+                env.mode()
+            );
+        }
+        let trojan = bin.join("git");
+        let write = |file: &Path| format!("echo x > {} && echo WROTE; true", file.display());
+        let out = agent_in(env, &proj.join("a"), &write(&trojan));
+        assert_not_mounted(env, &out, &trojan, "which is not a git dir");
+        let planted = other.join(".git/planted");
+        let out = agent_in(env, &proj.join("b"), &write(&planted));
+        assert_not_mounted(env, &out, &planted, "is a repository of its own");
+        // A subdirectory launch: the `.git` found above the workdir is proven the same way.
+        let out = agent_in(env, &proj.join("c/src"), &write(&trojan));
+        assert_not_mounted(env, &out, &trojan, "which is not a git dir");
+        assert_clean(env);
+    });
+}
+
+/// A running launch in a repository rewrites the `gitdir` of an existing worktree entry (its
+/// pinned entry stays writable inside) to name another workdir's `.git`, which an earlier
+/// launch there pointed at that entry. The earlier code mounted the repository's git dir into
+/// the launch in that workdir (its history, read-write); the entry lies in the running launch's
+/// read-write mount, so it proves nothing: the launch is refused, saying why.
+#[test]
+fn a_worktree_entry_in_a_running_launchs_mount_is_not_trusted() {
+    each_mode(|env| {
+        let main = env.mkdir("main", 0o755);
+        repo(env, &main);
+        let wt = env.root().join("wt");
+        git_in(
+            env,
+            &main,
+            &["worktree", "add", "-q", "-b", "wt", &wt.display().to_string()],
+        );
+        let entry = main.join(".git/worktrees/wt");
+        let w = env.mkdir("w", 0o755);
+        agent_in(
+            env,
+            &w,
+            &format!("printf 'gitdir: {}\\n' > .git", entry.display()),
+        );
+        let script = format!(
+            "printf '{}/.git\\n' > .git/worktrees/wt/gitdir && echo CRAFTED; \
+             while [ ! -e stop ]; do sleep 0.2; done",
+            w.display()
+        );
+        let m = main.display().to_string();
+        let args = launch_args(env, &["--tty=false", "--workdir", &m], &["sh", "-c", &script]);
+        let sibling = Background::spawn(env, &args);
+        sibling.expect_stdout("CRAFTED", Duration::from_secs(120));
+        let wd = w.display().to_string();
+        let look = format!("ls {m}/.git/objects >/dev/null && echo SEEN; echo DONE");
+        let out = run_agent(env, &["--workdir", &wd], &["sh", "-c", &look]);
+        env.write_file(main.join("stop"), "", 0o644);
+        let _ = sibling.wait();
+        assert!(!stdout(&out).contains("SEEN"), "{}: {}", env.mode(), show(&out));
+        assert_eq!(out.status.code(), Some(125), "{}: {}", env.mode(), show(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("no longer proven") && err.contains("running ags container"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_clean(env);
+    });
+}
+
+/// Under `--lockdown` a linked worktree's repository is not mounted, with a note saying so.
+#[test]
+fn lockdown_mounts_no_git_data_outside_the_workdir() {
+    each_mode(|env| {
+        let main = env.mkdir("main", 0o755);
+        repo(env, &main);
+        let wt = env.root().join("wt");
+        git_in(
+            env,
+            &main,
+            &["worktree", "add", "-q", "-b", "wt", &wt.display().to_string()],
+        );
+        let w = wt.display().to_string();
+        let look = format!(
+            "ls {}/.git/objects >/dev/null 2>&1 && echo SEEN; echo DONE",
+            main.display()
+        );
+        let out = run_agent(env, &["--workdir", &w, "--lockdown"], &["sh", "-c", &look]);
+        assert_eq!(out.status.code(), Some(0), "{}: {}", env.mode(), show(&out));
+        assert!(
+            stdout(&out).contains("DONE") && !stdout(&out).contains("SEEN"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert!(
+            stderr(&out).contains("--lockdown mounts nothing outside the workdir"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_clean(env);
+    });
+}
+
+/// Two subdirectory launches of one repository run side by side: the running one has the
+/// repository's `.git` in its read-write mounts, but the repository's top level, where that
+/// `.git` was found, is read-only to it.
+#[test]
+fn two_subdirectory_launches_of_one_repository_run_side_by_side() {
+    each_mode(|env| {
+        let top = env.mkdir("repo", 0o755);
+        repo(env, &top);
+        let a = env.mkdir("repo/a", 0o755);
+        let b = env.mkdir("repo/b", 0o755);
+        let ad = a.display().to_string();
+        let args = launch_args(
+            env,
+            &["--tty=false", "--workdir", &ad],
+            &[
+                "sh",
+                "-c",
+                "echo STARTED; while [ ! -e stop ]; do sleep 0.2; done",
+            ],
+        );
+        let sibling = Background::spawn(env, &args);
+        sibling.expect_stdout("STARTED", Duration::from_secs(120));
+        let look = format!("ls {}/.git/objects >/dev/null && echo SEEN", top.display());
+        let bd = b.display().to_string();
+        let out = run_agent(env, &["--workdir", &bd], &["sh", "-c", &look]);
+        env.write_file(a.join("stop"), "", 0o644);
+        let _ = sibling.wait();
+        assert_eq!(out.status.code(), Some(0), "{}: {}", env.mode(), show(&out));
+        assert!(stdout(&out).contains("SEEN"), "{}: {}", env.mode(), show(&out));
         assert_clean(env);
     });
 }

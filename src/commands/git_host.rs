@@ -2,22 +2,24 @@
 //! identity (`config::git_identity`, `[git] identity`) and the forwarded ssh-agent
 //! (`--ssh-agent`, `[git] ssh_agent`): its socket and a known_hosts file, both checked here
 //! (docs/security.md, "Git identity and the ssh-agent"); and the git guards with the git data
-//! the checkout needs outside the workdir (`[git] repository`), checked by the containment
-//! rules.
+//! the checkout needs outside the workdir (`[git] repository`): proven by `workspace::git_layout`
+//! (again at the late check, with the running launches' read-write mounts) and checked by the
+//! containment rules.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::cli::RunArgs;
+use crate::config as cfg;
 use crate::config::Config;
 use crate::config::git_guard::GitGuard;
 use crate::config::git_identity::{self, GitIdentity, Lookup};
-use crate::config::{self as cfg, git_outside};
 use crate::containment::{self, Role, Rules, WritableRoot};
 use crate::plan::UserMount;
 use crate::plan::git::SshAgent;
 use crate::safepath::{self, Missing};
+use crate::workspace::git_layout::{self, GitLayoutError};
 
 /// The read-write mounts that keep their host path (the workdir, `--add-dir`s): where the
 /// git guards go and where planted git configuration is looked for after the launch.
@@ -33,44 +35,124 @@ pub(super) fn git_roots(config: &Config, mounts: &[UserMount]) -> Vec<PathBuf> {
 }
 
 /// The git guards of a launch (`[sandbox] protect_git`): those of the repositories at the top
-/// of `roots`, and (`[git] repository`) the git data their checkouts need outside them, each
-/// accepted by the containment rules (`Role::GitDir`, otherwise left out with a note: git in
-/// the container then does not see that repository, as before) and its read-write parts
-/// added to `rules` as writable.
-pub(super) fn guards(config: &Config, roots: &[PathBuf], rules: &mut Rules) -> Result<Vec<GitGuard>, Error> {
+/// of `roots`, and (`[git] repository`) the git data their checkouts need outside them
+/// ([`outside`]); the read-write parts of the latter are added to `rules` as writable.
+pub(super) fn guards(
+    config: &Config,
+    roots: &[PathBuf],
+    rules: &mut Rules,
+    lockdown: bool,
+) -> Result<Vec<GitGuard>, Error> {
     if !config.user.protect_git {
         return Ok(Vec::new());
     }
     let mut out = cfg::git_guard::guards(roots).map_err(cfg::ConfigError::from)?;
-    if config.user.git.repository {
-        for root in roots {
-            let extra = match git_outside::outside(root, roots) {
-                Ok(extra) => extra,
-                Err(e) => {
-                    note_unseen(root, &format!("{}: {}", safepath::display(&e.path), e.reason));
-                    continue;
-                }
-            };
-            let refused = git_outside::tops(&extra, roots)
-                .iter()
-                .find_map(|t| containment::check(&t.path, &Role::GitDir, rules).err());
-            if let Some(e) = refused {
-                note_unseen(root, &e.to_string());
-                continue;
-            }
-            for g in extra.iter().filter(|g| !g.read_only) {
-                rules.writable(WritableRoot {
-                    path: g.path.clone(),
-                    owner: "this launch's git dir".into(),
-                    running: false,
-                });
-            }
-            out.extend(extra);
-        }
+    let outside = outside(config, roots, rules, lockdown);
+    for (root, why) in &outside.left_out {
+        note_unseen(root, why);
     }
+    for g in outside.guards.iter().filter(|g| !g.read_only) {
+        rules.writable(WritableRoot {
+            path: g.path.clone(),
+            owner: "this launch's git dir".into(),
+            running: false,
+        });
+    }
+    out.extend(outside.guards);
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out.dedup_by(|a, b| a.path == b.path);
     Ok(out)
+}
+
+/// The git data mounted outside a launch's read-write mounts, and the checkouts left without.
+#[derive(Debug, Default)]
+pub(super) struct Outside {
+    /// The guards of every [`git_layout::TrustedGitLayout`] the containment rules accept.
+    pub guards: Vec<GitGuard>,
+    /// `(root, why)` for each checkout whose git data outside is not mounted.
+    pub left_out: Vec<(PathBuf, String)>,
+}
+
+/// The git data `roots`' checkouts need outside them (`[git] repository`): each layout proven by
+/// `workspace::git_layout` against the directories `rules` hold as agent-writable, then
+/// accepted by the containment rules (`Role::GitDir`); under `--lockdown`, none. Reads only.
+pub(super) fn outside(config: &Config, roots: &[PathBuf], rules: &Rules, lockdown: bool) -> Outside {
+    let mut out = Outside::default();
+    if !config.user.protect_git || !config.user.git.repository {
+        return out;
+    }
+    let writable = rules.writable_roots().to_vec();
+    let mut rules = rules.clone();
+    for root in roots {
+        let extra = match git_layout::prove(root, roots, &writable) {
+            Ok(layout) => layout.into_guards(),
+            Err(e) => {
+                out.left_out.push((root.clone(), e.to_string()));
+                continue;
+            }
+        };
+        if extra.is_empty() {
+            continue;
+        }
+        let tops = git_layout::tops(&extra, roots);
+        if lockdown {
+            let shown: Vec<String> = tops.iter().map(|t| safepath::display(&t.path)).collect();
+            out.left_out.push((
+                root.clone(),
+                format!(
+                    "--lockdown mounts nothing outside the workdir and the --add-dirs, so not {}",
+                    shown.join(", ")
+                ),
+            ));
+            continue;
+        }
+        let refused = tops
+            .iter()
+            .find_map(|t| containment::check(&t.path, &Role::GitDir, &rules).err());
+        if let Some(e) = refused {
+            out.left_out.push((root.clone(), e.to_string()));
+            continue;
+        }
+        for g in extra.iter().filter(|g| !g.read_only) {
+            rules.writable(WritableRoot {
+                path: g.path.clone(),
+                owner: "this launch's git dir".into(),
+                running: false,
+            });
+        }
+        out.guards.extend(extra);
+    }
+    out
+}
+
+/// At the late check, with the read-write mounts of running launches in `rules`: every git
+/// dir mounted outside `roots` (in `guards`) must still be proven, or the launch is refused.
+pub(super) fn recheck(
+    config: &Config,
+    roots: &[PathBuf],
+    guards: &[GitGuard],
+    rules: &Rules,
+    lockdown: bool,
+) -> Result<(), GitLayoutError> {
+    let now = outside(config, roots, rules, lockdown);
+    let proven = git_layout::tops(&now.guards, roots);
+    for top in git_layout::tops(guards, roots) {
+        if proven.iter().any(|p| p.path == top.path) {
+            continue;
+        }
+        let whys: Vec<&str> = now.left_out.iter().map(|(_, why)| why.as_str()).collect();
+        let why = match whys.is_empty() {
+            true => {
+                "what the `.git` files lead to changed while the launch was prepared; launch again".into()
+            }
+            false => whys.join("; "),
+        };
+        return Err(GitLayoutError::NoLongerProven {
+            path: top.path.clone(),
+            why,
+        });
+    }
+    Ok(())
 }
 
 fn note_unseen(root: &Path, why: &str) {

@@ -126,14 +126,17 @@ pub(super) async fn check_late(
             });
         }
     }
+    // The git data outside the read-write mounts (`workspace::git_layout`) must still be
+    // proven now that the running launches' read-write mounts are known.
+    let roots = super::git_host::git_roots(config, &settings.mounts);
+    super::git_host::recheck(config, &roots, &settings.git_guards, &rules, settings.lockdown)?;
     super::guard_neighbours::check(&settings.git_guards, &neighbours)
         .map_err(crate::config::ConfigError::from)?;
     check_workdir(config, &config.workdir, &rules, false)?;
     add_own_roots(&mut rules, &config.workdir, &settings.mounts);
-    // The git data mounted outside the workdir (`config::git_outside`): still acceptable, and
+    // The git data mounted outside the workdir (`workspace::git_layout`): still acceptable, and
     // its read-write parts are the agent's to write.
-    let roots = super::git_host::git_roots(config, &settings.mounts);
-    for top in crate::config::git_outside::tops(&settings.git_guards, &roots) {
+    for top in crate::workspace::git_layout::tops(&settings.git_guards, &roots) {
         let checked = containment::check(&top.path, &Role::GitDir, &rules)?;
         unchanged(&Role::GitDir.describe(&top.path), &top.path, &checked.path)?;
     }

@@ -139,7 +139,8 @@ pub(super) fn settings(
     let mounts = launch_input::user_mounts(args, config, rules)?;
     // After the mounts: their read-write ones are writable roots for the env files' check.
     let (host_env, env_files) = launch_input::host_env(args, config, rules)?;
-    let git_guards = git_host::guards(config, &git_host::git_roots(config, &mounts), rules)?;
+    let git_roots = git_host::git_roots(config, &mounts);
+    let git_guards = git_host::guards(config, &git_roots, rules, args.lockdown)?;
     let agent = launch_input::agent_settings(args, config)?;
     let ssh_agent = git_host::ssh_agent(args, config, rules)?;
     let git_identity = git_host::identity(config, ssh_agent.is_some());

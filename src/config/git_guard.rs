@@ -235,7 +235,7 @@ fn guard_modules(
 }
 
 /// The checkout of a submodule's git dir: its config's `core.worktree`, resolved.
-fn module_checkout(git_dir: &Path) -> Option<PathBuf> {
+pub(crate) fn module_checkout(git_dir: &Path) -> Option<PathBuf> {
     let text = read_small_text(&git_dir.join("config")).ok()?;
     let (_, worktree) = super::git_config_text::entries(&text)
         .into_iter()
@@ -331,7 +331,7 @@ const MAX_POINTER_BYTES: u64 = 4096;
 
 /// The bytes of a small regular file, never following a symbolic link and never blocking: the
 /// agent can make these a FIFO (`open` would hang `ags`) or a link to `/dev/zero`.
-fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -379,7 +379,7 @@ pub(crate) fn gitfile_path(bytes: &[u8]) -> Option<&std::ffi::OsStr> {
 }
 
 /// `bytes` without the `\n` and `\r` at its end, as git trims `.git` files and `commondir`.
-fn trim_line_ends(mut bytes: &[u8]) -> &[u8] {
+pub(crate) fn trim_line_ends(mut bytes: &[u8]) -> &[u8] {
     while let [rest @ .., b'\n' | b'\r'] = bytes {
         bytes = rest;
     }

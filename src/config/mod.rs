@@ -12,7 +12,6 @@ pub mod git_config_keys;
 mod git_config_text;
 pub mod git_guard;
 pub mod git_identity;
-pub mod git_outside;
 pub mod git_scan;
 mod network;
 mod overlay;

@@ -94,7 +94,7 @@ pub struct GitSettings {
     /// `[git] ssh_keys`: the fingerprints (`SHA256:…`) of the only keys of the forwarded agent
     /// the container may list and sign with; empty: every key (`crate::ssh_agent`).
     pub ssh_keys: Vec<String>,
-    /// Mount the git data the workdir's checkout needs outside it (`config::git_outside`).
+    /// Mount the git data the workdir's checkout needs outside it (`workspace::git_layout`).
     pub repository: bool,
 }
 

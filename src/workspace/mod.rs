@@ -11,7 +11,11 @@
 //! workspace files to make such decisions; a reviewer lists every such read from here.
 //!
 //! The rooms:
+//! - [`git_layout`]: the git data outside the read-write mounts that a checkout's `.git` may
+//!   have mounted (a linked worktree's common dir, a submodule's git dir, the repository above
+//!   a subdirectory), only when git would accept the pair and no agent can have written it.
 //! - [`user_paths`]: paths the user names for `ags` to read or write (`--env-file`, `--report`),
 //!   resolved with no planted symlink on the way and opened without following any.
 
+pub mod git_layout;
 pub mod user_paths;
