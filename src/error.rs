@@ -50,6 +50,9 @@ pub enum Error {
     /// The agent hook dispatcher could not be installed.
     #[error(transparent)]
     AgentHooks(#[from] crate::agent_hooks::install::InstallError),
+    /// A protected project file cannot be protected, or `[protect] allow` names an unknown path.
+    #[error(transparent)]
+    Protected(#[from] crate::workspace::protected::ProtectedError),
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),

@@ -11,3 +11,9 @@
 //! workspace files to make such decisions; a reviewer lists every such read from here.
 //!
 //! The rooms:
+//! - `protected`: the project files host tools run on their own (agent settings, editor tasks,
+//!   CI): the table, and which are mounted read-only, watched or allowed in a launch;
+//!   `protected_state` compares them before and after the launch and moves aside what changed.
+
+pub mod protected;
+pub mod protected_state;
