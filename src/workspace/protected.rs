@@ -82,7 +82,7 @@ pub const PROTECTED: &[Entry] = &[
         ".claude/commands",
         Kind::Dir,
         "Claude Code",
-        "slash commands: their !`…` lines run shell commands, their allowed-tools pre-approve tools",
+        "slash commands: their ! lines run shell commands, their allowed-tools pre-approve tools",
     ),
     e(
         ".claude/agents",

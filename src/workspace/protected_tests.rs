@@ -76,3 +76,13 @@ fn allow_names_must_come_from_the_table() {
     assert!(err.contains("project[0].protect_allow names `Makefile`"), "{err}");
     assert!(err.contains(".vscode/tasks.json"), "{err}");
 }
+
+#[test]
+fn docs_security_lists_every_protected_path() {
+    let doc = include_str!("../../docs/security.md");
+    for e in PROTECTED {
+        let slash = if e.kind == Kind::Dir { "/" } else { "" };
+        let row = format!("| `{}{slash}` | {} | {} |", e.path, e.tool, e.why);
+        assert!(doc.contains(&row), "docs/security.md lacks the row {row}");
+    }
+}
