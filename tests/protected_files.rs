@@ -168,7 +168,7 @@ fn the_allow_list_lets_the_agent_edit_ci_on_purpose() {
 
 #[test]
 fn plan_json_shows_the_protected_paths() {
-    each_mode(|env| plan_json(env));
+    each_mode(plan_json);
 }
 
 fn plan_json(env: &TestEnv) {
