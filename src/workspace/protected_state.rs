@@ -86,10 +86,24 @@ pub struct Settled {
 /// protected (not allowed) path.
 pub fn settle(before: &Inventory) -> Settled {
     let mut changes = Vec::new();
+    // Directories on the way already moved aside (`.github` for both `.github/workflows` and
+    // `.github/actions`).
+    let mut blocked: Vec<(PathBuf, String)> = Vec::new();
     for (path, was) in &before.items {
         let now = state(&path.root, path.rel);
         if now == *was {
             continue;
+        }
+        if let State::Blocked {
+            at,
+            node: Node::Link(_),
+        } = &now
+        {
+            let key = (path.root.clone(), at.clone());
+            if blocked.contains(&key) {
+                continue;
+            }
+            blocked.push(key);
         }
         let files = diff(path.rel, was, &now);
         let moved = match (path.handling, &now) {
@@ -121,30 +135,29 @@ impl Settled {
         let mut out = String::new();
         for c in &self.changes {
             let listed = esc(&c.path.path());
-            let files = shown(&c.files);
-            match &c.moved {
-                None if c.path.handling == Handling::Allowed => out.push_str(&format!(
-                    "ags: note: the agent changed {listed} ({}; allowed by [protect] allow): {files}\n",
-                    c.path.tool
-                )),
-                None => out.push_str(&format!(
-                    "ags: note: {listed} ({}, protected) was removed during the launch: {files}\n",
-                    c.path.tool
-                )),
-                Some(Ok((from, to))) => out.push_str(&format!(
-                    "ags: warning: {listed} changed during the launch ({} runs it on this host on its own): {files}\nags:   moved aside: {}\nags:   review it, and only if you trust it: mv {} {}\n",
-                    c.path.tool,
+            let tool = c.path.tool;
+            // The files, when they say more than the listed path itself.
+            let files = match c.files.as_slice() {
+                [one] if one == c.path.rel => String::new(),
+                files => format!(": {}", shown(files)),
+            };
+            let line = match &c.moved {
+                None if c.path.handling == Handling::Allowed => format!(
+                    "ags: note: the launch changed {listed} (run by {tool} on this host; allowed by [protect] allow){files}\n"
+                ),
+                None => format!("ags: note: the launch removed {listed} (protected: run by {tool}){files}\n"),
+                Some(Ok((from, to))) => format!(
+                    "ags: warning: the launch created or changed {listed}, which {tool} runs on this host without asking{files}\nags:   moved aside: {}\nags:   review it, and only if you trust it: mv {} {}\n",
                     esc(to),
                     esc(to),
                     esc(from)
-                )),
-                Some(Err(e)) => out.push_str(&format!(
-                    "ags: warning: {listed} changed during the launch ({} runs it on this host on its own): {files}\nags:   NOT MOVED ({}): remove it before you use {} there\n",
-                    c.path.tool,
-                    crate::text::escape_line(e),
-                    c.path.tool
-                )),
-            }
+                ),
+                Some(Err(e)) => format!(
+                    "ags: warning: the launch created or changed {listed}, which {tool} runs on this host without asking{files}\nags:   NOT MOVED ({}): remove it before you use {tool} there\n",
+                    crate::text::escape_line(e)
+                ),
+            };
+            out.push_str(&line);
         }
         out
     }

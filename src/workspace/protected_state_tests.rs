@@ -29,7 +29,10 @@ fn a_file_created_where_none_was_is_moved_aside_and_named() {
     assert_eq!(settled.changes.len(), 1, "{msg}");
     assert!(!root.join(".claude/settings.json").exists());
     assert!(root.join(".claude/settings.json.ags-quarantine").is_file());
-    assert!(msg.contains("Claude Code runs it"), "{msg}");
+    assert!(
+        msg.contains("settings.json, which Claude Code runs on this host"),
+        "{msg}"
+    );
     assert!(msg.contains("mv "), "{msg}");
 }
 
@@ -55,6 +58,9 @@ fn a_directory_replaced_by_a_symbolic_link_is_moved_aside_not_followed() {
         "the target is left alone"
     );
     assert!(msg.contains(".github (not a directory)"), "{msg}");
+    // Once, although two listed paths lie below it.
+    assert_eq!(msg.matches("moved aside").count(), 1, "{msg}");
+    assert!(!msg.contains("NOT MOVED"), "{msg}");
 }
 
 #[test]
