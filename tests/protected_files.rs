@@ -9,8 +9,11 @@
 
 mod common;
 
-use common::launch::{assert_clean, run_agent, stderr, stdout};
-use common::{TestEnv, each_mode, show};
+use std::time::Duration;
+
+use common::launch::{Background, assert_clean, launch_args, run_agent, stderr, stdout};
+use common::{TestEnv, each_mode, run_command, show};
+use nix::sys::signal::Signal;
 
 const TASKS: &str = "{\"version\": \"2.0.0\", \"tasks\": []}\n";
 const CI: &str = "on: push\njobs: {}\n";
@@ -166,6 +169,58 @@ fn the_allow_list_lets_the_agent_edit_ci_on_purpose() {
             "{}",
             show(&out)
         );
+        assert_clean(env);
+    });
+}
+
+/// A sibling launch, started before `.vscode/tasks.json` existed (so it can write it), creates
+/// it and then loops swapping it with a symbolic link to a host secret while this launch starts:
+/// a read-only mount would bind whatever is there when Podman resolves it. While the file is
+/// there, every launch is refused (it lies inside the sibling's read-write mount and is not
+/// mounted there); during the swaps, no launch ever shows the secret.
+#[test]
+fn a_sibling_swapping_a_protected_file_never_gets_a_host_file_mounted() {
+    each_mode(|env| {
+        let secret = env.write_file("secretdir/secret-file", "secret-5531\n", 0o600);
+        let script = format!(
+            "mkdir -p .vscode && echo '{{}}' > .vscode/tasks.json && ln -s {} link && echo READY && \
+             while [ ! -e go ]; do sleep 0.1; done; echo SWAPPING; \
+             while :; do mv .vscode/tasks.json tmp; mv link .vscode/tasks.json; mv .vscode/tasks.json link; mv tmp .vscode/tasks.json; done",
+            secret.display()
+        );
+        let args = launch_args(env, &["--tty=false"], &["sh", "-c", &script]);
+        let sibling = Background::spawn(env, &args);
+        sibling.expect_stdout("READY", Duration::from_secs(120));
+        let launch = || {
+            let mut args = vec!["--tty=false".to_string()];
+            args.extend(launch_args(
+                env,
+                &[],
+                &["sh", "-c", "cat .vscode/tasks.json; echo READ"],
+            ));
+            run_command(env.cmd(args), None, Duration::from_secs(120))
+        };
+        let out = launch();
+        assert_eq!(out.status.code(), Some(125), "{}: {}", env.mode(), show(&out));
+        assert!(
+            stderr(&out).contains("running ags container"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
+        env.write_file("work/go", "", 0o644);
+        sibling.expect_stdout("SWAPPING", Duration::from_secs(60));
+        for _ in 0..8 {
+            let out = launch();
+            assert!(
+                !stdout(&out).contains("secret-5531"),
+                "{}: {}",
+                env.mode(),
+                show(&out)
+            );
+        }
+        sibling.signal(Signal::SIGTERM);
+        let _ = sibling.wait();
         assert_clean(env);
     });
 }
