@@ -60,6 +60,9 @@ pub enum Error {
     /// A path the user named for ags to read or write is refused (`--env-file`, `--report`).
     #[error(transparent)]
     UserPath(#[from] crate::workspace::user_paths::UserPathError),
+    /// A protected project file cannot be protected, or `[protect] allow` names an unknown path.
+    #[error(transparent)]
+    Protected(#[from] crate::workspace::protected::ProtectedError),
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),

@@ -132,6 +132,13 @@ pub(super) async fn check_late(
     super::git_host::recheck(config, &roots, &settings.git_guards, &rules, settings.lockdown)?;
     super::guard_neighbours::check(&settings.git_guards, &neighbours)
         .map_err(crate::config::ConfigError::from)?;
+    // The protected project files' mounts are bound the same way.
+    super::guard_neighbours::check(&settings.protected.mounts, &neighbours).map_err(|e| {
+        crate::workspace::protected::ProtectedError::Neighbour {
+            path: e.path,
+            reason: e.reason,
+        }
+    })?;
     check_workdir(config, &config.workdir, &rules, false)?;
     add_own_roots(&mut rules, &config.workdir, &settings.mounts);
     // The git data mounted outside the workdir (`workspace::git_layout`): still acceptable, and

@@ -231,6 +231,19 @@ fn render(plan: &LaunchPlan) -> String {
             format!("{} <- {what} ({mode}) [{}]", m.destination.display(), m.origin),
         );
     }
+    let protected = &plan.protected.paths;
+    let count = |h| protected.iter().filter(|p| p.handling == h).count();
+    use crate::workspace::protected::Handling;
+    if !protected.is_empty() {
+        let (ro, watched) = (count(Handling::ReadOnly), count(Handling::Watched));
+        line(
+            "protected",
+            format!("{ro} read-only, {watched} watched (docs/security.md)"),
+        );
+    }
+    for p in protected.iter().filter(|p| p.handling == Handling::Allowed) {
+        line("protected", format!("{} allowed to change", p.path().display()));
+    }
     for e in &plan.env {
         let how = match &e.source {
             crate::plan::EnvSource::Plain { value } => format!("= {value}"),

@@ -30,6 +30,7 @@ use crate::plan::{
     self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT,
 };
 use crate::session;
+use crate::workspace::{protected, protected_state};
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code; with `--report`, write the launch report after it
@@ -139,8 +140,11 @@ pub(super) fn settings(
     let mounts = launch_input::user_mounts(args, config, rules)?;
     // After the mounts: their read-write ones are writable roots for the env files' check.
     let (host_env, env_files) = launch_input::host_env(args, config, rules)?;
-    let git_roots = git_host::git_roots(config, &mounts);
-    let git_guards = git_host::guards(config, &git_roots, rules, args.lockdown)?;
+    let roots = git_host::git_roots(config, &mounts);
+    let git_guards = git_host::guards(config, &roots, rules, args.lockdown)?;
+    let primary = config.primary.clone().unwrap_or_default();
+    let allowed = protected::check_allow(&primary, &config.user.protect_allow)?;
+    let protected = protected::protection(&roots, &allowed)?;
     let agent = launch_input::agent_settings(args, config)?;
     let ssh_agent = git_host::ssh_agent(args, config, rules)?;
     let git_identity = git_host::identity(config, ssh_agent.is_some());
@@ -163,6 +167,7 @@ pub(super) fn settings(
         config_env: host_env.config,
         mounts,
         git_guards,
+        protected,
         git_identity,
         ssh_agent,
         labels: args.labels.clone(),
@@ -331,6 +336,7 @@ async fn launch_async(
     let locks = config.paths.state_dir().join("locks");
     // Changes from here on are the launch's (`config::git_scan`).
     let git_since = config::git_scan::since_now();
+    let before = protected_state::inventory(&settings.protected);
     let result = lifecycle::run(&client, &plan, &locks, stage, &mut signals, &mut cleanup, started).await;
     let ended = std::time::Instant::now();
     crate::trace::mark("exit code known");
@@ -367,6 +373,11 @@ async fn launch_async(
         eprint!("{}", found.message());
         crate::trace::mark("git checked");
     }
+    // Likewise the project files host tools run on their own (`workspace::protected`).
+    let settled = tokio::task::spawn_blocking(move || protected_state::settle(&before))
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    eprint!("{}", settled.message());
     let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     let exit_code = result.as_ref().ok().copied();
     session.finish(background, exit_code, ended, &signals).await;

@@ -43,6 +43,8 @@ pub struct ConfigFile {
     pub agent_hook: Vec<super::agent_hooks::AgentHookFile>,
     /// `[agent_guard]`: the built-in guard's deny patterns and protected paths.
     pub agent_guard: Option<super::agent_hooks::AgentGuardFile>,
+    /// `[protect]`: which protected project files the agent may change (global config only).
+    pub protect: Option<ProtectFile>,
 }
 
 impl ConfigFile {
@@ -133,6 +135,14 @@ pub struct GitFile {
     pub repository: Option<bool>,
 }
 
+/// `[protect]` (docs/security.md, "Project files host tools run").
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtectFile {
+    /// Protected paths (names from the table in `workspace::protected`) the agent may change.
+    pub allow: Option<Vec<String>>,
+}
+
 /// One `[[project]]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -141,6 +151,8 @@ pub struct ProjectFile {
     pub path: String,
     /// Image for launches in this project (beats `[sandbox] image`; `--image` beats it).
     pub image: Option<String>,
+    /// Protected paths the agent may change in this project (added to `[protect] allow`).
+    pub protect_allow: Option<Vec<String>>,
 }
 
 /// One `[[prepare_hook]]`, `[[started_hook]]` or `[[finished_hook]]` declaration as written.
@@ -175,6 +187,7 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         network: _,
         agent_hook: _,
         agent_guard: _,
+        protect,
     } = file;
     // Each of these reaches host data or loosens the sandbox: an overlay is written inside the
     // repository, where the agent can write.
@@ -192,6 +205,10 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
     }
     if op.is_some() {
         return Err("op");
+    }
+    // The repository is the agent's to write: it must not loosen what protects it.
+    if protect.is_some() {
+        return Err("protect");
     }
     if let Some(SandboxFile {
         image,

@@ -240,8 +240,14 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         key,
         message,
     })?;
-    let user = user::resolve(&primary_path, primary.as_ref(), &paths)?;
+    let mut user = user::resolve(&primary_path, primary.as_ref(), &paths)?;
     let projects = primary.as_ref().map(|f| f.project.as_slice()).unwrap_or_default();
+    user.protect_allow.extend(user::project_protect_allow(
+        &primary_path,
+        projects,
+        &project,
+        &paths,
+    )?);
     if let Some(project_image) = user::project_image(&primary_path, projects, &project, &paths)? {
         image = project_image;
     }

@@ -313,6 +313,8 @@ fn overlay_may_not_set_everyday_settings() {
         ("[sandbox]\nprotect_git = false\n", "sandbox.protect_git"),
         ("[sandbox]\nshared_state = true\n", "sandbox.shared_state"),
         ("[op]\npath = \"/tmp/op\"\n", "op"),
+        // The agent can write the overlay: it must not open the protected files to itself.
+        ("[protect]\nallow = [\".envrc\"]\n", "protect"),
     ];
     for (toml, key) in cases {
         write(&e.project.join(".ags/config.toml"), toml);

@@ -31,6 +31,9 @@ pub struct UserSettings {
     pub agents: BTreeMap<String, AgentSettings>,
     /// `[git]`.
     pub git: GitSettings,
+    /// `[protect] allow` and the `protect_allow` of each `[[project]]` matching the project:
+    /// `(key, names)`, the names checked against the table by `workspace::protected`.
+    pub protect_allow: Vec<(String, Vec<String>)>,
 }
 
 impl Default for UserSettings {
@@ -43,6 +46,7 @@ impl Default for UserSettings {
             mounts: Vec::new(),
             agents: BTreeMap::new(),
             git: GitSettings::default(),
+            protect_allow: Vec::new(),
         }
     }
 }
@@ -162,6 +166,12 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
         mounts,
         agents,
         git,
+        protect_allow: file
+            .protect
+            .as_ref()
+            .and_then(|p| p.allow.clone())
+            .map(|names| vec![("protect.allow".to_string(), names)])
+            .unwrap_or_default(),
     })
 }
 
@@ -273,6 +283,31 @@ pub fn project_image(
         }
     }
     Ok(best.map(|(_, image)| image.to_string()))
+}
+
+/// The `protect_allow` lists of every `[[project]]` whose path is the project root or one of
+/// its ancestors (compared canonically), as `(key, names)`.
+pub fn project_protect_allow(
+    path: &Path,
+    entries: &[ProjectFile],
+    project: &Path,
+    paths: &Paths,
+) -> Result<Vec<(String, Vec<String>)>, ConfigError> {
+    let mut out = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let Some(names) = &entry.protect_allow else {
+            continue;
+        };
+        let dir = host_path(&entry.path, paths).ok_or_else(|| ConfigError::Invalid {
+            path: path.into(),
+            key: format!("project[{i}].path"),
+            message: PATH_RULE.into(),
+        })?;
+        if dir.canonicalize().is_ok_and(|dir| project.starts_with(dir)) {
+            out.push((format!("project[{i}].protect_allow"), names.clone()));
+        }
+    }
+    Ok(out)
 }
 
 const PATH_RULE: &str = "must be an absolute path (or start with ~/) without NUL or line breaks";

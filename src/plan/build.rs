@@ -38,6 +38,8 @@ pub struct RunSettings {
     /// The parts of the workspace's git repositories mounted onto themselves (`[sandbox]
     /// protect_git`): the git dir pinned, its config and hooks read-only.
     pub git_guards: Vec<GitGuard>,
+    /// The project files host tools run on their own (`workspace::protected`).
+    pub protected: crate::workspace::protected::Protection,
     /// The host's git identity given to the agent (`[git] identity`), when there is one.
     pub git_identity: Option<GitIdentity>,
     /// The host's ssh-agent, forwarded (`--ssh-agent`, `[git] ssh_agent`).
@@ -247,6 +249,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         state_volumes,
         seccomp_dir: input.config.paths.cache_dir(),
         git_guards: run.git_guards.clone(),
+        protected: run.protected.clone(),
         git_identity: run.git_identity.clone(),
         ssh_agent: run
             .ssh_agent
@@ -494,6 +497,15 @@ fn build_mounts(
     check_overlaps(&mounts)?;
     // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.
     mounts.extend(input.run.git_guards.iter().map(|g| PlanMount {
+        destination: g.path.clone(),
+        kind: MountKind::Bind {
+            source: g.path.clone(),
+        },
+        read_only: g.read_only,
+        origin: Origin::Default,
+    }));
+    // The same for the protected project files (read-only, their directories pinned).
+    mounts.extend(input.run.protected.mounts.iter().map(|g| PlanMount {
         destination: g.path.clone(),
         kind: MountKind::Bind {
             source: g.path.clone(),

@@ -389,6 +389,9 @@ pub struct LaunchPlan {
     /// The guarded parts of the workspace's git repositories (mounted onto themselves; the
     /// missing ones are created right before the container).
     pub git_guards: Vec<crate::config::git_guard::GitGuard>,
+    /// The project files host tools run on their own: each listed path and what the launch
+    /// does with it, and their mounts (in `mounts` too).
+    pub protected: crate::workspace::protected::Protection,
     /// The host's git identity given to the agent (`[git] identity`; carried in the
     /// environment as `GIT_CONFIG_*`).
     pub git_identity: Option<crate::config::git_identity::GitIdentity>,

@@ -55,6 +55,8 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         state_volumes: _,
         // Binds in `mounts`; the launch creates the missing ones.
         git_guards: _,
+        // Binds in `mounts`.
+        protected: _,
         // In `env` (`GIT_CONFIG_*`).
         git_identity: _,
         // Its socket is a bind in `mounts` and `SSH_AUTH_SOCK` is in `env`.

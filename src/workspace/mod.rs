@@ -16,6 +16,11 @@
 //!   a subdirectory), only when git would accept the pair and no agent can have written it.
 //! - [`user_paths`]: paths the user names for `ags` to read or write (`--env-file`, `--report`),
 //!   resolved with no planted symlink on the way and opened without following any.
+//! - `protected`: the project files host tools run on their own (agent settings, editor tasks,
+//!   CI): the table, and which are mounted read-only, watched or allowed in a launch;
+//!   `protected_state` compares them before and after the launch and moves aside what changed.
 
 pub mod git_layout;
+pub mod protected;
+pub mod protected_state;
 pub mod user_paths;

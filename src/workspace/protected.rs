@@ -1,0 +1,398 @@
+//! Project files that host tools run on their own (issue 22, finding 4; docs/security.md,
+//! "Project files host tools run"; decision 0004).
+//!
+//! Besides git, tools on the host execute files of the workspace without being asked: an agent
+//! CLI reads its project settings (hooks, MCP servers, plugins) when you next run it there, VS
+//! Code runs a `folderOpen` task when you open the folder, CI runs workflows when you push. The
+//! agent can write all of them. [`PROTECTED`] lists them (one table: path, the host tool that
+//! runs it, why); [`protection`] decides, for the top of every read-write root that keeps its
+//! host path (the workdir, read-write `--add-dir`s):
+//! - a listed path that exists is bind-mounted read-only onto itself, and each directory
+//!   between it and the root is pinned (bound read-write onto itself, so the agent cannot rename
+//!   it away and build another one: `EBUSY`);
+//! - a listed path that does not exist is watched: `workspace::protected_state` takes its state
+//!   (existence, type, SHA-256 of each file; symbolic links never followed) before the container
+//!   and again after it, and moves whatever appeared aside (`NAME.ags-quarantine`);
+//! - a listed path named in `[protect] allow` (or `[[project]] protect_allow`, global config
+//!   only) is neither: the agent may edit it, and the end of the launch names what changed.
+//!
+//! A listed path that is a symbolic link, or lies under one, refuses the launch: a bind mount
+//! would follow it to wherever it points.
+//!
+//! I/O: `symlink_metadata` of the listed paths, nothing written (`ags plan` changes nothing).
+
+use std::path::{Path, PathBuf};
+
+use crate::config::git_guard::GitGuard;
+
+/// What a listed path is expected to be (a mount works for either; this is for the docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A file.
+    File,
+    /// A directory, protected with everything inside.
+    Dir,
+}
+
+/// One protected path, relative to the top of a root.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Relative path (`/`-separated, no `.`/`..`).
+    pub path: &'static str,
+    /// File or directory.
+    pub kind: Kind,
+    /// The host tool that runs it.
+    pub tool: &'static str,
+    /// When it runs, without you asking.
+    pub why: &'static str,
+}
+
+const fn e(path: &'static str, kind: Kind, tool: &'static str, why: &'static str) -> Entry {
+    Entry {
+        path,
+        kind,
+        tool,
+        why,
+    }
+}
+
+/// The protected paths. Only files a host tool runs (or obeys as commands) without being asked:
+/// ordinary build files (`Makefile`, `package.json`) run when you ask, and stay the agent's.
+pub const PROTECTED: &[Entry] = &[
+    e(
+        ".claude/settings.json",
+        Kind::File,
+        "Claude Code",
+        "hooks, statusLine, apiKeyHelper: commands run when you start claude in the project",
+    ),
+    e(
+        ".claude/settings.local.json",
+        Kind::File,
+        "Claude Code",
+        "same as settings.json (claude writes it when you approve a permission)",
+    ),
+    e(
+        ".claude/hooks",
+        Kind::Dir,
+        "Claude Code",
+        "scripts the settings name as hooks, run on claude's events",
+    ),
+    e(
+        ".claude/commands",
+        Kind::Dir,
+        "Claude Code",
+        "slash commands: their ! lines run shell commands, their allowed-tools pre-approve tools",
+    ),
+    e(
+        ".claude/agents",
+        Kind::Dir,
+        "Claude Code",
+        "subagents claude delegates to on its own, with their tool permissions",
+    ),
+    e(
+        ".claude/skills",
+        Kind::Dir,
+        "Claude Code",
+        "skills (with scripts) claude invokes on its own",
+    ),
+    e(
+        ".mcp.json",
+        Kind::File,
+        "Claude Code",
+        "project MCP servers: commands started with every session once approved",
+    ),
+    e(
+        ".gemini",
+        Kind::Dir,
+        "Gemini CLI",
+        "settings.json (hooks, mcpServers, toolDiscoveryCommand) and commands, read at start",
+    ),
+    e(
+        ".codex",
+        Kind::Dir,
+        "Codex CLI",
+        "config.toml (mcp_servers, notify) of a trusted project, read at start",
+    ),
+    e(
+        ".opencode",
+        Kind::Dir,
+        "opencode",
+        "plugins, loaded and run at start; agents and commands",
+    ),
+    e(
+        "opencode.json",
+        Kind::File,
+        "opencode",
+        "MCP servers, formatter and LSP commands, run at start",
+    ),
+    e("opencode.jsonc", Kind::File, "opencode", "same as opencode.json"),
+    e(
+        ".pi",
+        Kind::Dir,
+        "pi",
+        "project settings and extensions, loaded at start",
+    ),
+    e(
+        ".cursor",
+        Kind::Dir,
+        "Cursor",
+        "hooks.json and mcp.json, run by the editor's agent",
+    ),
+    e(
+        ".vscode/tasks.json",
+        Kind::File,
+        "VS Code",
+        "tasks with runOn: folderOpen run when you open the folder",
+    ),
+    e(
+        ".vscode/settings.json",
+        Kind::File,
+        "VS Code and its extensions",
+        "programs named in settings (interpreters, linters, terminal env) start when the folder opens",
+    ),
+    e(
+        ".devcontainer",
+        Kind::Dir,
+        "Dev Containers",
+        "initializeCommand runs on the host when the folder is opened",
+    ),
+    e(
+        ".devcontainer.json",
+        Kind::File,
+        "Dev Containers",
+        "same as .devcontainer/",
+    ),
+    e(
+        ".github/workflows",
+        Kind::Dir,
+        "GitHub Actions",
+        "run with the repository's secrets when you push",
+    ),
+    e(
+        ".github/actions",
+        Kind::Dir,
+        "GitHub Actions",
+        "local actions the workflows run",
+    ),
+    e(
+        ".gitlab-ci.yml",
+        Kind::File,
+        "GitLab CI",
+        "runs with the project's CI variables when you push",
+    ),
+    e(
+        ".circleci",
+        Kind::Dir,
+        "CircleCI",
+        "runs with the project's secrets when you push",
+    ),
+    e(
+        ".envrc",
+        Kind::File,
+        "direnv",
+        "runs in your shell when you cd there (after `direnv allow`, often given out of habit)",
+    ),
+    e(
+        ".husky",
+        Kind::Dir,
+        "husky",
+        "git hooks run by your next git commit (core.hooksPath)",
+    ),
+    e(
+        ".pre-commit-config.yaml",
+        Kind::File,
+        "pre-commit",
+        "local hooks run by your next git commit",
+    ),
+];
+
+/// How a listed path is treated in this launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Handling {
+    /// It exists: mounted read-only.
+    ReadOnly,
+    /// It does not exist: whatever appears there is moved aside after the launch.
+    Watched,
+    /// Named in `[protect] allow`: the agent may change it; changes are named after the launch.
+    Allowed,
+}
+
+/// One listed path of one root.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProtectedPath {
+    /// The root (the workdir or a read-write `--add-dir`).
+    pub root: PathBuf,
+    /// The table's path, relative to `root`.
+    pub rel: &'static str,
+    /// The host tool that runs it.
+    pub tool: &'static str,
+    /// What this launch does with it.
+    pub handling: Handling,
+}
+
+impl ProtectedPath {
+    /// The host path.
+    pub fn path(&self) -> PathBuf {
+        self.root.join(self.rel)
+    }
+}
+
+/// The protection of a launch (`ags plan --json` shows it as `protected`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Protection {
+    /// Every listed path of every root.
+    pub paths: Vec<ProtectedPath>,
+    /// Bind mounts onto themselves: the existing paths read-only, the directories between them
+    /// and their root pinned (read-write).
+    pub mounts: Vec<GitGuard>,
+}
+
+/// Why a launch cannot protect its project files.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtectedError {
+    /// `[protect] allow` names something not in the table.
+    #[error(
+        "config {}: {key} names `{name}`, which is not a protected path; use one of: {}",
+        config.display(),
+        PROTECTED.iter().map(|e| e.path).collect::<Vec<_>>().join(", ")
+    )]
+    UnknownName {
+        /// The primary config file.
+        config: PathBuf,
+        /// `protect.allow` or `project[N].protect_allow`.
+        key: String,
+        /// The unknown name.
+        name: String,
+    },
+    /// A listed path cannot be mounted read-only.
+    #[error(
+        "cannot protect {}: {reason}; host tools run this file on their own, so ags mounts it read-only. Fix it, or let the agent change it with `[protect] allow = [\"{rel}\"]` in the global config (docs/security.md)",
+        crate::safepath::display(path)
+    )]
+    Unprotectable {
+        /// The offending path (the listed path or a directory on its way).
+        path: PathBuf,
+        /// The table's path.
+        rel: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another live `ags` container could swap a path while this launch mounts it.
+    #[error("cannot protect {}: {reason}", crate::safepath::display(path))]
+    Neighbour {
+        /// The path to be mounted.
+        path: PathBuf,
+        /// Which container, and what to do.
+        reason: String,
+    },
+}
+
+/// The allowed names, checked against the table: `(key, names)` per config entry.
+pub fn check_allow(
+    config: &Path,
+    lists: &[(String, Vec<String>)],
+) -> Result<Vec<&'static str>, ProtectedError> {
+    let mut out = Vec::new();
+    for (key, names) in lists {
+        for name in names {
+            let trimmed = name.trim_end_matches('/');
+            let entry =
+                PROTECTED
+                    .iter()
+                    .find(|e| e.path == trimmed)
+                    .ok_or_else(|| ProtectedError::UnknownName {
+                        config: config.into(),
+                        key: key.clone(),
+                        name: crate::text::escape_line(name),
+                    })?;
+            out.push(entry.path);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// The protection of `roots` (read-write mounts that keep their host path), `allowed` left to
+/// the agent.
+pub fn protection(roots: &[PathBuf], allowed: &[&str]) -> Result<Protection, ProtectedError> {
+    let mut out = Protection::default();
+    for root in roots {
+        for entry in PROTECTED {
+            let handling = match allowed.contains(&entry.path) {
+                true => Handling::Allowed,
+                false => match existing(root, entry)? {
+                    true => Handling::ReadOnly,
+                    false => Handling::Watched,
+                },
+            };
+            if handling == Handling::ReadOnly {
+                mount(root, entry.path, &mut out.mounts);
+            }
+            out.paths.push(ProtectedPath {
+                root: root.clone(),
+                rel: entry.path,
+                tool: entry.tool,
+                handling,
+            });
+        }
+    }
+    out.mounts.sort_by(|a, b| a.path.cmp(&b.path));
+    out.mounts.dedup_by(|a, b| a.path == b.path);
+    Ok(out)
+}
+
+/// Whether `entry` exists under `root` as something a read-only bind can hold (a regular file
+/// or a directory, no symbolic link on the way); refused when it exists as anything else.
+fn existing(root: &Path, entry: &Entry) -> Result<bool, ProtectedError> {
+    let mut here = root.to_path_buf();
+    let parts: Vec<&str> = entry.path.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        here.push(part);
+        let fail = |reason: &str| ProtectedError::Unprotectable {
+            path: here.clone(),
+            rel: entry.path,
+            reason: reason.into(),
+        };
+        let meta = match std::fs::symlink_metadata(&here) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(fail(&e.to_string())),
+        };
+        let last = i + 1 == parts.len();
+        if meta.file_type().is_symlink() {
+            return Err(fail(
+                "it is a symbolic link, which a read-only mount would follow to its target; replace it by what it points to",
+            ));
+        }
+        if !last && !meta.is_dir() {
+            // `.github` a file: nothing can exist below it, and the agent would have to
+            // replace it to create one (watched).
+            return Ok(false);
+        }
+        if last && !(meta.is_dir() || meta.is_file()) {
+            return Err(fail("it is neither a regular file nor a directory"));
+        }
+    }
+    Ok(true)
+}
+
+/// The read-only mount of `root/rel` and the pins of the directories between.
+fn mount(root: &Path, rel: &str, out: &mut Vec<GitGuard>) {
+    let mut here = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        here.push(part);
+        out.push(GitGuard {
+            path: here.clone(),
+            read_only: i + 1 == parts.len(),
+            create: None,
+        });
+    }
+}
+
+#[cfg(test)]
+#[path = "protected_tests.rs"]
+mod tests;
