@@ -313,6 +313,10 @@ fn overlay_may_not_set_everyday_settings() {
         ("[sandbox]\nprotect_git = false\n", "sandbox.protect_git"),
         ("[sandbox]\nshared_state = true\n", "sandbox.shared_state"),
         ("[op]\npath = \"/tmp/op\"\n", "op"),
+        // An agent that writes the overlay must not lift the limits that hold it.
+        ("[sandbox]\nmemory = \"none\"\n", "sandbox.memory"),
+        ("[sandbox]\ncpus = 64\n", "sandbox.cpus"),
+        ("[sandbox]\ntmpfs_size = \"100g\"\n", "sandbox.tmpfs_size"),
     ];
     for (toml, key) in cases {
         write(&e.project.join(".ags/config.toml"), toml);
@@ -376,6 +380,11 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
         ("[agent.pi]\nenv = { K = \"a\\nb\" }\n", "agent.pi.env.K"),
         ("[[project]]\npath = \"/\"\nimage = \" \"\n", "project[0].image"),
         ("[op]\npath = \"op\"\n", "op.path"),
+        ("[sandbox]\nmemory = \"lots\"\n", "sandbox.memory"),
+        ("[sandbox]\nmemory = 1024\n", "sandbox.memory"),
+        ("[sandbox]\ncpus = 0\n", "sandbox.cpus"),
+        ("[sandbox]\ncpus = \"1.23456\"\n", "sandbox.cpus"),
+        ("[sandbox]\ntmpfs_size = \"10k\"\n", "sandbox.tmpfs_size"),
     ] {
         write(&global, toml);
         let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();
@@ -384,6 +393,52 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
             "{toml}: {err}"
         );
     }
+}
+
+#[test]
+fn resource_limits_resolve_from_the_global_config() {
+    use crate::limits::{GIB, MIB, Memory};
+    let e = env();
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    assert_eq!(cfg.user.limits, crate::limits::LimitSettings::default());
+    assert_eq!(cfg.user.limits.memory, Memory::Auto);
+    let global = e.paths.global_config();
+    for (toml, memory, cpus, tmpfs) in [
+        (
+            "memory = \"2g\"\ncpus = 1.5\ntmpfs_size = \"512m\"",
+            Memory::Bytes(2 * GIB),
+            Some(1500),
+            512 * MIB,
+        ),
+        (
+            "memory = 268435456\ncpus = 2",
+            Memory::Bytes(256 * MIB),
+            Some(2000),
+            GIB,
+        ),
+        (
+            "memory = \"none\"\ncpus = \"0.5\"",
+            Memory::Unlimited,
+            Some(500),
+            GIB,
+        ),
+    ] {
+        write(&global, &format!("[sandbox]\n{toml}\n"));
+        let l = load_with(e.paths.clone(), &opts(&e.project)).unwrap().user.limits;
+        assert_eq!(
+            (l.memory, l.cpus.map(|c| c.millis()), l.tmpfs_size),
+            (memory, cpus, tmpfs),
+            "{toml}"
+        );
+    }
+    write(&global, "[sandbox]\nmemory = \"1m\"\n");
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sandbox.memory: \"1m\" is below the smallest memory limit Podman accepts (6m)"),
+        "{err}"
+    );
 }
 
 fn chmod(path: &Path, mode: u32) {

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use super::spec::{
-    LogConfig, Mount, NamedVolume, Namespace, NsMode, PidsLimit, PortMapping, ResourceLimits, SpecGenerator,
+    CpuLimit, LogConfig, MemoryLimit, Mount, NamedVolume, Namespace, NsMode, PidsLimit, PortMapping,
+    ResourceLimits, SpecGenerator,
 };
 use crate::config::Network;
 use crate::plan::{EnvSource, LaunchPlan, MountKind, Protocol, SelinuxLabel, UserNamespace};
@@ -72,6 +73,8 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         cap_drop,
         no_new_privileges,
         pids_limit,
+        memory_limit,
+        cpus,
         selinux_label,
     } = security;
     SpecGenerator {
@@ -105,8 +108,21 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         hostname: None,
         mounts: mounts(plan),
         volumes: volumes(plan),
+        // A rootless service on cgroup v1 cannot apply these: Podman drops them with a warning
+        // (shown once per service) and the launch goes on (docs/security.md).
         resource_limits: Some(ResourceLimits {
             pids: Some(PidsLimit { limit: *pids_limit }),
+            memory: memory_limit.map(|bytes| {
+                let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+                MemoryLimit {
+                    limit: bytes,
+                    swap: bytes,
+                }
+            }),
+            cpu: cpus.map(|c| CpuLimit {
+                quota: i64::try_from(c.quota_us()).unwrap_or(i64::MAX),
+                period: crate::limits::CPU_PERIOD_US,
+            }),
         }),
         user: user.clone(),
         // `ags` removes the container itself, after reading its exit code.
@@ -160,7 +176,10 @@ fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
                     dest,
                     &["rbind", mode, "nosuid", "nodev"],
                 )),
-                MountKind::Tmpfs => Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev"])),
+                MountKind::Tmpfs { size } => {
+                    let size = format!("size={size}");
+                    Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev", &size]))
+                }
                 MountKind::Volume { .. } | MountKind::StagedFile { .. } => None,
             }
         })
@@ -372,6 +391,7 @@ mod tests {
             ..Default::default()
         };
         crate::plan::build(&crate::plan::PlanInput {
+            host_memory: None,
             config: &config,
             run: &run,
             identity: &crate::plan::LaunchIdentity {
@@ -458,6 +478,14 @@ mod tests {
                 assert!(!opts.iter().any(|o| *o == "z" || *o == "Z"), "{m}");
             }
         }
+    }
+
+    #[test]
+    fn limits_become_resource_limits_without_extra_swap() {
+        let spec = plan_json(false, true);
+        let want = serde_json::json!({"pids": {"limit": 4096},
+            "memory": {"limit": 8u64 << 30, "swap": 8u64 << 30}});
+        assert_eq!(spec["resource_limits"], want);
     }
 
     #[test]
