@@ -139,19 +139,34 @@ fn config_and_trust_files_other_users_can_write_are_refused() {
 }
 
 #[test]
-fn an_untrusted_overlays_parse_error_cannot_drive_the_terminal() {
+fn a_malformed_overlay_cannot_drive_the_terminal_nor_stop_launches_unless_trusted() {
     each_mode(|env| {
         let line = format!("x = \"\x1b]0;owned\x07\x1b[2J{}\n", "A".repeat(300_000));
-        write_overlay(env, &line);
-        let out = run_agent(env, &[], &["true"]);
+        let overlay = write_overlay(env, &line);
+        // Untrusted (the agent can write it): reported and skipped; the launch goes on and ends
+        // with the agent's code. It used to stop every launch (125).
+        let out = run_agent(env, &[], &["sh", "-c", "exit 7"]);
+        assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+        let note = stderr(&out);
+        let expected = format!(
+            "ags: warning: skipping untrusted project overlay {}: it is not a valid config",
+            overlay.display()
+        );
+        assert!(note.contains(&expected), "{note}");
+        // Trusted: the user relies on it, so it is refused.
+        trust_overlay(env);
+        let out = run_agent(env, &[], &["sh", "-c", "exit 7"]);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         let err = stderr(&out);
-        assert!(
-            !err.contains('\x1b') && !err.contains('\x07'),
-            "raw escapes: {err:?}"
-        );
-        assert!(err.contains("\\u{1b}]0;owned"), "{err}");
-        assert!(err.len() < 4000, "{} bytes of stderr", err.len());
+        assert!(err.contains("TOML parse error"), "{err}");
+        for shown in [&note, &err] {
+            assert!(
+                !shown.contains('\x1b') && !shown.contains('\x07'),
+                "raw escapes: {shown:?}"
+            );
+            assert!(shown.contains("\\u{1b}]0;owned"), "{shown}");
+            assert!(shown.len() < 4000, "{} bytes of stderr", shown.len());
+        }
         assert_clean(env);
     });
 }

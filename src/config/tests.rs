@@ -506,23 +506,41 @@ fn config_and_trust_files_writable_by_others_are_refused() {
 fn an_overlay_parse_error_is_escaped_and_capped() {
     let e = env();
     let long = "A".repeat(500_000);
+    let overlay = e.project.join(".ags/config.toml");
+    write(&overlay, &format!("x = \"\x1b]0;owned\x07\x1b[2J{long}\n"));
+    // Untrusted: skipped with a note (the agent can write it; it must not stop every launch).
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    assert!(cfg.overlay.is_none());
+    let note = cfg.warnings.join("\n");
+    assert!(note.starts_with("skipping untrusted project overlay"), "{note}");
+    assert!(note.contains("no hook runs from it"), "{note}");
+    // Trusted: refused.
     write(
-        &e.project.join(".ags/config.toml"),
-        &format!("x = \"\x1b]0;owned\x07\x1b[2J{long}\n"),
+        &e.paths.overlay_trust_file(),
+        &format!("{}\n", e.project.display()),
     );
     let err = load_with(e.paths.clone(), &opts(&e.project))
         .unwrap_err()
         .to_string();
-    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
-    assert!(err.contains("\\u{1b}]0;owned\\u{7}"), "{err}");
-    assert!(err.len() < 4000, "{} bytes", err.len());
+    for shown in [&err, &note] {
+        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
+        assert!(shown.contains("\\u{1b}]0;owned\\u{7}"), "{shown}");
+        assert!(shown.len() < 4000, "{} bytes", shown.len());
+    }
 
     let huge = "#".repeat(MAX_CONFIG_BYTES as usize + 1);
-    write(&e.project.join(".ags/config.toml"), &huge);
+    write(&overlay, &huge);
     let err = load_with(e.paths.clone(), &opts(&e.project))
         .unwrap_err()
         .to_string();
     assert!(err.contains("larger than 1048576 bytes"), "{err}");
+    fs::remove_file(e.paths.overlay_trust_file()).unwrap();
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    assert!(
+        cfg.warnings.join("\n").contains("larger than 1048576 bytes"),
+        "{:?}",
+        cfg.warnings
+    );
 }
 
 #[test]
