@@ -89,14 +89,6 @@ fn sigterm_at_the_approval_prompt_aborts_with_nothing_approved() {
     // Typed after the signal (ignored when ags is gone already).
     let _ = s.try_write(b"y\n");
     let status = s.wait(WAIT).expect("ags exits after SIGTERM");
-    assert_eq!(status.code(), Some(143), "128 + SIGTERM: {}", s.output());
-    assert!(
-        s.output()
-            .contains("interrupted at the approval prompt (SIGTERM)"),
-        "{}",
-        s.output()
-    );
-    assert!(!marker.exists(), "an interrupted approval must not run the hook");
     let out = env.run(["plan"]);
     assert_eq!(
         out.status.code(),
@@ -109,7 +101,14 @@ fn sigterm_at_the_approval_prompt_aborts_with_nothing_approved() {
         "{}",
         show(&out)
     );
-    assert!(!marker.exists());
+    assert!(!marker.exists(), "an interrupted approval must not run the hook");
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM: {}", s.output());
+    assert!(
+        s.output()
+            .contains("interrupted at the approval prompt (SIGTERM)"),
+        "{}",
+        s.output()
+    );
 }
 
 #[test]
