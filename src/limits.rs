@@ -210,7 +210,7 @@ pub fn meminfo_total(meminfo: &str) -> Option<u64> {
 /// A size for messages and `ags plan`: `8g`, `512m`, `1536k` or bytes, the largest exact unit.
 pub fn show_size(bytes: u64) -> String {
     for (unit, scale) in [("t", 1u64 << 40), ("g", GIB), ("m", MIB), ("k", 1 << 10)] {
-        if bytes >= scale && bytes % scale == 0 {
+        if bytes >= scale && bytes.is_multiple_of(scale) {
             return format!("{}{unit}", bytes / scale);
         }
     }

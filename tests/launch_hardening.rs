@@ -357,22 +357,21 @@ fn the_watchdog_ends_with_its_ags() {
 const READ_LIMITS: &str = "echo mem=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes); \
      echo cpu=$(cut -d' ' -f1 /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)";
 
+fn cgroup_v2() -> bool {
+    common::launch::fs_type("/sys/fs/cgroup".as_ref()) == "cgroup2fs"
+}
+
 /// Whether the mode's service can apply cgroup limits: not a rootless one on cgroup v1 (Podman
 /// drops them with a warning there; `ags doctor` says so).
 fn limits_apply(env: &common::TestEnv) -> bool {
-    env.mode() == common::Mode::Rootful || common::launch::fs_type("/sys/fs/cgroup".as_ref()) == "cgroup2fs"
+    env.mode() == common::Mode::Rootful || cgroup_v2()
 }
 
 /// `min(8 GiB, half of this machine's memory)`, whole MiB: the default memory limit.
 fn default_memory() -> u64 {
+    // `MemTotal: N kB` is the first line.
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let kb: u64 = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.split_whitespace().next())
-        .unwrap()
-        .parse()
-        .unwrap();
+    let kb: u64 = meminfo.split_whitespace().nth(1).unwrap().parse().unwrap();
     (kb * 1024 / 2).min(8 << 30) / (1 << 20) * (1 << 20)
 }
 
@@ -394,7 +393,7 @@ fn the_agent_gets_a_memory_limit_by_default_and_the_ones_asked_for() {
             }
             out
         };
-        let out = check(&[], default_memory(), if cfg_v2() { "max" } else { "-1" });
+        let out = check(&[], default_memory(), if cgroup_v2() { "max" } else { "-1" });
         if !enforced {
             assert!(
                 stderr(&out).contains("Resource limits are not supported and ignored on cgroups V1 rootless"),
@@ -409,10 +408,6 @@ fn the_agent_gets_a_memory_limit_by_default_and_the_ones_asked_for() {
         check(&["--memory", "128m"], 128 << 20, "50000");
         assert_clean(env);
     });
-}
-
-fn cfg_v2() -> bool {
-    common::launch::fs_type("/sys/fs/cgroup".as_ref()) == "cgroup2fs"
 }
 
 #[test]

@@ -72,9 +72,10 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
     let crate::plan::Security {
         cap_drop,
         no_new_privileges,
-        pids_limit,
-        memory_limit,
-        cpus,
+        // In [`resource_limits`].
+        pids_limit: _,
+        memory_limit: _,
+        cpus: _,
         selinux_label,
     } = security;
     SpecGenerator {
@@ -108,22 +109,7 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         hostname: None,
         mounts: mounts(plan),
         volumes: volumes(plan),
-        // A rootless service on cgroup v1 cannot apply these: Podman drops them with a warning
-        // (shown once per service) and the launch goes on (docs/security.md).
-        resource_limits: Some(ResourceLimits {
-            pids: Some(PidsLimit { limit: *pids_limit }),
-            memory: memory_limit.map(|bytes| {
-                let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-                MemoryLimit {
-                    limit: bytes,
-                    swap: bytes,
-                }
-            }),
-            cpu: cpus.map(|c| CpuLimit {
-                quota: i64::try_from(c.quota_us()).unwrap_or(i64::MAX),
-                period: crate::limits::CPU_PERIOD_US,
-            }),
-        }),
+        resource_limits: Some(resource_limits(security)),
         user: user.clone(),
         // `ags` removes the container itself, after reading its exit code.
         remove: false,
@@ -159,6 +145,27 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         idmappings: None,
         passwd_entry: None,
         group_entry: None,
+    }
+}
+
+/// The process, memory and CPU limits. A rootless service on cgroup v1 cannot apply them:
+/// Podman drops them with a warning (shown once per service) and the launch goes on
+/// (docs/security.md, "Resource limits").
+fn resource_limits(security: &crate::plan::Security) -> ResourceLimits {
+    let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    ResourceLimits {
+        pids: Some(PidsLimit {
+            limit: security.pids_limit,
+        }),
+        // The same for memory plus swap: no swap beyond the limit.
+        memory: security.memory_limit.map(|n| MemoryLimit {
+            limit: bytes(n),
+            swap: bytes(n),
+        }),
+        cpu: security.cpus.map(|c| CpuLimit {
+            quota: bytes(c.quota_us()),
+            period: crate::limits::CPU_PERIOD_US,
+        }),
     }
 }
 
