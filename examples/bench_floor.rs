@@ -117,6 +117,7 @@ fn run(trace: &Trace) -> anyhow::Result<u8> {
         };
         let identity = identity::current();
         let plan = plan::build(&PlanInput {
+            host_memory: None,
             config: &config,
             run: &settings,
             identity: &identity,

@@ -91,9 +91,9 @@ impl Error {
             Error::Hooks(HookError::Run(RunError::Interrupted { signal, .. })) => {
                 crate::launch::signals::exit_code_for(*signal)
             }
-            Error::Hooks(HookError::Approval(ApprovalError::Interrupted { .. }))
-            | Error::Config(ConfigError::OverlayTrustInterrupted { .. }) => {
-                crate::launch::signals::exit_code_for(libc::SIGINT)
+            Error::Hooks(HookError::Approval(ApprovalError::Interrupted { signal, .. }))
+            | Error::Config(ConfigError::OverlayTrustInterrupted { signal, .. }) => {
+                crate::launch::signals::exit_code_for(*signal)
             }
             _ => EXIT_AGS_FAILURE,
         }

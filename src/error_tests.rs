@@ -44,6 +44,7 @@ fn every_error() -> Vec<Error> {
         Error::Config(ConfigError::OverlayTrustInterrupted {
             overlay: p(),
             root: p(),
+            signal: libc::SIGTERM,
         }),
         Error::Image(crate::image::ImageError::CaCert {
             path: p(),

@@ -16,8 +16,8 @@
 //!
 //! `commands` is the only module that calls several stages; `error` gathers the stages' errors.
 //! Leaf and data modules (`agents` — the agent table —, `agent_hooks`, `containment`, `exit`,
-//! `fsutil`, `hardening`, `json`, `process`, `procfs`, `prompt`, `safepath`, `text`, `time`,
-//! `trace`) may be used by every stage and use only each other. Process spawning lives in
+//! `fsutil`, `hardening`, `json`, `limits`, `process`, `procfs`, `prompt`, `safepath`, `text`,
+//! `time`, `trace`) may be used by every stage and use only each other. Process spawning lives in
 //! `process` (and in the `ags-oci-hook` program, `oci_hooks::record`, which spawns nothing
 //! but runs from Podman); socket I/O lives in `podman::transport` and in the three per-launch
 //! servers of the `ags` process, `egress` (the proxy), `agent_log` (the agent hook record) and
@@ -45,6 +45,7 @@ pub mod hooks;
 pub mod image;
 pub mod json;
 pub mod launch;
+pub mod limits;
 pub mod logfile;
 pub mod oci_hooks;
 pub mod op;

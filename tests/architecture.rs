@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("fsutil", 0),      // atomic writes, private directories
     ("hardening", 0),   // process-wide self-protection (no core dumps, no ptrace)
     ("json", 0),        // strict JSON decoding
+    ("limits", 0),      // resource limit syntax and defaults (memory, CPUs, tmpfs sizes)
     ("logfile", 0),     // the host's JSONL logs: appending, rotation, per-launch budgets
     ("process", 0),     // the one spawn primitive
     ("procfs", 0),      // /proc readers

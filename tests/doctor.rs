@@ -58,6 +58,17 @@ fn required_checks_pass_against_the_service() {
             "{socket}"
         );
         assert!(line(&text, "runtime").contains(&format!("ran `true` in {}", env.image())));
+        // Whether the launch's memory, CPU and process limits apply: not for a rootless service
+        // on cgroup v1 (Podman drops them), which is a warning.
+        let v1 = common::launch::fs_type("/sys/fs/cgroup".as_ref()) != "cgroup2fs";
+        let limits = line(&text, "limits");
+        match (env.mode(), v1) {
+            (common::Mode::Rootless, true) => assert!(
+                limits.starts_with("warn") && limits.contains("rootless service on cgroup v1"),
+                "{limits}"
+            ),
+            _ => assert!(limits.starts_with("ok "), "{limits}"),
+        }
 
         let json = env.run(["doctor", "--json"]);
         let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("doctor --json");

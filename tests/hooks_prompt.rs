@@ -1,5 +1,5 @@
-//! The approval prompt on a real terminal (a pty): Ctrl-C aborts with nothing approved, and a
-//! re-approval says what changed since the old approval. No Podman is needed: `ags plan` stops
+//! The approval prompt on a real terminal (a pty): Ctrl-C or a SIGTERM aborts with nothing
+//! approved, and a re-approval says what changed since the old approval. No Podman is needed: `ags plan` stops
 //! before it.
 
 mod common;
@@ -57,7 +57,7 @@ fn ctrl_c_at_the_approval_prompt_aborts_with_nothing_approved() {
     let status = s.wait(WAIT).expect("ags exits after Ctrl-C");
     assert_eq!(status.code(), Some(130), "128 + SIGINT: {}", s.output());
     assert!(
-        s.output().contains("interrupted at the approval prompt"),
+        s.output().contains("interrupted at the approval prompt (Ctrl-C)"),
         "{}",
         s.output()
     );
@@ -75,6 +75,40 @@ fn ctrl_c_at_the_approval_prompt_aborts_with_nothing_approved() {
         show(&out)
     );
     assert!(!marker.exists());
+}
+
+/// SIGTERM while the question is open, then a `y`: the old prompt swallowed the signal (the
+/// launch's handler only records it) and recorded the approval on the `y`.
+#[test]
+fn sigterm_at_the_approval_prompt_aborts_with_nothing_approved() {
+    let env = TestEnv::without_podman();
+    let (mut s, marker) = approval_prompt(&env);
+    let ags = common::launch::find_ags_pid(s.pid());
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(ags), nix::sys::signal::Signal::SIGTERM).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // Typed after the signal (ignored when ags is gone already).
+    let _ = s.try_write(b"y\n");
+    let status = s.wait(WAIT).expect("ags exits after SIGTERM");
+    let out = env.run(["plan"]);
+    assert_eq!(
+        out.status.code(),
+        Some(125),
+        "nothing was approved: {}",
+        show(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("need approval"),
+        "{}",
+        show(&out)
+    );
+    assert!(!marker.exists(), "an interrupted approval must not run the hook");
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM: {}", s.output());
+    assert!(
+        s.output()
+            .contains("interrupted at the approval prompt (SIGTERM)"),
+        "{}",
+        s.output()
+    );
 }
 
 #[test]

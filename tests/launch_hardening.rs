@@ -5,7 +5,9 @@
 //! would replay terminal escapes, and a `.git` made in a subdirectory that hides the trusted
 //! overlay (each refusal happens before anything is created in Podman); and, for hole 10, hooks and
 //! `op` that must not outlive a SIGKILLed `ags`, a watchdog that ends with its `ags`, and an `ags`
-//! that cannot dump core.
+//! that cannot dump core. Issue 22 (finding 10): the agent cannot take the machine's memory
+//! (a default memory limit, `--memory`, `[sandbox] memory`) or fill RAM through `--lockdown`'s
+//! tmpfs mounts (sized), and a bad limit is refused before anything is created.
 
 mod common;
 
@@ -137,19 +139,34 @@ fn config_and_trust_files_other_users_can_write_are_refused() {
 }
 
 #[test]
-fn an_untrusted_overlays_parse_error_cannot_drive_the_terminal() {
+fn a_malformed_overlay_cannot_drive_the_terminal_nor_stop_launches_unless_trusted() {
     each_mode(|env| {
         let line = format!("x = \"\x1b]0;owned\x07\x1b[2J{}\n", "A".repeat(300_000));
-        write_overlay(env, &line);
-        let out = run_agent(env, &[], &["true"]);
+        let overlay = write_overlay(env, &line);
+        // Untrusted (the agent can write it): reported and skipped; the launch goes on and ends
+        // with the agent's code. It used to stop every launch (125).
+        let out = run_agent(env, &[], &["sh", "-c", "exit 7"]);
+        assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+        let note = stderr(&out);
+        let expected = format!(
+            "ags: warning: skipping untrusted project overlay {}: it is not a valid config",
+            overlay.display()
+        );
+        assert!(note.contains(&expected), "{note}");
+        // Trusted: the user relies on it, so it is refused.
+        trust_overlay(env);
+        let out = run_agent(env, &[], &["sh", "-c", "exit 7"]);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         let err = stderr(&out);
-        assert!(
-            !err.contains('\x1b') && !err.contains('\x07'),
-            "raw escapes: {err:?}"
-        );
-        assert!(err.contains("\\u{1b}]0;owned"), "{err}");
-        assert!(err.len() < 4000, "{} bytes of stderr", err.len());
+        assert!(err.contains("TOML parse error"), "{err}");
+        for shown in [&note, &err] {
+            assert!(
+                !shown.contains('\x1b') && !shown.contains('\x07'),
+                "raw escapes: {shown:?}"
+            );
+            assert!(shown.contains("\\u{1b}]0;owned"), "{shown}");
+            assert!(shown.len() < 4000, "{} bytes of stderr", shown.len());
+        }
         assert_clean(env);
     });
 }
@@ -332,6 +349,148 @@ fn the_watchdog_ends_with_its_ags() {
             !common::launch::process_running(watchdog)
         });
         assert!(gone, "the watchdog {watchdog} outlived its ags");
+        assert_clean(env);
+    });
+}
+
+/// What the agent's cgroup says: the memory limit and the CPU quota (cgroup v2 or v1 files).
+const READ_LIMITS: &str = "echo mem=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes); \
+     echo cpu=$(cut -d' ' -f1 /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)";
+
+fn cgroup_v2() -> bool {
+    common::launch::fs_type("/sys/fs/cgroup".as_ref()) == "cgroup2fs"
+}
+
+/// Whether the mode's service can apply cgroup limits: not a rootless one on cgroup v1 (Podman
+/// drops them with a warning there; `ags doctor` says so).
+fn limits_apply(env: &common::TestEnv) -> bool {
+    env.mode() == common::Mode::Rootful || cgroup_v2()
+}
+
+/// `min(8 GiB, half of this machine's memory)`, whole MiB: the default memory limit.
+fn default_memory() -> u64 {
+    // `MemTotal: N kB` is the first line.
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: u64 = meminfo.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (kb * 1024 / 2).min(8 << 30) / (1 << 20) * (1 << 20)
+}
+
+#[test]
+fn the_agent_gets_a_memory_limit_by_default_and_the_ones_asked_for() {
+    each_mode(|env| {
+        let enforced = limits_apply(env);
+        let check = |extra: &[&str], mem: u64, cpu: &str| {
+            let out = run_agent(env, extra, &["sh", "-c", READ_LIMITS]);
+            assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", show(&out));
+            let got = common::launch::stdout(&out);
+            if enforced {
+                assert!(got.contains(&format!("mem={mem}\n")), "{extra:?}: {got}");
+                assert!(got.contains(&format!("cpu={cpu}\n")), "{extra:?}: {got}");
+            } else {
+                // Podman drops the limits with its warning (shown once per service) and the
+                // launch goes on.
+                assert!(got.contains("mem="), "{extra:?}: {got}");
+            }
+            out
+        };
+        let out = check(&[], default_memory(), if cgroup_v2() { "max" } else { "-1" });
+        if !enforced {
+            assert!(
+                stderr(&out).contains("Resource limits are not supported and ignored on cgroups V1 rootless"),
+                "{}",
+                show(&out)
+            );
+        }
+        check(&["--memory", "256m", "--cpus", "1.5"], 256 << 20, "150000");
+        env.write_global_config("[sandbox]\nmemory = \"96m\"\ncpus = 0.5\n");
+        check(&[], 96 << 20, "50000");
+        // The command line beats the config.
+        check(&["--memory", "128m"], 128 << 20, "50000");
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn the_agent_cannot_fill_ram_through_lockdown_tmpfs_or_past_its_memory_limit() {
+    each_mode(|env| {
+        // The mounts are sized: /tmp and /var/tmp 1g, /run 64m.
+        let out = run_agent(
+            env,
+            &["--lockdown"],
+            &["grep", "-E", " /(tmp|var/tmp|run) ", "/proc/mounts"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let mounts = common::launch::stdout(&out);
+        for (dest, size) in [("/tmp", "1048576k"), ("/var/tmp", "1048576k"), ("/run", "65536k")] {
+            assert!(
+                mounts
+                    .lines()
+                    .any(|l| l.split(' ').nth(1) == Some(dest) && l.contains(&format!("size={size}"))),
+                "{dest} size={size}: {mounts}"
+            );
+        }
+        // The attack: write more than the tmpfs holds. The old, unsized tmpfs took it all
+        // (half of the machine's memory per mount).
+        env.write_global_config("[sandbox]\ntmpfs_size = \"8m\"\n");
+        let fill = "dd if=/dev/zero of=/tmp/fill bs=1M count=20 2>/dev/null; echo rc=$?; du -k /tmp/fill";
+        let out = run_agent(env, &["--lockdown"], &["sh", "-c", fill]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let got = common::launch::stdout(&out);
+        assert!(got.contains("rc=1\n") && got.contains("8192\t/tmp/fill"), "{got}");
+        // Past the memory limit: tmpfs pages count against it, so 200m in a 1g tmpfs does not
+        // fit into 64m of memory (the writer is killed). Without the limit it fits.
+        env.write_global_config("");
+        let fill = "dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>/dev/null; echo rc=$?";
+        let out = run_agent(env, &["--lockdown", "--memory", "none"], &["sh", "-c", fill]);
+        assert_eq!(common::launch::stdout(&out), "rc=0\n", "{}", show(&out));
+        if limits_apply(env) {
+            let out = run_agent(env, &["--lockdown", "--memory", "64m"], &["sh", "-c", fill]);
+            assert!(!common::launch::stdout(&out).contains("rc=0"), "{}", show(&out));
+        }
+        assert_clean(env);
+    });
+}
+
+#[test]
+fn a_bad_limit_is_refused_before_anything_is_created() {
+    each_mode(|env| {
+        for (args, message) in [
+            (
+                &["--memory", "lots"][..],
+                "invalid value 'lots' for '--memory <SIZE>': \"lots\" is not a size",
+            ),
+            (
+                &["--memory", "1m"],
+                "below the smallest memory limit Podman accepts (6m)",
+            ),
+            (
+                &["--cpus", "0"],
+                "invalid value '0' for '--cpus <CPUS>': \"0\" is out of range; give between 0.01 and 1024 CPUs",
+            ),
+        ] {
+            let out = run_agent(env, args, &["true"]);
+            assert_eq!(out.status.code(), Some(125), "{args:?}: {}", show(&out));
+            assert!(stderr(&out).contains(message), "{args:?}: {}", show(&out));
+        }
+        let global = env.write_global_config("[sandbox]\nmemory = \"8 gigs\"\n");
+        let out = run_agent(env, &[], &["true"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let expected = format!(
+            "config {}: sandbox.memory: \"8 gigs\" is not a size",
+            global.display()
+        );
+        assert!(stderr(&out).contains(&expected), "{}", show(&out));
+        // An overlay (the agent can write it) may not lift the limits, even when trusted.
+        env.write_global_config("");
+        write_overlay(env, "[sandbox]\nmemory = \"none\"\n");
+        trust_overlay(env);
+        let out = run_agent(env, &[], &["true"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            stderr(&out).contains("sandbox.memory may only be set in the global config"),
+            "{}",
+            show(&out)
+        );
         assert_clean(env);
     });
 }

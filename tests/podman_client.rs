@@ -107,6 +107,7 @@ async fn spec_fields_take_effect() {
     }];
     s.resource_limits = Some(ResourceLimits {
         pids: Some(PidsLimit { limit: 123 }),
+        ..Default::default()
     });
     s.user = Some("1000:1000".into());
     let r = run(&client, &s, None, None).await;

@@ -144,6 +144,13 @@ pub struct RunArgs {
     /// timeout(1). DURATION: a number with an optional unit s, m, h or d (default s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<std::time::Duration>,
+    /// Memory limit of the container: SIZE (512m, 2g, plain bytes), auto (half of the memory of
+    /// the machine that runs it, at most 8g: the default) or none. Beats [sandbox] memory.
+    #[arg(long, value_name = "SIZE", value_parser = crate::limits::parse_memory)]
+    pub memory: Option<crate::limits::Memory>,
+    /// CPU limit of the container, in CPUs (2, 1.5, 0.5); default none. Beats [sandbox] cpus.
+    #[arg(long, value_name = "CPUS", value_parser = crate::limits::parse_cpus)]
+    pub cpus: Option<crate::limits::Cpus>,
     /// Publish a container port on the host: [[IP:]HOST_PORT:]CONTAINER_PORT[/tcp|udp]
     /// (e.g. `-p 1455:1455` for a browser login callback).
     #[arg(long = "publish", short = 'p', value_name = "PORT")]

@@ -109,6 +109,8 @@ fn merge(
             "tty" => plan.tty = top.tty,
             "name" => plan.name = top.name.clone(),
             "timeout" => plan.timeout = top.timeout,
+            "memory" => plan.memory = top.memory,
+            "cpus" => plan.cpus = top.cpus,
             "command" => plan.command = top.command.clone(),
             other => return Err(format!("--{other} cannot be given before `plan`")),
         }
@@ -209,6 +211,28 @@ mod tests {
         let cli = parse_ok(&["ags", "--agent", "pi", "--", "x"]);
         assert_eq!(cli.run_given, ["agent", "command"]);
         assert!(parse_ok(&["ags"]).run_given.is_empty());
+    }
+
+    #[test]
+    fn limits_are_parsed_and_bad_values_refused_with_the_rule() {
+        let cli = parse_ok(&["ags", "--memory", "256m", "--cpus", "1.5", "--", "true"]);
+        assert_eq!(cli.run.memory, Some(crate::limits::Memory::Bytes(256 << 20)));
+        assert_eq!(cli.run.cpus.map(|c| c.millis()), Some(1500));
+        let cli = parse_ok(&["ags", "--memory", "none", "plan"]);
+        let Some(Command::Plan(plan)) = &cli.command else {
+            panic!()
+        };
+        assert_eq!(plan.run.memory, Some(crate::limits::Memory::Unlimited));
+        let err = parse_err(&["ags", "--memory", "lots"]);
+        assert!(
+            err.contains("--memory") && err.contains("\"lots\" is not a size"),
+            "{err}"
+        );
+        let err = parse_err(&["ags", "--cpus", "0"]);
+        assert!(
+            err.contains("--cpus") && err.contains("between 0.01 and 1024"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -120,7 +120,7 @@ fn state_step(
                 println!("nothing was removed");
                 return Ok(StateReport::default());
             }
-            Err(prompt::PromptError::Interrupted) => {
+            Err(prompt::PromptError::Interrupted { .. }) => {
                 println!("interrupted: nothing was removed");
                 return Ok(StateReport {
                     interrupted: true,

@@ -155,6 +155,7 @@ async fn service(global: &GlobalArgs, image: &str, name: Option<&str>) -> Servic
         rootless: !nix::unistd::geteuid().is_root(),
         selinux: false,
         remote: false,
+        memory: crate::podman::local_memory_total(),
     }
 }
 
@@ -205,6 +206,16 @@ fn render(plan: &LaunchPlan) -> String {
             plan.security.pids_limit
         ),
     );
+    line(
+        "limits",
+        format!(
+            "memory={} cpus={}",
+            plan.security
+                .memory_limit
+                .map_or("none".into(), crate::limits::show_size),
+            plan.security.cpus.map_or("none".into(), |c| c.to_string())
+        ),
+    );
     line("lockdown", plan.lockdown.to_string());
     line("skip prompts", plan.skip_permissions.to_string());
     line("init", plan.init.to_string());
@@ -221,7 +232,9 @@ fn render(plan: &LaunchPlan) -> String {
     for m in &plan.mounts {
         let what = match &m.kind {
             crate::plan::MountKind::Bind { source } => format!("bind {}", source.display()),
-            crate::plan::MountKind::Tmpfs => "tmpfs".into(),
+            crate::plan::MountKind::Tmpfs { size } => {
+                format!("tmpfs size={}", crate::limits::show_size(*size))
+            }
             crate::plan::MountKind::Volume { name } => format!("volume {name}"),
             crate::plan::MountKind::StagedFile { volume, path } => format!("volume {volume}, {path}"),
         };

@@ -184,6 +184,11 @@ pub(super) fn settings(
         timeout: args.timeout,
         publish: args.publish.clone(),
         no_init: args.no_init,
+        limits: crate::limits::LimitSettings {
+            memory: args.memory.unwrap_or(config.user.limits.memory),
+            cpus: args.cpus.or(config.user.limits.cpus),
+            ..config.user.limits
+        },
         // Always on where the agent has wiring (docs/agent-hook-handlers.md): the dispatcher
         // and the handlers file are mounted with it, and no config switch turns recording off.
         // Every launch serves the record socket (`shell` included).
@@ -214,6 +219,7 @@ pub(super) fn build_plan(
         rootless: service.rootless,
         selinux: service.selinux,
         remote: service.remote,
+        host_memory: service.memory,
         user: user_ids(),
         host_stage_dir: &match service.remote || hooks.files.is_empty() && !wires_agent_hooks(settings) {
             true => stage::host_stage_root(&config.paths),
@@ -236,15 +242,20 @@ pub(super) struct Service {
     pub selinux: bool,
     /// On another machine (`tcp://`, `ssh://`): generated files go in the staging volume.
     pub remote: bool,
+    /// The total memory of the machine that runs the containers (for `memory = auto`), when
+    /// known.
+    pub memory: Option<u64>,
 }
 
 /// Ask the service what the plan depends on.
 pub(super) async fn service_facts(client: &podman::Client) -> Result<Service, Error> {
-    let (rootless, selinux) = tokio::try_join!(client.rootless(), client.selinux_enabled())?;
+    let (rootless, selinux, memory) =
+        tokio::try_join!(client.rootless(), client.selinux_enabled(), client.memory_total())?;
     Ok(Service {
         rootless,
         selinux,
         remote: client.is_remote(),
+        memory,
     })
 }
 

@@ -77,6 +77,36 @@ pub struct SandboxFile {
     /// One state volume per agent directory for all projects, instead of one per project
     /// (default false).
     pub shared_state: Option<bool>,
+    /// Memory limit of the container: a size (`8g`, `512m`, bytes), `auto` (half of the
+    /// machine's memory, at most 8g) or `none`.
+    pub memory: Option<SizeValue>,
+    /// CPU limit of the container, in CPUs (`2`, `1.5`); default none.
+    pub cpus: Option<SizeValue>,
+    /// Size of each of `--lockdown`'s `/tmp` and `/var/tmp` tmpfs mounts (default `1g`).
+    pub tmpfs_size: Option<SizeValue>,
+}
+
+/// A size or number as written: `"8g"`, `8589934592` or `1.5`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum SizeValue {
+    /// An integer.
+    Int(i64),
+    /// A decimal number.
+    Float(f64),
+    /// Text such as `"8g"` or `"none"`.
+    Text(String),
+}
+
+impl SizeValue {
+    /// The value as the command line would spell it.
+    pub fn text(&self) -> String {
+        match self {
+            SizeValue::Int(n) => n.to_string(),
+            SizeValue::Float(f) => f.to_string(),
+            SizeValue::Text(t) => t.clone(),
+        }
+    }
 }
 
 /// `[op]`.
@@ -217,8 +247,21 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         env_passthrough,
         protect_git,
         shared_state,
+        memory,
+        cpus,
+        tmpfs_size,
     }) = sandbox
     {
+        // Limits protect the host from the agent: the agent can write the overlay.
+        if memory.is_some() {
+            return Err("sandbox.memory");
+        }
+        if cpus.is_some() {
+            return Err("sandbox.cpus");
+        }
+        if tmpfs_size.is_some() {
+            return Err("sandbox.tmpfs_size");
+        }
         if protect_git.is_some() {
             return Err("sandbox.protect_git");
         }

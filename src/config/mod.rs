@@ -66,8 +66,13 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
-    #[error("interrupted at the prompt for the project overlay {} (Ctrl-C); the repository {} was not trusted and nothing was run", overlay.display(), root.display())]
-    OverlayTrustInterrupted { overlay: PathBuf, root: PathBuf },
+    #[error("interrupted at the prompt for the project overlay {} ({}); the repository {} was not trusted and nothing was run", overlay.display(), crate::prompt::interruption(*signal), root.display())]
+    OverlayTrustInterrupted {
+        overlay: PathBuf,
+        root: PathBuf,
+        /// SIGINT for Ctrl-C, else the signal received at the prompt.
+        signal: i32,
+    },
     #[error("project overlay {} declares {events} hooks but the repository {} is not trusted; run ags interactively in that repository and answer yes, add the repository to {}, or pass --no-repo-config", overlay.display(), root.display(), trust_file.display())]
     OverlayHooksUntrusted {
         overlay: PathBuf,
@@ -164,23 +169,16 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
 
     let mut warnings = Vec::new();
     warnings.extend(safety::nested_repo_note(&paths, &project, opts.no_repo_config));
-    let mut overlay = None;
-    if !opts.no_repo_config && !primary_is_overlay && overlay_path.is_file() {
-        let file = parse_file(&overlay_path)?;
-        let decision = overlay::decide(&paths, &project, &overlay_path, &file, opts.ask_overlay_trust)?;
-        match decision {
-            overlay::Decision::Load => {
-                check_not_writable_by_others(&overlay_path, "project config overlay")?;
-                file::check_overlay_fields(&file).map_err(|key| ConfigError::OverlayField {
-                    path: overlay_path.clone(),
-                    key,
-                    global: paths.global_config(),
-                })?;
-                overlay = Some((overlay_path.clone(), file));
-            }
-            overlay::Decision::Skip(msg) => warnings.push(msg),
-        }
-    }
+    let overlay = match !opts.no_repo_config && !primary_is_overlay && overlay_path.is_file() {
+        true => load_overlay(
+            &paths,
+            &project,
+            &overlay_path,
+            opts.ask_overlay_trust,
+            &mut warnings,
+        )?,
+        false => None,
+    };
 
     let primary_scope = if primary_is_overlay {
         HookScope::Project {
@@ -268,6 +266,41 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         user,
         agent_hooks,
     })
+}
+
+/// The project overlay at `path` of the project `root`, when it is trusted (or trusted now on
+/// the terminal, when `ask`); a skipped one leaves a note in `warnings`. An overlay that cannot
+/// be read as a config is an error only when the repository is trusted (`overlay::unreadable`).
+fn load_overlay(
+    paths: &Paths,
+    root: &Path,
+    path: &Path,
+    ask: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(PathBuf, ConfigFile)>> {
+    let file = match parse_file(path) {
+        Ok(file) => file,
+        Err(e @ (ConfigError::Parse { .. } | ConfigError::TooLarge { .. } | ConfigError::Read { .. })) => {
+            warnings.push(overlay::unreadable(paths, root, path, e)?);
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    match overlay::decide(paths, root, path, &file, ask)? {
+        overlay::Decision::Load => {
+            check_not_writable_by_others(path, "project config overlay")?;
+            file::check_overlay_fields(&file).map_err(|key| ConfigError::OverlayField {
+                path: path.into(),
+                key,
+                global: paths.global_config(),
+            })?;
+            Ok(Some((path.into(), file)))
+        }
+        overlay::Decision::Skip(msg) => {
+            warnings.push(msg);
+            Ok(None)
+        }
+    }
 }
 
 /// The declarations of `event` across the loaded files (global first), within the total limit.

@@ -1,7 +1,9 @@
 //! Project overlay trust: `$XDG_CONFIG_HOME/ags/trusted-repo-overlays.txt` lists canonical
 //! repository roots, one per line. An untrusted overlay is offered on the terminal once; a
 //! refusal or a missing terminal skips it, unless it declares hooks, which is an error (hooks
-//! are never dropped silently).
+//! are never dropped silently). An overlay that cannot be read as a config is an error when the
+//! repository is trusted, and is skipped with a note when not ([`unreadable`]): the agent can
+//! write it, and an untrusted overlay must not be able to stop every launch.
 
 use std::io::Write;
 use std::path::Path;
@@ -42,10 +44,11 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
                 return Ok(Decision::Load);
             }
             Ok(false) | Err(prompt::PromptError::NoTerminal) => {}
-            Err(prompt::PromptError::Interrupted) => {
+            Err(prompt::PromptError::Interrupted { signal }) => {
                 return Err(ConfigError::OverlayTrustInterrupted {
                     overlay: overlay.into(),
                     root: root.into(),
+                    signal,
                 });
             }
             Err(e) => {
@@ -70,6 +73,22 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
         root.display(),
         trust_file.display()
     )))
+}
+
+/// An overlay that could not be read or parsed (`error`): the error itself when the repository
+/// `root` is trusted (the user relies on it), else a note and the launch goes on without it.
+/// Whether it was meant to declare hooks cannot be known; the note says they do not run.
+pub fn unreadable(paths: &Paths, root: &Path, overlay: &Path, error: ConfigError) -> Result<String> {
+    let trust_file = paths.overlay_trust_file();
+    if is_trusted(&trust_file, root)? {
+        return Err(error);
+    }
+    Ok(format!(
+        "skipping untrusted project overlay {}: it is not a valid config, so nothing in it is used and no hook runs from it ({error}); to use it, fix it and trust the repository (run ags on a terminal in {}, or add that path to {})",
+        overlay.display(),
+        root.display(),
+        trust_file.display()
+    ))
 }
 
 /// `prepare`, `started and finished`, … : the events `file` declares hooks for.

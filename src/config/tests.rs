@@ -315,6 +315,10 @@ fn overlay_may_not_set_everyday_settings() {
         ("[op]\npath = \"/tmp/op\"\n", "op"),
         // The agent can write the overlay: it must not open the protected files to itself.
         ("[protect]\nallow = [\".envrc\"]\n", "protect"),
+        // An agent that writes the overlay must not lift the limits that hold it.
+        ("[sandbox]\nmemory = \"none\"\n", "sandbox.memory"),
+        ("[sandbox]\ncpus = 64\n", "sandbox.cpus"),
+        ("[sandbox]\ntmpfs_size = \"100g\"\n", "sandbox.tmpfs_size"),
     ];
     for (toml, key) in cases {
         write(&e.project.join(".ags/config.toml"), toml);
@@ -382,6 +386,11 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
             "[git]\nssh_keys = [\"SHA256:Kkj8Z9tc5NjuwVC0D1VADBULbVKqbjTzIbHbMaemHEw\", \"MD5:ab\"]\n",
             "git.ssh_keys[1]",
         ),
+        ("[sandbox]\nmemory = \"lots\"\n", "sandbox.memory"),
+        ("[sandbox]\nmemory = 1024\n", "sandbox.memory"),
+        ("[sandbox]\ncpus = 0\n", "sandbox.cpus"),
+        ("[sandbox]\ncpus = \"1.23456\"\n", "sandbox.cpus"),
+        ("[sandbox]\ntmpfs_size = \"10k\"\n", "sandbox.tmpfs_size"),
     ] {
         write(&global, toml);
         let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();
@@ -390,6 +399,52 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
             "{toml}: {err}"
         );
     }
+}
+
+#[test]
+fn resource_limits_resolve_from_the_global_config() {
+    use crate::limits::{GIB, MIB, Memory};
+    let e = env();
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    assert_eq!(cfg.user.limits, crate::limits::LimitSettings::default());
+    assert_eq!(cfg.user.limits.memory, Memory::Auto);
+    let global = e.paths.global_config();
+    for (toml, memory, cpus, tmpfs) in [
+        (
+            "memory = \"2g\"\ncpus = 1.5\ntmpfs_size = \"512m\"",
+            Memory::Bytes(2 * GIB),
+            Some(1500),
+            512 * MIB,
+        ),
+        (
+            "memory = 268435456\ncpus = 2",
+            Memory::Bytes(256 * MIB),
+            Some(2000),
+            GIB,
+        ),
+        (
+            "memory = \"none\"\ncpus = \"0.5\"",
+            Memory::Unlimited,
+            Some(500),
+            GIB,
+        ),
+    ] {
+        write(&global, &format!("[sandbox]\n{toml}\n"));
+        let l = load_with(e.paths.clone(), &opts(&e.project)).unwrap().user.limits;
+        assert_eq!(
+            (l.memory, l.cpus.map(|c| c.millis()), l.tmpfs_size),
+            (memory, cpus, tmpfs),
+            "{toml}"
+        );
+    }
+    write(&global, "[sandbox]\nmemory = \"1m\"\n");
+    let err = load_with(e.paths.clone(), &opts(&e.project))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sandbox.memory: \"1m\" is below the smallest memory limit Podman accepts (6m)"),
+        "{err}"
+    );
 }
 
 fn chmod(path: &Path, mode: u32) {
@@ -457,23 +512,41 @@ fn config_and_trust_files_writable_by_others_are_refused() {
 fn an_overlay_parse_error_is_escaped_and_capped() {
     let e = env();
     let long = "A".repeat(500_000);
+    let overlay = e.project.join(".ags/config.toml");
+    write(&overlay, &format!("x = \"\x1b]0;owned\x07\x1b[2J{long}\n"));
+    // Untrusted: skipped with a note (the agent can write it; it must not stop every launch).
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    assert!(cfg.overlay.is_none());
+    let note = cfg.warnings.join("\n");
+    assert!(note.starts_with("skipping untrusted project overlay"), "{note}");
+    assert!(note.contains("no hook runs from it"), "{note}");
+    // Trusted: refused.
     write(
-        &e.project.join(".ags/config.toml"),
-        &format!("x = \"\x1b]0;owned\x07\x1b[2J{long}\n"),
+        &e.paths.overlay_trust_file(),
+        &format!("{}\n", e.project.display()),
     );
     let err = load_with(e.paths.clone(), &opts(&e.project))
         .unwrap_err()
         .to_string();
-    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
-    assert!(err.contains("\\u{1b}]0;owned\\u{7}"), "{err}");
-    assert!(err.len() < 4000, "{} bytes", err.len());
+    for shown in [&err, &note] {
+        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
+        assert!(shown.contains("\\u{1b}]0;owned\\u{7}"), "{shown}");
+        assert!(shown.len() < 4000, "{} bytes", shown.len());
+    }
 
     let huge = "#".repeat(MAX_CONFIG_BYTES as usize + 1);
-    write(&e.project.join(".ags/config.toml"), &huge);
+    write(&overlay, &huge);
     let err = load_with(e.paths.clone(), &opts(&e.project))
         .unwrap_err()
         .to_string();
     assert!(err.contains("larger than 1048576 bytes"), "{err}");
+    fs::remove_file(e.paths.overlay_trust_file()).unwrap();
+    let cfg = load_with(e.paths.clone(), &opts(&e.project)).unwrap();
+    assert!(
+        cfg.warnings.join("\n").contains("larger than 1048576 bytes"),
+        "{:?}",
+        cfg.warnings
+    );
 }
 
 #[test]

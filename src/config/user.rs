@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::file::{AgentFile, ConfigFile, GitFile, MountFile, OpFile, ProjectFile, SandboxFile};
 use super::{ConfigError, Paths};
+use crate::limits::{self, LimitSettings};
 
 /// What the global config adds to every launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +35,8 @@ pub struct UserSettings {
     /// `[protect] allow` and the `protect_allow` of each `[[project]]` matching the project:
     /// `(key, names)`, the names checked against the table by `workspace::protected`.
     pub protect_allow: Vec<(String, Vec<String>)>,
+    /// `[sandbox] memory`, `cpus` and `tmpfs_size`.
+    pub limits: LimitSettings,
 }
 
 impl Default for UserSettings {
@@ -47,6 +50,7 @@ impl Default for UserSettings {
             agents: BTreeMap::new(),
             git: GitSettings::default(),
             protect_allow: Vec::new(),
+            limits: LimitSettings::default(),
         }
     }
 }
@@ -158,6 +162,9 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
         Some(p) => Some(host_path(p, paths).ok_or_else(|| invalid("op.path".into(), PATH_RULE))?),
     };
     let sandbox = file.sandbox.as_ref();
+    let limits = sandbox
+        .map_or(Ok(LimitSettings::default()), limits)
+        .map_err(|(key, msg)| invalid(key, &msg))?;
     Ok(UserSettings {
         protect_git: sandbox.and_then(|s| s.protect_git).unwrap_or(true),
         shared_state: sandbox.and_then(|s| s.shared_state).unwrap_or(false),
@@ -172,7 +179,24 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
             .and_then(|p| p.allow.clone())
             .map(|names| vec![("protect.allow".to_string(), names)])
             .unwrap_or_default(),
+        limits,
     })
+}
+
+/// `[sandbox] memory`, `cpus` and `tmpfs_size`, in the syntax of `--memory` and `--cpus`.
+fn limits(s: &SandboxFile) -> Result<LimitSettings, (String, String)> {
+    let mut out = LimitSettings::default();
+    let field = |key: &'static str| move |msg: String| (format!("sandbox.{key}"), msg);
+    if let Some(v) = &s.memory {
+        out.memory = limits::parse_memory(&v.text()).map_err(field("memory"))?;
+    }
+    if let Some(v) = &s.cpus {
+        out.cpus = Some(limits::parse_cpus(&v.text()).map_err(field("cpus"))?);
+    }
+    if let Some(v) = &s.tmpfs_size {
+        out.tmpfs_size = limits::parse_tmpfs_size(&v.text()).map_err(field("tmpfs_size"))?;
+    }
+    Ok(out)
 }
 
 type FieldError = (String, &'static str);

@@ -39,15 +39,19 @@ pub enum ApprovalError {
         /// The refused hash.
         hash: String,
     },
-    /// The user pressed Ctrl-C at the prompt: the launch stops and nothing is approved.
+    /// The user pressed Ctrl-C at the prompt, or `ags` received a signal while it was open: the
+    /// launch stops and nothing is approved.
     #[error(
-        "{event} hook {name}: interrupted at the approval prompt; nothing was approved and nothing was run"
+        "{event} hook {name}: interrupted at the approval prompt ({}); nothing was approved and nothing was run",
+        prompt::interruption(*signal)
     )]
     Interrupted {
         /// The hook's event.
         event: HookEvent,
         /// Hook name.
         name: String,
+        /// SIGINT for Ctrl-C, else the signal received.
+        signal: i32,
     },
     /// Asking on the terminal failed.
     #[error("{event} hook {name}: cannot ask for approval: {source}")]
@@ -154,9 +158,10 @@ fn ask(store: &TrustStore, hook: &PreparedHook, workdir: &Path) -> Result<(), Ap
         agent_writable: reapproval::inside_workdir(hook, workdir).then(|| workdir.to_path_buf()),
     };
     let yes = prompt::confirm(&prompt_text(hook, &notes), &question).map_err(|source| match source {
-        PromptError::Interrupted => ApprovalError::Interrupted {
+        PromptError::Interrupted { signal } => ApprovalError::Interrupted {
             event,
             name: name.clone(),
+            signal,
         },
         source => ApprovalError::Prompt {
             event,

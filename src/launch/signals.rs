@@ -12,7 +12,8 @@ pub struct SignalWatch {
 }
 
 impl SignalWatch {
-    /// Start listening (must be called inside a tokio runtime).
+    /// Start listening (must be called inside a tokio runtime). A question open on the
+    /// terminal ends too when one of the signals comes (`prompt::end_on_signals`).
     pub fn install() -> std::io::Result<Self> {
         let (tx, rx) = watch::channel(None);
         for (kind, num) in [
@@ -29,6 +30,8 @@ impl SignalWatch {
                 }
             });
         }
+        // After tokio's handlers: no signal falls between the two.
+        crate::prompt::end_on_signals()?;
         Ok(Self { rx })
     }
 

@@ -64,6 +64,8 @@ pub struct RunSettings {
     pub publish: Vec<String>,
     /// `--no-init`.
     pub no_init: bool,
+    /// `--memory`, `--cpus` over `[sandbox] memory`, `cpus`, `tmpfs_size`.
+    pub limits: crate::limits::LimitSettings,
     /// Wire the agent's own hooks to the dispatcher (docs/agent-hooks.md). Set only where the
     /// dispatcher is mounted too: a hook command that cannot run makes gemini refuse every tool.
     pub agent_hooks: bool,
@@ -125,6 +127,9 @@ pub struct PlanInput<'a> {
     /// Whether the Podman service is on another machine (`tcp://`, `ssh://`): generated files
     /// then travel in the staging volume instead of host files (docs/remote.md).
     pub remote: bool,
+    /// The total memory of the machine that runs the container, when known: `memory = auto`
+    /// is half of it, at most 8g.
+    pub host_memory: Option<u64>,
     /// The invoking user's uid and gid.
     pub user: (u32, u32),
     /// Private host directory for this launch's generated files (used only when there are any).
@@ -226,6 +231,8 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
             cap_drop: vec!["ALL".into()],
             no_new_privileges: true,
             pids_limit: input.config.pids_limit,
+            memory_limit: run.limits.memory.resolve(input.host_memory),
+            cpus: run.limits.cpus,
             selinux_label: if input.selinux {
                 SelinuxLabel::Disabled
             } else {
@@ -514,8 +521,13 @@ fn build_mounts(
         origin: Origin::Default,
     }));
     if input.run.lockdown {
-        for dest in ["/tmp", "/var/tmp", "/run"] {
-            let kind = MountKind::Tmpfs;
+        let size = input.run.limits.tmpfs_size;
+        for (dest, size) in [
+            ("/tmp", size),
+            ("/var/tmp", size),
+            ("/run", crate::limits::RUN_TMPFS_SIZE),
+        ] {
+            let kind = MountKind::Tmpfs { size };
             mounts.push(PlanMount {
                 destination: dest.into(),
                 kind,

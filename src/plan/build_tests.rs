@@ -54,6 +54,7 @@ fn plan_in(
 ) -> Result<LaunchPlan, PlanError> {
     let id = identity();
     build(&PlanInput {
+        host_memory: None,
         config: cfg,
         run,
         identity: &id,
@@ -272,10 +273,52 @@ fn lockdown_adds_tmpfs() {
     let tmpfs: Vec<_> = plan
         .mounts
         .iter()
-        .filter(|m| m.kind == MountKind::Tmpfs)
-        .map(|m| m.destination.clone())
+        .filter_map(|m| match m.kind {
+            MountKind::Tmpfs { size } => Some((m.destination.clone(), size)),
+            _ => None,
+        })
         .collect();
-    assert_eq!(tmpfs, [PathBuf::from("/tmp"), "/var/tmp".into(), "/run".into()]);
+    let (g, m) = (crate::limits::GIB, crate::limits::MIB);
+    assert_eq!(
+        tmpfs,
+        [
+            (PathBuf::from("/tmp"), g),
+            ("/var/tmp".into(), g),
+            ("/run".into(), 64 * m)
+        ]
+    );
+    // `[sandbox] tmpfs_size` sizes /tmp and /var/tmp; /run stays small.
+    run.limits.tmpfs_size = 3 * m;
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    let sizes: Vec<_> = plan
+        .mounts
+        .iter()
+        .filter_map(|m| match m.kind {
+            MountKind::Tmpfs { size } => Some(size),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sizes, [3 * m, 3 * m, 64 * m]);
+}
+
+#[test]
+fn memory_and_cpu_limits_are_resolved_into_the_plan() {
+    use crate::limits::{GIB, Memory, parse_cpus};
+    let mut run = shell(&[]);
+    // The default: half of the host's memory (unknown here: the 8g cap).
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.security.memory_limit, Some(8 * GIB));
+    assert_eq!(plan.security.cpus, None);
+    run.limits.memory = Memory::Bytes(256 << 20);
+    run.limits.cpus = Some(parse_cpus("1.5").unwrap());
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.security.memory_limit, Some(256 << 20));
+    let json = serde_json::to_value(&plan).unwrap();
+    assert_eq!(json["security"]["memory_limit"], 268435456);
+    assert_eq!(json["security"]["cpus"], 1.5);
+    run.limits.memory = Memory::Unlimited;
+    let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
+    assert_eq!(plan.security.memory_limit, None);
 }
 
 #[test]

@@ -18,6 +18,7 @@ fn run(agent: &str, command: &[&str], agent_hooks: bool) -> RunSettings {
 
 fn plan(run: &RunSettings, hooks: &HookLayer) -> Result<LaunchPlan, PlanError> {
     build(&PlanInput {
+        host_memory: None,
         config: &config(),
         run,
         identity: &identity(),
@@ -168,6 +169,7 @@ fn the_handlers_file_and_the_dispatcher_are_read_only_and_shown_in_the_plan() {
     .unwrap();
     let r = run("gemini", &[], true);
     let p = build(&PlanInput {
+        host_memory: None,
         config: &cfg,
         run: &r,
         identity: &identity(),
@@ -250,6 +252,7 @@ fn a_remote_service_gets_the_files_in_the_staging_volume_by_subpath() {
         ..Default::default()
     };
     let p = build(&PlanInput {
+        host_memory: None,
         config: &config(),
         run: &run("codex", &[], true),
         identity: &identity(),
@@ -333,6 +336,7 @@ fn the_record_socket_directory_is_a_read_only_sibling_of_the_staging_directory()
     let p = plan(&run("shell", &[], false), &HookLayer::default()).unwrap();
     assert!(p.agent_hook_record.is_none());
     let remote = build(&PlanInput {
+        host_memory: None,
         config: &config(),
         run: &run("shell", &[], true),
         identity: &identity(),

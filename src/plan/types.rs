@@ -126,6 +126,11 @@ pub struct Security {
     pub no_new_privileges: bool,
     /// Maximum number of processes.
     pub pids_limit: i64,
+    /// Memory limit in bytes (swap included: the container gets no swap beyond it); `None`:
+    /// no limit (`--memory none`).
+    pub memory_limit: Option<u64>,
+    /// CPU limit (`None`: none).
+    pub cpus: Option<crate::limits::Cpus>,
     /// SELinux labelling of the container (docs/security.md, "SELinux hosts").
     pub selinux_label: SelinuxLabel,
 }
@@ -173,8 +178,11 @@ pub enum MountKind {
         /// Host path.
         source: PathBuf,
     },
-    /// A fresh tmpfs.
-    Tmpfs,
+    /// A fresh tmpfs of at most `size` bytes.
+    Tmpfs {
+        /// Size limit in bytes.
+        size: u64,
+    },
     /// A named Podman volume.
     Volume {
         /// Volume name.

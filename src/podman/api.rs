@@ -113,6 +113,16 @@ impl Client {
         Ok(self.info().await?.host.security.selinux_enabled)
     }
 
+    /// The total memory of the machine the service runs on (`host.memTotal`), for the default
+    /// memory limit. A unix socket's service shares this host: /proc/meminfo is read instead of
+    /// the slow `info` call. `None` when it cannot be learnt.
+    pub async fn memory_total(&self) -> Result<Option<u64>> {
+        if self.endpoint().is_unix() {
+            return Ok(local_memory_total());
+        }
+        Ok(Some(self.info().await?.host.mem_total).filter(|n| *n > 0))
+    }
+
     /// Whether a container with this name or id exists (`GET /libpod/containers/{name}/exists`).
     pub async fn container_exists(&self, name: &str) -> Result<bool> {
         let req = Request::new(Method::GET, format!("/containers/{}/exists", segment(name)));
@@ -333,4 +343,10 @@ where
             other => return other,
         }
     }
+}
+
+/// This host's total memory (`MemTotal` of /proc/meminfo), when it can be read.
+pub fn local_memory_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    crate::limits::meminfo_total(&text)
 }

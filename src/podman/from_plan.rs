@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use super::spec::{
-    LogConfig, Mount, NamedVolume, Namespace, NsMode, PidsLimit, PortMapping, ResourceLimits, SpecGenerator,
+    CpuLimit, LogConfig, MemoryLimit, Mount, NamedVolume, Namespace, NsMode, PidsLimit, PortMapping,
+    ResourceLimits, SpecGenerator,
 };
 use crate::config::Network;
 use crate::plan::{EnvSource, LaunchPlan, MountKind, Protocol, SelinuxLabel, UserNamespace};
@@ -73,7 +74,10 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
     let crate::plan::Security {
         cap_drop,
         no_new_privileges,
-        pids_limit,
+        // In [`resource_limits`].
+        pids_limit: _,
+        memory_limit: _,
+        cpus: _,
         selinux_label,
     } = security;
     SpecGenerator {
@@ -107,9 +111,7 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         hostname: None,
         mounts: mounts(plan),
         volumes: volumes(plan),
-        resource_limits: Some(ResourceLimits {
-            pids: Some(PidsLimit { limit: *pids_limit }),
-        }),
+        resource_limits: Some(resource_limits(security)),
         user: user.clone(),
         // `ags` removes the container itself, after reading its exit code.
         remove: false,
@@ -148,6 +150,27 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
     }
 }
 
+/// The process, memory and CPU limits. A rootless service on cgroup v1 cannot apply them:
+/// Podman drops them with a warning (shown once per service) and the launch goes on
+/// (docs/security.md, "Resource limits").
+fn resource_limits(security: &crate::plan::Security) -> ResourceLimits {
+    let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    ResourceLimits {
+        pids: Some(PidsLimit {
+            limit: security.pids_limit,
+        }),
+        // The same for memory plus swap: no swap beyond the limit.
+        memory: security.memory_limit.map(|n| MemoryLimit {
+            limit: bytes(n),
+            swap: bytes(n),
+        }),
+        cpu: security.cpus.map(|c| CpuLimit {
+            quota: bytes(c.quota_us()),
+            period: crate::limits::CPU_PERIOD_US,
+        }),
+    }
+}
+
 fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
     plan.mounts
         .iter()
@@ -162,7 +185,10 @@ fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
                     dest,
                     &["rbind", mode, "nosuid", "nodev"],
                 )),
-                MountKind::Tmpfs => Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev"])),
+                MountKind::Tmpfs { size } => {
+                    let size = format!("size={size}");
+                    Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev", &size]))
+                }
                 MountKind::Volume { .. } | MountKind::StagedFile { .. } => None,
             }
         })
@@ -374,6 +400,7 @@ mod tests {
             ..Default::default()
         };
         crate::plan::build(&crate::plan::PlanInput {
+            host_memory: None,
             config: &config,
             run: &run,
             identity: &crate::plan::LaunchIdentity {
@@ -460,6 +487,14 @@ mod tests {
                 assert!(!opts.iter().any(|o| *o == "z" || *o == "Z"), "{m}");
             }
         }
+    }
+
+    #[test]
+    fn limits_become_resource_limits_without_extra_swap() {
+        let spec = plan_json(false, true);
+        let want = serde_json::json!({"pids": {"limit": 4096},
+            "memory": {"limit": 8u64 << 30, "swap": 8u64 << 30}});
+        assert_eq!(spec["resource_limits"], want);
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod transport;
 mod tunnel;
 mod version;
 
+pub use api::local_memory_total;
 pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
 pub use build::{BuildOptions, BuildOutcome};
 pub use connections::{Connection, Sources as ConnectionSources};
@@ -53,8 +54,8 @@ pub use models::{
 };
 pub use neighbours::{Neighbour, NeighbourMount};
 pub use spec::{
-    IdMap, IdMappings, Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits,
-    SpecGenerator,
+    CpuLimit, IdMap, IdMappings, MemoryLimit, Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit,
+    ResourceLimits, SpecGenerator,
 };
 pub use transport::{API_PREFIX, Client};
 pub use version::ServerVersion;

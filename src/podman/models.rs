@@ -301,6 +301,10 @@ pub struct HostInfo {
     pub cgroup_manager: String,
     /// Network backend (`cni`, `netavark`).
     pub network_backend: String,
+    /// Total memory of the machine, in bytes.
+    pub mem_total: u64,
+    /// The cgroup controllers the service can use (`memory`, `cpu`, `pids`…).
+    pub cgroup_controllers: Vec<String>,
 }
 
 /// `host.security` of [`Info`].

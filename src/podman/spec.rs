@@ -285,6 +285,31 @@ pub struct ResourceLimits {
     /// Process-count limit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pids: Option<PidsLimit>,
+    /// Memory limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryLimit>,
+    /// CPU bandwidth limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuLimit>,
+}
+
+/// `{"limit": BYTES, "swap": BYTES}`: memory, and memory plus swap (equal: no swap beyond the
+/// limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MemoryLimit {
+    /// Memory in bytes.
+    pub limit: i64,
+    /// Memory plus swap in bytes.
+    pub swap: i64,
+}
+
+/// `{"quota": US, "period": US}`: at most `quota` microseconds of CPU time per `period`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CpuLimit {
+    /// CPU time per period, in microseconds.
+    pub quota: i64,
+    /// The period, in microseconds.
+    pub period: u64,
 }
 
 /// `{"limit": N}`: the maximum number of processes in the container.
@@ -349,6 +374,14 @@ mod tests {
             }],
             resource_limits: Some(ResourceLimits {
                 pids: Some(PidsLimit { limit: 4096 }),
+                memory: Some(MemoryLimit {
+                    limit: 1 << 30,
+                    swap: 1 << 30,
+                }),
+                cpu: Some(CpuLimit {
+                    quota: 150_000,
+                    period: 100_000,
+                }),
             }),
             user: Some("1000:1000".into()),
             remove: true,
@@ -377,7 +410,8 @@ mod tests {
                 {"destination": "/t", "source": "tmpfs", "type": "tmpfs"}
             ],
             "volumes": [{"Name": "v", "Dest": "/v", "Options": ["ro"], "SubPath": "files/0"}],
-            "resource_limits": {"pids": {"limit": 4096}}, "user": "1000:1000", "remove": true, "timeout": 600, "seccomp_profile_path": "/p.json",
+            "resource_limits": {"pids": {"limit": 4096},
+                "memory": {"limit": 1073741824, "swap": 1073741824}, "cpu": {"quota": 150000, "period": 100000}}, "user": "1000:1000", "remove": true, "timeout": 600, "seccomp_profile_path": "/p.json",
             "log_configuration": {"driver": "none"},
             "init": true,
             "portmappings": [{"host_ip": "127.0.0.1", "container_port": 80, "host_port": 8080, "protocol": "tcp"}],

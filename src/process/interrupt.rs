@@ -46,13 +46,15 @@ impl Interrupt {
 
     /// Fire on SIGINT, SIGTERM or SIGHUP. Must be called inside a Tokio runtime. Note: once
     /// Tokio handles a signal, its default action (terminating `ags`) is not restored for the
-    /// rest of the process; the caller must act on it afterwards too.
+    /// rest of the process; the caller must act on it afterwards too. A question open on the
+    /// terminal ends too when one of the signals comes (`prompt::end_on_signals`).
     pub fn on_signals() -> io::Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
         let (handle, interrupt) = interrupt_channel();
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
         let mut hup = signal(SignalKind::hangup())?;
+        crate::prompt::end_on_signals()?;
         tokio::spawn(async move {
             let sig = tokio::select! {
                 _ = int.recv() => libc::SIGINT,

@@ -100,6 +100,12 @@ impl PtySession {
         self.writer.flush().expect("flushing the pty master");
     }
 
+    /// Type `bytes` into the terminal if it is still open (the child may be gone).
+    pub fn try_write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.writer.write_all(bytes)?;
+        self.writer.flush()
+    }
+
     /// Resize the terminal (the foreground process group gets SIGWINCH).
     pub fn resize(&self, rows: u16, cols: u16) {
         set_size(&self.slave_path, rows, cols).expect("resizing the pty");

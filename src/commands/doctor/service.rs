@@ -23,6 +23,7 @@ pub(super) async fn check(target: &podman::Target, config: Option<&Config>) -> O
                 *fail,
                 skip("podman"),
                 skip("storage"),
+                skip("limits"),
                 skip("image"),
                 skip("runtime"),
                 skip("tmpfs volume"),
@@ -39,6 +40,7 @@ pub(super) async fn check(target: &podman::Target, config: Option<&Config>) -> O
         socket_check(&client, target, rootless),
         version_check(&info, client.is_remote()),
         storage_check(&info),
+        limits_check(&info),
     ];
     let (image_check, present) = image_check(&client, &image).await;
     checks.push(image_check);
@@ -104,6 +106,49 @@ fn version_check(info: &Info, remote: bool) -> Check {
         return Check::warn("podman", detail, fix);
     }
     Check::ok("podman", detail)
+}
+
+/// Whether the service can apply a launch's memory, CPU and process limits: a rootless service
+/// on cgroup v1 cannot (Podman drops them with a warning; the tmpfs sizes of `--lockdown` still
+/// hold), and on cgroup v2 only the controllers delegated to the user apply.
+fn limits_check(info: &Info) -> Check {
+    let host = &info.host;
+    let rootless = info.host.security.rootless;
+    if rootless && host.cgroup_version == "v1" {
+        return Check::warn(
+            "limits",
+            "a rootless service on cgroup v1: Podman cannot set the memory, CPU and process limits \
+             of a launch and drops them (\"Resource limits are not supported and ignored on cgroups \
+             V1 rootless systems\"); the agent can use all of the machine's memory and CPUs \
+             (--lockdown's tmpfs sizes still hold)",
+            "boot the host with cgroup v2 (`systemd.unified_cgroup_hierarchy=1` on the kernel command \
+             line) and delegate the memory, cpu and pids controllers to users (systemd does by \
+             default), or use the rootful service",
+        );
+    }
+    let missing: Vec<&str> = ["memory", "cpu", "pids"]
+        .into_iter()
+        .filter(|c| !host.cgroup_controllers.iter().any(|have| have == c))
+        .collect();
+    // Podman 4.3 and later list the controllers; an empty list says nothing.
+    if rootless && !host.cgroup_controllers.is_empty() && !missing.is_empty() {
+        return Check::warn(
+            "limits",
+            format!(
+                "cgroup v2, but the {} controller(s) are not delegated to this user: those limits are not applied",
+                missing.join(", ")
+            ),
+            "delegate them: `systemctl edit user@.service` with `[Service] Delegate=memory cpu pids`, then log in again",
+        );
+    }
+    Check::ok(
+        "limits",
+        format!(
+            "cgroup {}{}: memory, CPU and process limits apply",
+            host.cgroup_version,
+            if rootless { " (rootless)" } else { "" }
+        ),
+    )
 }
 
 /// The storage driver: `vfs` copies the whole image for every container (a launch of the
@@ -189,6 +234,30 @@ mod tests {
         assert!(c.fix.unwrap().contains("~/.config/containers/storage.conf"));
         let c = storage_check(&info("4.3.1", "vfs", false));
         assert!(c.fix.unwrap().contains("/etc/containers/storage.conf"));
+    }
+
+    #[test]
+    fn limits_rootless_cgroup_v1_cannot_enforce() {
+        let mut i = info("4.3.1", "overlay", true);
+        i.host.cgroup_version = "v1".into();
+        let c = limits_check(&i);
+        assert_eq!(c.status, Status::Warn);
+        assert!(
+            c.detail.contains("cannot set the memory, CPU and process limits"),
+            "{}",
+            c.detail
+        );
+        assert!(c.fix.unwrap().contains("cgroup v2"));
+        i.host.security.rootless = false;
+        assert_eq!(limits_check(&i).status, Status::Ok);
+        i.host.cgroup_version = "v2".into();
+        i.host.security.rootless = true;
+        i.host.cgroup_controllers = vec!["cpu".into(), "pids".into()];
+        let c = limits_check(&i);
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.detail.contains("memory controller"), "{}", c.detail);
+        i.host.cgroup_controllers.push("memory".into());
+        assert_eq!(limits_check(&i).status, Status::Ok);
     }
 
     #[test]

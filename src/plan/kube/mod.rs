@@ -157,6 +157,7 @@ pub fn export(input: &KubeInput<'_>) -> Result<KubeExport, KubeError> {
             .collect(),
         ports: ports(plan),
         security_context: security.clone(),
+        resources: resources(plan),
         volume_mounts: mounts,
         stdin: true,
         stdin_once: true,
@@ -338,7 +339,10 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
         let (name, source) = match &m.kind {
             MountKind::Bind { source } if source == &plan.workdir && m.destination == plan.workdir => {
                 let source = match git {
-                    true => VolumeSource::EmptyDir { medium: None },
+                    true => VolumeSource::EmptyDir {
+                        medium: None,
+                        size_limit: None,
+                    },
                     false => VolumeSource::HostPath {
                         path: source.display().to_string(),
                         kind: Some("Directory"),
@@ -371,12 +375,16 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
             }
             MountKind::Volume { .. } => (
                 format!("state-{i}-{tag}"),
-                VolumeSource::EmptyDir { medium: None },
+                VolumeSource::EmptyDir {
+                    medium: None,
+                    size_limit: None,
+                },
             ),
-            MountKind::Tmpfs => (
+            MountKind::Tmpfs { size } => (
                 format!("tmpfs-{i}-{tag}"),
                 VolumeSource::EmptyDir {
                     medium: Some("Memory"),
+                    size_limit: Some(size.to_string()),
                 },
             ),
         };
@@ -395,6 +403,18 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
         });
     }
     (volumes, mounts)
+}
+
+/// The plan's memory and CPU limits as `resources.limits`.
+fn resources(plan: &LaunchPlan) -> Resources {
+    let mut limits = std::collections::BTreeMap::new();
+    if let Some(bytes) = plan.security.memory_limit {
+        limits.insert("memory", bytes.to_string());
+    }
+    if let Some(cpus) = plan.security.cpus {
+        limits.insert("cpu", format!("{}m", cpus.millis()));
+    }
+    Resources { limits }
 }
 
 fn secret_volume(secret: &str, keys: impl IntoIterator<Item = String>) -> VolumeSource {

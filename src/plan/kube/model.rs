@@ -210,6 +210,9 @@ pub struct Container {
     pub ports: Vec<ContainerPort>,
     /// Capabilities, privilege escalation, user.
     pub security_context: SecurityContext,
+    /// The memory and CPU limits of the plan.
+    #[serde(skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
     /// Mounts.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub volume_mounts: Vec<VolumeMount>,
@@ -219,6 +222,21 @@ pub struct Container {
     pub stdin_once: bool,
     /// Allocate a terminal.
     pub tty: bool,
+}
+
+/// `resources` of a container: only limits (`memory` in bytes, `cpu` in millicores).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Resources {
+    /// `memory`, `cpu`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub limits: std::collections::BTreeMap<&'static str, String>,
+}
+
+impl Resources {
+    /// No limits.
+    pub fn is_empty(&self) -> bool {
+        self.limits.is_empty()
+    }
 }
 
 /// A literal environment variable.
@@ -311,10 +329,14 @@ pub enum VolumeSource {
         kind: Option<&'static str>,
     },
     /// A fresh directory (in memory with `medium: Memory`).
+    #[serde(rename_all = "camelCase")]
     EmptyDir {
         /// `Memory` for the tmpfs mounts of `--lockdown`.
         #[serde(skip_serializing_if = "Option::is_none")]
         medium: Option<&'static str>,
+        /// The tmpfs size of `--lockdown`'s mounts, in bytes.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        size_limit: Option<String>,
     },
     /// Keys of a Secret as files.
     #[serde(rename_all = "camelCase")]

@@ -57,6 +57,7 @@ fn hooks() -> HookLayer {
 
 fn plan(run: &RunSettings, hooks: &HookLayer, network: Network) -> LaunchPlan {
     build(&PlanInput {
+        host_memory: None,
         config: &config(network),
         run,
         identity: &LaunchIdentity {
@@ -164,6 +165,17 @@ fn a_plain_launch_is_one_pod_with_the_same_process_and_hardening() {
     );
     // HOME and the other literals ags chooses are plain env.
     assert!(a["env"].as_array().unwrap().iter().any(|e| e["name"] == "HOME"));
+    // The memory limit of the plan (the 8g default on an unknown machine); no CPU limit.
+    assert_eq!(a["resources"], json!({"limits": {"memory": "8589934592"}}));
+    let mut run = shell();
+    run.limits.cpus = Some(crate::limits::parse_cpus("1.5").unwrap());
+    run.limits.memory = crate::limits::Memory::Unlimited;
+    let limited = &export_json(
+        &self::plan(&run, &HookLayer::default(), Network::Open),
+        None,
+        None,
+    )[0];
+    assert_eq!(agent(limited)["resources"], json!({"limits": {"cpu": "1500m"}}));
 }
 
 #[test]
@@ -356,13 +368,18 @@ fn other_mounts_state_and_lockdown_and_names() {
         Network::Open,
     );
     let pod = &export_json(&locked, None, None)[0];
-    let tmpfs = pod["spec"]["volumes"]
+    let tmpfs: Vec<_> = pod["spec"]["volumes"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|v| v["emptyDir"]["medium"] == "Memory")
-        .count();
-    assert_eq!(tmpfs, 3, "/tmp, /var/tmp, /run");
+        .map(|v| v["emptyDir"]["sizeLimit"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tmpfs,
+        ["1073741824", "1073741824", "67108864"],
+        "/tmp, /var/tmp, /run"
+    );
     let named = plan(
         &RunSettings {
             name: Some("My_Box".into()),
