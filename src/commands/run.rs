@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::{git_host, host_paths, launch_input};
 use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
-use crate::containment::Rules;
+use crate::containment::{Rules, WritableRoot};
 use crate::hooks::policy::OpRef;
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
 use crate::hooks::protocol::HookContext;
@@ -234,16 +234,20 @@ async fn launch_async(
     global: &GlobalArgs,
     config: &Config,
     settings: &RunSettings,
-    rules: Rules,
+    mut rules: Rules,
     facts: &mut Facts,
 ) -> Result<u8, Error> {
     let mut signals = SignalWatch::install().map_err(Error::Signals)?;
     let identity = identity::current();
     facts.launch_id = Some(identity.launch_id.clone());
-    let client = podman::connect(&super::target(global)).await?;
+    let target = super::target_for(global, Some(config), rules.writable_roots().to_vec());
+    let client = podman::connect(&target).await?;
     crate::trace::mark("connected");
     let image = settings.image.as_deref().unwrap_or(&config.image);
-    let (service, ()) = tokio::try_join!(service_facts(&client), async {
+    // The read-write mounts of every running launch of this machine: no host program (`op`,
+    // the hooks' `PATH`) comes from them.
+    let running = async { Ok::<_, Error>(podman::local_running_roots(Some(&client)).await) };
+    let (service, (), running) = tokio::try_join!(service_facts(&client), async {
         lifecycle::preflight(&client, image, settings.name.as_deref()).await?;
         if client.is_remote() {
             // The workdir is a path on the service's machine (docs/remote.md).
@@ -251,7 +255,10 @@ async fn launch_async(
                 .await?;
         }
         Ok::<(), Error>(())
-    })?;
+    }, running)?;
+    for root in running.iter().cloned() {
+        rules.writable(root);
+    }
     let lifecycle_hooks = session::approve(config)?;
     let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
     let hooks = plan::from_hooks::hook_layer(&prepared);
@@ -269,7 +276,7 @@ async fn launch_async(
         crate::agent_hooks::install::install(&w.dispatcher)?;
     }
     facts.image = Some(plan.image.clone());
-    let secrets = lookup_secrets(config, &plan, &signals).await?;
+    let secrets = lookup_secrets(config, &plan, &signals, &running).await?;
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     // The agent hook record is scrubbed of every staged value: its own copies, zeroed at the end.
@@ -353,6 +360,7 @@ pub(super) async fn lookup_secrets(
     config: &Config,
     plan: &LaunchPlan,
     signals: &SignalWatch,
+    running: &[WritableRoot],
 ) -> Result<stage::Secrets, Error> {
     let sets = &plan.op_secret_sets;
     let refs = op_references(plan)?;
@@ -360,7 +368,7 @@ pub(super) async fn lookup_secrets(
         return Ok(stage::Secrets::default());
     }
     let interrupt = Interrupt::from_receiver(signals.receiver());
-    let op = OpCli::new(OpEnv::inherit()).resolve(&op_policy(config, plan))?;
+    let op = OpCli::new(OpEnv::inherit()).resolve(&op_policy(config, plan, running))?;
     op.check_capability(&interrupt).await?;
     let references = op
         .resolve_refs(refs.iter().map(|(k, r)| (*k, r)), &interrupt)
@@ -393,10 +401,11 @@ fn op_references(plan: &LaunchPlan) -> Result<Vec<(&str, OpRef)>, Error> {
     .collect()
 }
 
-/// Where `op` comes from (`[op] path`) and the directories it may not come from: the sources
-/// of the launch's read-write bind mounts (workdir, `--add-dir`s, hook and config mounts).
-fn op_policy(config: &Config, plan: &LaunchPlan) -> OpPolicy {
-    let agent_writable = plan
+/// Where `op` comes from (`[op] path`) and the directories it may not come from: the workdir,
+/// the sources of the launch's read-write bind mounts (`--add-dir`s, hook and config mounts)
+/// and those of the `running` launches.
+fn op_policy(config: &Config, plan: &LaunchPlan, running: &[WritableRoot]) -> OpPolicy {
+    let own = plan
         .mounts
         .iter()
         .filter(|m| !m.read_only)
@@ -404,10 +413,15 @@ fn op_policy(config: &Config, plan: &LaunchPlan) -> OpPolicy {
             MountKind::Bind { source } => Some(source.clone()),
             _ => None,
         })
-        .collect();
+        .chain([config.workdir.clone()])
+        .map(|path| WritableRoot {
+            path,
+            owner: "this launch's read-write mount".into(),
+            running: false,
+        });
     OpPolicy {
         configured: config.user.op_path.clone(),
-        agent_writable,
+        agent_writable: own.chain(running.iter().cloned()).collect(),
     }
 }
 

@@ -313,6 +313,7 @@ fn overlay_may_not_set_everyday_settings() {
         ("[sandbox]\nprotect_git = false\n", "sandbox.protect_git"),
         ("[sandbox]\nshared_state = true\n", "sandbox.shared_state"),
         ("[op]\npath = \"/tmp/op\"\n", "op"),
+        ("[ssh]\npath = \"/tmp/ssh\"\n", "ssh"),
     ];
     for (toml, key) in cases {
         write(&e.project.join(".ags/config.toml"), toml);
@@ -376,6 +377,7 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
         ("[agent.pi]\nenv = { K = \"a\\nb\" }\n", "agent.pi.env.K"),
         ("[[project]]\npath = \"/\"\nimage = \" \"\n", "project[0].image"),
         ("[op]\npath = \"op\"\n", "op.path"),
+        ("[ssh]\npath = \"ssh\"\n", "ssh.path"),
     ] {
         write(&global, toml);
         let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();

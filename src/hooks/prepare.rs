@@ -119,6 +119,9 @@ async fn execute(
     let context = serde_json::to_vec(&input.context).expect("the context always serializes");
     let mut setup = RunSetup::new(store, input.cwd.clone(), Arc::from(context));
     setup.interrupt = input.interrupt.clone();
+    setup
+        .agent_writable
+        .extend(input.containment.writable_roots().iter().cloned());
     let decls: Vec<HookDecl> = prepared.iter().map(|p| p.decl.clone()).collect();
     let result = run_hooks(prepared, setup, |_, stdout| parse_response(stdout)).await;
     let launch_id = &input.context.launch_id;

@@ -11,3 +11,7 @@
 //! workspace files to make such decisions; a reviewer lists every such read from here.
 //!
 //! The rooms:
+//! - `host_programs`: the `ssh` and `op` that run on the host, found outside every
+//!   agent-writable directory (or pinned), and the `PATH` hooks get without those directories.
+
+pub mod host_programs;
