@@ -384,3 +384,34 @@ fn lockdown_refuses_hook_mounts_before_creating_anything() {
         assert_clean(env);
     });
 }
+
+/// Issue 22, finding 3: a hook with the docs' own `#!/usr/bin/env sh` line, while the workdir's
+/// `bin/` (direnv's `PATH_add bin`) and a relative `bin` are first on `PATH` with an `sh` the
+/// agent planted there: the hook runs the system `sh`, never the planted one, because hooks get
+/// `PATH` without the directories the agent can write (and without relative entries).
+#[test]
+fn a_hook_never_runs_a_program_planted_on_an_agent_writable_path() {
+    each_mode(|env| {
+        let ran = env.root().join("planted-sh-ran");
+        let planted = env.write_file(
+            "work/bin/sh",
+            format!("#!/bin/sh\necho \"$0\" >> {}\nexec /bin/sh \"$@\"\n", ran.display()),
+            0o755,
+        );
+        let hook = env.write_file(
+            "hooks/envsh",
+            "#!/usr/bin/env sh\ncat >/dev/null\necho \"{\\\"version\\\":1,\\\"env\\\":{\\\"HOOK_PATH\\\":\\\"$PATH\\\"}}\"\n",
+            0o755,
+        );
+        env.write_global_config(&decl("envsh", &hook, &[], ""));
+        approve_hooks(env);
+        let work_bin = planted.parent().unwrap().display().to_string();
+        let mut cmd = env.cmd(launch_args(env, &["--tty=false"], &["sh", "-c", "echo \"$HOOK_PATH\""]));
+        cmd.env("PATH", format!("bin:{work_bin}:{}", common::CLEAN_PATH));
+        let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(!ran.exists(), "{}: the planted sh ran: {}", env.mode(), show(&out));
+        assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
+        assert_clean(env);
+    });
+}
