@@ -228,9 +228,11 @@ fn an_ssh_planted_in_the_workspace_never_runs() {
     each_mode(|env| {
         let Some(sshd) = start(env) else { return };
         let ran = env.root().join("planted-ssh-ran");
+        let wrapper = sshd.path().split(':').next().unwrap().to_string() + "/ssh";
+        // It would pass everything on to the real client: the launch works either way.
         let planted = env.write_file(
             "work/bin/ssh",
-            format!("#!/bin/sh\necho \"$SSH_AUTH_SOCK\" >> {}\nexec /usr/bin/ssh \"$@\"\n", ran.display()),
+            format!("#!/bin/sh\necho \"$SSH_AUTH_SOCK\" >> {}\nexec {wrapper} \"$@\"\n", ran.display()),
             0o755,
         );
         let work_bin = planted.parent().unwrap().display().to_string();
@@ -249,7 +251,6 @@ fn an_ssh_planted_in_the_workspace_never_runs() {
             show(&out)
         );
         // Pinned: PATH holds only the planted one and the system's (which lacks the test's host key).
-        let wrapper = sshd.path().split(':').next().unwrap().to_string() + "/ssh";
         env.write_global_config(&format!("[ssh]\npath = \"{wrapper}\"\n"));
         let path = format!("{work_bin}:{}", common::CLEAN_PATH);
         let out = run_over(env, &sshd, &args, &[("PATH", path)]);
