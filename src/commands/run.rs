@@ -197,13 +197,22 @@ pub(super) fn build_plan(
         selinux: service.selinux,
         remote: service.remote,
         user: user_ids(),
-        host_stage_dir: &match service.remote || hooks.files.is_empty() && !wires_agent_hooks(settings) {
-            true => stage::host_stage_root(&config.paths),
-            false => stage::ram_stage_root(&config.paths)?,
-        }
-        .join(gc::stage_dir_name(identity)),
+        host_stage_dir: &stage_root(config, settings, service, hooks)?.join(gc::stage_dir_name(identity)),
         hooks,
     })?)
+}
+
+/// Where the launch's private host directories go: hook-generated files (secret) only in RAM
+/// (`stage::ram_stage_root`, else the launch is refused); the agent hook wiring in RAM when a
+/// private RAM directory exists, else with the socket directories (`stage::host_stage_root`).
+fn stage_root(config: &Config, settings: &RunSettings, service: Service, hooks: &HookLayer) -> Result<PathBuf, Error> {
+    if service.remote || hooks.files.is_empty() && !wires_agent_hooks(settings) {
+        return Ok(stage::host_stage_root(&config.paths));
+    }
+    match stage::ram_stage_root(&config.paths) {
+        Err(_) if hooks.files.is_empty() => Ok(stage::host_stage_root(&config.paths)),
+        found => Ok(found?),
+    }
 }
 
 /// Whether the plan will hold the agent's hook wiring (generated files, staged like hook files).
