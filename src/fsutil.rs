@@ -87,7 +87,10 @@ pub fn private_root_problem(root: &Path) -> Option<String> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => Some(format!("{}: {e}", root.display())),
         Ok(_) => check_private_dir(root).err().map(|e| {
-            format!("{e} (another local user may have created {} first)", root.display())
+            format!(
+                "{e} (another local user may have created {} first)",
+                root.display()
+            )
         }),
     }
 }

@@ -395,7 +395,10 @@ fn a_hook_never_runs_a_program_planted_on_an_agent_writable_path() {
         let ran = env.root().join("planted-sh-ran");
         let planted = env.write_file(
             "work/bin/sh",
-            format!("#!/bin/sh\necho \"$0\" >> {}\nexec /bin/sh \"$@\"\n", ran.display()),
+            format!(
+                "#!/bin/sh\necho \"$0\" >> {}\nexec /bin/sh \"$@\"\n",
+                ran.display()
+            ),
             0o755,
         );
         let hook = env.write_file(
@@ -406,11 +409,20 @@ fn a_hook_never_runs_a_program_planted_on_an_agent_writable_path() {
         env.write_global_config(&decl("envsh", &hook, &[], ""));
         approve_hooks(env);
         let work_bin = planted.parent().unwrap().display().to_string();
-        let mut cmd = env.cmd(launch_args(env, &["--tty=false"], &["sh", "-c", "echo \"$HOOK_PATH\""]));
+        let mut cmd = env.cmd(launch_args(
+            env,
+            &["--tty=false"],
+            &["sh", "-c", "echo \"$HOOK_PATH\""],
+        ));
         cmd.env("PATH", format!("bin:{work_bin}:{}", common::CLEAN_PATH));
         let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        assert!(!ran.exists(), "{}: the planted sh ran: {}", env.mode(), show(&out));
+        assert!(
+            !ran.exists(),
+            "{}: the planted sh ran: {}",
+            env.mode(),
+            show(&out)
+        );
         assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
         assert_clean(env);
     });
@@ -427,13 +439,20 @@ fn a_hook_never_runs_a_program_planted_in_a_running_launchs_mount() {
         let ran = env.root().join("planted-sh-ran");
         env.write_file(
             "shared/bin/sh",
-            format!("#!/bin/sh\necho \"$0\" >> {}\nexec /bin/sh \"$@\"\n", ran.display()),
+            format!(
+                "#!/bin/sh\necho \"$0\" >> {}\nexec /bin/sh \"$@\"\n",
+                ran.display()
+            ),
             0o755,
         );
         let script = "echo READY; while [ ! -e go ]; do sleep 0.1; done";
         let first = Background::spawn(
             env,
-            &launch_args(env, &["--tty=false", "--add-dir", &shared.display().to_string()], &["sh", "-c", script]),
+            &launch_args(
+                env,
+                &["--tty=false", "--add-dir", &shared.display().to_string()],
+                &["sh", "-c", script],
+            ),
         );
         first.expect_stdout("READY", Duration::from_secs(120));
         let hook = env.write_file(
@@ -443,13 +462,22 @@ fn a_hook_never_runs_a_program_planted_in_a_running_launchs_mount() {
         );
         env.write_global_config(&decl("envsh", &hook, &[], ""));
         approve_hooks(env);
-        let mut cmd = env.cmd(launch_args(env, &["--tty=false"], &["sh", "-c", "echo \"$HOOK_PATH\""]));
+        let mut cmd = env.cmd(launch_args(
+            env,
+            &["--tty=false"],
+            &["sh", "-c", "echo \"$HOOK_PATH\""],
+        ));
         cmd.env("PATH", format!("{}/bin:{}", shared.display(), common::CLEAN_PATH));
         let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
         env.write_file("work/go", "", 0o644);
         let done = first.wait();
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        assert!(!ran.exists(), "{}: the planted sh ran: {}", env.mode(), show(&out));
+        assert!(
+            !ran.exists(),
+            "{}: the planted sh ran: {}",
+            env.mode(),
+            show(&out)
+        );
         assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
         assert_eq!(done.status.code(), Some(0), "{}", show(&done));
         assert_clean(env);

@@ -232,7 +232,10 @@ fn an_ssh_planted_in_the_workspace_never_runs() {
         // It would pass everything on to the real client: the launch works either way.
         let planted = env.write_file(
             "work/bin/ssh",
-            format!("#!/bin/sh\necho \"$SSH_AUTH_SOCK\" >> {}\nexec {wrapper} \"$@\"\n", ran.display()),
+            format!(
+                "#!/bin/sh\necho \"$SSH_AUTH_SOCK\" >> {}\nexec {wrapper} \"$@\"\n",
+                ran.display()
+            ),
             0o755,
         );
         let work_bin = planted.parent().unwrap().display().to_string();

@@ -144,8 +144,15 @@ fn a_squatted_shm_directory_does_not_stop_launches_that_need_no_ram() {
             "{}",
             show(&out)
         );
-        let inside: Vec<_> = std::fs::read_dir(&squat.0).unwrap().flatten().map(|e| e.path()).collect();
-        assert!(inside.is_empty(), "ags wrote into the squatted directory: {inside:?}");
+        let inside: Vec<_> = std::fs::read_dir(&squat.0)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(
+            inside.is_empty(),
+            "ags wrote into the squatted directory: {inside:?}"
+        );
         assert_clean(env);
     });
 }

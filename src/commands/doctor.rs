@@ -121,7 +121,11 @@ pub fn doctor(global: &GlobalArgs, args: &DoctorArgs) -> Result<u8, Error> {
     let (config, mut checks) = load_config(global);
     let rt = super::runtime()?;
     let (service, op) = rt.block_on(async {
-        let service = service::check(&super::target_for(global, config.as_ref(), Vec::new()), config.as_ref()).await;
+        let service = service::check(
+            &super::target_for(global, config.as_ref(), Vec::new()),
+            config.as_ref(),
+        )
+        .await;
         let policy = OpPolicy {
             configured: config.as_ref().and_then(|c| c.user.op_path.clone()),
             agent_writable: config

@@ -51,7 +51,11 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     }
     let identity = identity::current();
     let rt = super::runtime()?;
-    let mut service = rt.block_on(service(super::target_for(global, Some(&config), Vec::new()), &image, settings.name.as_deref()));
+    let mut service = rt.block_on(service(
+        super::target_for(global, Some(&config), Vec::new()),
+        &image,
+        settings.name.as_deref(),
+    ));
     // A Pod gets generated files through its Secret, wherever the service is.
     service.remote &= format != PlanFormat::Kube;
     let built = rt.block_on(async {

@@ -197,22 +197,15 @@ pub(super) fn build_plan(
         selinux: service.selinux,
         remote: service.remote,
         user: user_ids(),
-        host_stage_dir: &stage_root(config, settings, service, hooks)?.join(gc::stage_dir_name(identity)),
+        host_stage_dir: &stage::launch_stage_root(
+            &config.paths,
+            service.remote,
+            !hooks.files.is_empty(),
+            wires_agent_hooks(settings),
+        )?
+        .join(gc::stage_dir_name(identity)),
         hooks,
     })?)
-}
-
-/// Where the launch's private host directories go: hook-generated files (secret) only in RAM
-/// (`stage::ram_stage_root`, else the launch is refused); the agent hook wiring in RAM when a
-/// private RAM directory exists, else with the socket directories (`stage::host_stage_root`).
-fn stage_root(config: &Config, settings: &RunSettings, service: Service, hooks: &HookLayer) -> Result<PathBuf, Error> {
-    if service.remote || hooks.files.is_empty() && !wires_agent_hooks(settings) {
-        return Ok(stage::host_stage_root(&config.paths));
-    }
-    match stage::ram_stage_root(&config.paths) {
-        Err(_) if hooks.files.is_empty() => Ok(stage::host_stage_root(&config.paths)),
-        found => Ok(found?),
-    }
 }
 
 /// Whether the plan will hold the agent's hook wiring (generated files, staged like hook files).
@@ -256,18 +249,20 @@ async fn launch_async(
     // The read-write mounts of every running launch of this machine: no host program (`op`,
     // the hooks' `PATH`) comes from them.
     let running = async { Ok::<_, Error>(podman::local_running_roots(Some(&client)).await) };
-    let (service, (), running) = tokio::try_join!(service_facts(&client), async {
-        lifecycle::preflight(&client, image, settings.name.as_deref()).await?;
-        if client.is_remote() {
-            // The workdir is a path on the service's machine (docs/remote.md).
-            launch::remote::check_workdir(&client, image, &config.workdir, &identity, &settings.labels)
-                .await?;
-        }
-        Ok::<(), Error>(())
-    }, running)?;
-    for root in running.iter().cloned() {
-        rules.writable(root);
-    }
+    let (service, (), running) = tokio::try_join!(
+        service_facts(&client),
+        async {
+            lifecycle::preflight(&client, image, settings.name.as_deref()).await?;
+            if client.is_remote() {
+                // The workdir is a path on the service's machine (docs/remote.md).
+                launch::remote::check_workdir(&client, image, &config.workdir, &identity, &settings.labels)
+                    .await?;
+            }
+            Ok::<(), Error>(())
+        },
+        running
+    )?;
+    running.iter().cloned().for_each(|root| rules.writable(root));
     let lifecycle_hooks = session::approve(config)?;
     let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
     let hooks = plan::from_hooks::hook_layer(&prepared);

@@ -39,10 +39,10 @@ pub use crate::process::{Interrupt, InterruptHandle, StderrSink, interrupt_chann
 pub use report::{ExitInfo, HookFailure, HookReport, HookRun, Outcome, RunError};
 
 use super::entrypoint::PreparedHook;
-use crate::containment::WritableRoot;
-use crate::workspace::host_programs::hook_path;
 use super::exec_copy::ExecDir;
 use super::trust::TrustStore;
+use crate::containment::WritableRoot;
+use crate::workspace::host_programs::hook_path;
 use report::error_detail;
 
 /// Default number of hooks running at once.

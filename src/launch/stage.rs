@@ -170,6 +170,25 @@ pub fn host_stage_root(paths: &Paths) -> PathBuf {
         .unwrap_or(disk)
 }
 
+/// Where a launch's private host directories go: on a `remote` service, or without generated
+/// files, [`host_stage_root`]; hook-generated files (`secret_files`) only in RAM
+/// ([`ram_stage_root`], else the launch is refused); the agent hook wiring alone (`wiring`) in
+/// RAM when a private RAM directory exists, else in [`host_stage_root`].
+pub fn launch_stage_root(
+    paths: &Paths,
+    remote: bool,
+    secret_files: bool,
+    wiring: bool,
+) -> Result<PathBuf, LaunchError> {
+    if remote || !secret_files && !wiring {
+        return Ok(host_stage_root(paths));
+    }
+    match ram_stage_root(paths) {
+        Err(_) if !secret_files => Ok(host_stage_root(paths)),
+        found => found,
+    }
+}
+
 /// The directory to stage generated files in: [`Paths::stage_root`] (`$XDG_RUNTIME_DIR/ags`)
 /// when its file system is RAM-backed (tmpfs or ramfs, by `statfs`), else
 /// [`Paths::shm_stage_root`] (`/dev/shm/ags-<uid>`) when that is; otherwise the launch is
@@ -207,7 +226,10 @@ pub fn write_host_files(plan: &LaunchPlan) -> Result<(), crate::fsutil::PrivateD
     ensure_private_dir(dir)?;
     // Checked again where the bytes go, not only when the directory was chosen.
     // Only `ags`'s own agent hook wiring (no secret) may be staged on disk ([`host_stage_root`]).
-    let secret = plan.files.iter().any(|f| f.origin != crate::plan::Origin::AgentHooks);
+    let secret = plan
+        .files
+        .iter()
+        .any(|f| f.origin != crate::plan::Origin::AgentHooks);
     match crate::fsutil::ram_backed(dir) {
         Ok(Ok(())) => {}
         Ok(Err(_)) if !secret => {}

@@ -51,8 +51,8 @@ pub use item::{MAX_SET_SEGMENT_BYTES, SecretSet, SecretSetName, SkipReason, Skip
 
 use crate::containment::WritableRoot;
 use crate::hooks::policy::OpRef;
-use crate::workspace::host_programs::{self, Wanted};
 use crate::process::{self, Ending, Interrupt, StderrSink, signal_name};
+use crate::workspace::host_programs::{self, Wanted};
 use template::{Template, check_value};
 use zeroize::Zeroizing;
 
@@ -339,7 +339,10 @@ impl OpCli {
             Some(p) => p.clone(),
             None => tokio::task::spawn_blocking({
                 let this = self.clone();
-                move || this.resolve(&OpPolicy::default()).map(|op| op.program.unwrap_or_default())
+                move || {
+                    this.resolve(&OpPolicy::default())
+                        .map(|op| op.program.unwrap_or_default())
+                }
             })
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?,

@@ -24,7 +24,11 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 pub async fn local_running_roots(client: Option<&Client>) -> Vec<WritableRoot> {
     let euid = nix::unistd::geteuid().as_raw();
     let runtime = std::env::var("XDG_RUNTIME_DIR").ok();
-    let mut urls: Vec<String> = client.filter(|c| c.is_unix()).map(|c| c.url().to_string()).into_iter().collect();
+    let mut urls: Vec<String> = client
+        .filter(|c| c.is_unix())
+        .map(|c| c.url().to_string())
+        .into_iter()
+        .collect();
     for c in super::candidates(None, None, runtime.as_deref(), euid) {
         if !urls.contains(&c.url) {
             urls.push(c.url);

@@ -94,7 +94,11 @@ impl Tunnel {
     /// Start `ssh` forwarding the socket of `endpoint` (an [`Endpoint::Ssh`]) and wait until the
     /// local socket accepts connections. `identity` is passed as `-i`; `ssh` is the program
     /// [`SshProgram`] proves. On failure nothing is left running; the error says what `ssh` said.
-    pub(crate) async fn open(endpoint: &Endpoint, identity: Option<&Path>, ssh: &SshProgram) -> Result<Tunnel, String> {
+    pub(crate) async fn open(
+        endpoint: &Endpoint,
+        identity: Option<&Path>,
+        ssh: &SshProgram,
+    ) -> Result<Tunnel, String> {
         let Endpoint::Ssh { .. } = endpoint else {
             return Err("not an ssh:// endpoint".into());
         };

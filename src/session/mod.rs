@@ -192,7 +192,15 @@ impl Session {
                     return messages;
                 };
                 let context = serde_json::to_vec(&StartedContext::new(facts.clone())).expect("serializes");
-                let input = event_input(&paths, store, HookEvent::Started, hooks, &facts, context, &writable);
+                let input = event_input(
+                    &paths,
+                    store,
+                    HookEvent::Started,
+                    hooks,
+                    &facts,
+                    context,
+                    &writable,
+                );
                 let report = events::run_event(EventInput {
                     stderr: sink.clone(),
                     ..input
@@ -256,7 +264,15 @@ impl Session {
             let context =
                 serde_json::to_vec(&FinishedContext::new(facts.clone(), ending)).expect("serializes");
             let hooks = self.hooks.finished.clone();
-            let input = event_input(&self.paths, store, HookEvent::Finished, hooks, &facts, context, &self.writable);
+            let input = event_input(
+                &self.paths,
+                store,
+                HookEvent::Finished,
+                hooks,
+                &facts,
+                context,
+                &self.writable,
+            );
             let report = events::run_event(EventInput {
                 interrupt: interrupt_from_now(signals),
                 ..input

@@ -41,14 +41,18 @@ impl HostProgram {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HostProgramError {
     /// The pinned path breaks a rule.
-    #[error("the {key} {path} may not run: {reason}; set {key} to a program outside the workspace that only root or you can change")]
+    #[error(
+        "the {key} {path} may not run: {reason}; set {key} to a program outside the workspace that only root or you can change"
+    )]
     Pinned {
         key: String,
         path: String,
         reason: String,
     },
     /// The first candidate on `PATH` outside the agent's reach breaks a rule.
-    #[error("the {name} found on PATH, {path}, may not run: {reason}; fix it, or set {key} to a program only root or you can change")]
+    #[error(
+        "the {name} found on PATH, {path}, may not run: {reason}; fix it, or set {key} to a program only root or you can change"
+    )]
     Untrusted {
         name: String,
         key: String,
@@ -56,7 +60,9 @@ pub enum HostProgramError {
         reason: String,
     },
     /// Nothing usable on `PATH`.
-    #[error("{name} is not on PATH outside the directories the agent can write{skipped}; install it ({install}) or set {key} to its absolute path")]
+    #[error(
+        "{name} is not on PATH outside the directories the agent can write{skipped}; install it ({install}) or set {key} to its absolute path"
+    )]
     NotFound {
         name: String,
         key: String,
@@ -161,7 +167,10 @@ fn unsafe_dir(dir: &Path, roots: &[(PathBuf, String)]) -> Option<String> {
     let real = std::fs::canonicalize(dir).ok();
     for candidate in [Some(dir), real.as_deref()].into_iter().flatten() {
         if let Some((root, owner)) = roots.iter().find(|(r, _)| candidate.starts_with(r)) {
-            return Some(format!("inside {owner} {}, which the agent can write", root.display()));
+            return Some(format!(
+                "inside {owner} {}, which the agent can write",
+                root.display()
+            ));
         }
     }
     None
