@@ -130,8 +130,9 @@ pub fn doctor(global: &GlobalArgs, args: &DoctorArgs) -> Result<u8, Error> {
             configured: config.as_ref().and_then(|c| c.user.op_path.clone()),
             agent_writable: config
                 .iter()
-                .map(|c| crate::containment::WritableRoot {
-                    path: c.workdir.clone(),
+                .flat_map(|c| [c.workdir.clone(), c.project.clone()])
+                .map(|path| crate::containment::WritableRoot {
+                    path,
                     owner: "the project directory".into(),
                     running: false,
                 })

@@ -52,9 +52,17 @@ pub(crate) fn target_for(
     config: Option<&crate::config::Config>,
     writable: Vec<crate::containment::WritableRoot>,
 ) -> crate::podman::Target {
+    // Earlier launches in the repository could write all of it, not only this workdir.
     let project = match config {
-        Some(c) => Some((c.workdir.clone(), "the project directory")),
-        None => std::env::current_dir().ok().map(|d| (d, "the current directory")),
+        Some(c) => vec![
+            (c.workdir.clone(), "the workdir"),
+            (c.project.clone(), "the project directory"),
+        ],
+        None => std::env::current_dir()
+            .ok()
+            .map(|d| (d, "the current directory"))
+            .into_iter()
+            .collect(),
     };
     let mut agent_writable: Vec<_> = project
         .into_iter()

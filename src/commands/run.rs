@@ -417,7 +417,7 @@ fn op_policy(config: &Config, plan: &LaunchPlan, running: &[WritableRoot]) -> Op
             MountKind::Bind { source } => Some(source.clone()),
             _ => None,
         })
-        .chain([config.workdir.clone()])
+        .chain([config.workdir.clone(), config.project.clone()])
         .map(|path| WritableRoot {
             path,
             owner: "this launch's read-write mount".into(),

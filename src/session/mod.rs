@@ -151,6 +151,11 @@ impl Session {
                     }),
                     _ => None,
                 })
+                .chain([WritableRoot {
+                    path: config.project.clone(),
+                    owner: "the project directory".into(),
+                    running: false,
+                }])
                 .collect(),
         }
     }
