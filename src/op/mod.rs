@@ -165,7 +165,14 @@ impl OpCli {
             self.env.get("PATH"),
             &policy.agent_writable,
             uid,
-        )?;
+        )
+        .map_err(|e| match e {
+            // Nothing passed over: plainly not installed.
+            host_programs::HostProgramError::NotFound { ref skipped, .. } if skipped.is_empty() => {
+                OpError::NotInstalled
+            }
+            e => e.into(),
+        })?;
         for s in found.skipped() {
             eprintln!("ags: note: passed over {s} on PATH when looking for op");
         }

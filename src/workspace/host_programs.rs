@@ -105,7 +105,8 @@ pub fn resolve(
         });
     }
     let mut skipped = Vec::new();
-    for dir in std::env::split_paths(path.unwrap_or_default()) {
+    // Relative and empty entries are never searched (nor named: they hold nothing planted).
+    for dir in std::env::split_paths(path.unwrap_or_default()).filter(|d| d.is_absolute()) {
         let file = dir.join(wanted.name);
         if !is_executable_file(&file) {
             continue;
