@@ -247,8 +247,14 @@ async fn launch_async(
     crate::trace::mark("connected");
     let image = settings.image.as_deref().unwrap_or(&config.image);
     // The read-write mounts of every running launch of this machine: no host program (`op`,
-    // the hooks' `PATH`) comes from them.
-    let running = async { Ok::<_, Error>(podman::local_running_roots(Some(&client)).await) };
+    // the hooks' `PATH`) comes from them. Only prepare hooks and `--op-secret-set` run one.
+    let runs_programs = !config.prepare_hooks.is_empty() || !settings.op_secret_sets.is_empty();
+    let running = async {
+        Ok::<_, Error>(match runs_programs {
+            true => podman::local_running_roots(Some(&client)).await,
+            false => Vec::new(),
+        })
+    };
     let (service, (), running) = tokio::try_join!(
         service_facts(&client),
         async {

@@ -7,7 +7,9 @@
 //! connection sharing (`ControlPath none`, so tearing it down ends the forward) and no agent or
 //! X11 forwarding. It is started through the crate's one spawn primitive
 //! (`crate::process`), in its own process group watched by the watchdog, with a small
-//! allowlisted environment (no secret of `ags`'s own environment reaches it). Dropping the
+//! allowlisted environment (no secret of `ags`'s own environment reaches it). Which `ssh` runs
+//! is proven by `workspace::host_programs` ([`SshProgram`]: `[ssh] path`, else the first on
+//! `PATH` outside every directory an agent can write). Dropping the
 //! [`Tunnel`] (the last [`super::Client`] clone) kills the group and removes the directory, so a
 //! failed launch leaves neither an `ssh` process nor a socket behind.
 
