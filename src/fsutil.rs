@@ -54,11 +54,11 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 }
 
 /// Why `root` (it may not exist yet) cannot hold short-lived private files in RAM, if it
-/// cannot: another user could replace a directory on its way ([`check_ancestors_private`]), its
+/// cannot: [`private_root_problem`], or its
 /// file system (the nearest existing ancestor's) is not RAM-backed ([`ram_backed`]), or, when
 /// `exec` is asked, that file system is mounted `noexec`.
 pub fn ram_root_problem(root: &Path, exec: bool) -> Option<String> {
-    if let Err(why) = check_ancestors_private(root) {
+    if let Some(why) = private_root_problem(root) {
         return Some(why);
     }
     let probe = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
@@ -72,6 +72,26 @@ pub fn ram_root_problem(root: &Path, exec: bool) -> Option<String> {
         Ok(st) if exec && noexec(st) => Some(format!("{} is mounted noexec", probe.display())),
         Err(e) if exec => Some(format!("{}: {e}", probe.display())),
         _ => None,
+    }
+}
+
+/// Why `root` (it may not exist yet) cannot be a private directory of this user: another user
+/// could replace a directory on its way ([`check_ancestors_private`]), or it exists and is not
+/// an owner-only directory of ours (in `/dev/shm`, any local user can create `ags-<uid>` first:
+/// such a squatted directory is passed over, never used).
+pub fn private_root_problem(root: &Path) -> Option<String> {
+    if let Err(why) = check_ancestors_private(root) {
+        return Some(why);
+    }
+    match fs::symlink_metadata(root) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => Some(format!("{}: {e}", root.display())),
+        Ok(_) => check_private_dir(root).err().map(|e| {
+            format!(
+                "{e} (another local user may have created {} first)",
+                root.display()
+            )
+        }),
     }
 }
 
@@ -351,5 +371,28 @@ mod tests {
             check_private_dir(&link),
             Err(PrivateDirError::Symlink(_))
         ));
+    }
+
+    #[test]
+    fn a_root_someone_else_made_first_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mine = root.join("ags-mine");
+        assert_eq!(private_root_problem(&mine), None, "missing: it will be made");
+        ensure_private_dir(&mine).unwrap();
+        assert_eq!(private_root_problem(&mine), None);
+        let loose = root.join("ags-loose");
+        fs::create_dir(&loose).unwrap();
+        fs::set_permissions(&loose, fs::Permissions::from_mode(0o755)).unwrap();
+        let why = private_root_problem(&loose).unwrap();
+        assert!(why.contains("another local user may have created"), "{why}");
+        std::os::unix::fs::symlink(&mine, root.join("ags-link")).unwrap();
+        assert!(private_root_problem(&root.join("ags-link")).is_some());
+        if nix::unistd::geteuid().is_root() {
+            std::os::unix::fs::chown(&mine, Some(65534), Some(65534)).unwrap();
+            let why = private_root_problem(&mine).unwrap();
+            assert!(why.contains("65534"), "{why}");
+            assert!(ram_root_problem(&mine, false).is_some());
+        }
     }
 }

@@ -384,3 +384,102 @@ fn lockdown_refuses_hook_mounts_before_creating_anything() {
         assert_clean(env);
     });
 }
+
+/// Issue 22, finding 3: a hook with the docs' own `#!/usr/bin/env sh` line, while the workdir's
+/// `bin/` (direnv's `PATH_add bin`) and a relative `bin` are first on `PATH` with an `sh` the
+/// agent planted there: the hook runs the system `sh`, never the planted one, because hooks get
+/// `PATH` without the directories the agent can write (and without relative entries).
+#[test]
+fn a_hook_never_runs_a_program_planted_on_an_agent_writable_path() {
+    each_mode(|env| {
+        let ran = env.root().join("planted-sh-ran");
+        let planted = env.write_file(
+            "work/bin/sh",
+            format!(
+                "#!/bin/sh\necho \"$0\" >> {}\nexec /bin/sh \"$@\"\n",
+                ran.display()
+            ),
+            0o755,
+        );
+        let hook = env.write_file(
+            "hooks/envsh",
+            "#!/usr/bin/env sh\ncat >/dev/null\necho \"{\\\"version\\\":1,\\\"env\\\":{\\\"HOOK_PATH\\\":\\\"$PATH\\\"}}\"\n",
+            0o755,
+        );
+        env.write_global_config(&decl("envsh", &hook, &[], ""));
+        approve_hooks(env);
+        let work_bin = planted.parent().unwrap().display().to_string();
+        let mut cmd = env.cmd(launch_args(
+            env,
+            &["--tty=false"],
+            &["sh", "-c", "echo \"$HOOK_PATH\""],
+        ));
+        cmd.env("PATH", format!("bin:{work_bin}:{}", common::CLEAN_PATH));
+        let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            !ran.exists(),
+            "{}: the planted sh ran: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
+        assert_clean(env);
+    });
+}
+
+/// Issue 22, finding 3, another launch's reach: a directory that a running launch mounts
+/// read-write (its `--add-dir`) is on `PATH` with an `sh` planted there; the hooks of a second
+/// launch (which does not mount it) still never run it: the read-write mounts of every running
+/// `ags` container are removed from the hooks' `PATH` too.
+#[test]
+fn a_hook_never_runs_a_program_planted_in_a_running_launchs_mount() {
+    each_mode(|env| {
+        let shared = env.mkdir("shared", 0o755);
+        let ran = env.root().join("planted-sh-ran");
+        env.write_file(
+            "shared/bin/sh",
+            format!(
+                "#!/bin/sh\necho \"$0\" >> {}\nexec /bin/sh \"$@\"\n",
+                ran.display()
+            ),
+            0o755,
+        );
+        let script = "echo READY; while [ ! -e go ]; do sleep 0.1; done";
+        let first = Background::spawn(
+            env,
+            &launch_args(
+                env,
+                &["--tty=false", "--add-dir", &shared.display().to_string()],
+                &["sh", "-c", script],
+            ),
+        );
+        first.expect_stdout("READY", Duration::from_secs(120));
+        let hook = env.write_file(
+            "hooks/envsh",
+            "#!/usr/bin/env sh\ncat >/dev/null\necho \"{\\\"version\\\":1,\\\"env\\\":{\\\"HOOK_PATH\\\":\\\"$PATH\\\"}}\"\n",
+            0o755,
+        );
+        env.write_global_config(&decl("envsh", &hook, &[], ""));
+        approve_hooks(env);
+        let mut cmd = env.cmd(launch_args(
+            env,
+            &["--tty=false"],
+            &["sh", "-c", "echo \"$HOOK_PATH\""],
+        ));
+        cmd.env("PATH", format!("{}/bin:{}", shared.display(), common::CLEAN_PATH));
+        let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
+        env.write_file("work/go", "", 0o644);
+        let done = first.wait();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            !ran.exists(),
+            "{}: the planted sh ran: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
+        assert_eq!(done.status.code(), Some(0), "{}", show(&done));
+        assert_clean(env);
+    });
+}

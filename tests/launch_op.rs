@@ -169,10 +169,12 @@ fn contains_text(dir: &std::path::Path, needle: &str) -> bool {
     })
 }
 
-/// Issue 10, hole 7: a `bin/op` the agent planted in the workspace, first on `PATH` (direnv's
-/// `PATH_add bin`), never runs: the launch is refused with the rule and the fix, before any
-/// container exists. With `[op] path` naming the real one, the launch works and still never
-/// runs the planted one; a group-writable configured `op` is refused.
+/// Issue 10, hole 7 (issue 22, finding 3): a `bin/op` the agent planted in the workspace, first
+/// on `PATH` (direnv's `PATH_add bin`), never runs. Alone on `PATH`, the launch is refused with
+/// the rule and the fix, before any container exists; with the real `op` after it on `PATH`, it
+/// is passed over (named in a note) and the real one runs. With `[op] path` naming the real one,
+/// the launch works and still never runs the planted one; a group-writable configured `op` is
+/// refused.
 #[test]
 fn an_op_planted_in_the_workspace_never_runs() {
     common::each_mode(|env| {
@@ -198,7 +200,7 @@ fn an_op_planted_in_the_workspace_never_runs() {
         );
         env.write_global_config(&hook_decl);
         approve_all(env);
-        let launch = |env: &TestEnv| {
+        let launch = |env: &TestEnv, with_real: bool| {
             let mut cmd = env.cmd([
                 "--label",
                 &env.label(),
@@ -210,19 +212,22 @@ fn an_op_planted_in_the_workspace_never_runs() {
                 "-c",
                 &format!("test \"$TOKEN\" = {SECRET} && echo match"),
             ]);
-            let path = format!(
-                "{}:{}:{}",
-                planted.parent().unwrap().display(),
-                bin.display(),
-                common::CLEAN_PATH
-            );
+            let path = match with_real {
+                true => format!(
+                    "{}:{}:{}",
+                    planted.parent().unwrap().display(),
+                    bin.display(),
+                    common::CLEAN_PATH
+                ),
+                false => format!("{}:{}", planted.parent().unwrap().display(), common::CLEAN_PATH),
+            };
             cmd.env("PATH", path)
                 .env("OP_SERVICE_ACCOUNT_TOKEN", "ops_token_SENTINEL")
                 .env("AGS_FAKE_OP_DB", env.root().join("op-db.json"))
                 .env("AGS_FAKE_OP_LOG", &log);
             common::run_command(cmd, None, common::RUN_TIMEOUT)
         };
-        let out = launch(env);
+        let out = launch(env, false);
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         assert!(
@@ -235,16 +240,26 @@ fn an_op_planted_in_the_workspace_never_runs() {
         assert!(!ran.exists(), "{}: the planted op ran", env.mode());
         assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
 
+        let out = launch(env, true);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "match\n", "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("passed over {}", planted.display())),
+            "{}",
+            show(&out)
+        );
+        assert!(!ran.exists(), "{}: the planted op ran", env.mode());
+
         let real = bin.join("op").canonicalize().unwrap();
         env.write_global_config(&format!("[op]\npath = \"{}\"\n{hook_decl}", real.display()));
-        let out = launch(env);
+        let out = launch(env, true);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert_eq!(String::from_utf8_lossy(&out.stdout), "match\n", "{}", show(&out));
         assert!(!ran.exists(), "{}: the planted op ran", env.mode());
 
         let loose = env.write_file("loose/op", std::fs::read(&real).unwrap(), 0o775);
         env.write_global_config(&format!("[op]\npath = \"{}\"\n{hook_decl}", loose.display()));
-        let out = launch(env);
+        let out = launch(env, true);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("writable by group or others"),

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
-use common::launch::{agent_stderr, assert_clean, launch_args, stdout};
+use common::launch::{Background, agent_stderr, assert_clean, launch_args, stdout};
 use common::sshd::Sshd;
 use common::{TestEnv, ags_bin, each_mode, show};
 
@@ -214,6 +214,97 @@ fn ssh_failures_are_clear_and_leave_nothing() {
             "{}",
             show(&out)
         );
+        assert_no_transport_left(env, &sshd);
+        assert_clean(env);
+    });
+}
+
+/// Issue 22, finding 3: a `bin/ssh` the agent planted in the workspace, first on `PATH`
+/// (direnv's `PATH_add bin`), would get the user's SSH agent at the next `ssh://` launch. It is
+/// passed over (and named in a note): the trusted `ssh` after it runs and the launch works; with
+/// `[ssh] path` pinning the trusted one, nothing on `PATH` is looked at.
+#[test]
+fn an_ssh_planted_in_the_workspace_never_runs() {
+    each_mode(|env| {
+        let Some(sshd) = start(env) else { return };
+        let ran = env.root().join("planted-ssh-ran");
+        let wrapper = sshd.path().split(':').next().unwrap().to_string() + "/ssh";
+        // It would pass everything on to the real client: the launch works either way.
+        let planted = env.write_file(
+            "work/bin/ssh",
+            format!(
+                "#!/bin/sh\necho \"$SSH_AUTH_SOCK\" >> {}\nexec {wrapper} \"$@\"\n",
+                ran.display()
+            ),
+            0o755,
+        );
+        let work_bin = planted.parent().unwrap().display().to_string();
+        let url = sshd.url(&env.account().name, &env.mode().socket());
+        let key = sshd.key().display().to_string();
+        let mut args = vec!["--url".to_string(), url, "--identity".into(), key];
+        args.extend(launch_args(env, &["--tty=false"], &["sh", "-c", "echo over-ssh"]));
+        let path = format!("{work_bin}:{}", sshd.path());
+        let out = run_over(env, &sshd, &args, &[("PATH", path)]);
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", show(&out), sshd.log());
+        assert_eq!(stdout(&out).trim(), "over-ssh", "{}", show(&out));
+        assert!(!ran.exists(), "{}: the planted ssh ran", env.mode());
+        assert!(
+            common::launch::stderr(&out).contains(&format!("passed over {}", planted.display())),
+            "{}",
+            show(&out)
+        );
+        // Pinned: PATH holds only the planted one and the system's (which lacks the test's host key).
+        env.write_global_config(&format!("[ssh]\npath = \"{wrapper}\"\n"));
+        let path = format!("{work_bin}:{}", common::CLEAN_PATH);
+        let out = run_over(env, &sshd, &args, &[("PATH", path)]);
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", show(&out), sshd.log());
+        assert!(!ran.exists(), "{}: the planted ssh ran", env.mode());
+        assert_no_transport_left(env, &sshd);
+        assert_clean(env);
+    });
+}
+
+/// Issue 22, finding 3, another launch's reach: an `ssh` planted in a directory that a running
+/// local launch mounts read-write (its `--add-dir`), first on `PATH`, is passed over at an
+/// `ssh://` launch that does not mount it: the tunnel asks this machine's services for the
+/// read-write mounts of every running `ags` container before it picks `ssh`.
+#[test]
+fn an_ssh_planted_in_a_running_launchs_mount_never_runs() {
+    each_mode(|env| {
+        let Some(sshd) = start(env) else { return };
+        let shared = env.mkdir("shared", 0o755);
+        let ran = env.root().join("planted-ssh-ran");
+        let wrapper = sshd.path().split(':').next().unwrap().to_string() + "/ssh";
+        env.write_file(
+            "shared/bin/ssh",
+            format!(
+                "#!/bin/sh\necho \"$SSH_AUTH_SOCK\" >> {}\nexec {wrapper} \"$@\"\n",
+                ran.display()
+            ),
+            0o755,
+        );
+        let script = "echo READY; while [ ! -e go ]; do sleep 0.1; done";
+        let first = Background::spawn(
+            env,
+            &launch_args(
+                env,
+                &["--tty=false", "--add-dir", &shared.display().to_string()],
+                &["sh", "-c", script],
+            ),
+        );
+        first.expect_stdout("READY", Duration::from_secs(120));
+        let url = sshd.url(&env.account().name, &env.mode().socket());
+        let key = sshd.key().display().to_string();
+        let mut args = vec!["--url".to_string(), url, "--identity".into(), key];
+        args.extend(launch_args(env, &["--tty=false"], &["sh", "-c", "echo over-ssh"]));
+        let path = format!("{}/bin:{}", shared.display(), sshd.path());
+        let out = run_over(env, &sshd, &args, &[("PATH", path)]);
+        env.write_file("work/go", "", 0o644);
+        let done = first.wait();
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", show(&out), sshd.log());
+        assert_eq!(stdout(&out).trim(), "over-ssh", "{}", show(&out));
+        assert!(!ran.exists(), "{}: the planted ssh ran", env.mode());
+        assert_eq!(done.status.code(), Some(0), "{}", show(&done));
         assert_no_transport_left(env, &sshd);
         assert_clean(env);
     });

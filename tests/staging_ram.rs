@@ -76,3 +76,83 @@ fn generated_files_are_staged_in_ram_only() {
         assert_clean(env);
     });
 }
+
+/// `/dev/shm/ags-<uid>` that another local user created first, owned by it, mode 0755 (issue
+/// 22, finding 9). Removed when dropped, even when the test fails.
+struct Squat(PathBuf);
+
+impl Squat {
+    /// Squat `/dev/shm/ags-<uid>` of `env`'s user; `None` when it exists already (it belongs to
+    /// other tests: left alone).
+    fn take(env: &TestEnv) -> Option<Squat> {
+        let path = PathBuf::from(format!("/dev/shm/ags-{}", env.uid()));
+        if std::fs::create_dir(&path).is_err() {
+            common::loud(&format!(
+                "SKIP {}: {} exists already (another test's); the squat is not performed in this mode",
+                env.mode(),
+                path.display()
+            ));
+            return None;
+        }
+        let squat = Squat(path);
+        std::os::unix::fs::chown(&squat.0, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(&squat.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        Some(squat)
+    }
+}
+
+impl Drop for Squat {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Issue 22, finding 9: where `$XDG_RUNTIME_DIR` is on disk, another local user creates
+/// `/dev/shm/ags-<uid>` first. A launch without hook-generated files still works (its socket
+/// directories and agent hook wiring go to a private directory of the user's: the state
+/// directory's `run`); one with a hook-generated file (a secret that must stay in RAM) is
+/// refused with exit 125, naming the squatted path and the fix, leaving nothing behind. `ags`
+/// never writes into the squatted directory.
+#[test]
+fn a_squatted_shm_directory_does_not_stop_launches_that_need_no_ram() {
+    each_mode_with(TestEnv::runtime_on_disk, |env| {
+        let Some(squat) = Squat::take(env) else { return };
+        let disk_runtime = env.mkdir("run-on-disk", 0o700);
+        let launch = |cmd: &[&str]| {
+            let mut c = env.cmd(launch_args(env, &["--tty=false"], cmd));
+            c.env("XDG_RUNTIME_DIR", &disk_runtime);
+            common::run_command(c, None, common::RUN_TIMEOUT)
+        };
+        let out = launch(&["sh", "-c", "echo launched"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_eq!(stdout(&out), "launched\n", "{}", show(&out));
+
+        let hook = env.write_file(
+            "hooks/gen",
+            "#!/bin/sh\ncat >/dev/null\necho '{\"version\":1,\"files\":[{\"destination\":\"/home/dev/g.txt\",\"content\":\"x\"}]}'\n",
+            0o755,
+        );
+        env.write_global_config(&decl("gen", &hook, &[], ""));
+        approve_hooks(env);
+        let out = launch(&["true"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = common::launch::stderr(&out);
+        assert!(
+            err.contains(&squat.0.display().to_string())
+                && err.contains("another local user may have created")
+                && err.contains("set XDG_RUNTIME_DIR to a tmpfs directory"),
+            "{}",
+            show(&out)
+        );
+        let inside: Vec<_> = std::fs::read_dir(&squat.0)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(
+            inside.is_empty(),
+            "ags wrote into the squatted directory: {inside:?}"
+        );
+        assert_clean(env);
+    });
+}

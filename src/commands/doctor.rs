@@ -121,10 +121,23 @@ pub fn doctor(global: &GlobalArgs, args: &DoctorArgs) -> Result<u8, Error> {
     let (config, mut checks) = load_config(global);
     let rt = super::runtime()?;
     let (service, op) = rt.block_on(async {
-        let service = service::check(&super::target(global), config.as_ref()).await;
+        let service = service::check(
+            &super::target_for(global, config.as_ref(), Vec::new()),
+            config.as_ref(),
+        )
+        .await;
         let policy = OpPolicy {
             configured: config.as_ref().and_then(|c| c.user.op_path.clone()),
-            agent_writable: config.iter().map(|c| c.workdir.clone()).collect(),
+            agent_writable: config
+                .iter()
+                .flat_map(|c| [c.workdir.clone(), c.project.clone()])
+                .map(|path| crate::containment::WritableRoot {
+                    path,
+                    owner: "the project directory".into(),
+                    running: false,
+                })
+                .chain(crate::podman::local_running_roots(None).await)
+                .collect(),
         };
         (service, op::check(OpEnv::inherit(), &policy).await)
     });

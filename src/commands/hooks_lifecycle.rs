@@ -123,6 +123,7 @@ pub(super) fn test(
             interrupt: Interrupt::on_signals().map_err(Error::Signals)?,
             stderr: stderr_to_terminal(),
             limits: Limits::default(),
+            agent_writable: Vec::new(),
         };
         Ok::<_, Error>(events::run_event(input).await)
     });

@@ -61,7 +61,7 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
     let identity = identity::current();
     let rt = super::runtime()?;
     let result = rt.block_on(async {
-        let client = podman::connect(&super::target(global)).await?;
+        let client = podman::connect(&super::target_for(global, Some(&config), Vec::new())).await?;
         let image = settings.image.as_deref().unwrap_or(&config.image);
         crate::launch::lifecycle::preflight(&client, image, None).await?;
         let service = super::run::service_facts(&client).await?;

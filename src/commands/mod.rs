@@ -39,12 +39,48 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
     }
 }
 
-/// The Podman service the command line asks for (`--url`, `--connection`, `--identity`).
+/// The Podman service the command line asks for (`--url`, `--connection`, `--identity`); an
+/// `ssh` it starts is not taken from the current directory ([`target_for`] without a config).
 pub(crate) fn target(global: &crate::cli::GlobalArgs) -> crate::podman::Target {
+    target_for(global, None, Vec::new())
+}
+
+/// [`target`] for a command that loaded `config`: `[ssh] path` applies, and neither the
+/// project directory nor `writable` (this launch's read-write mounts) may provide `ssh`.
+pub(crate) fn target_for(
+    global: &crate::cli::GlobalArgs,
+    config: Option<&crate::config::Config>,
+    writable: Vec<crate::containment::WritableRoot>,
+) -> crate::podman::Target {
+    // Earlier launches in the repository could write all of it, not only this workdir.
+    let project = match config {
+        Some(c) => vec![
+            (c.workdir.clone(), "the workdir"),
+            (c.project.clone(), "the project directory"),
+        ],
+        None => std::env::current_dir()
+            .ok()
+            .map(|d| (d, "the current directory"))
+            .into_iter()
+            .collect(),
+    };
+    let mut agent_writable: Vec<_> = project
+        .into_iter()
+        .map(|(path, owner)| crate::containment::WritableRoot {
+            path,
+            owner: owner.into(),
+            running: false,
+        })
+        .collect();
+    agent_writable.extend(writable);
     crate::podman::Target {
         url: global.url.clone(),
         connection: global.connection.clone(),
         identity: global.identity.clone(),
+        ssh: crate::podman::SshProgram {
+            pinned: config.and_then(|c| c.user.ssh_path.clone()),
+            agent_writable,
+        },
     }
 }
 

@@ -51,7 +51,11 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     }
     let identity = identity::current();
     let rt = super::runtime()?;
-    let mut service = rt.block_on(service(global, &image, settings.name.as_deref()));
+    let mut service = rt.block_on(service(
+        super::target_for(global, Some(&config), Vec::new()),
+        &image,
+        settings.name.as_deref(),
+    ));
     // A Pod gets generated files through its Secret, wherever the service is.
     service.remote &= format != PlanFormat::Kube;
     let built = rt.block_on(async {
@@ -66,7 +70,10 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             .unwrap_or_default();
         let plan = super::run::build_plan(&config, &settings, &identity, service, &hooks)?;
         let secrets = match (format, &prepared) {
-            (PlanFormat::Kube, Some(_)) => super::run::lookup_secrets(&config, &plan, &signals).await?,
+            (PlanFormat::Kube, Some(_)) => {
+                let running = podman::local_running_roots(None).await;
+                super::run::lookup_secrets(&config, &plan, &signals, &running).await?
+            }
             _ => stage::Secrets::default(),
         };
         Ok::<_, Error>((plan, secrets))
@@ -133,8 +140,8 @@ fn kube_notice(no_hooks: bool, redact: bool) {
 
 /// Ask the service what the plan depends on, and warn about what a launch would refuse (a
 /// missing image, a taken name); without a service, assume rootless unless root, no SELinux.
-async fn service(global: &GlobalArgs, image: &str, name: Option<&str>) -> Service {
-    match podman::connect(&super::target(global)).await {
+async fn service(target: podman::Target, image: &str, name: Option<&str>) -> Service {
+    match podman::connect(&target).await {
         Ok(client) => {
             if let Err(e) = crate::launch::lifecycle::preflight(&client, image, name).await {
                 eprintln!(

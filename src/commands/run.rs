@@ -14,7 +14,7 @@ use bytes::Bytes;
 use super::{git_host, host_paths, launch_input};
 use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
-use crate::containment::Rules;
+use crate::containment::{Rules, WritableRoot};
 use crate::hooks::policy::OpRef;
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
 use crate::hooks::protocol::HookContext;
@@ -221,10 +221,12 @@ pub(super) fn build_plan(
         remote: service.remote,
         host_memory: service.memory,
         user: user_ids(),
-        host_stage_dir: &match service.remote || hooks.files.is_empty() && !wires_agent_hooks(settings) {
-            true => stage::host_stage_root(&config.paths),
-            false => stage::ram_stage_root(&config.paths)?,
-        }
+        host_stage_dir: &stage::launch_stage_root(
+            &config.paths,
+            service.remote,
+            !hooks.files.is_empty(),
+            wires_agent_hooks(settings),
+        )?
         .join(gc::stage_dir_name(identity)),
         hooks,
     })?)
@@ -263,24 +265,39 @@ async fn launch_async(
     global: &GlobalArgs,
     config: &Config,
     settings: &RunSettings,
-    rules: Rules,
+    mut rules: Rules,
     facts: &mut Facts,
 ) -> Result<u8, Error> {
     let mut signals = SignalWatch::install().map_err(Error::Signals)?;
     let identity = identity::current();
     facts.launch_id = Some(identity.launch_id.clone());
-    let client = podman::connect(&super::target(global)).await?;
+    let target = super::target_for(global, Some(config), rules.writable_roots().to_vec());
+    let client = podman::connect(&target).await?;
     crate::trace::mark("connected");
     let image = settings.image.as_deref().unwrap_or(&config.image);
-    let (service, ()) = tokio::try_join!(service_facts(&client), async {
-        lifecycle::preflight(&client, image, settings.name.as_deref()).await?;
-        if client.is_remote() {
-            // The workdir is a path on the service's machine (docs/remote.md).
-            launch::remote::check_workdir(&client, image, &config.workdir, &identity, &settings.labels)
-                .await?;
-        }
-        Ok::<(), Error>(())
-    })?;
+    // The read-write mounts of every running launch of this machine: no host program (`op`,
+    // the hooks' `PATH`) comes from them. Only prepare hooks and `--op-secret-set` run one.
+    let runs_programs = !config.prepare_hooks.is_empty() || !settings.op_secret_sets.is_empty();
+    let running = async {
+        Ok::<_, Error>(match runs_programs {
+            true => podman::local_running_roots(Some(&client)).await,
+            false => Vec::new(),
+        })
+    };
+    let (service, (), running) = tokio::try_join!(
+        service_facts(&client),
+        async {
+            lifecycle::preflight(&client, image, settings.name.as_deref()).await?;
+            if client.is_remote() {
+                // The workdir is a path on the service's machine (docs/remote.md).
+                launch::remote::check_workdir(&client, image, &config.workdir, &identity, &settings.labels)
+                    .await?;
+            }
+            Ok::<(), Error>(())
+        },
+        running
+    )?;
+    running.iter().cloned().for_each(|root| rules.writable(root));
     let lifecycle_hooks = session::approve(config)?;
     let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
     let hooks = plan::from_hooks::hook_layer(&prepared);
@@ -298,7 +315,7 @@ async fn launch_async(
         crate::agent_hooks::install::install(&w.dispatcher)?;
     }
     facts.image = Some(plan.image.clone());
-    let secrets = lookup_secrets(config, &plan, &signals).await?;
+    let secrets = lookup_secrets(config, &plan, &signals, &running).await?;
     crate::trace::mark("secrets");
     let stage = staging_archive(&plan, &secrets)?;
     // The agent hook record is scrubbed of every staged value: its own copies, zeroed at the end.
@@ -401,6 +418,7 @@ pub(super) async fn lookup_secrets(
     config: &Config,
     plan: &LaunchPlan,
     signals: &SignalWatch,
+    running: &[WritableRoot],
 ) -> Result<stage::Secrets, Error> {
     let sets = &plan.op_secret_sets;
     let refs = op_references(plan)?;
@@ -408,7 +426,7 @@ pub(super) async fn lookup_secrets(
         return Ok(stage::Secrets::default());
     }
     let interrupt = Interrupt::from_receiver(signals.receiver());
-    let op = OpCli::new(OpEnv::inherit()).resolve(&op_policy(config, plan))?;
+    let op = OpCli::new(OpEnv::inherit()).resolve(&op_policy(config, plan, running))?;
     op.check_capability(&interrupt).await?;
     let references = op
         .resolve_refs(refs.iter().map(|(k, r)| (*k, r)), &interrupt)
@@ -441,10 +459,11 @@ fn op_references(plan: &LaunchPlan) -> Result<Vec<(&str, OpRef)>, Error> {
     .collect()
 }
 
-/// Where `op` comes from (`[op] path`) and the directories it may not come from: the sources
-/// of the launch's read-write bind mounts (workdir, `--add-dir`s, hook and config mounts).
-fn op_policy(config: &Config, plan: &LaunchPlan) -> OpPolicy {
-    let agent_writable = plan
+/// Where `op` comes from (`[op] path`) and the directories it may not come from: the workdir,
+/// the sources of the launch's read-write bind mounts (`--add-dir`s, hook and config mounts)
+/// and those of the `running` launches.
+fn op_policy(config: &Config, plan: &LaunchPlan, running: &[WritableRoot]) -> OpPolicy {
+    let own = plan
         .mounts
         .iter()
         .filter(|m| !m.read_only)
@@ -452,10 +471,15 @@ fn op_policy(config: &Config, plan: &LaunchPlan) -> OpPolicy {
             MountKind::Bind { source } => Some(source.clone()),
             _ => None,
         })
-        .collect();
+        .chain([config.workdir.clone(), config.project.clone()])
+        .map(|path| WritableRoot {
+            path,
+            owner: "this launch's read-write mount".into(),
+            running: false,
+        });
     OpPolicy {
         configured: config.user.op_path.clone(),
-        agent_writable,
+        agent_writable: own.chain(running.iter().cloned()).collect(),
     }
 }
 

@@ -34,6 +34,8 @@ pub struct ConfigFile {
     pub project: Vec<ProjectFile>,
     /// `[op]`: how the 1Password CLI is found.
     pub op: Option<OpFile>,
+    /// `[ssh]`: how the OpenSSH client of `ssh://` services is found.
+    pub ssh: Option<OpFile>,
     /// `[network]`: mode and egress allowlist (an overlay may only narrow it; checked in
     /// `config::network`).
     pub network: Option<super::network::NetworkFile>,
@@ -109,11 +111,12 @@ impl SizeValue {
     }
 }
 
-/// `[op]`.
+/// `[op]` and `[ssh]`: which host program runs (`workspace::host_programs`).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpFile {
-    /// Absolute path of the 1Password CLI (default: found on `PATH` and checked).
+    /// Absolute path of the program (default: found on `PATH` outside the directories the
+    /// agent can write, and checked).
     pub path: Option<String>,
 }
 
@@ -214,6 +217,7 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         git,
         project,
         op,
+        ssh,
         network: _,
         agent_hook: _,
         agent_guard: _,
@@ -239,6 +243,9 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
     // The repository is the agent's to write: it must not loosen what protects it.
     if protect.is_some() {
         return Err("protect");
+    }
+    if ssh.is_some() {
+        return Err("ssh");
     }
     if let Some(SandboxFile {
         image,

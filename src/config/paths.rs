@@ -102,9 +102,16 @@ impl Paths {
         runtime.into_iter().chain([self.shm_stage_root()]).collect()
     }
 
+    /// The private place on disk for what needs no RAM (socket directories, the agent hook
+    /// wiring) when neither [`Paths::stage_root`] nor [`Paths::shm_stage_root`] can be used:
+    /// `<state>/ags/run`.
+    pub fn disk_stage_root(&self) -> PathBuf {
+        self.state_dir().join("run")
+    }
+
     /// Every place a launch may stage files in (swept for leftovers, protected from mounts).
-    pub fn stage_roots(&self) -> [PathBuf; 2] {
-        [self.stage_root(), self.shm_stage_root()]
+    pub fn stage_roots(&self) -> [PathBuf; 3] {
+        [self.stage_root(), self.shm_stage_root(), self.disk_stage_root()]
     }
 
     /// `ags`'s cache directory.

@@ -319,6 +319,7 @@ fn overlay_may_not_set_everyday_settings() {
         ("[sandbox]\nmemory = \"none\"\n", "sandbox.memory"),
         ("[sandbox]\ncpus = 64\n", "sandbox.cpus"),
         ("[sandbox]\ntmpfs_size = \"100g\"\n", "sandbox.tmpfs_size"),
+        ("[ssh]\npath = \"/tmp/ssh\"\n", "ssh"),
     ];
     for (toml, key) in cases {
         write(&e.project.join(".ags/config.toml"), toml);
@@ -391,6 +392,7 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
         ("[sandbox]\ncpus = 0\n", "sandbox.cpus"),
         ("[sandbox]\ncpus = \"1.23456\"\n", "sandbox.cpus"),
         ("[sandbox]\ntmpfs_size = \"10k\"\n", "sandbox.tmpfs_size"),
+        ("[ssh]\npath = \"ssh\"\n", "ssh.path"),
     ] {
         write(&global, toml);
         let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();

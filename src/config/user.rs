@@ -24,6 +24,9 @@ pub struct UserSettings {
     pub shared_state: bool,
     /// `[op] path`: the 1Password CLI to run (default: looked up on `PATH` and checked).
     pub op_path: Option<PathBuf>,
+    /// `[ssh] path`: the OpenSSH client of `ssh://` services (default: looked up on `PATH` and
+    /// checked).
+    pub ssh_path: Option<PathBuf>,
     /// `[sandbox] env_passthrough`: names copied from `ags`'s environment when set there.
     pub env_passthrough: Vec<String>,
     /// `[[mount]]` entries, in file order.
@@ -45,6 +48,7 @@ impl Default for UserSettings {
             protect_git: true,
             shared_state: false,
             op_path: None,
+            ssh_path: None,
             env_passthrough: Vec::new(),
             mounts: Vec::new(),
             agents: BTreeMap::new(),
@@ -161,6 +165,10 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
         None => None,
         Some(p) => Some(host_path(p, paths).ok_or_else(|| invalid("op.path".into(), PATH_RULE))?),
     };
+    let ssh_path = match file.ssh.as_ref().and_then(|o: &OpFile| o.path.as_deref()) {
+        None => None,
+        Some(p) => Some(host_path(p, paths).ok_or_else(|| invalid("ssh.path".into(), PATH_RULE))?),
+    };
     let sandbox = file.sandbox.as_ref();
     let limits = sandbox
         .map_or(Ok(LimitSettings::default()), limits)
@@ -169,6 +177,7 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
         protect_git: sandbox.and_then(|s| s.protect_git).unwrap_or(true),
         shared_state: sandbox.and_then(|s| s.shared_state).unwrap_or(false),
         op_path,
+        ssh_path,
         env_passthrough: passthrough,
         mounts,
         agents,

@@ -17,7 +17,7 @@ use super::trust::TrustStore;
 use super::validate::{Contribution, parse_response};
 use super::{HookError, approve, exec_copy};
 use crate::config::{HookDecl, HookScope, Paths};
-use crate::containment::Rules;
+use crate::containment::{Rules, WritableRoot};
 
 /// Inputs of one prepare phase.
 #[derive(Debug)]
@@ -119,6 +119,14 @@ async fn execute(
     let context = serde_json::to_vec(&input.context).expect("the context always serializes");
     let mut setup = RunSetup::new(store, input.cwd.clone(), Arc::from(context));
     setup.interrupt = input.interrupt.clone();
+    setup
+        .agent_writable
+        .extend(input.containment.writable_roots().iter().cloned());
+    setup.agent_writable.push(WritableRoot {
+        path: input.project.clone(),
+        owner: "the project directory".into(),
+        running: false,
+    });
     let decls: Vec<HookDecl> = prepared.iter().map(|p| p.decl.clone()).collect();
     let result = run_hooks(prepared, setup, |_, stdout| parse_response(stdout)).await;
     let launch_id = &input.context.launch_id;

@@ -22,6 +22,7 @@ mod child;
 mod report;
 
 use std::error::Error as StdError;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,8 @@ pub use report::{ExitInfo, HookFailure, HookReport, HookRun, Outcome, RunError};
 use super::entrypoint::PreparedHook;
 use super::exec_copy::ExecDir;
 use super::trust::TrustStore;
+use crate::containment::WritableRoot;
+use crate::workspace::host_programs::hook_path;
 use report::error_detail;
 
 /// Default number of hooks running at once.
@@ -55,6 +58,8 @@ pub const DEFAULT_STDERR_CAP: usize = 64 * 1024;
 pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// Environment variables passed through to hooks (when set); everything else is scrubbed.
+/// `PATH` loses its relative entries and the directories the agent can write
+/// (`workspace::host_programs::hook_path`, [`RunSetup::agent_writable`]).
 pub const PASSED_ENV: [&str; 6] = [
     "PATH",
     "HOME",
@@ -105,6 +110,8 @@ pub struct RunSetup {
     pub interrupt: Interrupt,
     /// Where escaped, name-prefixed stderr lines go.
     pub stderr: StderrSink,
+    /// Directories the agent can write (the workdir at least): removed from the hooks' `PATH`.
+    pub agent_writable: Vec<WritableRoot>,
 }
 
 impl RunSetup {
@@ -112,11 +119,16 @@ impl RunSetup {
     pub fn new(store: TrustStore, workdir: PathBuf, context: Arc<[u8]>) -> Self {
         Self {
             store,
-            workdir,
             context,
             limits: Limits::default(),
             interrupt: Interrupt::never(),
             stderr: stderr_to_terminal(),
+            agent_writable: vec![WritableRoot {
+                path: workdir.clone(),
+                owner: "the workdir".into(),
+                running: false,
+            }],
+            workdir,
         }
     }
 }
@@ -135,6 +147,8 @@ struct TaskEnv {
     store: TrustStore,
     exec_dir: ExecDir,
     workdir: PathBuf,
+    /// The hooks' `PATH` (`None`: `ags` has none).
+    path: Option<OsString>,
     context: Arc<[u8]>,
     limits: Limits,
     sink: StderrSink,
@@ -165,7 +179,9 @@ where
         limits,
         mut interrupt,
         stderr,
+        agent_writable,
     } = setup;
+    let path = std::env::var_os("PATH").map(|p| hook_path(&p, &agent_writable));
     let deadline = Instant::now() + limits.phase_deadline;
     let abort = match Abort::new() {
         Ok(abort) => Arc::new(abort),
@@ -198,6 +214,7 @@ where
         exec_dir,
         store,
         workdir,
+        path,
         context,
         limits: limits.clone(),
         sink: stderr,

@@ -161,6 +161,10 @@ pub fn stage_dir_name(id: &crate::plan::LaunchIdentity) -> String {
 /// Remove host staging directories under `root` whose owning process is gone. Returns the
 /// directories removed.
 pub fn sweep_host(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    // A root another user made (`/dev/shm/ags-<uid>` taken first) is not ours to read.
+    if crate::fsutil::private_root_problem(root).is_some() {
+        return Vec::new();
+    }
     let Ok(entries) = std::fs::read_dir(root) else {
         return Vec::new();
     };
@@ -187,6 +191,7 @@ mod tests {
     #[test]
     fn host_sweep_removes_only_dead_owners() {
         let root = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(root.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
         let me = identity::current();
         let live = root.path().join(stage_dir_name(&me));
         let dead = root
@@ -198,6 +203,10 @@ mod tests {
         }
         assert_eq!(sweep_host(root.path()), std::slice::from_ref(&dead));
         assert!(live.exists() && other.exists() && !dead.exists());
+        // A root another user could have made first is not swept.
+        std::fs::set_permissions(root.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(dead.join("files")).unwrap();
+        assert!(sweep_host(root.path()).is_empty() && dead.exists());
     }
 
     fn labels(host: &str, pid: u32, start: u64) -> BTreeMap<String, String> {

@@ -87,7 +87,7 @@ pub enum LaunchError {
     RemoteKeeperGone { url: String, seconds: u32 },
     /// No RAM-backed directory to stage generated files in.
     #[error(
-        "hook-generated files are staged only in RAM (tmpfs or ramfs), and neither $XDG_RUNTIME_DIR/ags nor /dev/shm is RAM-backed here ({tried}); mount a tmpfs at /dev/shm (or set XDG_RUNTIME_DIR to a tmpfs directory of yours), or remove the files from the hook response"
+        "hook-generated files are staged only in a private RAM-backed directory (tmpfs or ramfs), and neither $XDG_RUNTIME_DIR/ags nor /dev/shm/ags-<uid> is one here ({tried}); set XDG_RUNTIME_DIR to a tmpfs directory only you can write (or mount a tmpfs at /dev/shm; a /dev/shm/ags-<uid> that another user created must be removed by root), or remove the files from the hook response; launches without hook-generated files work without it"
     )]
     DiskStage { tried: String },
     /// Writing generated files to the host staging directory failed.

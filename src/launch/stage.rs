@@ -154,17 +154,38 @@ impl Drop for ClearOnDrop {
     }
 }
 
-/// Where a launch without generated files keeps its socket directories (egress proxy, agent
-/// hook record): [`Paths::stage_root`], unless another user could replace a directory on its way
-/// (`fsutil::check_ancestors_private`; after `su`, `$XDG_RUNTIME_DIR` is still the other user's
-/// runtime directory, whose owner may rename the directory `ags` made there and put a symlink
-/// to its own in its place, taking the sockets created after the check): then
-/// [`Paths::shm_stage_root`].
+/// Where a launch without secret generated files keeps its socket directories (egress proxy,
+/// agent hook record) and its agent hook wiring: the first usable of [`Paths::stage_root`],
+/// [`Paths::shm_stage_root`] and [`Paths::disk_stage_root`]. A root is passed over when another
+/// user could replace a directory on its way (`fsutil::check_ancestors_private`; after `su`,
+/// `$XDG_RUNTIME_DIR` is still the other user's runtime directory, whose owner may rename the
+/// directory `ags` made there and put a symlink to its own in its place, taking the sockets
+/// created after the check) or when it exists and is not an owner-only directory of ours
+/// (another local user created `/dev/shm/ags-<uid>` first): none of these needs RAM.
 pub fn host_stage_root(paths: &Paths) -> PathBuf {
-    let root = paths.stage_root();
-    match crate::fsutil::check_ancestors_private(&root) {
-        Ok(()) => root,
-        Err(_) => paths.shm_stage_root(),
+    let [runtime, shm, disk] = paths.stage_roots();
+    [runtime, shm]
+        .into_iter()
+        .find(|root| crate::fsutil::private_root_problem(root).is_none())
+        .unwrap_or(disk)
+}
+
+/// Where a launch's private host directories go: on a `remote` service, or without generated
+/// files, [`host_stage_root`]; hook-generated files (`secret_files`) only in RAM
+/// ([`ram_stage_root`], else the launch is refused); the agent hook wiring alone (`wiring`) in
+/// RAM when a private RAM directory exists, else in [`host_stage_root`].
+pub fn launch_stage_root(
+    paths: &Paths,
+    remote: bool,
+    secret_files: bool,
+    wiring: bool,
+) -> Result<PathBuf, LaunchError> {
+    if remote || !secret_files && !wiring {
+        return Ok(host_stage_root(paths));
+    }
+    match ram_stage_root(paths) {
+        Err(_) if !secret_files => Ok(host_stage_root(paths)),
+        found => found,
     }
 }
 
@@ -204,8 +225,14 @@ pub fn write_host_files(plan: &LaunchPlan) -> Result<(), crate::fsutil::PrivateD
     }
     ensure_private_dir(dir)?;
     // Checked again where the bytes go, not only when the directory was chosen.
+    // Only `ags`'s own agent hook wiring (no secret) may be staged on disk ([`host_stage_root`]).
+    let secret = plan
+        .files
+        .iter()
+        .any(|f| f.origin != crate::plan::Origin::AgentHooks);
     match crate::fsutil::ram_backed(dir) {
         Ok(Ok(())) => {}
+        Ok(Err(_)) if !secret => {}
         Ok(Err(kind)) => {
             return Err(PrivateDirError::Io {
                 path: dir.clone(),

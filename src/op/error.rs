@@ -16,30 +16,13 @@ pub enum OpError {
          ags runs with"
     )]
     NotInstalled,
-    /// The `op` found (or configured) could have been written by the agent.
+    /// The `op` found (or configured) could have been written by the agent, or none outside
+    /// its reach was found (`workspace::host_programs`).
     #[error(
-        "refusing to run the 1Password CLI {} ({}): {reason}. ags runs op with your full \
-         environment, 1Password credentials included, so it must be a file the agent cannot have \
-         written: {}",
-        program.display(),
-        if *configured { "[op] path of the global config" } else { "the first op on PATH" },
-        if *configured {
-            "point [op] path at an op outside the workspace, --add-dir directories and read-write \
-             mounts, that neither group nor others can write (nor its directory)"
-        } else {
-            "set [op] path = \"/absolute/path/to/op\" in the global config (outside the workspace, \
-             --add-dir directories and read-write mounts; neither it nor its directory writable by \
-             group or others), or remove this op from PATH"
-        }
+        "refusing to run the 1Password CLI: {0}. ags runs op with your full environment, 1Password \
+         credentials included, so it must be a file the agent cannot have written"
     )]
-    Untrusted {
-        /// The path that was refused.
-        program: PathBuf,
-        /// The rule it breaks.
-        reason: String,
-        /// Whether it came from `[op] path`.
-        configured: bool,
-    },
+    Untrusted(#[from] crate::workspace::host_programs::HostProgramError),
     /// `op` exists but has no usable `op inject`.
     #[error(
         "{} does not support `op inject` ({detail}): install or update the 1Password CLI (op) to \

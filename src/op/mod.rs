@@ -9,8 +9,9 @@
 //! Decisions:
 //! - **Which `op`**: `[op] path` of the global config, else the first executable `op` in an
 //!   absolute directory of the `PATH` in [`OpEnv`] (relative and empty entries are skipped),
-//!   resolved once per launch by [`OpCli::resolve`] and refused unless the agent cannot have
-//!   written it (see `op::trusted`). No environment variable overrides it.
+//!   resolved once per launch by [`OpCli::resolve`]: entries inside a directory the agent can
+//!   write are passed over, and the file found is refused unless only root or the user can
+//!   change it (`workspace::host_programs`). No environment variable overrides it.
 //! - **Environment**: `op` is the user's own credential tool, not approved hook code, so it gets
 //!   `ags`'s complete environment ([`OpEnv::inherit`]): `OP_SERVICE_ACCOUNT_TOKEN`,
 //!   `OP_SESSION_*`, `OP_ACCOUNT`, `HOME`, `XDG_*`, the desktop-app integration sockets…. Hooks
@@ -33,7 +34,6 @@
 mod error;
 mod item;
 mod template;
-mod trusted;
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -48,10 +48,11 @@ use std::time::Duration;
 
 pub use error::OpError;
 pub use item::{MAX_SET_SEGMENT_BYTES, SecretSet, SecretSetName, SkipReason, SkippedField};
-pub use trusted::OpPolicy;
 
+use crate::containment::WritableRoot;
 use crate::hooks::policy::OpRef;
 use crate::process::{self, Ending, Interrupt, StderrSink, signal_name};
+use crate::workspace::host_programs::{self, Wanted};
 use template::{Template, check_value};
 use zeroize::Zeroizing;
 
@@ -66,6 +67,24 @@ pub const SHOWN_STDERR_CHARS: usize = 2000;
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 pub use crate::secret::Secret;
+
+/// What [`host_programs::resolve`] looks for.
+const OP: Wanted<'static> = Wanted {
+    name: "op",
+    key: "[op] path",
+    install: "https://developer.1password.com/docs/cli/get-started/",
+};
+
+/// Where `op` comes from and where it may not.
+#[derive(Debug, Clone, Default)]
+pub struct OpPolicy {
+    /// `[op] path` of the global config; `None`: the first `op` on `PATH` outside
+    /// [`OpPolicy::agent_writable`].
+    pub configured: Option<PathBuf>,
+    /// Host directories the agent can write: the launch's read-write mounts, those of running
+    /// launches, the project directory.
+    pub agent_writable: Vec<WritableRoot>,
+}
 
 /// The complete environment `op` runs with (and whose `PATH` locates it).
 #[derive(Clone, Default)]
@@ -134,21 +153,30 @@ impl OpCli {
         self.program.clone()
     }
 
-    /// Fix the `op` to run for every later call: `policy.configured`, else the one on `PATH`,
-    /// refused ([`OpError::Untrusted`]) unless it is outside every agent-writable directory and
-    /// neither it nor its directory can be written by group or others.
+    /// Fix the `op` to run for every later call: `policy.configured`, else the first on `PATH`
+    /// outside every agent-writable directory (`workspace::host_programs`), refused
+    /// ([`OpError::Untrusted`]) when it or its directory can be written by group or others, or
+    /// by a user other than root and you. Blocking (a few metadata calls).
     pub fn resolve(mut self, policy: &OpPolicy) -> Result<Self, OpError> {
-        let (candidate, configured) = match &policy.configured {
-            Some(p) => (p.clone(), true),
-            None => (self.locate()?, false),
-        };
         let uid = nix::unistd::geteuid().as_raw();
-        let program = trusted::check(&candidate, policy, uid).map_err(|reason| OpError::Untrusted {
-            program: candidate.clone(),
-            reason,
-            configured,
+        let found = host_programs::resolve(
+            OP,
+            policy.configured.as_deref(),
+            self.env.get("PATH"),
+            &policy.agent_writable,
+            uid,
+        )
+        .map_err(|e| match e {
+            // Nothing passed over: plainly not installed.
+            host_programs::HostProgramError::NotFound { ref skipped, .. } if skipped.is_empty() => {
+                OpError::NotInstalled
+            }
+            e => e.into(),
         })?;
-        self.program = Some(program);
+        for s in found.skipped() {
+            eprintln!("ags: note: passed over {s} on PATH when looking for op");
+        }
+        self.program = Some(found.path().to_path_buf());
         Ok(self)
     }
 
@@ -318,7 +346,10 @@ impl OpCli {
             Some(p) => p.clone(),
             None => tokio::task::spawn_blocking({
                 let this = self.clone();
-                move || this.locate()
+                move || {
+                    this.resolve(&OpPolicy::default())
+                        .map(|op| op.program.unwrap_or_default())
+                }
             })
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?,

@@ -26,6 +26,7 @@ use super::connections::Sources;
 use super::endpoint::Endpoint;
 use super::error::{PodmanError, Result, Tried};
 use super::transport::Client;
+use super::tunnel::SshProgram;
 
 /// How long connecting plus pinging one candidate may take: generous, a busy service (or the
 /// remote end of an SSH forward) on a loaded machine answers late, and a missing one fails at
@@ -84,6 +85,9 @@ pub struct Target {
     pub connection: Option<String>,
     /// `--identity PATH` (an `ssh://` service's key).
     pub identity: Option<PathBuf>,
+    /// Which `ssh` may run for an `ssh://` service (`[ssh] path`, the directories the agent
+    /// can write).
+    pub ssh: SshProgram,
 }
 
 impl Target {
@@ -219,6 +223,7 @@ pub async fn connect(target: &Target) -> Result<Client> {
         return connect_with(
             std::slice::from_ref(&chosen.candidate),
             chosen.identity.as_deref(),
+            &target.ssh,
             euid,
         )
         .await;
@@ -229,10 +234,15 @@ pub async fn connect(target: &Target) -> Result<Client> {
 
 /// Ping each candidate in order; the first that answers wins.
 pub async fn connect_candidates(list: &[Candidate], euid: u32) -> Result<Client> {
-    connect_with(list, None, euid).await
+    connect_with(list, None, &SshProgram::default(), euid).await
 }
 
-async fn connect_with(list: &[Candidate], identity: Option<&std::path::Path>, euid: u32) -> Result<Client> {
+async fn connect_with(
+    list: &[Candidate],
+    identity: Option<&std::path::Path>,
+    ssh: &SshProgram,
+    euid: u32,
+) -> Result<Client> {
     let mut tried = Vec::new();
     for cand in list {
         let path = cand.url.strip_prefix("unix://").map(std::path::Path::new);
@@ -250,7 +260,7 @@ async fn connect_with(list: &[Candidate], identity: Option<&std::path::Path>, eu
         }
         let endpoint = Endpoint::parse_from(&cand.url, cand.source.name())?;
         let client = match &endpoint {
-            Endpoint::Ssh { .. } => match super::tunnel::Tunnel::open(&endpoint, identity).await {
+            Endpoint::Ssh { .. } => match super::tunnel::Tunnel::open(&endpoint, identity, ssh).await {
                 Ok(tunnel) => Client::with_tunnel(endpoint, tunnel),
                 Err(why) => {
                     tried.push(tried_entry(cand, why));

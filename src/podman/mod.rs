@@ -52,10 +52,11 @@ pub use models::{
     ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
     InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, StoreInfo, VersionInfo, Volume, VolumeCreate,
 };
-pub use neighbours::{Neighbour, NeighbourMount};
+pub use neighbours::{Neighbour, NeighbourMount, local_running_roots};
 pub use spec::{
     CpuLimit, IdMap, IdMappings, MemoryLimit, Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit,
     ResourceLimits, SpecGenerator,
 };
 pub use transport::{API_PREFIX, Client};
+pub use tunnel::SshProgram;
 pub use version::ServerVersion;

@@ -3,11 +3,60 @@
 //! keeps its storage.
 //!
 //! Part of stage 4 (`podman`): list + inspect per container, `GET /libpod/info` for storage.
+//! [`local_running_roots`] asks every service of this machine `ags` knows, for the host programs
+//! (`workspace::host_programs`): an agent of any local launch may have planted a program.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use super::endpoint::Endpoint;
 use super::error::Result;
 use super::transport::Client;
+use crate::containment::WritableRoot;
+
+/// How long one local service may take to list its live `ags` containers.
+const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The read-write bind sources of every live `ags` container of this machine: on `client` when
+/// it is a local socket, and on the default local services (the user's rootless one, the
+/// rootful one), each asked once. A service that does not exist or answer counts none: it runs
+/// no container a launch could be harmed by.
+pub async fn local_running_roots(client: Option<&Client>) -> Vec<WritableRoot> {
+    let euid = nix::unistd::geteuid().as_raw();
+    let runtime = std::env::var("XDG_RUNTIME_DIR").ok();
+    let mut urls: Vec<String> = client
+        .filter(|c| c.is_unix())
+        .map(|c| c.url().to_string())
+        .into_iter()
+        .collect();
+    for c in super::candidates(None, None, runtime.as_deref(), euid) {
+        if !urls.contains(&c.url) {
+            urls.push(c.url);
+        }
+    }
+    let label = format!("{}=true", crate::plan::LABEL_MANAGED);
+    let mut out = Vec::new();
+    for url in urls {
+        let Ok(endpoint @ Endpoint::Unix(_)) = Endpoint::parse(&url) else {
+            continue;
+        };
+        if let Endpoint::Unix(socket) = &endpoint
+            && !socket.exists()
+        {
+            continue;
+        }
+        let service = Client::new(endpoint);
+        let Ok(Ok(mounts)) = tokio::time::timeout(LIST_TIMEOUT, service.live_rw_binds(&label)).await else {
+            continue;
+        };
+        out.extend(mounts.into_iter().map(|m| WritableRoot {
+            path: m.source,
+            owner: format!("running ags container {}", m.container),
+            running: true,
+        }));
+    }
+    out
+}
 
 /// A read-write bind mount of another live container.
 #[derive(Debug, Clone, PartialEq, Eq)]

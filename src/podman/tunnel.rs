@@ -7,20 +7,42 @@
 //! connection sharing (`ControlPath none`, so tearing it down ends the forward) and no agent or
 //! X11 forwarding. It is started through the crate's one spawn primitive
 //! (`crate::process`), in its own process group watched by the watchdog, with a small
-//! allowlisted environment (no secret of `ags`'s own environment reaches it). Dropping the
+//! allowlisted environment (no secret of `ags`'s own environment reaches it). Which `ssh` runs
+//! is proven by `workspace::host_programs` ([`SshProgram`]: `[ssh] path`, else the first on
+//! `PATH` outside every directory an agent can write). Dropping the
 //! [`Tunnel`] (the last [`super::Client`] clone) kills the group and removes the directory, so a
 //! failed launch leaves neither an `ssh` process nor a socket behind.
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::endpoint::Endpoint;
+use crate::containment::WritableRoot;
 use crate::process::{self, Running, Spawn};
+use crate::workspace::host_programs::{self, Wanted};
+
+/// What [`host_programs::resolve`] looks for.
+const SSH: Wanted<'static> = Wanted {
+    name: "ssh",
+    key: "[ssh] path",
+    install: "Debian: apt-get install openssh-client",
+};
+
+/// Which `ssh` may run: `[ssh] path` of the global config, else the first on `PATH` outside
+/// [`SshProgram::agent_writable`] and the read-write mounts of every running launch of this
+/// machine (asked when the tunnel opens), by the rules of `workspace::host_programs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SshProgram {
+    /// `[ssh] path`.
+    pub pinned: Option<PathBuf>,
+    /// The project directory and this launch's read-write mounts.
+    pub agent_writable: Vec<WritableRoot>,
+}
 
 /// How long OpenSSH may take to connect, authenticate and set up the forward.
 pub const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
@@ -72,13 +94,26 @@ impl std::fmt::Debug for Tunnel {
 
 impl Tunnel {
     /// Start `ssh` forwarding the socket of `endpoint` (an [`Endpoint::Ssh`]) and wait until the
-    /// local socket accepts connections. `identity` is passed as `-i`. On failure nothing is
-    /// left running; the error says what `ssh` said.
-    pub(crate) async fn open(endpoint: &Endpoint, identity: Option<&Path>) -> Result<Tunnel, String> {
+    /// local socket accepts connections. `identity` is passed as `-i`; `ssh` is the program
+    /// [`SshProgram`] proves. On failure nothing is left running; the error says what `ssh` said.
+    pub(crate) async fn open(
+        endpoint: &Endpoint,
+        identity: Option<&Path>,
+        ssh: &SshProgram,
+    ) -> Result<Tunnel, String> {
         let Endpoint::Ssh { .. } = endpoint else {
             return Err("not an ssh:// endpoint".into());
         };
-        let program = find_ssh(std::env::var_os("PATH"))?;
+        let mut writable = ssh.agent_writable.clone();
+        writable.extend(super::local_running_roots(None).await);
+        let path = std::env::var_os("PATH");
+        let euid = nix::unistd::geteuid().as_raw();
+        let found = host_programs::resolve(SSH, ssh.pinned.as_deref(), path.as_deref(), &writable, euid)
+            .map_err(|e| e.to_string())?;
+        for s in found.skipped() {
+            eprintln!("ags: note: passed over {s} on PATH when looking for ssh");
+        }
+        let program = found.path().to_path_buf();
         let dir = private_dir()?;
         let socket = dir.path().join("s");
         if socket.as_os_str().len() > 100 {
@@ -261,38 +296,6 @@ fn ssh_args(endpoint: &Endpoint, identity: Option<&Path>, local: &Path) -> Vec<O
     args
 }
 
-/// The first `ssh` in an absolute `PATH` directory, refused unless it and its directory belong
-/// to root or this user and cannot be written by group or others (a `bin/ssh` planted in an
-/// agent-writable directory on `PATH` would get the user's SSH agent).
-fn find_ssh(path: Option<OsString>) -> Result<PathBuf, String> {
-    let path = path.ok_or("PATH is not set, so the OpenSSH client (ssh) cannot be found")?;
-    let found = std::env::split_paths(&path)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join("ssh"))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0))
-        .ok_or(
-            "the OpenSSH client (ssh) is not on PATH; install it (Debian: apt-get install openssh-client)",
-        )?;
-    let euid = nix::unistd::geteuid().as_raw();
-    for p in [Some(found.as_path()), found.parent()].into_iter().flatten() {
-        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        if meta.uid() != 0 && meta.uid() != euid {
-            return Err(format!(
-                "{} (the ssh found on PATH) belongs to uid {}, neither root nor you; put a trusted ssh first on PATH",
-                p.display(),
-                meta.uid()
-            ));
-        }
-        if meta.permissions().mode() & 0o022 != 0 {
-            return Err(format!(
-                "{} (the ssh found on PATH) can be written by group or others; fix its mode or put a trusted ssh first on PATH",
-                p.display()
-            ));
-        }
-    }
-    Ok(found)
-}
-
 /// A new owner-only directory for the local socket: under `$XDG_RUNTIME_DIR` when set (a
 /// tmpfs of this user's), else the temporary directory.
 fn private_dir() -> Result<tempfile::TempDir, String> {
@@ -383,22 +386,5 @@ mod tests {
                 "h".into()
             ]
         );
-    }
-
-    #[test]
-    fn ssh_on_path_must_be_trusted() {
-        let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir(&bin).unwrap();
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let ssh = bin.join("ssh");
-        std::fs::write(&ssh, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(find_ssh(Some(bin.clone().into_os_string())).unwrap(), ssh);
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = find_ssh(Some(bin.clone().into_os_string())).unwrap_err();
-        assert!(e.contains("can be written by group or others"), "{e}");
-        let e = find_ssh(Some(dir.path().join("none").into_os_string())).unwrap_err();
-        assert!(e.contains("not on PATH"), "{e}");
     }
 }

@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 pub mod recover;
 
 use crate::config::{Config, HookDecl, HookEvent, Paths};
+use crate::containment::WritableRoot;
 use crate::hooks::HookError;
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::events::{self, EventInput, FinishedContext, LaunchFacts, StartedContext};
@@ -91,6 +92,8 @@ pub struct Session {
     hooks: LifecycleHooks,
     spool: Option<Spool>,
     record: Option<LaunchRecord>,
+    /// The launch's read-write bind mounts: never on the lifecycle hooks' `PATH`.
+    writable: Vec<WritableRoot>,
 }
 
 impl Session {
@@ -143,6 +146,24 @@ impl Session {
             hooks,
             spool,
             record,
+            writable: plan
+                .mounts
+                .iter()
+                .filter(|m| !m.read_only)
+                .filter_map(|m| match &m.kind {
+                    crate::plan::MountKind::Bind { source } => Some(WritableRoot {
+                        path: source.clone(),
+                        owner: "this launch's read-write mount".into(),
+                        running: false,
+                    }),
+                    _ => None,
+                })
+                .chain([WritableRoot {
+                    path: config.project.clone(),
+                    owner: "the project directory".into(),
+                    running: false,
+                }])
+                .collect(),
         }
     }
 
@@ -161,6 +182,7 @@ impl Session {
             self.record.clone(),
         );
         let (store, hooks) = (self.hooks.store.clone(), self.hooks.started.clone());
+        let writable = self.writable.clone();
         async move {
             let (lines, sink) = buffer();
             let started = on_start.await.ok().map(|container_id| Started {
@@ -182,7 +204,15 @@ impl Session {
                     return messages;
                 };
                 let context = serde_json::to_vec(&StartedContext::new(facts.clone())).expect("serializes");
-                let input = event_input(&paths, store, HookEvent::Started, hooks, &facts, context);
+                let input = event_input(
+                    &paths,
+                    store,
+                    HookEvent::Started,
+                    hooks,
+                    &facts,
+                    context,
+                    &writable,
+                );
                 let report = events::run_event(EventInput {
                     stderr: sink.clone(),
                     ..input
@@ -246,7 +276,15 @@ impl Session {
             let context =
                 serde_json::to_vec(&FinishedContext::new(facts.clone(), ending)).expect("serializes");
             let hooks = self.hooks.finished.clone();
-            let input = event_input(&self.paths, store, HookEvent::Finished, hooks, &facts, context);
+            let input = event_input(
+                &self.paths,
+                store,
+                HookEvent::Finished,
+                hooks,
+                &facts,
+                context,
+                &self.writable,
+            );
             let report = events::run_event(EventInput {
                 interrupt: interrupt_from_now(signals),
                 ..input
@@ -271,6 +309,7 @@ fn event_input<'a>(
     hooks: Vec<PreparedHook>,
     facts: &LaunchFacts,
     context: Vec<u8>,
+    writable: &[WritableRoot],
 ) -> EventInput<'a> {
     EventInput {
         paths,
@@ -283,6 +322,7 @@ fn event_input<'a>(
         interrupt: Interrupt::never(),
         stderr: stderr_to_terminal(),
         limits: Limits::default(),
+        agent_writable: writable.to_vec(),
     }
 }
 

@@ -119,6 +119,7 @@ async fn run_recorded(
         interrupt: Interrupt::never(),
         stderr: sink.clone(),
         limits: Limits::default(),
+        agent_writable: Vec::new(),
     })
     .await;
     if !report.succeeded.is_empty() {

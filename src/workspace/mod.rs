@@ -19,8 +19,11 @@
 //! - `protected`: the project files host tools run on their own (agent settings, editor tasks,
 //!   CI): the table, and which are mounted read-only, watched or allowed in a launch;
 //!   `protected_state` compares them before and after the launch and moves aside what changed.
+//! - `host_programs`: the `ssh` and `op` that run on the host, found outside every
+//!   agent-writable directory (or pinned), and the `PATH` hooks get without those directories.
 
 pub mod git_layout;
+pub mod host_programs;
 pub mod protected;
 pub mod protected_state;
 pub mod user_paths;

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::protocol::parse_lifecycle_response;
 use crate::config::{HookDecl, HookEvent, Paths};
+use crate::containment::WritableRoot;
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::log::{Record, RunLog};
 use crate::hooks::runner::{
@@ -50,6 +51,9 @@ pub struct EventInput<'a> {
     pub stderr: StderrSink,
     /// Limits (production: `Limits::default()`).
     pub limits: Limits,
+    /// Directories the agent can write besides the workdir (the launch's read-write mounts):
+    /// removed from the hooks' `PATH` with it.
+    pub agent_writable: Vec<WritableRoot>,
 }
 
 /// What running one event's hooks came to.
@@ -75,6 +79,7 @@ pub async fn run_event(input: EventInput<'_>) -> EventReport {
         interrupt,
         stderr,
         limits,
+        agent_writable,
     } = input;
     let deadline = Instant::now() + limits.phase_deadline;
     let permits = Arc::new(Semaphore::new(limits.concurrency.max(1)));
@@ -85,6 +90,7 @@ pub async fn run_event(input: EventInput<'_>) -> EventReport {
         let mut setup = RunSetup::new(store.clone(), workdir.clone(), context.clone());
         setup.interrupt = interrupt.clone();
         setup.stderr = stderr.clone();
+        setup.agent_writable.extend(agent_writable.iter().cloned());
         let permits = permits.clone();
         set.spawn(async move {
             let Ok(_permit) = permits.acquire_owned().await else {

@@ -97,7 +97,10 @@ fn spawn(hook: &PreparedHook, env: &TaskEnv) -> Result<Running, HookFailure> {
         cwd: Some(env.workdir.clone()),
         env: PASSED_ENV
             .iter()
-            .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
+            .filter_map(|k| match *k {
+                "PATH" => env.path.clone().map(|v| (OsString::from(k), v)),
+                _ => std::env::var_os(k).map(|v| (OsString::from(k), v)),
+            })
             .collect(),
     };
     let running = process::spawn(&spec).map_err(|source| spawn_failure(spec.program, env, source))?;
