@@ -354,11 +354,7 @@ fn a_worktree_entry_in_a_running_launchs_mount_is_not_trusted() {
         let gitdir = std::fs::read(entry.join("gitdir")).unwrap();
         let evil = main.join(".git/worktrees/evil");
         let w = env.mkdir("w", 0o755);
-        agent_in(
-            env,
-            &w,
-            &format!("printf 'gitdir: {}\\n' > .git", evil.display()),
-        );
+        agent_in(env, &w, &format!("printf 'gitdir: {}\\n' > .git", evil.display()));
         let wg = format!("{}/.git", w.display());
         let script = format!(
             "printf '{wg}\\n' > .git/worktrees/wt/gitdir && echo REWROTE; \
@@ -375,7 +371,12 @@ fn a_worktree_entry_in_a_running_launchs_mount_is_not_trusted() {
         let out = run_agent(env, &["--workdir", &wd], &["sh", "-c", &look]);
         env.write_file(main.join("stop"), "", 0o644);
         let sib = sibling.wait();
-        assert!(!stdout(&sib).contains("REWROTE"), "{}: {}", env.mode(), show(&sib));
+        assert!(
+            !stdout(&sib).contains("REWROTE"),
+            "{}: {}",
+            env.mode(),
+            show(&sib)
+        );
         assert_eq!(std::fs::read(entry.join("gitdir")).unwrap(), gitdir);
         assert!(!stdout(&out).contains("SEEN"), "{}: {}", env.mode(), show(&out));
         assert_eq!(out.status.code(), Some(125), "{}: {}", env.mode(), show(&out));
@@ -412,7 +413,11 @@ fn launches_in_linked_worktrees_run_side_by_side() {
             let args = launch_args(
                 env,
                 &["--tty=false", "--workdir", &d],
-                &["sh", "-c", "echo STARTED; while [ ! -e stop ]; do sleep 0.2; done"],
+                &[
+                    "sh",
+                    "-c",
+                    "echo STARTED; while [ ! -e stop ]; do sleep 0.2; done",
+                ],
             );
             let sibling = Background::spawn(env, &args);
             sibling.expect_stdout("STARTED", Duration::from_secs(120));

@@ -294,7 +294,11 @@ pub fn prove(
     // by a running launch; a submodule's git dir may not.
     let entry = git_dir.parent() == Some(common.join("worktrees").as_path());
     let held = |files: &'static [&'static str]| entry.then_some(files);
-    reach.check("the git dir named by the `.git` file", &git_dir, held(ENTRY_FILES))?;
+    reach.check(
+        "the git dir named by the `.git` file",
+        &git_dir,
+        held(ENTRY_FILES),
+    )?;
     reach.check("the common git dir", &common, held(&[]))?;
     git_dir_shape(&dot_git, &common)?;
     if git_dir == common {
