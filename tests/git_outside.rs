@@ -332,6 +332,17 @@ fn a_git_file_the_agent_wrote_does_not_mount_what_it_names() {
     });
 }
 
+/// A launch in `dir` running `script`, then waiting until `dir/stop` exists; returned once its
+/// output shows `ready`.
+fn running_in(env: &TestEnv, dir: &Path, script: &str, ready: &str) -> Background {
+    let d = dir.display().to_string();
+    let script = format!("{script}; while [ ! -e stop ]; do sleep 0.2; done");
+    let args = launch_args(env, &["--tty=false", "--workdir", &d], &["sh", "-c", &script]);
+    let sibling = Background::spawn(env, &args);
+    sibling.expect_stdout(ready, Duration::from_secs(120));
+    sibling
+}
+
 /// A running launch in a repository tries to rewrite the `gitdir` of an existing worktree entry
 /// to name another workdir's `.git` (the earlier code let it: its pinned entry stayed writable
 /// inside; now `gitdir` is read-only), then creates a new entry `worktrees/evil` naming that
@@ -360,23 +371,16 @@ fn a_worktree_entry_in_a_running_launchs_mount_is_not_trusted() {
             "printf '{wg}\\n' > .git/worktrees/wt/gitdir && echo REWROTE; \
              mkdir .git/worktrees/evil && printf '../..\\n' > .git/worktrees/evil/commondir && \
              cp .git/HEAD .git/worktrees/evil/HEAD && printf '{wg}\\n' > .git/worktrees/evil/gitdir && \
-             echo CRAFTED; while [ ! -e stop ]; do sleep 0.2; done"
+             echo CRAFTED"
         );
+        let sibling = running_in(env, &main, &script, "CRAFTED");
         let m = main.display().to_string();
-        let args = launch_args(env, &["--tty=false", "--workdir", &m], &["sh", "-c", &script]);
-        let sibling = Background::spawn(env, &args);
-        sibling.expect_stdout("CRAFTED", Duration::from_secs(120));
         let wd = w.display().to_string();
         let look = format!("ls {m}/.git/objects >/dev/null && echo SEEN; echo DONE");
         let out = run_agent(env, &["--workdir", &wd], &["sh", "-c", &look]);
         env.write_file(main.join("stop"), "", 0o644);
         let sib = sibling.wait();
-        assert!(
-            !stdout(&sib).contains("REWROTE"),
-            "{}: {}",
-            env.mode(),
-            show(&sib)
-        );
+        assert!(!stdout(&sib).contains("REWROTE"), "{}", show(&sib));
         assert_eq!(std::fs::read(entry.join("gitdir")).unwrap(), gitdir);
         assert!(!stdout(&out).contains("SEEN"), "{}: {}", env.mode(), show(&out));
         assert_eq!(out.status.code(), Some(125), "{}: {}", env.mode(), show(&out));
@@ -409,18 +413,7 @@ fn launches_in_linked_worktrees_run_side_by_side() {
             git_in(env, &main, &["worktree", "add", "-q", "-b", branch, &w]);
         }
         for (n, first) in [&wt1, &main].into_iter().enumerate() {
-            let d = first.display().to_string();
-            let args = launch_args(
-                env,
-                &["--tty=false", "--workdir", &d],
-                &[
-                    "sh",
-                    "-c",
-                    "echo STARTED; while [ ! -e stop ]; do sleep 0.2; done",
-                ],
-            );
-            let sibling = Background::spawn(env, &args);
-            sibling.expect_stdout("STARTED", Duration::from_secs(120));
+            let sibling = running_in(env, first, "echo STARTED", "STARTED");
             let script = format!(
                 "echo \"STATUS:[$(git status --porcelain)]\"; echo {n} > n{n}.txt && git add n{n}.txt && \
                  git -c user.name=Agent -c user.email=agent@example.org commit -q -m from-agent-{n} && \
@@ -492,18 +485,7 @@ fn two_subdirectory_launches_of_one_repository_run_side_by_side() {
         repo(env, &top);
         let a = env.mkdir("repo/a", 0o755);
         let b = env.mkdir("repo/b", 0o755);
-        let ad = a.display().to_string();
-        let args = launch_args(
-            env,
-            &["--tty=false", "--workdir", &ad],
-            &[
-                "sh",
-                "-c",
-                "echo STARTED; while [ ! -e stop ]; do sleep 0.2; done",
-            ],
-        );
-        let sibling = Background::spawn(env, &args);
-        sibling.expect_stdout("STARTED", Duration::from_secs(120));
+        let sibling = running_in(env, &a, "echo STARTED", "STARTED");
         let look = format!("ls {}/.git/objects >/dev/null && echo SEEN", top.display());
         let bd = b.display().to_string();
         let out = run_agent(env, &["--workdir", &bd], &["sh", "-c", &look]);
