@@ -332,11 +332,24 @@ fn a_git_file_the_agent_wrote_does_not_mount_what_it_names() {
     });
 }
 
-/// A running launch in a repository rewrites the `gitdir` of an existing worktree entry (its
-/// pinned entry stays writable inside) to name another workdir's `.git`, which an earlier
-/// launch there pointed at that entry. The earlier code mounted the repository's git dir into
-/// the launch in that workdir (its history, read-write); the entry lies in the running launch's
-/// read-write mount, so it proves nothing: the launch is refused, saying why.
+/// A launch in `dir` running `script`, then waiting until `dir/stop` exists; returned once its
+/// output shows `ready`.
+fn running_in(env: &TestEnv, dir: &Path, script: &str, ready: &str) -> Background {
+    let d = dir.display().to_string();
+    let script = format!("{script}; while [ ! -e stop ]; do sleep 0.2; done");
+    let args = launch_args(env, &["--tty=false", "--workdir", &d], &["sh", "-c", &script]);
+    let sibling = Background::spawn(env, &args);
+    sibling.expect_stdout(ready, Duration::from_secs(120));
+    sibling
+}
+
+/// A running launch in a repository tries to rewrite the `gitdir` of an existing worktree entry
+/// to name another workdir's `.git` (the earlier code let it: its pinned entry stayed writable
+/// inside; now `gitdir` is read-only), then creates a new entry `worktrees/evil` naming that
+/// workdir, whose `.git` an earlier launch there pointed at it. The launch in that workdir must
+/// not get the repository's git dir (its history, read-write): the new entry lies in the running
+/// launch's read-write mount and that launch does not hold it fixed, so it proves nothing and
+/// the launch is refused, saying why.
 #[test]
 fn a_worktree_entry_in_a_running_launchs_mount_is_not_trusted() {
     each_mode(|env| {
@@ -349,35 +362,80 @@ fn a_worktree_entry_in_a_running_launchs_mount_is_not_trusted() {
             &["worktree", "add", "-q", "-b", "wt", &wt.display().to_string()],
         );
         let entry = main.join(".git/worktrees/wt");
+        let gitdir = std::fs::read(entry.join("gitdir")).unwrap();
+        let evil = main.join(".git/worktrees/evil");
         let w = env.mkdir("w", 0o755);
-        agent_in(
-            env,
-            &w,
-            &format!("printf 'gitdir: {}\\n' > .git", entry.display()),
-        );
+        agent_in(env, &w, &format!("printf 'gitdir: {}\\n' > .git", evil.display()));
+        let wg = format!("{}/.git", w.display());
         let script = format!(
-            "printf '{}/.git\\n' > .git/worktrees/wt/gitdir && echo CRAFTED; \
-             while [ ! -e stop ]; do sleep 0.2; done",
-            w.display()
+            "printf '{wg}\\n' > .git/worktrees/wt/gitdir && echo REWROTE; \
+             mkdir .git/worktrees/evil && printf '../..\\n' > .git/worktrees/evil/commondir && \
+             cp .git/HEAD .git/worktrees/evil/HEAD && printf '{wg}\\n' > .git/worktrees/evil/gitdir && \
+             echo CRAFTED"
         );
+        let sibling = running_in(env, &main, &script, "CRAFTED");
         let m = main.display().to_string();
-        let args = launch_args(env, &["--tty=false", "--workdir", &m], &["sh", "-c", &script]);
-        let sibling = Background::spawn(env, &args);
-        sibling.expect_stdout("CRAFTED", Duration::from_secs(120));
         let wd = w.display().to_string();
         let look = format!("ls {m}/.git/objects >/dev/null && echo SEEN; echo DONE");
         let out = run_agent(env, &["--workdir", &wd], &["sh", "-c", &look]);
         env.write_file(main.join("stop"), "", 0o644);
-        let _ = sibling.wait();
+        let sib = sibling.wait();
+        assert!(!stdout(&sib).contains("REWROTE"), "{}", show(&sib));
+        assert_eq!(std::fs::read(entry.join("gitdir")).unwrap(), gitdir);
         assert!(!stdout(&out).contains("SEEN"), "{}: {}", env.mode(), show(&out));
         assert_eq!(out.status.code(), Some(125), "{}: {}", env.mode(), show(&out));
         let err = stderr(&out);
         assert!(
-            err.contains("no longer proven") && err.contains("running ags container"),
+            err.contains("no longer proven")
+                && err.contains("running ags container")
+                && err.contains("worktrees/evil"),
             "{}: {}",
             env.mode(),
             show(&out)
         );
+        assert_clean(env);
+    });
+}
+
+/// One agent per `git worktree`, in parallel (issue 22, follow-up of finding 1): while a launch
+/// runs in the linked worktree `wt1`, and then while one runs in the main repository (both have
+/// the repository's git dir in their read-write mounts), a launch in the worktree `wt2` gets the
+/// repository and commits; the running launches hold `wt2`'s entry fixed.
+#[test]
+fn launches_in_linked_worktrees_run_side_by_side() {
+    each_mode(|env| {
+        let kit = git_kit(env);
+        let main = env.mkdir("main", 0o755);
+        repo(env, &main);
+        let [wt1, wt2] = ["wt1", "wt2"].map(|n| env.root().join(n));
+        for (wt, branch) in [(&wt1, "wt1"), (&wt2, "wt2")] {
+            let w = wt.display().to_string();
+            git_in(env, &main, &["worktree", "add", "-q", "-b", branch, &w]);
+        }
+        for (n, first) in [&wt1, &main].into_iter().enumerate() {
+            let sibling = running_in(env, first, "echo STARTED", "STARTED");
+            let script = format!(
+                "echo \"STATUS:[$(git status --porcelain)]\"; echo {n} > n{n}.txt && git add n{n}.txt && \
+                 git -c user.name=Agent -c user.email=agent@example.org commit -q -m from-agent-{n} && \
+                 echo COMMITTED"
+            );
+            let out = in_container(env, &kit, &wt2, &script);
+            env.write_file(first.join("stop"), "", 0o644);
+            let sib = sibling.wait();
+            std::fs::remove_file(first.join("stop")).unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}: {}", env.mode(), show(&out));
+            assert_eq!(sib.status.code(), Some(0), "{}: {}", env.mode(), show(&sib));
+            let said = stdout(&out);
+            assert!(
+                said.contains("STATUS:[]") && said.contains("COMMITTED"),
+                "{}: {}",
+                env.mode(),
+                show(&out)
+            );
+            let log = git_in(env, &main, &["log", "--oneline", "wt2"]);
+            assert!(log.contains(&format!("from-agent-{n}")), "{log}");
+        }
+        assert_eq!(git_in(env, &wt2, &["status", "--porcelain"]), "");
         assert_clean(env);
     });
 }
@@ -427,18 +485,7 @@ fn two_subdirectory_launches_of_one_repository_run_side_by_side() {
         repo(env, &top);
         let a = env.mkdir("repo/a", 0o755);
         let b = env.mkdir("repo/b", 0o755);
-        let ad = a.display().to_string();
-        let args = launch_args(
-            env,
-            &["--tty=false", "--workdir", &ad],
-            &[
-                "sh",
-                "-c",
-                "echo STARTED; while [ ! -e stop ]; do sleep 0.2; done",
-            ],
-        );
-        let sibling = Background::spawn(env, &args);
-        sibling.expect_stdout("STARTED", Duration::from_secs(120));
+        let sibling = running_in(env, &a, "echo STARTED", "STARTED");
         let look = format!("ls {}/.git/objects >/dev/null && echo SEEN", top.display());
         let bd = b.display().to_string();
         let out = run_agent(env, &["--workdir", &bd], &["sh", "-c", &look]);

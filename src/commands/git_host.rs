@@ -19,7 +19,7 @@ use crate::containment::{self, Role, Rules, WritableRoot};
 use crate::plan::UserMount;
 use crate::plan::git::SshAgent;
 use crate::safepath::{self, Missing};
-use crate::workspace::git_layout::{self, GitLayoutError};
+use crate::workspace::git_layout::{self, GitLayoutError, RunningLaunch};
 
 /// The read-write mounts that keep their host path (the workdir, `--add-dir`s): where the
 /// git guards go and where planted git configuration is looked for after the launch.
@@ -47,7 +47,7 @@ pub(super) fn guards(
         return Ok(Vec::new());
     }
     let mut out = cfg::git_guard::guards(roots).map_err(cfg::ConfigError::from)?;
-    let outside = outside(config, roots, rules, lockdown);
+    let outside = outside(config, roots, rules, &[], lockdown);
     for (root, why) in &outside.left_out {
         note_unseen(root, why);
     }
@@ -74,9 +74,16 @@ pub(super) struct Outside {
 }
 
 /// The git data `roots`' checkouts need outside them (`[git] repository`): each layout proven by
-/// `workspace::git_layout` against the directories `rules` hold as agent-writable, then
-/// accepted by the containment rules (`Role::GitDir`); under `--lockdown`, none. Reads only.
-pub(super) fn outside(config: &Config, roots: &[PathBuf], rules: &Rules, lockdown: bool) -> Outside {
+/// `workspace::git_layout` against the directories `rules` hold as agent-writable (and what the
+/// `running` launches hold fixed in theirs), then accepted by the containment rules
+/// (`Role::GitDir`); under `--lockdown`, none. Reads only.
+pub(super) fn outside(
+    config: &Config,
+    roots: &[PathBuf],
+    rules: &Rules,
+    running: &[RunningLaunch],
+    lockdown: bool,
+) -> Outside {
     let mut out = Outside::default();
     if !config.user.protect_git || !config.user.git.repository {
         return out;
@@ -84,7 +91,7 @@ pub(super) fn outside(config: &Config, roots: &[PathBuf], rules: &Rules, lockdow
     let writable = rules.writable_roots().to_vec();
     let mut rules = rules.clone();
     for root in roots {
-        let extra = match git_layout::prove(root, roots, &writable) {
+        let extra = match git_layout::prove(root, roots, &writable, running) {
             Ok(layout) => layout.into_guards(),
             Err(e) => {
                 out.left_out.push((root.clone(), e.to_string()));
@@ -125,16 +132,17 @@ pub(super) fn outside(config: &Config, roots: &[PathBuf], rules: &Rules, lockdow
     out
 }
 
-/// At the late check, with the read-write mounts of running launches in `rules`: every git
-/// dir mounted outside `roots` (in `guards`) must still be proven, or the launch is refused.
+/// At the late check, with the read-write mounts of the `running` launches in `rules`: every
+/// git dir mounted outside `roots` (in `guards`) must still be proven, or the launch is refused.
 pub(super) fn recheck(
     config: &Config,
     roots: &[PathBuf],
     guards: &[GitGuard],
     rules: &Rules,
+    running: &[RunningLaunch],
     lockdown: bool,
 ) -> Result<(), GitLayoutError> {
-    let now = outside(config, roots, rules, lockdown);
+    let now = outside(config, roots, rules, running, lockdown);
     let proven = git_layout::tops(&now.guards, roots);
     for top in git_layout::tops(guards, roots) {
         if proven.iter().any(|p| p.path == top.path) {

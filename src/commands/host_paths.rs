@@ -19,6 +19,7 @@ use crate::hooks::mount_source;
 use crate::hooks::prepare::Prepared;
 use crate::plan::{LABEL_MANAGED, Origin, RunSettings, UserMount};
 use crate::safepath::{self, Missing};
+use crate::workspace::git_layout::RunningLaunch;
 use crate::{Error, podman};
 
 /// The path the user named as the workdir: `--workdir` (made absolute), else the shell's
@@ -129,7 +130,21 @@ pub(super) async fn check_late(
     // The git data outside the read-write mounts (`workspace::git_layout`) must still be
     // proven now that the running launches' read-write mounts are known.
     let roots = super::git_host::git_roots(config, &settings.mounts);
-    super::git_host::recheck(config, &roots, &settings.git_guards, &rules, settings.lockdown)?;
+    let running: Vec<RunningLaunch> = neighbours
+        .iter()
+        .map(|n| RunningLaunch {
+            container: n.container.clone(),
+            binds: n.binds.clone(),
+        })
+        .collect();
+    super::git_host::recheck(
+        config,
+        &roots,
+        &settings.git_guards,
+        &rules,
+        &running,
+        settings.lockdown,
+    )?;
     super::guard_neighbours::check(&settings.git_guards, &neighbours)
         .map_err(crate::config::ConfigError::from)?;
     // The protected project files' mounts are bound the same way.

@@ -15,8 +15,9 @@
 //!   "the common dir is this directory" — so that there is a file to mount);
 //! - `config.worktree` read-only (created empty when missing: git reads it once the config
 //!   enables `extensions.worktreeConfig`);
-//! - `worktrees/` and each linked worktree entry in it pinned, and the entry's `commondir` and
-//!   `config.worktree` read-only: git on the host reads them when you work in that worktree;
+//! - `worktrees/` and each linked worktree entry in it pinned, and the entry's `commondir`,
+//!   `config.worktree` and `gitdir` read-only: git on the host reads them when you work in that
+//!   worktree (and `workspace::git_layout` trusts an entry a running launch holds so);
 //! - `modules/` and each submodule's git dir in it (`modules/NAME/`, NAME may hold `/`, and
 //!   their own `modules/` in turn) pinned, with their `config`, `hooks/`, `commondir`,
 //!   `config.worktree` and linked worktree entries read-only as far as they exist (nothing is
@@ -246,9 +247,9 @@ pub(crate) fn module_checkout(git_dir: &Path) -> Option<PathBuf> {
 
 /// The metadata of the repository's linked worktrees (`worktrees/<name>/`), which git on the
 /// host reads when you work in such a worktree elsewhere: `commondir` would send it to a config
-/// the agent wrote, `config.worktree` is read like `config`. `worktrees/` and each entry are
-/// pinned (not renameable), those two files read-only; the rest (`HEAD`, `index`) stays
-/// writable. A missing `commondir` is created as git writes it (`../..`, only with
+/// the agent wrote, `config.worktree` is read like `config`, `gitdir` names the worktree's
+/// checkout. `worktrees/` and each entry are pinned (not renameable), those three files
+/// read-only; the rest (`HEAD`, `index`) stays writable. A missing `commondir` is created as git writes it (`../..`, only with
 /// [`Create::Missing`]): without one git would read the entry's own `config`.
 fn guard_linked_worktrees(dir: &Path, create: Create, out: &mut Vec<GitGuard>) -> Result<(), GitGuardError> {
     let made = |what: GitCreate| (create == Create::Missing).then_some(what);
@@ -274,6 +275,9 @@ fn guard_linked_worktrees(dir: &Path, create: Create, out: &mut Vec<GitGuard>) -
             continue;
         }
         out.push(pinned(&path));
+        // Which checkout the entry belongs to: read-only, so that no launch can make it name
+        // another one (`workspace::git_layout` trusts an entry a running launch holds so).
+        guard_file(&path.join("gitdir"), None, out)?;
         guard_file(&path.join("commondir"), made(GitCreate::ParentCommonDir), out)?;
         guard_file(&path.join("config.worktree"), made(GitCreate::EmptyFile), out)?;
     }

@@ -18,7 +18,17 @@
 //! whose `.git` was found — must lie outside every directory an agent can write (this launch's
 //! read-write mounts, and at the late check the read-write mounts of running `ags` containers):
 //! there, the agent could have written the proof itself. Otherwise nothing outside is mounted and
-//! the reason says why. Only this module builds a [`TrustedGitLayout`]; the guards in it are
+//! the reason says why.
+//!
+//! One exception keeps parallel launches in the linked worktrees of one repository working: a
+//! worktree entry and its common dir inside a *running* launch's read-write mount (the common
+//! dir is mounted read-write for that launch) are trusted when that launch holds them fixed
+//! ([`RunningLaunch`]): every directory from its read-write mount down to the entry is a mount
+//! point in its container (pinned: not renameable), the entry's `gitdir` and `commondir` are
+//! bound read-only there (`config::git_guard` binds them in every launch that pins the entry),
+//! and each has a single link (no other name the agent could write it through). They are then
+//! what they were when that launch started; an entry its agent created since is not pinned and
+//! proves nothing. Only this module builds a [`TrustedGitLayout`]; the guards in it are
 //! those of `config::git_guard`, with nothing created in the user's repository.
 //!
 //! I/O: reads `.git` entries, `commondir`, `gitdir` and module `config` files (short regular
@@ -51,6 +61,98 @@ impl TrustedGitLayout {
         self.guards
     }
 }
+
+/// A running `ags` launch as its container's inspect data shows it: what its agent cannot
+/// change in the directories it can write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningLaunch {
+    /// The container's name (for messages).
+    pub container: String,
+    /// Its bind mounts: host source, container destination, writable.
+    pub binds: Vec<(PathBuf, PathBuf, bool)>,
+}
+
+impl RunningLaunch {
+    fn binds(&self, source: &Path, dest: &Path, rw: Option<bool>) -> bool {
+        self.binds
+            .iter()
+            .any(|(s, d, w)| s == source && d == dest && rw.is_none_or(|rw| rw == *w))
+    }
+
+    /// Whether `dir`, inside this launch's read-write bind `source` (at `dest`), and its
+    /// `files` cannot be changed by its agent: `dir` and every directory up to `source` are
+    /// mount points (pinned), each of `files` is a read-only bind of itself with one link.
+    fn holds(&self, source: &Path, dest: &Path, dir: &Path, files: &[&str]) -> bool {
+        let at = |p: &Path| p.strip_prefix(source).map(|rel| dest.join(rel)).ok();
+        let pinned = dir
+            .ancestors()
+            .take_while(|a| *a != source)
+            .all(|a| at(a).is_some_and(|d| self.binds(a, &d, None)));
+        pinned
+            && files.iter().all(|f| {
+                let file = dir.join(f);
+                let single = std::fs::symlink_metadata(&file).is_ok_and(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    m.is_file() && m.nlink() == 1
+                });
+                single && at(&file).is_some_and(|d| self.binds(&file, &d, Some(false)))
+            })
+    }
+}
+
+/// What `prove` checks places against: this launch's read-write mounts, every directory an
+/// agent can write, and the running launches whose mounts are among the latter.
+struct Reach<'a> {
+    roots: &'a [PathBuf],
+    writable: &'a [WritableRoot],
+    running: &'a [RunningLaunch],
+}
+
+impl Reach<'_> {
+    /// `p` lies in no directory an agent can write — or, with `held`, only in running launches'
+    /// read-write mounts whose every launch holds `p` and its `held` files fixed.
+    fn check(&self, what: &'static str, p: &Path, held: Option<&[&str]>) -> Result<(), GitLayoutError> {
+        let own = self
+            .roots
+            .iter()
+            .map(|r| (r.as_path(), "this launch's read-write mount", false));
+        let all = self
+            .writable
+            .iter()
+            .map(|w| (w.path.as_path(), w.owner.as_str(), w.running))
+            .chain(own);
+        for (w, owner, running) in all.filter(|(w, _, _)| p.starts_with(w)) {
+            let trusted = running && held.is_some_and(|files| self.held(w, p, files));
+            if !trusted {
+                return Err(GitLayoutError::Writable {
+                    what,
+                    path: p.into(),
+                    root: w.into(),
+                    owner: owner.into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Some running launch has `source` as a read-write bind, and each such bind holds `p`.
+    fn held(&self, source: &Path, p: &Path, files: &[&str]) -> bool {
+        let mut holders = self.running.iter().flat_map(|r| {
+            r.binds
+                .iter()
+                .filter(|(s, _, rw)| *rw && s == source)
+                .map(move |(_, d, _)| (r, d))
+        });
+        let mut any = false;
+        holders.all(|(r, d)| {
+            any = true;
+            r.holds(source, d, p, files)
+        }) && any
+    }
+}
+
+/// The files of a worktree entry that decide which checkout and common dir it belongs to.
+const ENTRY_FILES: &[&str] = &["gitdir", "commondir"];
 
 /// Why git data outside the mounts is not mounted for a checkout.
 #[derive(Debug, thiserror::Error)]
@@ -132,33 +234,21 @@ impl From<GitGuardError> for GitLayoutError {
 
 /// The git data outside `roots` (the read-write mounts keeping their host path) that the
 /// checkout at `root` needs, proven, with nothing of it inside `writable` (every directory an
-/// agent can write; `roots` count too).
+/// agent can write; `roots` count too) but for a linked worktree's entry and common dir that
+/// the `running` launches hold fixed (see the module doc).
 pub fn prove(
     root: &Path,
     roots: &[PathBuf],
     writable: &[WritableRoot],
+    running: &[RunningLaunch],
 ) -> Result<TrustedGitLayout, GitLayoutError> {
     let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
-    let reachable = |what: &'static str, p: &Path| -> Result<(), GitLayoutError> {
-        let hit = writable
-            .iter()
-            .map(|w| (w.path.as_path(), w.owner.as_str()))
-            .chain(
-                roots
-                    .iter()
-                    .map(|r| (r.as_path(), "this launch's read-write mount")),
-            )
-            .find(|(w, _)| p.starts_with(w));
-        match hit {
-            Some((w, owner)) => Err(GitLayoutError::Writable {
-                what,
-                path: p.into(),
-                root: w.into(),
-                owner: owner.into(),
-            }),
-            None => Ok(()),
-        }
+    let reach = Reach {
+        roots,
+        writable,
+        running,
     };
+    let reachable = |what: &'static str, p: &Path| reach.check(what, p, None);
     let mut guards = Vec::new();
     let mut checkout = root.to_path_buf();
     let mut dot_git = root.join(".git");
@@ -200,8 +290,16 @@ pub fn prove(
     if inside(&git_dir) && inside(&common) {
         return Ok(TrustedGitLayout { guards });
     }
-    reachable("the git dir named by the `.git` file", &git_dir)?;
-    reachable("the common git dir", &common)?;
+    // A linked worktree's entry (`common/worktrees/NAME`) and its common dir may be held fixed
+    // by a running launch; a submodule's git dir may not.
+    let entry = git_dir.parent() == Some(common.join("worktrees").as_path());
+    let held = |files: &'static [&'static str]| entry.then_some(files);
+    reach.check(
+        "the git dir named by the `.git` file",
+        &git_dir,
+        held(ENTRY_FILES),
+    )?;
+    reach.check("the common git dir", &common, held(&[]))?;
     git_dir_shape(&dot_git, &common)?;
     if git_dir == common {
         submodule_of(&dot_git, &checkout, &git_dir)?;

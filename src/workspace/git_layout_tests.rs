@@ -2,7 +2,7 @@ use super::*;
 
 /// The guards for `root`'s checkout outside `roots`, with no other writable directory.
 fn outside(root: &Path, roots: &[PathBuf]) -> Result<Vec<GitGuard>, GitLayoutError> {
-    prove(root, roots, &[]).map(TrustedGitLayout::into_guards)
+    prove(root, roots, &[], &[]).map(TrustedGitLayout::into_guards)
 }
 
 fn git_dir(dir: &Path) {
@@ -205,10 +205,10 @@ fn a_proven_entry_in_an_agent_writable_place_mounts_nothing() {
         owner: "running ags container ags-x".into(),
         running: true,
     }];
-    let e = prove(&w, std::slice::from_ref(&w), &writable).unwrap_err();
+    let e = prove(&w, std::slice::from_ref(&w), &writable, &[]).unwrap_err();
     assert!(matches!(e, GitLayoutError::Writable { .. }), "{e}");
     assert!(e.to_string().contains("running ags container ags-x"), "{e}");
-    assert!(prove(&w, std::slice::from_ref(&w), &[]).is_ok());
+    assert!(prove(&w, std::slice::from_ref(&w), &[], &[]).is_ok());
 }
 
 #[test]
@@ -224,11 +224,88 @@ fn a_repository_above_the_workdir_in_an_agent_writable_place_mounts_nothing() {
         owner: "this launch's --add-dir".into(),
         running: false,
     }];
-    let e = prove(&src, std::slice::from_ref(&src), &writable).unwrap_err();
+    let e = prove(&src, std::slice::from_ref(&src), &writable, &[]).unwrap_err();
     assert!(e.to_string().contains("found above the workdir"), "{e}");
     // A parent `.git` file must be proven like the workdir's own.
     std::fs::remove_dir_all(repo.join(".git")).unwrap();
     std::fs::write(repo.join(".git"), "gitdir: /\n").unwrap();
-    let e = prove(&src, std::slice::from_ref(&src), &[]).unwrap_err();
+    let e = prove(&src, std::slice::from_ref(&src), &[], &[]).unwrap_err();
     assert!(matches!(e, GitLayoutError::NotAGitDir { .. }), "{e}");
+}
+
+/// A running launch in the main repository `main` as its guards bind it: the workdir and the
+/// git dir read-write, `worktrees/` and the entry `wt` pinned, its `gitdir`/`commondir` read-only.
+fn main_launch(main: &Path, ro_files: &[&str]) -> RunningLaunch {
+    let g = main.join(".git");
+    let e = g.join("worktrees/wt");
+    let mut binds = vec![
+        (main.to_path_buf(), main.to_path_buf(), true),
+        (g.clone(), g.clone(), true),
+        (g.join("worktrees"), g.join("worktrees"), true),
+        (e.clone(), e.clone(), true),
+    ];
+    binds.extend(ro_files.iter().map(|f| (e.join(f), e.join(f), false)));
+    RunningLaunch {
+        container: "ags-main".into(),
+        binds,
+    }
+}
+
+fn running_root(path: &Path) -> WritableRoot {
+    WritableRoot {
+        path: path.into(),
+        owner: "running ags container ags-main".into(),
+        running: true,
+    }
+}
+
+#[test]
+fn a_worktree_entry_a_running_launch_holds_fixed_is_trusted() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    let w = base.join("w");
+    let main = repo_with_entry(&base, &w.join(".git"));
+    let w = workdir_naming(&base, &main.join(".git/worktrees/wt"));
+    let roots = std::slice::from_ref(&w);
+    // Every read-write bind of the running launch counts, the git dir's as well.
+    let writable = [running_root(&main), running_root(&main.join(".git"))];
+    let held = main_launch(&main, &["gitdir", "commondir"]);
+    let got = prove(&w, roots, &writable, std::slice::from_ref(&held)).unwrap();
+    assert_eq!(tops(got.guards(), roots)[0].path, main.join(".git"));
+    // Without the read-only `gitdir` (an older launch, or its agent could rewrite it): no.
+    let loose = main_launch(&main, &["commondir"]);
+    let e = prove(&w, roots, &writable, &[loose]).unwrap_err();
+    assert!(e.to_string().contains("running ags container ags-main"), "{e}");
+    // A second link to `gitdir` elsewhere in the writable mount: no.
+    std::fs::hard_link(main.join(".git/worktrees/wt/gitdir"), main.join("x")).unwrap();
+    assert!(prove(&w, roots, &writable, std::slice::from_ref(&held)).is_err());
+    std::fs::remove_file(main.join("x")).unwrap();
+    // A writable root that no running launch's binds explain: no.
+    assert!(prove(&w, roots, &writable, &[]).is_err());
+    // This launch's own mounts are never trusted so.
+    let own = WritableRoot {
+        running: false,
+        ..running_root(&main)
+    };
+    assert!(prove(&w, roots, &[own], std::slice::from_ref(&held)).is_err());
+}
+
+#[test]
+fn a_worktree_entry_a_running_agent_created_is_not_trusted() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    let w = base.join("w");
+    let main = repo_with_entry(&base, &base.join("wt/.git"));
+    // The running agent adds `worktrees/evil` naming `w`: not pinned in its container.
+    let evil = main.join(".git/worktrees/evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("commondir"), "../..\n").unwrap();
+    std::fs::write(evil.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(evil.join("gitdir"), format!("{}/.git\n", w.display())).unwrap();
+    let w = workdir_naming(&base, &evil);
+    let writable = [running_root(&main), running_root(&main.join(".git"))];
+    let held = main_launch(&main, &["gitdir", "commondir"]);
+    let e = prove(&w, std::slice::from_ref(&w), &writable, &[held]).unwrap_err();
+    assert!(matches!(e, GitLayoutError::Writable { .. }), "{e}");
+    assert!(e.to_string().contains("worktrees/evil"), "{e}");
 }

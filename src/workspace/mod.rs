@@ -13,7 +13,8 @@
 //! The rooms:
 //! - [`git_layout`]: the git data outside the read-write mounts that a checkout's `.git` may
 //!   have mounted (a linked worktree's common dir, a submodule's git dir, the repository above
-//!   a subdirectory), only when git would accept the pair and no agent can have written it.
+//!   a subdirectory), only when git would accept the pair and no agent can have written it
+//!   (or, for a linked worktree's entry, a running launch holds it fixed).
 //! - [`user_paths`]: paths the user names for `ags` to read or write (`--env-file`, `--report`),
 //!   resolved with no planted symlink on the way and opened without following any.
 //! - `protected`: the project files host tools run on their own (agent settings, editor tasks,
