@@ -357,12 +357,17 @@ fn garbage_cannot_spend_the_records_budget_and_a_silenced_launch_is_marked_incom
         let last = entries.last().unwrap();
         assert_eq!(last["kind"], "incomplete", "{last}");
         let missing = last["missing"].to_string();
-        for want in ["no session_start", "1 post_tool record(s) without a pre_tool (tool Bash)", "no session_end"] {
+        for want in [
+            "no session_start",
+            "1 post_tool record(s) without a pre_tool (tool Bash)",
+            "no session_end",
+        ] {
             assert!(missing.contains(want), "{want}: {missing}");
         }
         let table = stdout(&env.run(["log", "--launch", &launch, "-n", "1"]));
         assert!(
-            table.contains("incomplete") && table.contains("the record of this launch is incomplete: no session_start"),
+            table.contains("incomplete")
+                && table.contains("the record of this launch is incomplete: no session_start"),
             "{table}"
         );
         // The report says the same.

@@ -27,8 +27,7 @@ use tokio::task::JoinSet;
 use super::complete::Completeness;
 use super::scrub::Scrubber;
 use crate::agent_hooks::record::{
-    Entry, Incomplete, IncompleteKind, Invalid, Line, MAX_LINE_BYTES, RECORD_VERSION, RecordError,
-    parse_line,
+    Entry, Incomplete, IncompleteKind, Invalid, Line, MAX_LINE_BYTES, RECORD_VERSION, RecordError, parse_line,
 };
 use crate::logfile::{Budget, LaunchLog};
 
@@ -79,7 +78,13 @@ pub struct RecordSummary {
 impl Sink {
     /// A sink appending to `log` for the launch `launch_id` of `agent`.
     pub fn new(log: PathBuf, launch_id: String, agent: String, scrubber: Scrubber) -> Self {
-        Self::with_limits(log, launch_id, agent, scrubber, [MAX_RECORD_BYTES, MAX_INVALID_BYTES])
+        Self::with_limits(
+            log,
+            launch_id,
+            agent,
+            scrubber,
+            [MAX_RECORD_BYTES, MAX_INVALID_BYTES],
+        )
     }
 
     /// The same with budgets of `limits` bytes (records, invalid lines).

@@ -222,11 +222,16 @@ fn a_flood_of_garbage_cannot_spend_the_budget_of_records() {
         .filter(|e| e["tool_input_summary"] == "after the flood")
         .collect();
     assert_eq!(after.len(), 1, "the valid record after the flood is written");
-    let size = std::fs::metadata(dir.path().join("state/log.jsonl")).unwrap().len();
+    let size = std::fs::metadata(dir.path().join("state/log.jsonl"))
+        .unwrap()
+        .len();
     assert!(size < 100_000 + 50_000 + 4096, "{size}");
     assert_eq!(summary.dropped.len(), 1, "{summary:?}");
     let note = &summary.dropped[0];
-    assert!(note.contains("invalid lines") && note.contains("were dropped"), "{note}");
+    assert!(
+        note.contains("invalid lines") && note.contains("were dropped"),
+        "{note}"
+    );
     // The note is in the log, where `ags log` shows it.
     assert!(log.iter().any(|e| e["error"] == note.as_str()), "{log:#?}");
 }
@@ -234,9 +239,7 @@ fn a_flood_of_garbage_cannot_spend_the_budget_of_records() {
 #[test]
 fn a_silenced_session_ends_with_an_incomplete_entry() {
     let dir = tempfile::tempdir().unwrap();
-    let sends = vec![
-        format!("{}\n", event("post_tool", "PostToolUse", Some("Bash"))).into_bytes(),
-    ];
+    let sends = vec![format!("{}\n", event("post_tool", "PostToolUse", Some("Bash"))).into_bytes()];
     let (log, summary) = exchange_with(dir.path(), [100_000, 50_000], Some(0), sends);
     let last = log.last().unwrap();
     assert_eq!(last["kind"], "incomplete", "{log:#?}");
@@ -252,7 +255,10 @@ fn a_silenced_session_ends_with_an_incomplete_entry() {
     // `ags log` reads it back and shows it.
     let entries = crate::agent_log::file::read_all(&dir.path().join("state/log.jsonl")).unwrap();
     let row = crate::agent_log::file::render(entries.last().unwrap());
-    assert!(row.contains("incomplete") && row.contains("no session_start"), "{row}");
+    assert!(
+        row.contains("incomplete") && row.contains("no session_start"),
+        "{row}"
+    );
 
     // A whole session is not marked.
     let dir = tempfile::tempdir().unwrap();

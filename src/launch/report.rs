@@ -11,9 +11,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::cleanup::{CleanupError, Resource};
+use crate::agent_log::RecordSummary;
 use crate::config::Paths;
 use crate::containment::WritableRoot;
-use crate::agent_log::RecordSummary;
 use crate::hooks::log::{Record, RunLog};
 use crate::workspace::user_paths::{self, CheckedHostPath, UserPathError};
 
