@@ -4,15 +4,20 @@
 //! print garbage and block — each isolated, the next one still runs, the dispatcher still
 //! answers — checks the guard, answers in each agent's protocol, and sends its records to a
 //! unix socket on the host through a bind-mounted directory (as the launch's record socket).
-//! A dispatcher whose socket is missing still answers, block included.
+//! A dispatcher whose socket is missing still answers, block included; so does one whose
+//! socket is jammed (its backlog full, so `connect` blocks), within bounded time, and so does
+//! the JS shim of a dispatcher that answered but has not exited (issue 23, item 2).
 
 mod common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixListener;
-use std::sync::mpsc;
-use std::time::Duration;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
 use common::each_mode;
 use common::launch::{agent_stderr, run_agent, stdout};
@@ -231,4 +236,139 @@ fn the_plan_shows_handlers_guard_and_dispatcher() {
         !kube.contains("ags-agent-hooks") && !kube.contains("ags-agent-hook"),
         "{kube}"
     );
+}
+
+/// Fill the backlog of `socket` (listened on, never accepted): connect until `connect` blocks.
+/// The connections are held by a thread until the listener is closed. Returns how many queued.
+fn jam(socket: &Path) -> usize {
+    let count = Arc::new(AtomicUsize::new(0));
+    let (counted, path) = (count.clone(), socket.to_path_buf());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        // The last connect blocks while the backlog is full.
+        while let Ok(s) = UnixStream::connect(&path) {
+            held.push(s);
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = usize::MAX;
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = count.load(Ordering::SeqCst);
+        if (now == last && now > 0) || Instant::now() > deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// The attack of issue 23 item 2: the agent fills the record socket's backlog, then runs a
+/// command the guard blocks. The old dispatcher answered, then hung in `connect` until the
+/// agent's own timeout (600 s), after which claude ran the blocked command. Now it exits with
+/// the block within its send timeout (the container's `timeout 30` only catches the old hang).
+#[test]
+fn a_jammed_record_socket_neither_holds_nor_undoes_a_block() {
+    each_mode(|env| {
+        let dir = env.mkdir(env.work_dir().join("agent-hooks"), 0o755);
+        let program = env.write_file(
+            dir.join("ags-agent-hook"),
+            ags::agent_hooks::dispatch::PROGRAM,
+            0o755,
+        );
+        let handlers = serde_json::json!({
+            "v": 1, "handlers": [], "guard": {"deny": ["git push --force*"], "protect": []}
+        });
+        let handlers_file = env.write_file(dir.join("handlers.json"), handlers.to_string(), 0o644);
+        let socket = dir.join("record.sock");
+        let listener = UnixListener::bind(&socket).expect("bind the record socket");
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+        env.give_tree(&socket);
+        let queued = jam(&socket);
+        assert!(queued > 100, "the backlog took only {queued} connections");
+        let call = |agent: &str, event: &str, input: &str| {
+            format!(
+                "printf '%s' '{input}' | timeout 30 {prog} --agent {agent} --event {event} --handlers {h} --socket {sock}; echo \"rc=$?\"",
+                prog = program.display(),
+                h = handlers_file.display(),
+                sock = socket.display(),
+            )
+        };
+        let script = [
+            "echo '== claude'".to_string(),
+            call("claude", "PreToolUse", CLAUDE_PUSH),
+            "echo '== pi'".to_string(),
+            call("pi", "tool_call", r#"{"type":"tool_call","toolName":"bash","toolCallId":"c","input":{"command":"git push --force x"}}"#),
+            "echo '== end'".to_string(),
+        ]
+        .join("\n");
+        let out = run_agent(env, &["--agent", "shell"], &["sh", "-c", &script]);
+        let (text, err) = (stdout(&out), agent_stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{}: {text}\n{err}", env.mode());
+        let claude = text.split("== claude\n").nth(1).unwrap_or_default();
+        assert!(claude.starts_with("rc=2\n"), "{}: {text}\n{err}", env.mode());
+        assert!(err.contains("matches the deny pattern"), "{err}");
+        let pi = text.split("== pi\n").nth(1).unwrap_or_default();
+        assert!(
+            pi.starts_with("{\"decision\":\"block\",") && pi.contains("\nrc=0\n== end"),
+            "{}: {text}",
+            env.mode()
+        );
+        drop(listener);
+        env.assert_no_leftovers();
+    });
+}
+
+/// The JS shims decide on the dispatcher's answer line as soon as it is read: a dispatcher
+/// that answered "block" and then does not exit (stuck sending its records) still blocks, at
+/// once. The old shim waited for the process to close, then after its 600 s timeout let the
+/// call through. Runs pi's generated extension in the host's Node, when there is one.
+#[test]
+fn the_js_shim_blocks_on_the_answer_line_without_waiting_for_the_dispatcher_to_exit() {
+    if Command::new("node").arg("--version").output().is_err() {
+        eprintln!("skipped: no node on this host");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("ags-agent-hook");
+    // Answers, then holds its stdout open while its parent lives (a record send that hangs).
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncat >/dev/null\necho '{\"decision\":\"block\",\"reason\":\"no pushing\"}'\nwhile kill -0 $PPID 2>/dev/null; do sleep 0.2; done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let wiring = ags::agent_hooks::wiring::generate("pi", "t").expect("pi has wiring");
+    let ext = wiring.files[0]
+        .content
+        .replace(ags::agent_hooks::DISPATCHER_PATH, &fake.display().to_string());
+    std::fs::write(dir.path().join("ext.mjs"), ext).unwrap();
+    std::fs::write(
+        dir.path().join("driver.mjs"),
+        r#"import ext from "./ext.mjs";
+const on = {};
+ext({ on: (name, fn) => { on[name] = fn; } });
+const answer = await on["tool_call"]({ type: "tool_call", toolName: "bash", input: { command: "git push" } });
+console.log(JSON.stringify(answer ?? null));
+process.exit(0);
+"#,
+    )
+    .unwrap();
+    let mut child = Command::new("node")
+        .arg(dir.path().join("driver.mjs"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the shim still waits for the dispatcher after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.trim(), r#"{"block":true,"reason":"no pushing"}"#);
 }

@@ -242,6 +242,8 @@ fn check_agent(env: &TestEnv, addr: &str, name: &str) {
         "{what}"
     );
     assert_eq!(events(&entries, "session_start").len(), 1, "{what}");
+    // A whole session: `ags` does not mark its record incomplete (issue 23 item 6).
+    assert!(entries.iter().all(|e| e["kind"] != "incomplete"), "{what}");
     for event in ["pre_tool", "post_tool"] {
         let ours: Vec<_> = events(&entries, event)
             .into_iter()

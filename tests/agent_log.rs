@@ -6,6 +6,10 @@
 //! scrubbed, the garbage and the oversized line as `invalid` entries; the container had no path
 //! to the log; nothing of the launch is left behind, after a failed launch and after a SIGKILL
 //! of `ags` either. `ags log` prints, filters and follows (no Podman needed for that part).
+//!
+//! Issue 23 items 3 and 6: a flood of garbage lines cannot spend the budget the valid records
+//! need, and a launch whose record lacks events its agent sends (a silenced session) ends with
+//! an `incomplete` entry in `ags log` and in the `--report`, saying what is missing.
 
 mod common;
 
@@ -306,4 +310,71 @@ fn ags_log_filters_by_agent_and_launch_and_follows() {
     *reaped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
     let _ = child.wait();
     assert_eq!(followed["tool_input_summary"], "followed", "{followed}");
+}
+
+/// A fake `codex` (mounted over `/usr/sbin`, on the image's `PATH`) that silences its session: it floods the
+/// record socket with two-byte garbage lines, then sends one `post_tool` record, without a
+/// `session_start`, a `pre_tool` or a `session_end`, and exits 0.
+const SILENCED_CODEX: &str = r#"#!/bin/sh
+S=/run/ags-agent-hooks/sock/record.sock
+yes x | head -n 80000 | ./unix_send $S
+printf '{"v":1,"kind":"event","agent":"codex","event":"post_tool","native_event":"PostToolUse","tool":"Bash","tool_input_summary":"after-the-flood","outcome":"ok","duration_ms":1}\n' | ./unix_send $S
+exit 0
+"#;
+
+#[test]
+fn garbage_cannot_spend_the_records_budget_and_a_silenced_launch_is_marked_incomplete() {
+    each_mode(|env| {
+        build_sender(env);
+        let bin = env.mkdir("fakebin", 0o755);
+        env.write_file(bin.join("codex"), SILENCED_CODEX, 0o755);
+        env.give_tree(&bin);
+        env.write_global_config(&format!(
+            "[[mount]]\nsource = \"{}\"\ntarget = \"/usr/sbin\"\nreadonly = true\n",
+            bin.display()
+        ));
+        let report = env.home().join("report.json");
+        let report_arg = report.display().to_string();
+        let out = run_agent(env, &["--agent", "codex", "--report", &report_arg], &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let entries = log_json(env, &[]);
+        let launch = entries[0]["launch_id"].as_str().unwrap().to_string();
+        // The valid record after the flood was written.
+        let after: Vec<&Value> = entries
+            .iter()
+            .filter(|e| e["tool_input_summary"] == "after-the-flood")
+            .collect();
+        assert_eq!(after.len(), 1, "{}: {}", env.mode(), show(&out));
+        // The garbage past its budget was counted, and `ags log` says so and why.
+        let dropped: Vec<&str> = entries
+            .iter()
+            .filter_map(|e| e["error"].as_str())
+            .filter(|e| e.contains("were dropped"))
+            .collect();
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert!(dropped[0].contains("invalid lines"), "{}", dropped[0]);
+        // The launch is marked incomplete, with what is missing.
+        let last = entries.last().unwrap();
+        assert_eq!(last["kind"], "incomplete", "{last}");
+        let missing = last["missing"].to_string();
+        for want in [
+            "no session_start",
+            "1 post_tool record(s) without a pre_tool (tool Bash)",
+            "no session_end",
+        ] {
+            assert!(missing.contains(want), "{want}: {missing}");
+        }
+        let table = stdout(&env.run(["log", "--launch", &launch, "-n", "1"]));
+        assert!(
+            table.contains("incomplete")
+                && table.contains("the record of this launch is incomplete: no session_start"),
+            "{table}"
+        );
+        // The report says the same.
+        let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let rec = &r["agent_hook_record"];
+        assert_eq!(rec["incomplete"], last["missing"], "{r:#}");
+        assert_eq!(rec["dropped"][0], dropped[0], "{r:#}");
+        assert_clean(env);
+    });
 }

@@ -315,6 +315,29 @@ impl Invalid {
     }
 }
 
+/// The tag of an [`Incomplete`] entry (`"kind": "incomplete"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IncompleteKind {
+    /// The only value.
+    Incomplete,
+}
+
+/// The host's verdict at the end of a launch whose record lacks events the agent should have
+/// sent (`crate::agent_log::complete`): written by `ags`, never taken from the container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Incomplete {
+    /// Format version, [`RECORD_VERSION`].
+    pub v: u32,
+    /// Always `incomplete`.
+    pub kind: IncompleteKind,
+    /// The launch's agent.
+    pub agent: String,
+    /// What is missing, one sentence each.
+    pub missing: Vec<String>,
+}
+
 /// What a log line holds besides its stamp.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -323,6 +346,8 @@ pub enum Line {
     Record(Record),
     /// A line that was not one.
     Invalid(Invalid),
+    /// The launch ended with its record incomplete.
+    Incomplete(Incomplete),
 }
 
 /// One line of the host log: the record (or the invalid line) with the host's stamp, as one
@@ -343,7 +368,7 @@ impl Entry {
     pub fn record(&self) -> Option<&Record> {
         match &self.line {
             Line::Record(r) => Some(r),
-            Line::Invalid(_) => None,
+            Line::Invalid(_) | Line::Incomplete(_) => None,
         }
     }
 }

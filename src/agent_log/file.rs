@@ -47,7 +47,8 @@ fn parse_lines(bytes: &[u8]) -> Vec<Entry> {
 /// Which entries `ags log` shows.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
-    /// Only records of this agent (invalid lines have none and are left out).
+    /// Only records (and incomplete verdicts) of this agent (invalid lines have none and are
+    /// left out).
     pub agent: Option<String>,
     /// Only entries of this launch.
     pub launch: Option<String>,
@@ -56,9 +57,14 @@ pub struct Filter {
 impl Filter {
     /// Whether `e` passes.
     pub fn matches(&self, e: &Entry) -> bool {
-        let agent_ok = match (&self.agent, e.record()) {
+        let agent = match &e.line {
+            Line::Record(r) => Some(&r.agent),
+            Line::Incomplete(i) => Some(&i.agent),
+            Line::Invalid(_) => None,
+        };
+        let agent_ok = match (&self.agent, agent) {
             (None, _) => true,
-            (Some(a), Some(r)) => r.agent == *a,
+            (Some(a), Some(b)) => b == a,
             (Some(_), None) => false,
         };
         agent_ok && self.launch.as_ref().is_none_or(|l| e.launch_id == *l)
@@ -141,7 +147,7 @@ pub fn header() -> String {
 }
 
 /// One row of the table: for a record its tool and command (or path) and the reason; for an
-/// invalid line what was wrong. Text from the container is escaped (it cannot drive the
+/// invalid line what was wrong; for an incomplete launch what its record lacks. Text from the container is escaped (it cannot drive the
 /// terminal or break the row).
 pub fn render(e: &Entry) -> String {
     let esc = |s: &str| crate::text::escape_line(s);
@@ -185,6 +191,18 @@ pub fn render(e: &Entry) -> String {
             "-",
             i.bytes,
             esc(&i.error)
+        ),
+        Line::Incomplete(i) => format!(
+            "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} the record of this launch is incomplete: {}",
+            e.time,
+            esc(&e.launch_id),
+            esc(&i.agent),
+            "-",
+            "-",
+            "incomplete",
+            "-",
+            "-",
+            i.missing.iter().map(|m| esc(m)).collect::<Vec<_>>().join("; ")
         ),
     }
 }

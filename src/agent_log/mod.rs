@@ -4,7 +4,7 @@
 //! [`start`] creates the launch's private socket directory (0700, bind-mounted read-only at
 //! `/run/ags-agent-hooks/sock` in the container) and serves `record.sock` there from before the
 //! container starts; [`RecordServer::stop`] ends it after the container is gone, records what
-//! was dropped, and removes the directory (dropping the server removes it too, so no failure path
+//! was dropped and what the record lacks ([`complete`]), and removes the directory (dropping the server removes it too, so no failure path
 //! leaves it behind; a crashed `ags` leaves it to the sweep of staging directories).
 //!
 //! Every line that arrives becomes one entry of the log ([`file`]): a valid record stamped with
@@ -12,6 +12,7 @@
 //! `invalid` entry saying what was wrong. The container only has the socket: it can add entries
 //! but has no path to the log, so it cannot rewrite or delete earlier ones.
 
+pub mod complete;
 pub mod file;
 pub mod scrub;
 mod server;
@@ -21,7 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use scrub::Scrubber;
-pub use server::{IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_LAUNCH_BYTES};
+pub use server::{
+    IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_INVALID_BYTES, MAX_LAUNCH_BYTES, MAX_RECORD_BYTES, RecordSummary,
+};
 
 use crate::plan::LaunchPlan;
 
@@ -60,6 +63,7 @@ pub struct RecordServer {
     task: tokio::task::JoinHandle<()>,
     stop: tokio::sync::watch::Sender<bool>,
     dir: PathBuf,
+    sink: Arc<server::Sink>,
 }
 
 impl Drop for RecordServer {
@@ -75,11 +79,14 @@ impl RecordServer {
         &self.dir
     }
 
-    /// Stop serving: read open connections to their end, record what was dropped, remove the
-    /// socket directory.
-    pub async fn stop(mut self) {
+    /// Stop serving once the agent exited with `exit` (`None`: unknown): read open connections
+    /// to their end, record what was dropped and what the record lacks, remove the socket
+    /// directory. Returns what was dropped and lacking.
+    pub async fn stop(mut self, exit: Option<u8>) -> RecordSummary {
+        self.sink.set_exit(exit);
         let _ = self.stop.send(true);
         let _ = (&mut self.task).await;
+        self.sink.summary()
     }
 }
 
@@ -104,11 +111,12 @@ pub fn start(
         staged,
     ));
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(server::serve(listener, sink, stopped));
+    let task = tokio::spawn(server::serve(listener, sink.clone(), stopped));
     Ok(Some(RecordServer {
         task,
         stop,
         dir: record.socket_dir.clone(),
+        sink,
     }))
 }
 

@@ -5,13 +5,18 @@
 //!
 //! Bounds: at most [`MAX_CONNECTIONS`] connections at once (more wait to be accepted), a
 //! connection idle for [`IDLE_TIMEOUT`] is closed, and a launch appends at most
-//! [`MAX_LAUNCH_BYTES`]; past that its records are counted and dropped, and the count is
-//! recorded when the launch ends. With the rotation at 10 MiB, one launch can therefore rotate
-//! the log at most once: it cannot push the records of its own session, or anything written
-//! since the last rotation, out of the log.
+//! [`MAX_LAUNCH_BYTES`]: [`MAX_RECORD_BYTES`] of valid records and, apart from them,
+//! [`MAX_INVALID_BYTES`] of invalid lines, so garbage cannot spend what the records need. Past
+//! its budget a kind of line is counted and dropped, and the counts are recorded when the launch
+//! ends. With the rotation at 10 MiB, one launch can therefore rotate the log at most once: it
+//! cannot push the records of its own session, or anything written since the last rotation, out
+//! of the log.
+//!
+//! When the launch ends the sink also records whether its record is complete
+//! ([`super::complete`]): an `incomplete` entry names what is missing.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -19,8 +24,11 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 
+use super::complete::Completeness;
 use super::scrub::Scrubber;
-use crate::agent_hooks::record::{Entry, Invalid, Line, MAX_LINE_BYTES, RecordError, parse_line};
+use crate::agent_hooks::record::{
+    Entry, Incomplete, IncompleteKind, Invalid, Line, MAX_LINE_BYTES, RECORD_VERSION, RecordError, parse_line,
+};
 use crate::logfile::{Budget, LaunchLog};
 
 /// Connections served at once.
@@ -29,9 +37,20 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// A connection that sends nothing for this long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// Bytes of log one launch may append (8 MiB; `crate::logfile` keeps the budgets below its
-/// rotation size).
-pub const MAX_LAUNCH_BYTES: u64 = 8 * 1024 * 1024;
+/// Bytes of valid records one launch may append (7 MiB).
+pub const MAX_RECORD_BYTES: u64 = 7 * 1024 * 1024;
+
+/// Bytes of invalid-line entries one launch may append (1 MiB), apart from its records.
+pub const MAX_INVALID_BYTES: u64 = 1024 * 1024;
+
+/// Bytes of log one launch may append in all (8 MiB; `crate::logfile` keeps the budgets below
+/// its rotation size).
+pub const MAX_LAUNCH_BYTES: u64 = MAX_RECORD_BYTES + MAX_INVALID_BYTES;
+
+/// The budget of valid records.
+const RECORDS: usize = 0;
+/// The budget of invalid lines.
+const INVALID: usize = 1;
 
 /// How long the end of a launch waits for open connections to be read to their end.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -43,28 +62,53 @@ pub struct Sink {
     agent: String,
     scrubber: Scrubber,
     log: LaunchLog,
+    seen: Mutex<Completeness>,
+    exit: Mutex<Option<u8>>,
+}
+
+/// What the end of a launch found about its record (the report's `agent_hook_record`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecordSummary {
+    /// What the record lacks (empty: complete).
+    pub incomplete: Vec<String>,
+    /// What was dropped past a budget, and why.
+    pub dropped: Vec<String>,
 }
 
 impl Sink {
     /// A sink appending to `log` for the launch `launch_id` of `agent`.
     pub fn new(log: PathBuf, launch_id: String, agent: String, scrubber: Scrubber) -> Self {
-        Self::with_limit(log, launch_id, agent, scrubber, MAX_LAUNCH_BYTES)
+        Self::with_limits(
+            log,
+            launch_id,
+            agent,
+            scrubber,
+            [MAX_RECORD_BYTES, MAX_INVALID_BYTES],
+        )
     }
 
-    /// The same with a budget of `limit` bytes.
-    pub(super) fn with_limit(
+    /// The same with budgets of `limits` bytes (records, invalid lines).
+    pub(super) fn with_limits(
         log: PathBuf,
         launch_id: String,
         agent: String,
         scrubber: Scrubber,
-        limit: u64,
+        limits: [u64; 2],
     ) -> Self {
+        let budgets = limits.into_iter().map(Budget::new).collect();
         Self {
             launch_id,
             agent,
             scrubber,
-            log: LaunchLog::new(log, "agent hook log", vec![Budget::new(limit)]),
+            log: LaunchLog::new(log, "agent hook log", budgets),
+            seen: Mutex::new(Completeness::default()),
+            exit: Mutex::new(None),
         }
+    }
+
+    /// The agent's exit status, known once its container exited (before the server stops).
+    pub fn set_exit(&self, exit: Option<u8>) {
+        *self.exit.lock().unwrap_or_else(|e| e.into_inner()) = exit;
     }
 
     /// Record one line: `bytes` is what was kept of it, `len` its full length.
@@ -81,6 +125,7 @@ impl Sink {
                 for s in r.strings_mut() {
                     self.scrubber.scrub(s);
                 }
+                self.seen.lock().unwrap_or_else(|e| e.into_inner()).observe(&r);
                 Line::Record(r)
             }
             (false, Err(e)) => self.invalid(e, len),
@@ -94,8 +139,12 @@ impl Sink {
         Line::Invalid(Invalid::new(text, len))
     }
 
-    /// Stamp and append, within the launch's budget (`note`s are always written).
+    /// Stamp and append, within the budget of its kind (`note`s are always written).
     fn write(&self, line: Line, note: bool) {
+        let kind = match &line {
+            Line::Record(_) => RECORDS,
+            Line::Invalid(_) | Line::Incomplete(_) => INVALID,
+        };
         let entry = Entry {
             time: crate::time::rfc3339(SystemTime::now()),
             launch_id: self.launch_id.clone(),
@@ -106,20 +155,50 @@ impl Sink {
         match note {
             true => self.log.note(&bytes),
             false => {
-                self.log.write(0, &bytes);
+                self.log.write(kind, &bytes);
             }
         }
     }
 
-    /// At the end of the launch: record how many records were dropped, if any.
+    /// At the end of the launch: record how many lines were dropped, if any, and what the
+    /// record lacks, if anything.
     pub fn finish(&self) {
-        let b = self.log.budget(0);
-        if b.dropped > 0 {
-            let error = format!(
-                "{} records ({} bytes) of this launch were dropped: a launch may append at most {} bytes",
-                b.dropped, b.dropped_bytes, b.limit
-            );
-            self.write(Line::Invalid(Invalid::new(error, 0)), true);
+        for message in self.summary().dropped {
+            self.write(Line::Invalid(Invalid::new(message, 0)), true);
+        }
+        let missing = self.summary().incomplete;
+        if !missing.is_empty() {
+            let verdict = Incomplete {
+                v: RECORD_VERSION,
+                kind: IncompleteKind::Incomplete,
+                agent: self.agent.clone(),
+                missing,
+            };
+            self.write(Line::Incomplete(verdict), true);
+        }
+    }
+
+    /// What was dropped and what is missing, as it stands.
+    pub fn summary(&self) -> RecordSummary {
+        let mut dropped = Vec::new();
+        let (r, i) = (self.log.budget(RECORDS), self.log.budget(INVALID));
+        if r.dropped > 0 {
+            dropped.push(format!(
+                "{} records ({} bytes) of this launch were dropped: a launch may append at most {} bytes of records",
+                r.dropped, r.dropped_bytes, r.limit
+            ));
+        }
+        if i.dropped > 0 {
+            dropped.push(format!(
+                "{} invalid lines ({} bytes) of this launch were dropped: a launch may append at most {} bytes of invalid lines (its valid records have a budget of their own)",
+                i.dropped, i.dropped_bytes, i.limit
+            ));
+        }
+        let exit = *self.exit.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        RecordSummary {
+            incomplete: seen.missing(&self.agent, exit),
+            dropped,
         }
     }
 }

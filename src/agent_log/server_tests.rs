@@ -1,5 +1,6 @@
 //! Tests of the server over a real unix socket: valid, garbage, oversized, unterminated and
-//! scrubbed lines, several connections, and the per-launch budget.
+//! scrubbed lines, several connections, the per-launch budgets (garbage apart from records), and
+//! the incomplete verdict at the end.
 
 use std::path::Path;
 
@@ -27,25 +28,38 @@ fn read(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Serve a socket in `dir`, send `sends` (one connection each), stop, return the log.
+/// Serve a socket in `dir`, send `sends` (one connection each), stop, return the log without
+/// the end's `incomplete` verdict.
 fn exchange(dir: &Path, limit: u64, sends: Vec<Vec<u8>>) -> Vec<Value> {
+    let mut log = exchange_with(dir, [limit, MAX_INVALID_BYTES], None, sends).0;
+    log.retain(|e| e["kind"] != "incomplete");
+    log
+}
+
+/// The same with budgets `limits` and the agent's `exit`; the whole log and the summary.
+fn exchange_with(
+    dir: &Path,
+    limits: [u64; 2],
+    exit: Option<u8>,
+    sends: Vec<Vec<u8>>,
+) -> (Vec<Value>, RecordSummary) {
     let log = dir.join("state/log.jsonl");
     let sock = dir.join("record.sock");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
+    let summary = rt.block_on(async {
         let listener = UnixListener::bind(&sock).unwrap();
-        let sink = Sink::with_limit(
+        let sink = Arc::new(Sink::with_limits(
             log.clone(),
             "ags-9-9".into(),
             "codex".into(),
             Scrubber::new([SENTINEL]),
-            limit,
-        );
+            limits,
+        ));
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(serve(listener, Arc::new(sink), stopped));
+        let task = tokio::spawn(serve(listener, sink.clone(), stopped));
         for bytes in sends {
             let mut c = UnixStream::connect(&sock).await.unwrap();
             c.write_all(&bytes).await.unwrap();
@@ -53,10 +67,12 @@ fn exchange(dir: &Path, limit: u64, sends: Vec<Vec<u8>>) -> Vec<Value> {
             // The server closes its end once it has recorded everything: keeps the order.
             let _ = c.read(&mut [0u8; 1]).await;
         }
+        sink.set_exit(exit);
         stop.send(true).unwrap();
         task.await.unwrap();
+        sink.summary()
     });
-    read(&log)
+    (read(&log), summary)
 }
 
 #[test]
@@ -179,8 +195,84 @@ fn connections_queued_when_the_launch_stops_are_still_read() {
     });
     let mut summaries: Vec<String> = read(&log)
         .iter()
+        .filter(|e| e["kind"] == "event")
         .map(|e| e["tool_input_summary"].as_str().unwrap_or("?").to_owned())
         .collect();
     summaries.sort();
     assert_eq!(summaries, ["last-0", "last-1", "last-2"]);
+}
+
+fn event(event: &str, native: &str, tool: Option<&str>) -> String {
+    json!({
+        "v": 1, "kind": "event", "agent": "codex", "event": event,
+        "native_event": native, "tool": tool, "outcome": "ok", "duration_ms": 1
+    })
+    .to_string()
+}
+
+#[test]
+fn a_flood_of_garbage_cannot_spend_the_budget_of_records() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two-byte lines, each an invalid entry of ~150 bytes: far past the invalid lines' budget.
+    let garbage = b"x\n".repeat(20_000);
+    let valid = format!("{}\n", record("after the flood")).into_bytes();
+    let (log, summary) = exchange_with(dir.path(), [100_000, 50_000], None, vec![garbage, valid]);
+    let after: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["tool_input_summary"] == "after the flood")
+        .collect();
+    assert_eq!(after.len(), 1, "the valid record after the flood is written");
+    let size = std::fs::metadata(dir.path().join("state/log.jsonl"))
+        .unwrap()
+        .len();
+    assert!(size < 100_000 + 50_000 + 4096, "{size}");
+    assert_eq!(summary.dropped.len(), 1, "{summary:?}");
+    let note = &summary.dropped[0];
+    assert!(
+        note.contains("invalid lines") && note.contains("were dropped"),
+        "{note}"
+    );
+    // The note is in the log, where `ags log` shows it.
+    assert!(log.iter().any(|e| e["error"] == note.as_str()), "{log:#?}");
+}
+
+#[test]
+fn a_silenced_session_ends_with_an_incomplete_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let sends = vec![format!("{}\n", event("post_tool", "PostToolUse", Some("Bash"))).into_bytes()];
+    let (log, summary) = exchange_with(dir.path(), [100_000, 50_000], Some(0), sends);
+    let last = log.last().unwrap();
+    assert_eq!(last["kind"], "incomplete", "{log:#?}");
+    assert_eq!(last["agent"], "codex");
+    let missing: Vec<&str> = last["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(missing, summary.incomplete);
+    assert_eq!(missing.len(), 3, "{missing:?}");
+    // `ags log` reads it back and shows it.
+    let entries = crate::agent_log::file::read_all(&dir.path().join("state/log.jsonl")).unwrap();
+    let row = crate::agent_log::file::render(entries.last().unwrap());
+    assert!(
+        row.contains("incomplete") && row.contains("no session_start"),
+        "{row}"
+    );
+
+    // A whole session is not marked.
+    let dir = tempfile::tempdir().unwrap();
+    let sends = vec![
+        format!(
+            "{}\n{}\n{}\n{}\n",
+            event("session_start", "SessionStart", None),
+            event("pre_tool", "PreToolUse", Some("Bash")),
+            event("post_tool", "PostToolUse", Some("Bash")),
+            event("session_end", "SessionEnd", None),
+        )
+        .into_bytes(),
+    ];
+    let (log, summary) = exchange_with(dir.path(), [100_000, 50_000], Some(0), sends);
+    assert!(summary.incomplete.is_empty() && summary.dropped.is_empty());
+    assert!(log.iter().all(|e| e["kind"] == "event"), "{log:#?}");
 }

@@ -379,7 +379,7 @@ async fn launch_async(
     }
     egress_log.finish();
     if let Some(r) = records {
-        r.stop().await;
+        facts.agent_hook_record = Some(r.stop(result.as_ref().ok().copied()).await);
     }
     if !errors.is_empty() {
         owner.keep(); // the next launch after this process is gone sweeps

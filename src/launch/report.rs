@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::cleanup::{CleanupError, Resource};
+use crate::agent_log::RecordSummary;
 use crate::config::Paths;
 use crate::containment::WritableRoot;
 use crate::hooks::log::{Record, RunLog};
@@ -92,6 +93,8 @@ pub struct Facts {
     pub paths: Option<Paths>,
     /// What cleanup could not remove.
     pub leftovers: Vec<Leftover>,
+    /// The end of the agent hook record, when the launch had agent hooks.
+    pub agent_hook_record: Option<RecordSummary>,
     /// The directories an agent can write, as far as the launch learnt them: the report's
     /// path must not pass through a symlink planted there (`workspace::user_paths`).
     pub writable: Vec<WritableRoot>,
@@ -177,6 +180,9 @@ pub struct Report {
     pub hooks: Vec<Record>,
     /// What cleanup could not remove (empty when nothing was left).
     pub leftovers: Vec<Leftover>,
+    /// With agent hooks: what the agent hook record lacks (`incomplete`, empty when complete)
+    /// and what was dropped past its budgets (`null` without agent hooks).
+    pub agent_hook_record: Option<RecordSummary>,
 }
 
 impl Report {
@@ -199,6 +205,7 @@ impl Report {
             error,
             hooks,
             leftovers: facts.leftovers,
+            agent_hook_record: facts.agent_hook_record,
         }
     }
 

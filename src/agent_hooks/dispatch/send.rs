@@ -1,16 +1,19 @@
 //! Records for the host (the wire format of `agent_hooks::record`, AGENT_HOOKS_CONTRACT): one
 //! JSON object per line, written to the per-launch socket in one connection. Sending fails
-//! open: a missing or stuck socket costs at most [`SEND_TIMEOUT`] and loses only the records
-//! (their absence shows in the log), never the answer to the agent.
+//! open for the record and closed for the decision: a missing, stuck or jammed socket (a full
+//! backlog makes `connect` block) costs at most [`SEND_TIMEOUT`] in all and loses only the
+//! records (their absence shows in the log), never the answer to the agent, which is written
+//! before and whose exit status the dispatcher still returns.
 
 use std::io::Write;
 use std::os::unix::net::UnixStream;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use super::input::{Normalised, truncate};
 use super::json::{self, Value};
 
-/// How long writing the records may take.
+/// How long sending the records may take, connecting included.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One record: `kind` is `event` or `handler`.
@@ -65,12 +68,22 @@ pub fn line(n: &Normalised, r: &Record<'_>) -> String {
     s
 }
 
-/// Write `lines` to the socket at `path`; errors are ignored (fail open for recording).
+/// Write `lines` to the socket at `path`, waiting at most [`SEND_TIMEOUT`]; errors are ignored
+/// (fail open for recording). Std has no connect timeout: the send runs on a thread of its
+/// own, which a dispatcher done waiting leaves behind (its exit ends it).
 pub fn send(path: &str, lines: &[String]) {
-    let Ok(mut stream) = UnixStream::connect(path) else {
-        return;
-    };
-    let _ = stream.set_write_timeout(Some(SEND_TIMEOUT));
-    let _ = stream.write_all(lines.concat().as_bytes());
-    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let (done, finished) = mpsc::channel::<()>();
+    let path = path.to_owned();
+    let data = lines.concat();
+    let sender = std::thread::Builder::new().spawn(move || {
+        if let Ok(mut stream) = UnixStream::connect(&path) {
+            let _ = stream.set_write_timeout(Some(SEND_TIMEOUT));
+            let _ = stream.write_all(data.as_bytes());
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+        }
+        let _ = done.send(());
+    });
+    if sender.is_ok() {
+        let _ = finished.recv_timeout(SEND_TIMEOUT);
+    }
 }

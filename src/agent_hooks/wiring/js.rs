@@ -1,9 +1,10 @@
 //! The generated JavaScript of the in-process agents: opencode's plugin and pi's extension.
 //! Both forward each wired event to the dispatcher (`{"input", "output"}` for opencode, the
 //! event object for pi, as JSON on stdin) and read one JSON answer from its stdout; a `block`
-//! answer to the pre-tool event stops the tool call. When the dispatcher cannot be run or
-//! answers garbage, the call goes through and the agent never crashes (the missing records
-//! show it).
+//! answer to the pre-tool event stops the tool call. The answer counts as soon as its line is
+//! read (the dispatcher sends its records after it), so a stuck record socket cannot delay or
+//! undo a block. When the dispatcher cannot be run or answers garbage, the call goes through
+//! and the agent never crashes (the missing records show it).
 
 use super::super::matrix::AgentHooks;
 use super::super::{DISPATCHER_PATH, Event};
@@ -58,20 +59,33 @@ function dispatch(event, payload) {{
     }}
     const timer = setTimeout(() => {{
       try {{ child.kill("SIGKILL"); }} catch {{}}
-      finish(ALLOW);
+      finish(answered() ?? ALLOW);
     }}, TIMEOUT_MS);
     let out = "";
-    child.on("error", () => {{ clearTimeout(timer); finish(ALLOW); }});
-    child.stdout.on("data", (chunk) => {{ out += chunk; }});
+    // The answer is one line, written before the dispatcher sends its records: it decides as
+    // soon as it is read, whatever then happens to the records (or the dispatcher).
+    const answered = () => {{
+      const end = out.indexOf("\n");
+      if (end < 0) return undefined;
+      try {{
+        const answer = JSON.parse(out.slice(0, end));
+        return answer && typeof answer === "object" ? answer : ALLOW;
+      }} catch {{
+        return ALLOW;
+      }}
+    }};
+    child.on("error", () => {{ clearTimeout(timer); finish(answered() ?? ALLOW); }});
+    child.stdout.on("data", (chunk) => {{
+      out += chunk;
+      const answer = answered();
+      if (answer) {{
+        clearTimeout(timer);
+        finish(answer);
+      }}
+    }});
     child.on("close", () => {{
       clearTimeout(timer);
-      try {{
-        const lines = out.trim().split("\n");
-        const answer = JSON.parse(lines[lines.length - 1]);
-        finish(answer && typeof answer === "object" ? answer : ALLOW);
-      }} catch {{
-        finish(ALLOW);
-      }}
+      finish(answered() ?? ALLOW);
     }});
     child.stdin.on("error", () => {{}});
     child.stdin.end(encode(payload));
