@@ -1,0 +1,76 @@
+//! Issue 22, "before resolving": an independent attacker's look at the boundary between the host
+//! and what the agent can write. The agent (busybox) plants something in the workspace during
+//! one launch; the test then does what the user would do next (another launch, `ags plan`) and
+//! checks that `ags` on the host did not act on the plant. Real Podman, rootful and rootless.
+//! Findings are listed in docs/security.md ("The project overlay is read without following links").
+
+mod common;
+
+use common::launch::{assert_clean, run_agent, stderr, stdout, trust_overlay};
+use common::{each_mode, show};
+
+/// The host file the agent wants to read: an `.env`-like file of the user, outside every mount.
+const SECRET: &str = "API_TOKEN=sk-HOST-SECRET-5521\n";
+const SECRET_MARK: &str = "HOST-SECRET-5521";
+
+/// The agent replaces the project overlay `.ags/config.toml` (or the `.ags` directory) with a
+/// symbolic link to a host file it cannot see. At the next launch `ags` on the host reads the
+/// overlay: through the link, it would read the user's file and quote its failing line in the
+/// "not a valid config" note (untrusted repository) or error (trusted one), on the terminal or
+/// in a CI log. The overlay must be read without following a link, and the launch must go on
+/// (untrusted: skipped with a note) or be refused (trusted) without quoting the file.
+#[test]
+fn a_symlinked_overlay_never_reads_a_host_file() {
+    each_mode(|env| {
+        env.mkdir("work/.git", 0o755);
+        let secret = env.write_file("home/project.env", SECRET, 0o600);
+        let s = secret.display();
+        let secret_dir = secret.parent().unwrap().display().to_string();
+        for (plant, what) in [
+            (format!("mkdir -p .ags && ln -s {s} .ags/config.toml && echo PLANTED"), "file"),
+            (
+                format!("rm -rf .ags; mkdir d; ln -s {s} d/config.toml; ln -s $PWD/d .ags && echo PLANTED"),
+                "directory",
+            ),
+            (
+                // `.ags` itself names a host directory that holds a `config.toml`.
+                format!("rm -rf .ags d; ln -s {secret_dir} .ags && echo PLANTED"),
+                "host directory",
+            ),
+        ] {
+            if what == "host directory" {
+                env.write_file("home/config.toml", SECRET, 0o600);
+            }
+            let out = run_agent(env, &[], &["sh", "-c", &plant]);
+            assert!(stdout(&out).contains("PLANTED"), "{what}: {}", show(&out));
+            // Untrusted repository: the launch goes on without the overlay.
+            let out = run_agent(env, &[], &["sh", "-c", "echo RAN"]);
+            assert!(
+                !stderr(&out).contains(SECRET_MARK),
+                "{}: {what}: ags quoted the host file: {}",
+                env.mode(),
+                show(&out)
+            );
+            assert!(stdout(&out).contains("RAN"), "{}: {what}: {}", env.mode(), show(&out));
+            assert!(
+                stderr(&out).contains("symbolic link"),
+                "{}: {what}: the note should say why: {}",
+                env.mode(),
+                show(&out)
+            );
+        }
+        // Trusted repository: the user relies on the overlay, so the launch is refused; still
+        // without a word of the file.
+        trust_overlay(env);
+        let out = run_agent(env, &[], &["sh", "-c", "echo RAN"]);
+        assert!(
+            !stderr(&out).contains(SECRET_MARK) && !stdout(&out).contains("RAN"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(stderr(&out).contains("symbolic link"), "{}", show(&out));
+        assert_clean(env);
+    });
+}
