@@ -27,7 +27,10 @@ fn a_symlinked_overlay_never_reads_a_host_file() {
         let s = secret.display();
         let secret_dir = secret.parent().unwrap().display().to_string();
         for (plant, what) in [
-            (format!("mkdir -p .ags && ln -s {s} .ags/config.toml && echo PLANTED"), "file"),
+            (
+                format!("mkdir -p .ags && ln -s {s} .ags/config.toml && echo PLANTED"),
+                "file",
+            ),
             (
                 format!("rm -rf .ags; mkdir d; ln -s {s} d/config.toml; ln -s $PWD/d .ags && echo PLANTED"),
                 "directory",
@@ -51,7 +54,12 @@ fn a_symlinked_overlay_never_reads_a_host_file() {
                 env.mode(),
                 show(&out)
             );
-            assert!(stdout(&out).contains("RAN"), "{}: {what}: {}", env.mode(), show(&out));
+            assert!(
+                stdout(&out).contains("RAN"),
+                "{}: {what}: {}",
+                env.mode(),
+                show(&out)
+            );
             assert!(
                 stderr(&out).contains("symbolic link"),
                 "{}: {what}: the note should say why: {}",
@@ -71,6 +79,72 @@ fn a_symlinked_overlay_never_reads_a_host_file() {
         );
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         assert!(stderr(&out).contains("symbolic link"), "{}", show(&out));
+        assert_clean(env);
+    });
+}
+
+/// `ags` in a pipeline that stops reading its standard error early (`ags … 2>&1 | head`): the
+/// agent prints a line, waits for the reader to go, then plants a nested repository (which the
+/// git check after the launch moves aside and names on stderr) and a Claude Code settings file
+/// (a watched protected path). Naming the git finding on the closed stderr must not end `ags`
+/// before the protected files are compared and the new settings file is moved aside.
+#[test]
+fn a_closed_stderr_does_not_skip_the_checks_after_the_launch() {
+    use std::io::Read;
+    use std::process::Stdio;
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        let git = |args: &[&str]| {
+            let d = work.display().to_string();
+            let mut all = vec!["-C", &d, "-c", "user.name=T", "-c", "user.email=t@example.com"];
+            all.extend_from_slice(args);
+            let out = common::run_command(env.command(common::tool("git"), all), None, common::RUN_TIMEOUT);
+            assert!(out.status.success(), "git {args:?}: {}", show(&out));
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "first"]);
+        let script = "echo READY >&2; sleep 3; \
+            mkdir -p sub/.git/objects sub/.git/refs && echo 'ref: refs/heads/main' > sub/.git/HEAD && \
+            printf '[core]\\n\\tfsmonitor = \"touch /tmp/pwned; false\"\\n' > sub/.git/config && \
+            mkdir -p .claude && echo '{\"hooks\":{}}' > .claude/settings.json && echo PLANTED";
+        let mut args = vec!["--tty=false".to_string()];
+        args.extend(common::launch::launch_args(env, &[], &["sh", "-c", script]));
+        let mut child = env
+            .cmd(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("READY") {
+            let n = err.read(&mut buf).unwrap();
+            assert!(
+                n > 0,
+                "{}: ags ended before READY: {}",
+                env.mode(),
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&buf[..n]);
+        }
+        drop(err); // `head` has what it wanted
+        let mut out = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        let status = child.wait().unwrap();
+        assert!(out.contains("PLANTED"), "{}: {status:?} {out}", env.mode());
+        assert!(
+            work.join("sub/.git/config.ags-quarantine").exists(),
+            "{}: the git check did not run",
+            env.mode()
+        );
+        assert!(
+            !work.join(".claude/settings.json").exists(),
+            "{}: the planted .claude/settings.json stayed in place (ags ended with {status:?})",
+            env.mode()
+        );
+        assert_eq!(status.code(), Some(0), "{}", env.mode());
         assert_clean(env);
     });
 }
