@@ -148,3 +148,50 @@ fn a_closed_stderr_does_not_skip_the_checks_after_the_launch() {
         assert_clean(env);
     });
 }
+
+/// The git check after a launch judges a git dir's `config` and hooks by their change time
+/// (`ctime`): only what changed during the launch is looked at. Renaming a directory changes
+/// the directory's ctime, not that of the files inside. So the agent stages a `config` naming
+/// a program in a plain directory during one launch (not a git dir yet: nothing to judge), and
+/// in the next one moves that directory to `src/.git` and adds `HEAD` and `objects`. The
+/// config inside keeps its old ctime; git on the host, in `src/`, runs its `core.fsmonitor`.
+#[test]
+#[ignore = "issue 22 open: git_scan judges a git dir's files by their ctime (attack2-3); needs an inventory of git dirs at launch start"]
+fn a_git_dir_assembled_across_two_launches_is_still_caught() {
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        let git = |dir: &std::path::Path, args: &[&str]| {
+            let d = dir.display().to_string();
+            let mut all = vec!["-C", &d, "-c", "user.name=T", "-c", "user.email=t@example.com"];
+            all.extend_from_slice(args);
+            common::run_command(env.command(common::tool("git"), all), None, common::RUN_TIMEOUT)
+        };
+        for args in [&["init", "-q", "-b", "main"][..], &["commit", "-q", "--allow-empty", "-m", "first"]] {
+            let out = git(&work, args);
+            assert!(out.status.success(), "git {args:?}: {}", show(&out));
+        }
+        let pwned = env.root().join("pwned-assembled");
+        let stage = format!(
+            "mkdir -p src stash && printf '[core]\\n\\tfsmonitor = \"touch {}; false\"\\n' > stash/config && echo STAGED",
+            pwned.display()
+        );
+        let out = run_agent(env, &[], &["sh", "-c", &stage]);
+        assert!(stdout(&out).contains("STAGED"), "{}", show(&out));
+        // The next launch starts later (the check allows two seconds of clock coarseness).
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        let assemble = "mv stash src/.git && mkdir src/.git/objects src/.git/refs && \
+                        echo 'ref: refs/heads/main' > src/.git/HEAD && echo ASSEMBLED";
+        let out = run_agent(env, &[], &["sh", "-c", assemble]);
+        assert!(stdout(&out).contains("ASSEMBLED"), "{}", show(&out));
+        // The user works in src/ on the host.
+        std::fs::write(work.join("src/file"), "x\n").unwrap();
+        let _ = git(&work.join("src"), &["status", "--short"]);
+        assert!(
+            !pwned.exists(),
+            "{}: git on the host ran the assembled repository's fsmonitor; ags said: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_clean(env);
+    });
+}
