@@ -170,28 +170,44 @@ fn a_git_dir_assembled_across_two_launches_is_still_caught() {
             let out = git(&work, args);
             assert!(out.status.success(), "git {args:?}: {}", show(&out));
         }
-        let pwned = env.root().join("pwned-assembled");
-        let stage = format!(
-            "mkdir -p src stash && printf '[core]\\n\\tfsmonitor = \"touch {}; false\"\\n' > stash/config && echo STAGED",
-            pwned.display()
-        );
-        let out = run_agent(env, &[], &["sh", "-c", &stage]);
-        assert!(stdout(&out).contains("STAGED"), "{}", show(&out));
-        // The next launch starts later (the check allows two seconds of clock coarseness).
-        std::thread::sleep(std::time::Duration::from_secs(3));
-        let assemble = "mv stash src/.git && mkdir src/.git/objects src/.git/refs && \
-                        echo 'ref: refs/heads/main' > src/.git/HEAD && echo ASSEMBLED";
-        let out = run_agent(env, &[], &["sh", "-c", assemble]);
-        assert!(stdout(&out).contains("ASSEMBLED"), "{}", show(&out));
-        // The user works in src/ on the host.
-        std::fs::write(work.join("src/file"), "x\n").unwrap();
-        let _ = git(&work.join("src"), &["status", "--short"]);
-        assert!(
-            !pwned.exists(),
-            "{}: git on the host ran the assembled repository's fsmonitor; ags said: {}",
-            env.mode(),
-            show(&out)
-        );
+        // Staged where the walk does not judge it: a plain directory, or a complete git dir
+        // inside `.git/objects/` (only `modules/` and `worktrees/` of a git dir are walked).
+        let cases = [
+            (
+                "stash",
+                "mv stash src/.git && mkdir src/.git/objects src/.git/refs && \
+                 echo 'ref: refs/heads/main' > src/.git/HEAD && echo ASSEMBLED",
+            ),
+            (
+                ".git/objects/zz/g",
+                "mkdir -p .git/objects/zz/g/objects .git/objects/zz/g/refs && \
+                 echo 'ref: refs/heads/main' > .git/objects/zz/g/HEAD && \
+                 echo 'gitdir: ../.git/objects/zz/g' > lib/.git && echo ASSEMBLED",
+            ),
+        ];
+        for (i, (dir, assemble)) in cases.iter().enumerate() {
+            let pwned = env.root().join(format!("pwned-assembled-{i}"));
+            let stage = format!(
+                "mkdir -p src lib {dir} && printf '[core]\\n\\tfsmonitor = \"touch {}; false\"\\n' > {dir}/config && echo STAGED",
+                pwned.display()
+            );
+            let out = run_agent(env, &[], &["sh", "-c", &stage]);
+            assert!(stdout(&out).contains("STAGED"), "{}", show(&out));
+            // The next launch starts later (the check allows two seconds of clock coarseness).
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            let out = run_agent(env, &[], &["sh", "-c", assemble]);
+            assert!(stdout(&out).contains("ASSEMBLED"), "{}", show(&out));
+            // The user works in src/ (lib/) on the host.
+            let sub = work.join(["src", "lib"][i]);
+            std::fs::write(sub.join("file"), "x\n").unwrap();
+            let _ = git(&sub, &["status", "--short"]);
+            assert!(
+                !pwned.exists(),
+                "{}: case {i}: git on the host ran the assembled repository's fsmonitor; ags said: {}",
+                env.mode(),
+                show(&out)
+            );
+        }
         assert_clean(env);
     });
 }
