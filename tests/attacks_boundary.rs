@@ -83,11 +83,11 @@ fn a_symlinked_overlay_never_reads_a_host_file() {
     });
 }
 
-/// `ags` in a pipeline that stops reading its standard error early (`ags … 2>&1 | head`): the
+/// `ags` in a pipeline that stops reading early (`ags … | head`, `ags … 2>&1 | head`): the
 /// agent prints a line, waits for the reader to go, then plants a nested repository (which the
 /// git check after the launch moves aside and names on stderr) and a Claude Code settings file
-/// (a watched protected path). Naming the git finding on the closed stderr must not end `ags`
-/// before the protected files are compared and the new settings file is moved aside.
+/// (a watched protected path). A closed stdout or stderr must not end `ags` before the protected
+/// files are compared and the new settings file is moved aside.
 #[test]
 fn a_closed_stderr_does_not_skip_the_checks_after_the_launch() {
     use std::io::Read;
@@ -103,48 +103,62 @@ fn a_closed_stderr_does_not_skip_the_checks_after_the_launch() {
         };
         git(&["init", "-q", "-b", "main"]);
         git(&["commit", "-q", "--allow-empty", "-m", "first"]);
-        let script = "echo READY >&2; sleep 3; \
-            mkdir -p sub/.git/objects sub/.git/refs && echo 'ref: refs/heads/main' > sub/.git/HEAD && \
-            printf '[core]\\n\\tfsmonitor = \"touch /tmp/pwned; false\"\\n' > sub/.git/config && \
-            mkdir -p .claude && echo '{\"hooks\":{}}' > .claude/settings.json && echo PLANTED";
-        let mut args = vec!["--tty=false".to_string()];
-        args.extend(common::launch::launch_args(env, &[], &["sh", "-c", script]));
-        let mut child = env
-            .cmd(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&seen).contains("READY") {
-            let n = err.read(&mut buf).unwrap();
-            assert!(
-                n > 0,
-                "{}: ags ended before READY: {}",
-                env.mode(),
-                String::from_utf8_lossy(&seen)
+        for (i, closed) in ["stdout", "stderr"].into_iter().enumerate() {
+            let redirect = if closed == "stderr" { ">&2" } else { "" };
+            let script = format!(
+                "echo READY {redirect}; sleep 3; d=sub{i}; \
+                 mkdir -p $d/.git/objects $d/.git/refs && echo 'ref: refs/heads/main' > $d/.git/HEAD && \
+                 printf '[core]\\n\\tfsmonitor = \"touch /tmp/pwned; false\"\\n' > $d/.git/config && \
+                 mkdir -p .claude && echo '{{\"hooks\":{{}}}}' > .claude/settings.json && echo PLANTED{i}"
             );
-            seen.extend_from_slice(&buf[..n]);
+            let mut args = vec!["--tty=false".to_string()];
+            args.extend(common::launch::launch_args(env, &[], &["sh", "-c", &script]));
+            let mut child = env
+                .cmd(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let (mut first, mut other): (Box<dyn Read>, Box<dyn Read>) = match closed {
+                "stderr" => (
+                    Box::new(child.stderr.take().unwrap()),
+                    Box::new(child.stdout.take().unwrap()),
+                ),
+                _ => (
+                    Box::new(child.stdout.take().unwrap()),
+                    Box::new(child.stderr.take().unwrap()),
+                ),
+            };
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !String::from_utf8_lossy(&seen).contains("READY") {
+                let n = first.read(&mut buf).unwrap();
+                assert!(
+                    n > 0,
+                    "{}: ags ended before READY: {}",
+                    env.mode(),
+                    String::from_utf8_lossy(&seen)
+                );
+                seen.extend_from_slice(&buf[..n]);
+            }
+            drop(first); // `head` has what it wanted
+            let mut out = String::new();
+            other.read_to_string(&mut out).unwrap();
+            let status = child.wait().unwrap();
+            assert!(
+                work.join(format!("sub{i}/.git/config.ags-quarantine")).exists(),
+                "{}: {closed} closed: the git check did not run ({status:?}): {out}",
+                env.mode()
+            );
+            assert!(
+                !work.join(".claude/settings.json").exists(),
+                "{}: {closed} closed: the planted .claude/settings.json stayed in place (ags ended with {status:?})",
+                env.mode()
+            );
+            assert_eq!(status.code(), Some(0), "{}: {closed} closed: {out}", env.mode());
+            std::fs::remove_dir_all(work.join(".claude")).unwrap();
         }
-        drop(err); // `head` has what it wanted
-        let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-        let status = child.wait().unwrap();
-        assert!(out.contains("PLANTED"), "{}: {status:?} {out}", env.mode());
-        assert!(
-            work.join("sub/.git/config.ags-quarantine").exists(),
-            "{}: the git check did not run",
-            env.mode()
-        );
-        assert!(
-            !work.join(".claude/settings.json").exists(),
-            "{}: the planted .claude/settings.json stayed in place (ags ended with {status:?})",
-            env.mode()
-        );
-        assert_eq!(status.code(), Some(0), "{}", env.mode());
         assert_clean(env);
     });
 }
@@ -166,7 +180,10 @@ fn a_git_dir_assembled_across_two_launches_is_still_caught() {
             all.extend_from_slice(args);
             common::run_command(env.command(common::tool("git"), all), None, common::RUN_TIMEOUT)
         };
-        for args in [&["init", "-q", "-b", "main"][..], &["commit", "-q", "--allow-empty", "-m", "first"]] {
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["commit", "-q", "--allow-empty", "-m", "first"],
+        ] {
             let out = git(&work, args);
             assert!(out.status.success(), "git {args:?}: {}", show(&out));
         }
