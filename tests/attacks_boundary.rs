@@ -2,7 +2,8 @@
 //! and what the agent can write. The agent (busybox) plants something in the workspace during
 //! one launch; the test then does what the user would do next (another launch, `ags plan`) and
 //! checks that `ags` on the host did not act on the plant. Real Podman, rootful and rootless.
-//! Findings are listed in docs/security.md ("The project overlay is read without following links").
+//! The findings (attack2-1 to attack2-3) are described in docs/security.md, "Overlay trust" and
+//! "Git configuration and hooks in the workspace"; the open one is `#[ignore]`d.
 
 mod common;
 
