@@ -174,58 +174,69 @@ fn a_closed_stderr_does_not_skip_the_checks_after_the_launch() {
 #[ignore = "issue 22 open: git_scan judges a git dir's files by their ctime (attack2-3); needs an inventory of git dirs at launch start"]
 fn a_git_dir_assembled_across_two_launches_is_still_caught() {
     each_mode(|env| {
-        let work = env.work_dir().canonicalize().unwrap();
-        let git = |dir: &std::path::Path, args: &[&str]| {
-            let d = dir.display().to_string();
-            let mut all = vec!["-C", &d, "-c", "user.name=T", "-c", "user.email=t@example.com"];
-            all.extend_from_slice(args);
-            common::run_command(env.command(common::tool("git"), all), None, common::RUN_TIMEOUT)
-        };
-        for args in [
-            &["init", "-q", "-b", "main"][..],
-            &["commit", "-q", "--allow-empty", "-m", "first"],
-        ] {
-            let out = git(&work, args);
-            assert!(out.status.success(), "git {args:?}: {}", show(&out));
-        }
-        // Staged where the walk does not judge it: a plain directory, or a complete git dir
-        // inside `.git/objects/` (only `modules/` and `worktrees/` of a git dir are walked).
-        let cases = [
-            (
-                "stash",
-                "mv stash src/.git && mkdir src/.git/objects src/.git/refs && \
-                 echo 'ref: refs/heads/main' > src/.git/HEAD && echo ASSEMBLED",
-            ),
-            (
-                ".git/objects/zz/g",
-                "mkdir -p .git/objects/zz/g/objects .git/objects/zz/g/refs && \
-                 echo 'ref: refs/heads/main' > .git/objects/zz/g/HEAD && \
-                 echo 'gitdir: ../.git/objects/zz/g' > lib/.git && echo ASSEMBLED",
-            ),
-        ];
-        for (i, (dir, assemble)) in cases.iter().enumerate() {
-            let pwned = env.root().join(format!("pwned-assembled-{i}"));
-            let stage = format!(
-                "mkdir -p src lib {dir} && printf '[core]\\n\\tfsmonitor = \"touch {}; false\"\\n' > {dir}/config && echo STAGED",
-                pwned.display()
-            );
-            let out = run_agent(env, &[], &["sh", "-c", &stage]);
-            assert!(stdout(&out).contains("STAGED"), "{}", show(&out));
-            // The next launch starts later (the check allows two seconds of clock coarseness).
-            std::thread::sleep(std::time::Duration::from_secs(3));
-            let out = run_agent(env, &[], &["sh", "-c", assemble]);
-            assert!(stdout(&out).contains("ASSEMBLED"), "{}", show(&out));
-            // The user works in src/ (lib/) on the host.
-            let sub = work.join(["src", "lib"][i]);
-            std::fs::write(sub.join("file"), "x\n").unwrap();
-            let _ = git(&sub, &["status", "--short"]);
-            assert!(
-                !pwned.exists(),
-                "{}: case {i}: git on the host ran the assembled repository's fsmonitor; ags said: {}",
-                env.mode(),
-                show(&out)
-            );
-        }
-        assert_clean(env);
+        assembled_across_two_launches(
+            env,
+            "stash",
+            "mv stash src/.git && mkdir src/.git/objects src/.git/refs && \
+             echo 'ref: refs/heads/main' > src/.git/HEAD && echo ASSEMBLED",
+            "src",
+        );
     });
+}
+
+/// The same with nothing renamed: a complete git dir staged in the first launch inside
+/// `.git/objects/` (only `modules/` and `worktrees/` of a git dir are walked), and in the second
+/// only a new `lib/.git` file naming it. The git dir the file names is judged in full.
+#[test]
+fn a_git_file_naming_a_git_dir_staged_earlier_is_caught() {
+    each_mode(|env| {
+        assembled_across_two_launches(
+            env,
+            ".git/objects/zz/g",
+            "mkdir -p .git/objects/zz/g/objects .git/objects/zz/g/refs && \
+             echo 'ref: refs/heads/main' > .git/objects/zz/g/HEAD && \
+             echo 'gitdir: ../.git/objects/zz/g' > lib/.git && echo ASSEMBLED",
+            "lib",
+        );
+    });
+}
+
+/// Launch 1 writes a `config` naming a program into `dir`; launch 2 runs `assemble`; then git
+/// on the host runs in `sub` and must not run the program.
+fn assembled_across_two_launches(env: &common::TestEnv, dir: &str, assemble: &str, sub: &str) {
+    let work = env.work_dir().canonicalize().unwrap();
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let d = dir.display().to_string();
+        let mut all = vec!["-C", &d, "-c", "user.name=T", "-c", "user.email=t@example.com"];
+        all.extend_from_slice(args);
+        common::run_command(env.command(common::tool("git"), all), None, common::RUN_TIMEOUT)
+    };
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["commit", "-q", "--allow-empty", "-m", "first"],
+    ] {
+        let out = git(&work, args);
+        assert!(out.status.success(), "git {args:?}: {}", show(&out));
+    }
+    let pwned = env.root().join("pwned-assembled");
+    let stage = format!(
+        "mkdir -p {sub} {dir} && printf '[core]\\n\\tfsmonitor = \"touch {}; false\"\\n' > {dir}/config && echo STAGED",
+        pwned.display()
+    );
+    let out = run_agent(env, &[], &["sh", "-c", &stage]);
+    assert!(stdout(&out).contains("STAGED"), "{}", show(&out));
+    // The next launch starts later (the check allows two seconds of clock coarseness).
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let out = run_agent(env, &[], &["sh", "-c", assemble]);
+    assert!(stdout(&out).contains("ASSEMBLED"), "{}", show(&out));
+    // The user works in `sub` on the host.
+    std::fs::write(work.join(sub).join("file"), "x\n").unwrap();
+    let _ = git(&work.join(sub), &["status", "--short"]);
+    assert!(
+        !pwned.exists(),
+        "{}: git on the host ran the assembled repository's fsmonitor; ags said: {}",
+        env.mode(),
+        show(&out)
+    );
+    assert_clean(env);
 }
