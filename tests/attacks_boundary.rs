@@ -240,3 +240,52 @@ fn assembled_across_two_launches(env: &common::TestEnv, dir: &str, assemble: &st
     );
     assert_clean(env);
 }
+
+/// The git check names what it moved aside and the command to put it back "only if you trust
+/// it": `mv MOVED ORIGINAL`. The agent names the nested repository's directory
+/// `x$(touch PWNED)y`; a user who reviews the harmless-looking config and pastes the suggested
+/// command into a shell would run the agent's command. The suggestion must be one the shell
+/// takes literally.
+#[test]
+fn the_suggested_mv_back_runs_nothing_the_agent_named() {
+    each_mode(|env| {
+        let pwned = env.root().join("pwned-mv");
+        let dir = format!("x$(touch${{IFS}}{})y", pwned.display());
+        let plant = format!(
+            "d='{dir}'; mkdir -p \"$d/.git/objects\" \"$d/.git/refs\" && \
+             echo 'ref: refs/heads/main' > \"$d/.git/HEAD\" && \
+             printf '[alias]\\n\\tst = status\\n' > \"$d/.git/config\" && echo PLANTED"
+        );
+        let out = run_agent(env, &[], &["sh", "-c", &plant]);
+        assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+        let said = stderr(&out);
+        let mv = said
+            .lines()
+            .find_map(|l| l.split_once("only if you trust it: ").map(|(_, c)| c.to_string()))
+            .unwrap_or_else(|| panic!("{}: no suggested command: {}", env.mode(), show(&out)));
+        let work = env.work_dir().canonicalize().unwrap();
+        let pasted = common::run_command(
+            env.command("/bin/sh", ["-c", &format!("cd {} && {mv}", work.display())]),
+            None,
+            common::RUN_TIMEOUT,
+        );
+        assert!(
+            !pwned.exists(),
+            "{}: pasting `{mv}` ran the agent's command: {}",
+            env.mode(),
+            show(&pasted)
+        );
+        assert!(
+            pasted.status.success(),
+            "{}: `{mv}`: {}",
+            env.mode(),
+            show(&pasted)
+        );
+        assert!(
+            work.join(&dir).join(".git/config").exists(),
+            "{}: `{mv}` did not put it back",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
