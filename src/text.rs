@@ -24,6 +24,20 @@ pub fn escape_line(s: &str) -> String {
     escape_controls(s).replace('\n', "\\n").replace('\t', "\\t")
 }
 
+/// `s` as one word a POSIX shell takes literally, for a command `ags` suggests you paste: as
+/// is when it holds only characters no shell treats specially, else in single quotes (each
+/// `'` as `'\''`). A path the agent named (`x$(touch f)y`) then runs nothing. Apply it to text
+/// already made safe for the terminal ([`escape_line`]).
+pub fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%=".contains(&b));
+    match plain {
+        true => s.to_string(),
+        false => format!("'{}'", s.replace('\'', "'\\''")),
+    }
+}
+
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
@@ -31,6 +45,14 @@ fn is_bidi_control(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_are_taken_literally() {
+        assert_eq!(shell_word("/a/b.c-d_e"), "/a/b.c-d_e");
+        assert_eq!(shell_word("x$(touch f)y"), "'x$(touch f)y'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn escapes_terminal_controls() {

@@ -384,8 +384,10 @@ async fn launch_async(
     if !errors.is_empty() {
         owner.keep(); // the next launch after this process is gone sweeps
     }
+    // Nothing is printed until both checks below have run (`notices::say`, attack2-2).
+    let mut report = String::new();
     for e in errors {
-        eprintln!("{}", crate::text::escape_controls(&format!("ags: {e}")));
+        report.push_str(&crate::text::escape_controls(&format!("ags: {e}\n")));
         facts.leftovers.push((&e).into());
     }
     crate::trace::mark("cleaned up");
@@ -398,14 +400,15 @@ async fn launch_async(
             tokio::task::spawn_blocking(move || launch::git_quarantine::run(&roots, &guards, git_since))
                 .await
                 .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-        eprint!("{}", found.message());
+        report.push_str(&found.message());
         crate::trace::mark("git checked");
     }
     // Likewise the project files host tools run on their own (`workspace::protected`).
     let settled = tokio::task::spawn_blocking(move || protected_state::settle(&before))
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-    eprint!("{}", settled.message());
+    report.push_str(&settled.message());
+    launch::notices::say(&report);
     let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     let exit_code = result.as_ref().ok().copied();
     session.finish(background, exit_code, ended, &signals).await;

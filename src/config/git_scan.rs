@@ -15,8 +15,9 @@
 //! - a hook: an entry of `hooks/` not ending in `.sample`, or `hooks` itself as a link;
 //! - a `commondir` naming anything but the git dir itself (or, in a linked worktree entry
 //!   `worktrees/NAME/`, the repository's git dir);
-//! - a `.git` that is a symbolic link, or a `.git` file naming a git dir outside the walked
-//!   trees that has any of the above (changed or not).
+//! - a `.git` that is a symbolic link, or a changed `.git` file naming a git dir that has any
+//!   of the above (changed or not: inside the walked trees too, as the agent may have staged
+//!   that git dir in an earlier launch where the walk does not look).
 //!
 //! A git dir is a directory named `.git`, or one holding `HEAD` and `objects` or `commondir`
 //! (git accepts a bare repository found that way). Inside a git dir only `modules/` and
@@ -208,9 +209,13 @@ impl Walk<'_> {
                 }
             };
             if self.roots.iter().any(|r| target.starts_with(r)) {
-                // Inside: judged where it lies, by its own change times (walked, or here
-                // when it hides in a part of a git dir the walk skips).
+                // Inside: judged in full, whatever its change times. The `.git` file is new,
+                // so is git's way into that git dir: the agent may have left it there in an
+                // earlier launch, where the walk does not judge it (under `.git/objects/`),
+                // and not touched it since (issue 22, attack2-3). Guards stay unreported.
+                let since = std::mem::replace(&mut self.since, (i64::MIN, 0));
                 self.git_dir(&target);
+                self.since = since;
             } else {
                 let mut outside = Walk {
                     roots: self.roots,

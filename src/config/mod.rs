@@ -21,6 +21,9 @@ mod user;
 
 use std::path::{Path, PathBuf};
 
+/// The project overlay, relative to the project root.
+const OVERLAY: &str = ".ags/config.toml";
+
 pub use decls::{
     DEFAULT_TIMEOUT_SECONDS, HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL,
 };
@@ -158,12 +161,14 @@ pub fn load(opts: &LoadOptions) -> Result<Config> {
 pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
     let workdir = canonical_workdir(opts.workdir.as_deref())?;
     let project = project_root(&workdir);
-    let overlay_path = project.join(".ags/config.toml");
+    let overlay_path = project.join(OVERLAY);
     let (primary_path, explicit) = match &opts.config {
         Some(p) => (absolute(p)?, true),
         None => (paths.global_config(), false),
     };
-    let primary_is_overlay = same_file(&primary_path, &overlay_path);
+    // Only a `--config` naming the overlay makes them one file: the agent can make the overlay
+    // a link to the global config, which must not turn that config into a project's.
+    let primary_is_overlay = explicit && same_file(&primary_path, &overlay_path);
     check_not_writable_by_others(&primary_path, "config file")?;
     let primary = read_config(&primary_path, explicit)?;
 
@@ -278,7 +283,8 @@ fn load_overlay(
     ask: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Option<(PathBuf, ConfigFile)>> {
-    let file = match parse_file(path) {
+    let parsed = safety::read_overlay(root, Path::new(OVERLAY)).and_then(|text| parse_text(path, &text));
+    let file = match parsed {
         Ok(file) => file,
         Err(e @ (ConfigError::Parse { .. } | ConfigError::TooLarge { .. } | ConfigError::Read { .. })) => {
             warnings.push(overlay::unreadable(paths, root, path, e)?);
@@ -353,8 +359,11 @@ fn read_config(path: &Path, must_exist: bool) -> Result<Option<ConfigFile>> {
 
 /// Parse one config file strictly (unknown keys are errors naming the key).
 pub fn parse_file(path: &Path) -> Result<ConfigFile> {
-    let text = safety::read_bounded(path)?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    parse_text(path, &safety::read_bounded(path)?)
+}
+
+fn parse_text(path: &Path, text: &str) -> Result<ConfigFile> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.into(),
         message: safety::parse_message(&e),
     })

@@ -29,15 +29,69 @@ const MAX_SHOWN_LINES: usize = 12;
 /// link to `/dev/tty`) cannot hang `ags` or read your terminal.
 pub(super) fn read_bounded(path: &Path) -> Result<String> {
     use std::os::unix::fs::OpenOptionsExt;
-    let read_err = |source| ConfigError::Read {
-        path: path.into(),
-        source,
-    };
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
-        .map_err(read_err)?;
+        .map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+    read_open(file, path)
+}
+
+/// Read the project overlay `root/REL` (`.ags/config.toml`) like [`read_bounded`], but opened
+/// from the project root one component at a time, each `openat` with `O_NOFOLLOW`: the agent can
+/// write the repository, and a link there (`.ags/config.toml -> ~/project.env`, or `.ags`
+/// itself a link) would make `ags` read a host file of the agent's choosing and quote its
+/// failing line in the parse error. A link is refused as unreadable, its target never opened.
+pub(super) fn read_overlay(root: &Path, rel: &Path) -> Result<String> {
+    use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, openat, statat};
+    use std::path::Component;
+    let path = root.join(rel);
+    let read_err = |source| ConfigError::Read {
+        path: path.clone(),
+        source,
+    };
+    let names: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(n) => Ok(n),
+            _ => Err(read_err(std::io::Error::other(
+                "not a plain path below the project",
+            ))),
+        })
+        .collect::<Result<_>>()?;
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir = openat(CWD, root, dir_flags, Mode::empty()).map_err(|e| read_err(e.into()))?;
+    for (i, name) in names.iter().enumerate() {
+        let last = i + 1 == names.len();
+        let flags = match last {
+            true => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            false => dir_flags,
+        } | OFlags::NOFOLLOW;
+        dir = openat(&dir, *name, flags, Mode::empty()).map_err(|e| {
+            let link = statat(&dir, *name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+            read_err(match link {
+                true => std::io::Error::other(format!(
+                    "{} is a symbolic link, which ags does not follow inside a project (the agent can write there, and point it at any file of yours); replace the link with the file itself",
+                    root.join(names[..=i].iter().collect::<PathBuf>()).display()
+                )),
+                false => e.into(),
+            })
+        })?;
+    }
+    read_open(fs::File::from(dir), &path)
+}
+
+/// The rest of [`read_bounded`] once `file` is open: a regular file of at most
+/// [`MAX_CONFIG_BYTES`] of UTF-8.
+fn read_open(file: fs::File, path: &Path) -> Result<String> {
+    let read_err = |source| ConfigError::Read {
+        path: path.into(),
+        source,
+    };
     if !file.metadata().map_err(read_err)?.is_file() {
         return Err(read_err(std::io::Error::other(
             "it is not a regular file (a FIFO, socket or device); a config file must be a regular file",

@@ -15,6 +15,7 @@ use rustix::fs::{self as rfs, Mode, OFlags, RenameFlags, ResolveFlags};
 
 use crate::config::git_guard::GitGuard;
 use crate::config::git_scan::{self, Finding, Since};
+use crate::text::shell_word;
 
 /// What was found and done.
 #[derive(Debug, Default)]
@@ -60,8 +61,9 @@ impl Quarantine {
                 let what = crate::text::escape_line(&f.what);
                 match to {
                     Ok(to) => out.push_str(&format!(
-                        "ags:   {from}: {what}\nags:     review it, and only if you trust it: mv {} {from}\n",
-                        crate::text::escape_line(&to.display().to_string())
+                        "ags:   {from}: {what}\nags:     review it, and only if you trust it: mv {} {}\n",
+                        shell_word(&crate::text::escape_line(&to.display().to_string())),
+                        shell_word(&from),
                     )),
                     Err(e) => out.push_str(&format!(
                         "ags:   {from}: {what}\nags:     NOT MOVED ({e}): remove it before you run git there\n"

@@ -4,6 +4,8 @@
 //! as one digest per (service URL, warning text) line — no text, nothing secret.
 //!
 //! Best effort: when the state cannot be read or written, the warning is shown every time.
+//!
+//! Also [`say`]: how the end of a launch writes to stderr, which may be a pipe closed early.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,6 +14,19 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Paths;
 use crate::text::escape_controls;
+
+/// Write `text` on stderr as is; a failed write (stderr a pipe whose reader is gone, as in
+/// `ags … 2>&1 | head`) is ignored. `eprint!` would panic there and end `ags` before the checks
+/// after the launch (git, protected files) and the finished hooks have run; the agent can time
+/// its output so that this happens (issue 22, attack2-2).
+pub fn say(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// [`say`] `line` and a newline.
+pub fn say_line(line: &str) {
+    say(&format!("{line}\n"));
+}
 
 /// The file that remembers which warnings were shown, under the user's state directory.
 fn shown_file() -> Option<PathBuf> {

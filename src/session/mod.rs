@@ -27,6 +27,7 @@ use crate::hooks::events::{self, EventInput, FinishedContext, LaunchFacts, Start
 use crate::hooks::runner::{Interrupt, Limits, StderrSink, interrupt_channel, stderr_to_terminal};
 use crate::hooks::trust::TrustStore;
 use crate::launch::gc;
+use crate::launch::notices::say_line;
 use crate::launch::signals::SignalWatch;
 use crate::launch::sweep_gate::Gate;
 use crate::plan::{LaunchIdentity, LaunchPlan};
@@ -257,7 +258,7 @@ impl Session {
         signals: &SignalWatch,
     ) {
         for line in &background.lines {
-            eprintln!("{}", crate::text::escape_controls(line));
+            say_line(&crate::text::escape_controls(line));
         }
         if let (Some(started), Some(store), false) = (
             &background.started,
@@ -291,13 +292,13 @@ impl Session {
             })
             .await;
             for f in report.failures {
-                eprintln!("{}", crate::text::escape_controls(&format!("ags: {f}")));
+                say_line(&crate::text::escape_controls(&format!("ags: {f}")));
             }
         }
         if let Some(spool) = &self.spool
             && let Err(e) = spool.forget(&self.facts.launch_id)
         {
-            eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {e}")));
+            say_line(&crate::text::escape_controls(&format!("ags: warning: {e}")));
         }
     }
 }

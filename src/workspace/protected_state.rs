@@ -149,8 +149,8 @@ impl Settled {
                 Some(Ok((from, to))) => format!(
                     "ags: warning: the launch created or changed {listed}, which {tool} runs on this host without asking{files}\nags:   moved aside: {}\nags:   review it, and only if you trust it: mv {} {}\n",
                     esc(to),
-                    esc(to),
-                    esc(from)
+                    crate::text::shell_word(&esc(to)),
+                    crate::text::shell_word(&esc(from))
                 ),
                 Some(Err(e)) => format!(
                     "ags: warning: the launch created or changed {listed}, which {tool} runs on this host without asking{files}\nags:   NOT MOVED ({}): remove it before you use {tool} there\n",
