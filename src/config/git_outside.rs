@@ -13,7 +13,7 @@
 //! it is your repository, outside the workdir. Every directory mounted here keeps its host
 //! path (the `.git` files name them by path), is checked by the containment rules like an
 //! `--add-dir` (`Role::GitDir`, in `commands`), and is walked for planted git configuration
-//! after the launch (`config::git_scan`).
+//! after the launch (`workspace::git_inventory`).
 //!
 //! I/O: reads `.git` entries and `commondir` files.
 

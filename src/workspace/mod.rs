@@ -11,3 +11,8 @@
 //! workspace files to make such decisions; a reviewer lists every such read from here.
 //!
 //! The rooms:
+//! - `git_inventory`: the git dirs, `.git` files and the config and hooks git runs, recorded
+//!   before a launch and compared after it, so that what the agent planted or moved into place
+//!   is found by state, never by timestamps.
+
+pub mod git_inventory;

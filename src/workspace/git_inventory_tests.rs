@@ -1,7 +1,17 @@
 use super::*;
 
-const ALL: Since = (0, 0);
-const NONE: Since = (i64::MAX, 0);
+/// An inventory of nothing: everything under `roots` is judged.
+fn nothing(roots: &[PathBuf]) -> Inventory {
+    Inventory {
+        roots: roots.to_vec(),
+        states: HashMap::new(),
+    }
+}
+
+/// Judge everything under `root` but `skip`.
+fn judge_all(roots: &[PathBuf], skip: &[PathBuf]) -> Scan {
+    check(&nothing(roots), skip)
+}
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -40,7 +50,7 @@ const CLEAN: &str = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n";
 const EVIL: &str = "[core]\n\tfsmonitor = \"touch /tmp/x\"\n";
 
 #[test]
-fn clean_repositories_and_old_changes_are_not_reported() {
+fn clean_repositories_and_what_was_there_before_are_not_reported() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().canonicalize().unwrap();
     git_dir(&root.join(".git"), CLEAN);
@@ -50,16 +60,14 @@ fn clean_repositories_and_old_changes_are_not_reported() {
     );
     write(&root.join("sub/.git"), "gitdir: ../.git/modules/sub\n");
     git_dir(&root.join("vendor/lib/.git"), CLEAN);
-    let scan = scan(std::slice::from_ref(&root), &[], ALL);
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
     assert_eq!(found(&scan, &root), Vec::<(String, String)>::new());
     assert!(scan.incomplete.is_empty(), "{:?}", scan.incomplete);
     // Planted, but before the launch: not this launch's doing.
     write(&root.join("vendor/lib/.git/config"), EVIL);
-    assert!(
-        super::scan(std::slice::from_ref(&root), &[], NONE)
-            .findings
-            .is_empty()
-    );
+    write(&root.join("vendor/lib/.git/hooks/pre-commit"), "#!/bin/sh\n");
+    let before = take(std::slice::from_ref(&root));
+    assert!(check(&before, &[]).findings.is_empty());
 }
 
 #[test]
@@ -93,7 +101,7 @@ fn every_planted_piece_is_reported() {
     std::os::unix::fs::symlink(root.join("evil"), root.join("lnk/.git")).unwrap();
     write(&root.join("not-a-config/.git/config"), "[core\n");
     write(&root.join("not-a-config/.git/HEAD"), "ref: refs/heads/main\n");
-    let scan = scan(std::slice::from_ref(&root), &[], ALL);
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
     let got = found(&scan, &root);
     for want in [
         (
@@ -141,7 +149,7 @@ fn every_planted_piece_is_reported() {
     assert!(what.ends_with("core.fsmonitor"), "{what}");
     // The read-only guards are never reported.
     let skip = [root.join(".git/modules/sub/config"), root.join("evil")];
-    let scan = super::scan(std::slice::from_ref(&root), &skip, ALL);
+    let scan = judge_all(std::slice::from_ref(&root), &skip);
     let got = found(&scan, &root);
     assert!(
         !got.iter()
@@ -165,7 +173,7 @@ fn a_git_file_naming_a_risky_repository_outside_is_reported() {
         &root.join("b/.git"),
         &format!("gitdir: {}\n", base.join("tame").display()),
     );
-    let scan = scan(std::slice::from_ref(&root), &[], ALL);
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
     let got = found(&scan, &root);
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].0, "a/.git");
@@ -173,5 +181,102 @@ fn a_git_file_naming_a_risky_repository_outside_is_reported() {
         scan.findings[0].what.contains("outside the workspace"),
         "{:?}",
         scan.findings
+    );
+}
+
+fn mv(root: &Path, from: &str, to: &str) {
+    let to = root.join(to);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::rename(root.join(from), to).unwrap();
+}
+
+/// Issue 22, finding 2: content staged before the launch (by an earlier launch, by the cloned
+/// repository's tracked files, inside `.git/`) keeps its change times when a directory rename
+/// moves it into place; the inventory sees a git dir that was not there.
+#[test]
+fn what_is_moved_into_place_is_judged_in_full() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join(".git"), CLEAN);
+    // Not git dirs yet: `objs` is no `objects`.
+    write(&root.join("stash/g/HEAD"), "ref: refs/heads/main\n");
+    write(&root.join("stash/g/config"), EVIL);
+    std::fs::create_dir_all(root.join("stash/g/objs")).unwrap();
+    write(&root.join(".git/x/HEAD"), "ref: refs/heads/main\n");
+    write(&root.join(".git/x/config"), EVIL);
+    std::fs::create_dir_all(root.join(".git/x/objs")).unwrap();
+    // A bare repository shipped as tracked files, with a hook: there before, not reported.
+    git_dir(&root.join("vendor/pkg"), EVIL);
+    write(&root.join("vendor/pkg/hooks/post-checkout"), "#!/bin/sh\n");
+    let before = take(std::slice::from_ref(&root));
+    assert!(check(&before, &[]).findings.is_empty());
+    // The launch only renames.
+    mv(&root, "stash/g/objs", "stash/g/objects");
+    mv(&root, "stash/g", "sa/.git");
+    mv(&root, "vendor/pkg", "sb/.git");
+    mv(&root, ".git/x/objs", ".git/x/objects");
+    mv(&root, ".git/x", ".git/modules/m");
+    write(&root.join("m/.git"), "gitdir: ../.git/modules/m\n");
+    let got = found(&check(&before, &[]), &root);
+    for want in [
+        "sa/.git/config",
+        "sb/.git/config",
+        "sb/.git/hooks/post-checkout",
+        ".git/modules/m/config",
+    ] {
+        assert!(got.iter().any(|g| g.0 == want), "{want} not in {got:?}");
+    }
+    // A `.git` file naming a git dir that was there before, unchanged: judged in full.
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join("vendor/pkg"), EVIL);
+    let before = take(std::slice::from_ref(&root));
+    write(&root.join("sc/.git"), "gitdir: ../vendor/pkg\n");
+    let got = found(&check(&before, &[]), &root);
+    assert_eq!(
+        got,
+        [(
+            "vendor/pkg/config".to_string(),
+            "git configuration that can run programs".to_string()
+        )]
+    );
+}
+
+/// A git dir that stays in place is judged piece by piece: what differs in content,
+/// permissions or identity, never what the user had there (a checkout changing `HEAD` included).
+#[test]
+fn pieces_changed_in_place_are_judged_and_unchanged_ones_are_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let lib = root.join("vendor/lib/.git");
+    git_dir(&lib, CLEAN);
+    write(&lib.join("hooks/pre-commit"), "#!/bin/sh\nexit 0\n");
+    write(&lib.join("hooks/post-merge"), "#!/bin/sh\n");
+    write(&lib.join("hooks/post-commit"), "#!/bin/sh\n");
+    git_dir(&root.join("a/.git"), CLEAN);
+    write(&root.join("a/.git/hooks/pre-push"), "#!/bin/sh\n");
+    git_dir(&root.join("b/.git"), CLEAN);
+    let before = take(std::slice::from_ref(&root));
+    // The same inode, new content; a mode change; the same content written again; a checkout.
+    std::fs::write(lib.join("config"), EVIL).unwrap();
+    let hook = lib.join("hooks/post-merge");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(lib.join("hooks/post-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::write(lib.join("HEAD"), "ref: refs/heads/other\n").unwrap();
+    // Two repositories swapped: each git dir is another directory at its path.
+    mv(&root, "a/.git", "t");
+    mv(&root, "b/.git", "a/.git");
+    mv(&root, "t", "b/.git");
+    let got = found(&check(&before, &[]), &root);
+    let paths: Vec<&str> = got.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "b/.git/hooks/pre-push",
+            "vendor/lib/.git/config",
+            "vendor/lib/.git/hooks/post-merge"
+        ],
+        "{got:?}"
     );
 }
