@@ -1,4 +1,4 @@
-//! Issue 10, hole 4: evading the check after the launch (`config::git_scan`). The agent
+//! Issue 10, hole 4: evading the check after the launch (`workspace::git_inventory`). The agent
 //! (busybox, as an attacker would) plants git configuration that the check did not see, each
 //! piece reached by the host's real git afterwards — `git status` in the repository (which
 //! recurses into every gitlink of the index), `git status` in a subdirectory, `git commit` —
