@@ -299,7 +299,7 @@ impl<'a> Walk<'a> {
             return;
         };
         let outer = self.full;
-        self.full = self.changed(Seen::Piece, dir, observe(dir, &meta).0);
+        self.full = self.changed(Seen::GitDir, dir, observe(dir, &meta).0);
         // A relative `core.hooksPath` is taken from where hooks run: the worktree's top.
         let top = match dir.file_name() {
             Some(n) if n == ".git" => dir.parent().unwrap_or(dir),

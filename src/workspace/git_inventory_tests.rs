@@ -280,3 +280,24 @@ fn pieces_changed_in_place_are_judged_and_unchanged_ones_are_not() {
         "{got:?}"
     );
 }
+
+/// A `.git` link or file is judged by what it holds: the same link stays, a retargeted one and
+/// a `.git` file rewritten to name another git dir do not.
+#[test]
+fn git_links_and_files_are_compared_by_content() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join("r1"), CLEAN);
+    git_dir(&root.join("r2"), EVIL);
+    std::fs::create_dir_all(root.join("l")).unwrap();
+    std::os::unix::fs::symlink("../r1", root.join("l/.git")).unwrap();
+    write(&root.join("f/.git"), "gitdir: ../r1\n");
+    let before = take(std::slice::from_ref(&root));
+    assert!(check(&before, &[]).findings.is_empty());
+    std::fs::remove_file(root.join("l/.git")).unwrap();
+    std::os::unix::fs::symlink("../r2", root.join("l/.git")).unwrap();
+    std::fs::write(root.join("f/.git"), "gitdir: ../r2\n").unwrap();
+    let got = found(&check(&before, &[]), &root);
+    let paths: Vec<&str> = got.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(paths, ["l/.git", "r2/config"], "{got:?}");
+}

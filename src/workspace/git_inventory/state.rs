@@ -13,7 +13,9 @@ use crate::config::git_guard;
 /// What a path was to the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Seen {
-    /// A git dir, a `.git` file or link, or a piece git reads to run a program.
+    /// A git dir.
+    GitDir,
+    /// A `.git` file or link, or a piece git reads to run a program.
     Piece,
     /// A directory that could not be listed.
     Unlisted,
