@@ -6,7 +6,8 @@
 //! The tree, generated here (deterministic): a repository whose work tree looks like a
 //! JavaScript project — `AGS_BENCH_DIRS` directories (default 20 000) of 10 files each, three
 //! levels deep, a `.git` with 256 object directories of 8 loose objects each and hook samples,
-//! plus one nested repository — so about 220 000 entries. Each tool runs 5 times after a warm-up; the medians are printed.
+//! plus one nested repository — so about 220 000 entries. Each tool runs 5 times after a
+//! warm-up; the medians are printed.
 //!
 //! Run: `cargo bench --bench git_scan` (`AGS_BENCH_DIRS=100000` for a bigger tree).
 
