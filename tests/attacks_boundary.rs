@@ -171,7 +171,6 @@ fn a_closed_stderr_does_not_skip_the_checks_after_the_launch() {
 /// in the next one moves that directory to `src/.git` and adds `HEAD` and `objects`. The
 /// config inside keeps its old ctime; git on the host, in `src/`, runs its `core.fsmonitor`.
 #[test]
-#[ignore = "issue 22 open: git_scan judges a git dir's files by their ctime (attack2-3); needs an inventory of git dirs at launch start"]
 fn a_git_dir_assembled_across_two_launches_is_still_caught() {
     each_mode(|env| {
         assembled_across_two_launches(

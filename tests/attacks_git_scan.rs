@@ -1,4 +1,4 @@
-//! Issue 10, hole 4: evading the check after the launch (`config::git_scan`). The agent
+//! Issue 10, hole 4: evading the check after the launch (`workspace::git_inventory`). The agent
 //! (busybox, as an attacker would) plants git configuration that the check did not see, each
 //! piece reached by the host's real git afterwards — `git status` in the repository (which
 //! recurses into every gitlink of the index), `git status` in a subdirectory, `git commit` —
@@ -140,4 +140,105 @@ echo DONE
         }
         assert_clean(env);
     });
+}
+
+/// Issue 22, finding 2: the check judged each piece by its own change time, and a directory
+/// rename keeps the times of what is inside. Three ways to move a planted `core.fsmonitor` into
+/// place, each reached by the host's `git status` in the repository (gitlinks `sa`, `sb`, `m`):
+/// - (a) launch 1 stages a git dir that is not one yet (`objs` for `objects`) in `stash/g`;
+///   launch 2 only renames it into `sa/.git`;
+/// - (b) the cloned repository ships a bare repository layout as tracked files (`vendor/pkg`,
+///   there before the launch); the agent renames it to `sb/.git`;
+/// - (c) launch 1 stages `.git/x/` (the walk looked only at `modules/` and `worktrees/` in
+///   `.git`); launch 2 renames it to `.git/modules/m` and writes `m/.git` naming it.
+///
+/// The check now compares an inventory taken before each launch: nothing planted may run, and
+/// stderr names each piece moved aside. Each variant ran on the host before (the test failed).
+#[test]
+fn what_is_moved_into_place_does_not_run_on_the_host() {
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        let pwned = env.root().join("pwned");
+        let p = pwned.display();
+        let config = |tag: &str| {
+            format!("[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch {p}.{tag}; false\"\n")
+        };
+        git_ok(env, &work, &["init", "-q", "-b", "main"]);
+        // As the user who clones it (the agent must be able to move it).
+        let ship = format!(
+            "cd {} && mkdir -p vendor/pkg/objects vendor/pkg/refs/heads && touch vendor/pkg/objects/.keep \
+             vendor/pkg/refs/heads/.keep && echo 'ref: refs/heads/main' > vendor/pkg/HEAD && printf '{}' > vendor/pkg/config",
+            work.display(),
+            printf_text(&config("tracked"))
+        );
+        let out = run_command(env.command("/bin/sh", ["-c", &ship]), None, common::RUN_TIMEOUT);
+        assert!(out.status.success(), "{}", show(&out));
+        git_ok(env, &work, &["add", "vendor"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "first"]);
+        let head = git_ok(env, &work, &["rev-parse", "HEAD"]);
+        for path in ["sa", "sb", "m"] {
+            let link = format!("160000,{},{path}", head.trim());
+            git_ok(env, &work, &["update-index", "--add", "--cacheinfo", &link]);
+        }
+        // The earlier check counted what changed from two seconds before the launch: all the
+        // content here is older than that.
+        let settle = || std::thread::sleep(std::time::Duration::from_secs(3));
+        settle();
+        let stage = format!(
+            r#"mkdir -p stash/g/refs/heads stash/g/objs && echo 'ref: refs/heads/main' > stash/g/HEAD \
+  && printf '{}' > stash/g/config && echo STAGED
+mkdir -p .git/x/refs/heads .git/x/objs && echo 'ref: refs/heads/main' > .git/x/HEAD \
+  && printf '{}' > .git/x/config && echo INSIDE
+"#,
+            printf_text(&config("staged")),
+            printf_text(&config("inside")),
+        );
+        let first = run_agent(env, &[], &["sh", "-c", &stage]);
+        let said = stdout(&first);
+        assert!(
+            said.contains("STAGED") && said.contains("INSIDE"),
+            "{}: {}",
+            env.mode(),
+            show(&first)
+        );
+        settle();
+        let rename = r#"mv stash/g/objs stash/g/objects && mkdir sa && mv stash/g sa/.git && echo A
+mkdir sb && mv vendor/pkg sb/.git && echo B
+mv .git/x/objs .git/x/objects && mkdir -p .git/modules && mv .git/x .git/modules/m \
+  && mkdir m && printf 'gitdir: ../.git/modules/m\n' > m/.git && echo C
+"#;
+        let out = run_agent(env, &[], &["sh", "-c", rename]);
+        let said = stdout(&out);
+        for step in ["A", "B", "C"] {
+            assert!(
+                said.lines().any(|l| l == step),
+                "{}: {step}: {}",
+                env.mode(),
+                show(&out)
+            );
+        }
+        // The user's git on the host afterwards: `git status` recurses into every gitlink.
+        let _ = git_in(env, &work, &["status", "--short"]);
+        let ran: Vec<String> = planted(env.root())
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert!(
+            ran.is_empty(),
+            "{}: planted code ran: {ran:?}\n{}\n{}",
+            env.mode(),
+            show(&first),
+            show(&out)
+        );
+        let warned = stderr(&out);
+        for piece in ["sa/.git/config", "sb/.git/config", ".git/modules/m/config"] {
+            assert!(warned.contains(piece), "{}: {piece}: {}", env.mode(), show(&out));
+        }
+        assert_clean(env);
+    });
+}
+
+/// `text` for a `printf '…'` format: line ends and tabs escaped.
+fn printf_text(text: &str) -> String {
+    text.replace('\n', "\\n").replace('\t', "\\t")
 }

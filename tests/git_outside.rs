@@ -1,6 +1,6 @@
 //! Issue 12, item 1 (worktrees and submodules): when the workdir is a linked worktree, a
 //! submodule's checkout or a subdirectory of a repository, the git data the checkout needs is
-//! mounted too (`config::git_outside`), so that git works in the container — with the same
+//! mounted too (`workspace::git_layout`), so that git works in the container — with the same
 //! read-only guards over config and hooks, nothing created in the user's repository, and the
 //! containment rules applied. The host's real git runs inside the busybox container (the
 //! binary and its libraries, copied to a read-only `--add-dir`, started through the dynamic

@@ -302,6 +302,15 @@ async fn launch_async(
     let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
     let hooks = plan::from_hooks::hook_layer(&prepared);
     crate::trace::mark("hooks done");
+    // The git metadata as the approved hooks left it, recorded while the launch is prepared;
+    // what differs once the container is gone is the launch's (`workspace::git_inventory`).
+    let git_inventory = config.user.protect_git.then(|| {
+        let guards = &settings.git_guards;
+        launch::git_quarantine::begin(git_host::scan_roots(
+            &git_host::git_roots(config, &settings.mounts),
+            guards,
+        ))
+    });
     let plan = build_plan(config, settings, &identity, service, &hooks)?;
     for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
         eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {w}")));
@@ -362,9 +371,12 @@ async fn launch_async(
         cleanup.push(Resource::HostDir(dir.to_path_buf()));
     }
     let locks = config.paths.state_dir().join("locks");
-    // Changes from here on are the launch's (`config::git_scan`).
-    let git_since = config::git_scan::since_now();
     let before = protected_state::inventory(&settings.protected);
+    let git_inventory = match git_inventory {
+        Some(pending) => Some(pending.finish().await),
+        None => None,
+    };
+    crate::trace::mark("git inventory");
     let result = lifecycle::run(&client, &plan, &locks, stage, &mut signals, &mut cleanup, started).await;
     let ended = std::time::Instant::now();
     crate::trace::mark("exit code known");
@@ -391,15 +403,13 @@ async fn launch_async(
         facts.leftovers.push((&e).into());
     }
     crate::trace::mark("cleaned up");
-    if config.user.protect_git {
+    if let Some(inventory) = git_inventory {
         // The container is gone: nothing can write the workspace behind this check, and the
         // finished hooks (which may call git) run after it.
         let guards = settings.git_guards.clone();
-        let roots = git_host::scan_roots(&git_host::git_roots(config, &settings.mounts), &guards);
-        let found =
-            tokio::task::spawn_blocking(move || launch::git_quarantine::run(&roots, &guards, git_since))
-                .await
-                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        let found = tokio::task::spawn_blocking(move || launch::git_quarantine::run(&inventory, &guards))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         report.push_str(&found.message());
         crate::trace::mark("git checked");
     }

@@ -7,7 +7,7 @@
 //! `core.pager`, `include.path`, aliases, filters, diff and merge drivers, credential helpers,
 //! `protocol.*.allow`, … — counts as running programs.
 //!
-//! Used on configuration the agent may have written (`config::git_scan`); the user's own
+//! Used on configuration the agent may have written (`workspace::git_inventory`); the user's own
 //! configuration is never judged by it. Pure: text in, keys out.
 
 /// The keys (`section[.subsection].name`, section and name lower-cased, the subsection as

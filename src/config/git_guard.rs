@@ -23,7 +23,7 @@
 //!   `config.worktree` and linked worktree entries read-only as far as they exist (nothing is
 //!   created in a submodule's git dir), and the checkout's `.git` file (named by the module's
 //!   `core.worktree`) read-only: `git status` in the repository recurses into submodules. What
-//!   the agent adds where nothing existed is found after the launch (`config::git_scan`).
+//!   the agent adds where nothing existed is found after the launch (`workspace::git_inventory`).
 //!
 //! Every guarded file must be a regular file, never a symbolic link (a bind mount would follow
 //! it to a host file and show that file to the agent), and the `.git` files and `commondir`s
@@ -137,7 +137,7 @@ pub(crate) fn read_only(path: &Path) -> GitGuard {
 pub(crate) enum Create {
     /// Create the missing pieces (`GitCreate`), so that there is something to mount.
     Missing,
-    /// Guard what exists; what the agent adds is found after the launch (`config::git_scan`).
+    /// Guard what exists; what the agent adds is found after the launch (`workspace::git_inventory`).
     Nothing,
 }
 

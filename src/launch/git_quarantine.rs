@@ -1,7 +1,9 @@
-//! After the container is gone, and before any finished hook runs: move aside the git
-//! configuration planted during the launch (`config::git_scan` finds it), so that the next
-//! `git` on the host — yours, your shell prompt's, a hook's — does not run it, and say so on
-//! stderr with what each piece would have run and how to put it back after reviewing it.
+//! The git check around a launch: the inventory of the workspace's git metadata is taken on a
+//! thread of its own before the container starts ([`begin`]); after the container is gone, and
+//! before any finished hook runs, what differs from it and would run a program is moved aside
+//! (`workspace::git_inventory` finds it), so that the next `git` on the host — yours, your shell
+//! prompt's, a hook's — does not run it, and stderr says what each piece would have run and how
+//! to put it back after reviewing it.
 //!
 //! Each piece is renamed to `NAME.ags-quarantine` (`-2`, `-3`, … when taken) in its own
 //! directory: nothing is deleted, nothing outside the launch's read-write mounts is touched.
@@ -14,7 +16,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, Mode, OFlags, RenameFlags, ResolveFlags};
 
 use crate::config::git_guard::GitGuard;
-use crate::config::git_scan::{self, Finding, Since};
+use crate::workspace::git_inventory::{self, Finding, Inventory};
 use crate::text::shell_word;
 
 /// What was found and done.
@@ -26,16 +28,36 @@ pub struct Quarantine {
     pub incomplete: Vec<String>,
 }
 
-/// Scan `roots` for git configuration changed since `since` (the read-only `guards` excepted:
-/// the agent could not write them — but not a read-only repository around a root) and move
-/// every planted piece aside.
-pub fn run(roots: &[PathBuf], guards: &[GitGuard], since: Since) -> Quarantine {
+/// The inventory being taken: a launch refused before its container starts does not wait for it.
+#[derive(Debug)]
+pub struct Pending(std::thread::JoinHandle<Inventory>);
+
+/// Start taking the inventory of `roots`.
+pub fn begin(roots: Vec<PathBuf>) -> Pending {
+    Pending(std::thread::spawn(move || git_inventory::take(&roots)))
+}
+
+impl Pending {
+    /// The inventory, once taken.
+    pub async fn finish(self) -> Inventory {
+        let joined = tokio::task::spawn_blocking(move || self.0.join())
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        joined.unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
+}
+
+/// Compare the trees of `before` with it (the read-only `guards` excepted: the agent could not
+/// write them — but not a read-only repository around a root) and move every planted piece
+/// aside.
+pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
+    let roots = before.roots();
     let skip: Vec<PathBuf> = guards
         .iter()
         .filter(|g| g.read_only && !roots.iter().any(|r| r.starts_with(&g.path)))
         .map(|g| g.path.clone())
         .collect();
-    let scan = git_scan::scan(roots, &skip, since);
+    let scan = git_inventory::check(before, &skip);
     let moved = scan
         .findings
         .into_iter()
@@ -134,19 +156,20 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
         let git = root.join("sub/.git");
-        std::fs::create_dir_all(git.join("objects")).unwrap();
-        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        for dir in [&git, &root.join("guarded/.git")] {
+            std::fs::create_dir_all(dir.join("objects")).unwrap();
+            std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        }
+        let before = git_inventory::take(std::slice::from_ref(&root));
         std::fs::write(git.join("config"), "[core]\n\tfsmonitor = x\n").unwrap();
         std::fs::write(git.join("config.ags-quarantine"), "taken").unwrap();
-        std::fs::create_dir_all(root.join("guarded/.git/objects")).unwrap();
-        std::fs::write(root.join("guarded/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(root.join("guarded/.git/config"), "[core]\n\tpager = x\n").unwrap();
         let guards = [GitGuard {
             path: root.join("guarded/.git/config"),
             read_only: true,
             create: None,
         }];
-        let q = run(std::slice::from_ref(&root), &guards, (0, 0));
+        let q = run(&before, &guards);
         assert_eq!(q.moved.len(), 1, "{q:?}");
         assert_eq!(
             q.moved[0].1.as_ref().unwrap(),

@@ -22,7 +22,11 @@
 //!   `protected_state` compares them before and after the launch and moves aside what changed.
 //! - `host_programs`: the `ssh` and `op` that run on the host, found outside every
 //!   agent-writable directory (or pinned), and the `PATH` hooks get without those directories.
+//! - `git_inventory`: the git dirs, `.git` files and the config and hooks git runs, recorded
+//!   before a launch and compared after it, so that what the agent planted or moved into place
+//!   is found by state, never by timestamps.
 
+pub mod git_inventory;
 pub mod git_layout;
 pub mod host_programs;
 pub mod protected;

@@ -1,0 +1,442 @@
+//! The git metadata of the workspace, inventoried before a launch and compared after it
+//! (docs/security.md, "Git configuration and hooks in the workspace"). Git on the host runs
+//! what a repository's config and hooks name, in every repository it enters: the one you `cd`
+//! into, and each submodule `git status` recurses into (any gitlink of the index whose
+//! directory holds a `.git`). The agent can make such a repository anywhere it can write — a
+//! nested `.git`, a new `.git/modules/NAME/`, a `.git` file naming a git dir of its own, a
+//! `commondir` redirect — or move one into place that was staged earlier or shipped as tracked
+//! files; the read-only guards (`config::git_guard`) only cover what existed at launch.
+//!
+//! [`take`] walks the read-write trees of a launch before its container starts and records
+//! every git dir (identity: device and inode), every `.git` file and link, and every piece git
+//! reads to run a program — `config`, `config.worktree`, `commondir`, `hooks/` and its
+//! entries, the files a config includes and the hooks of its `core.hooksPath` — each with its
+//! identity, type and permissions and a SHA-256 of its content. [`check`] walks the same trees
+//! once the container is gone and judges by comparing that state, never by a timestamp (a
+//! renamed directory keeps the times of what is inside):
+//! - a git dir absent from the inventory at its path, or another directory there now, is judged
+//!   in full: all its pieces, whatever they are;
+//! - otherwise each piece that is new, or whose identity, permissions or content differ;
+//! - a `.git` file that is new or changed has its git dir judged in full, wherever it lies.
+//!
+//! Judged means what git would do with it: a config with a key that could run a program
+//! (`config::git_config_keys`), that does not parse, or that is not a regular file; a hook (an
+//! entry of `hooks/` not ending in `.sample`, or `hooks` not a directory); a `commondir` naming
+//! anything but the git dir itself (or, in `worktrees/NAME/`, the repository's); a `.git`
+//! symbolic link; a `.git` file naming a git dir outside the walked trees that has any of these.
+//!
+//! A git dir is a directory named `.git`, or one holding `HEAD` and `objects` or `commondir`
+//! (git accepts a bare repository found that way). The whole interior of every git dir is walked
+//! (a git dir can hide anywhere in another one). Paths in `skip` (the read-only guards: the
+//! agent could not write them) are never reported. Symbolic links are never followed. Pure
+//! reading.
+
+mod state;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::git_config_keys::risky_keys;
+use crate::config::{git_config_text, git_guard};
+use state::{Seen, State, gitfile_target, observe};
+
+/// At most this many directory entries are looked at; beyond, the check is incomplete.
+pub const MAX_ENTRIES: usize = 5_000_000;
+/// Deepest directory level walked.
+const MAX_DEPTH: usize = 200;
+/// Largest config file judged (bigger counts as planted code).
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+/// Largest file digested: a bigger one is never proven unchanged.
+const MAX_DIGEST_BYTES: u64 = 64 * 1024 * 1024;
+
+/// One planted piece.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The file (or link, or directory) to move aside.
+    pub path: PathBuf,
+    /// What git would do with it.
+    pub what: String,
+}
+
+/// The outcome of [`check`].
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Every planted piece, sorted by path.
+    pub findings: Vec<Finding>,
+    /// Where the walk stopped early (too many entries, too deep, unreadable).
+    pub incomplete: Vec<String>,
+}
+
+/// The state of the walked trees before a launch ([`take`]).
+#[derive(Debug, Default)]
+pub struct Inventory {
+    roots: Vec<PathBuf>,
+    states: HashMap<(Seen, PathBuf), State>,
+}
+
+impl Inventory {
+    /// The walked trees.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// How many git dirs and pieces were recorded.
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Whether nothing was recorded (no git metadata in the trees).
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+}
+
+/// Record the git metadata under `roots` (before the container starts).
+pub fn take(roots: &[PathBuf]) -> Inventory {
+    let mut walk = Walk::new(roots, &[], None);
+    for root in roots {
+        walk.dir(root, 0);
+    }
+    Inventory {
+        roots: roots.to_vec(),
+        states: walk.states,
+    }
+}
+
+/// Walk the trees of `before` again (once the container is gone) and report every planted
+/// piece that differs from it.
+pub fn check(before: &Inventory, skip: &[PathBuf]) -> Scan {
+    let mut walk = Walk::new(&before.roots, skip, Some(&before.states));
+    for root in &before.roots {
+        walk.dir(root, 0);
+    }
+    walk.out.findings.sort_by(|a, b| a.path.cmp(&b.path));
+    walk.out.findings.dedup();
+    walk.out
+}
+
+struct Walk<'a> {
+    roots: &'a [PathBuf],
+    skip: &'a [PathBuf],
+    /// `None` while taking the inventory (nothing is judged, states are recorded).
+    before: Option<&'a HashMap<(Seen, PathBuf), State>>,
+    /// In a git dir judged in full: every piece counts as changed.
+    full: bool,
+    entries: usize,
+    states: HashMap<(Seen, PathBuf), State>,
+    out: Scan,
+}
+
+impl<'a> Walk<'a> {
+    fn new(
+        roots: &'a [PathBuf],
+        skip: &'a [PathBuf],
+        before: Option<&'a HashMap<(Seen, PathBuf), State>>,
+    ) -> Self {
+        Walk {
+            roots,
+            skip,
+            before,
+            full: false,
+            entries: 0,
+            states: HashMap::new(),
+            out: Scan::default(),
+        }
+    }
+
+    /// Whether `path` (seen as `seen`) is not what the inventory holds, so is judged; while
+    /// taking the inventory: record it.
+    fn changed(&mut self, seen: Seen, path: &Path, now: State) -> bool {
+        let Some(before) = self.before else {
+            self.states.insert((seen, path.into()), now);
+            return false;
+        };
+        self.full || now.unproven() || before.get(&(seen, path.to_path_buf())) != Some(&now)
+    }
+
+    fn report(&mut self, path: PathBuf, what: String) {
+        if !self.skip.iter().any(|s| path.starts_with(s)) {
+            self.out.findings.push(Finding { path, what });
+        }
+    }
+
+    fn incomplete(&mut self, what: String) {
+        if self.before.is_some() {
+            self.out.incomplete.push(what);
+        }
+    }
+
+    /// Walk `dir`, `depth` levels below a root.
+    fn dir(&mut self, dir: &Path, depth: usize) {
+        if depth > MAX_DEPTH {
+            // Git reaches a gitlink at any depth: a deep directory not in the inventory goes aside.
+            if let Ok(meta) = std::fs::symlink_metadata(dir)
+                && self.changed(Seen::Deep, dir, observe(dir, &meta).0)
+            {
+                let what = format!("a directory deeper than {MAX_DEPTH} levels, not checked");
+                self.report(dir.into(), what);
+                return;
+            }
+            self.incomplete(format!("{}: deeper than {MAX_DEPTH} levels", dir.display()));
+            return;
+        }
+        if self.entries > MAX_ENTRIES {
+            return;
+        }
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => return self.unlisted(dir, depth, &e),
+        };
+        let mut subdirs = Vec::new();
+        let (mut head, mut objects, mut commondir) = (false, false, false);
+        for entry in entries.flatten() {
+            self.entries += 1;
+            if self.entries > MAX_ENTRIES {
+                let what = format!("stopped after {MAX_ENTRIES} entries, in {}", dir.display());
+                self.incomplete(what);
+                return;
+            }
+            let Ok(kind) = entry.file_type() else { continue };
+            match entry.file_name().as_encoded_bytes() {
+                b"HEAD" => head = true,
+                // Git only asks `access(objects, X_OK)`: a link or an executable file will do.
+                b"objects" => objects = true,
+                b"commondir" => commondir = true,
+                b".git" if !kind.is_dir() => {
+                    self.dot_git(&entry.path(), kind);
+                    continue;
+                }
+                _ => {}
+            }
+            if kind.is_dir() {
+                subdirs.push(entry.path());
+            }
+        }
+        let dot_git = dir.file_name().is_some_and(|n| n == ".git");
+        if dot_git || head && (objects || commondir) {
+            self.git_dir(dir);
+        }
+        for sub in subdirs {
+            self.dir(&sub, depth + 1);
+        }
+    }
+
+    /// A directory that cannot be listed: git still reaches entries by name (mode 0111), a
+    /// gitlink's `.git` below it included. One not in the inventory as such goes aside.
+    fn unlisted(&mut self, dir: &Path, depth: usize, e: &std::io::Error) {
+        let Ok(meta) = std::fs::symlink_metadata(dir) else {
+            return;
+        };
+        if self.changed(Seen::Unlisted, dir, observe(dir, &meta).0) {
+            let what = format!("a directory that cannot be listed ({e}), not checked");
+            self.report(dir.into(), what);
+            return;
+        }
+        self.incomplete(format!("{} cannot be listed ({e})", dir.display()));
+        let dot_git = dir.join(".git");
+        if let Ok(meta) = std::fs::symlink_metadata(&dot_git) {
+            if meta.is_dir() {
+                self.dir(&dot_git, depth + 1);
+            } else {
+                self.dot_git(&dot_git, meta.file_type());
+            }
+        }
+        if std::fs::symlink_metadata(dir.join("HEAD")).is_ok() {
+            self.git_dir(dir);
+        }
+    }
+
+    /// A `.git` that is not a directory: a link, or a file naming a git dir.
+    fn dot_git(&mut self, path: &Path, kind: std::fs::FileType) {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return;
+        };
+        let (now, _) = observe(path, &meta);
+        if !self.changed(Seen::Piece, path, now) {
+            return;
+        }
+        if kind.is_symlink() {
+            self.report(path.into(), "a symbolic link git follows to a repository".into());
+            return;
+        }
+        if !kind.is_file() {
+            return; // git refuses it
+        }
+        let target = match gitfile_target(path) {
+            Ok(Some(target)) => target,
+            Ok(None) => return, // git refuses it too
+            Err(e) => {
+                self.report(path.into(), format!("a .git file that cannot be judged ({e})"));
+                return;
+            }
+        };
+        if self.roots.iter().any(|r| target.starts_with(r)) {
+            // Inside: judged in full, wherever it hides.
+            let full = std::mem::replace(&mut self.full, true);
+            self.git_dir(&target);
+            self.full = full;
+        } else {
+            let empty = HashMap::new();
+            let mut outside = Walk::new(self.roots, &[], Some(&empty));
+            outside.full = true;
+            outside.git_dir(&target);
+            if let Some(f) = outside.out.findings.first() {
+                let what = format!(
+                    "a .git file naming {} outside the workspace ({}: {})",
+                    target.display(),
+                    f.path.display(),
+                    f.what
+                );
+                self.report(path.into(), what);
+            }
+        }
+    }
+
+    /// The executable pieces of the git dir `dir`: all of them judged when the directory is
+    /// not the one the inventory holds at this path.
+    fn git_dir(&mut self, dir: &Path) {
+        let Ok(meta) = std::fs::symlink_metadata(dir) else {
+            return;
+        };
+        let outer = self.full;
+        self.full = self.changed(Seen::GitDir, dir, observe(dir, &meta).0);
+        // A relative `core.hooksPath` is taken from where hooks run: the worktree's top.
+        let top = match dir.file_name() {
+            Some(n) if n == ".git" => dir.parent().unwrap_or(dir),
+            _ => dir,
+        };
+        for name in ["config", "config.worktree"] {
+            self.config(&dir.join(name), top, 0);
+        }
+        self.commondir(dir);
+        self.hooks(&dir.join("hooks"));
+        self.full = outer;
+    }
+
+    /// The hooks in `hooks` (a git dir's, or a `core.hooksPath`) that differ.
+    fn hooks(&mut self, hooks: &Path) {
+        let hooks = hooks.to_path_buf();
+        let Ok(meta) = std::fs::symlink_metadata(&hooks) else {
+            return;
+        };
+        let changed = self.changed(Seen::Piece, &hooks, observe(&hooks, &meta).0);
+        if !meta.is_dir() {
+            if changed {
+                self.report(hooks, "a hooks directory that is not a directory".into());
+            }
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(&hooks) else {
+            if changed {
+                self.report(hooks, "a hooks directory that cannot be listed".into());
+            }
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let sample = entry.file_name().as_encoded_bytes().ends_with(b".sample");
+            if self.changed(Seen::Piece, &path, observe(&path, &meta).0) && !sample {
+                let what = format!("a hook git runs ({})", entry.file_name().to_string_lossy());
+                self.report(path, what);
+            }
+        }
+    }
+
+    /// A git configuration file (of a git dir whose worktree's top is `top`), and what it
+    /// includes: `nesting` levels of `include.path` deep (git stops at 10).
+    fn config(&mut self, path: &Path, top: &Path, nesting: usize) {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return;
+        };
+        let (now, bytes) = observe(path, &meta);
+        if let Ok(bytes) = &bytes
+            && nesting < 10
+        {
+            self.named_by(path, bytes, top, nesting);
+        }
+        if !self.changed(Seen::Piece, path, now) {
+            return;
+        }
+        let what = if !meta.is_file() {
+            "git configuration that is not a regular file".to_string()
+        } else if meta.len() > MAX_CONFIG_BYTES {
+            "git configuration over 1 MiB".to_string()
+        } else {
+            match bytes {
+                Err(e) => format!("git configuration that cannot be read ({e})"),
+                Ok(text) => {
+                    let risky = risky_keys(&text);
+                    if risky.is_empty() {
+                        return;
+                    }
+                    format!("git configuration that can run programs: {}", risky.join(", "))
+                }
+            }
+        };
+        self.report(path.into(), what);
+    }
+
+    /// A configuration file — yours, unchanged or read-only to the launch — may name files the
+    /// launch could change: an `include.path`/`includeIf.*.path` or a `core.hooksPath` inside the
+    /// walked trees (a tracked `../.gitconfig`, husky's `.husky/_`). Those are compared too.
+    fn named_by(&mut self, path: &Path, bytes: &[u8], top: &Path, nesting: usize) {
+        let base = path.parent().unwrap_or(Path::new("/"));
+        for (key, value) in git_config_text::entries(&String::from_utf8_lossy(bytes)) {
+            let include = key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
+            if include {
+                if let Some(p) =
+                    self.inside(expand_home(&value).map_or_else(|| base.join(&value), Into::into))
+                {
+                    self.config(&p, top, nesting + 1);
+                }
+            } else if key == "core.hookspath" {
+                let named = expand_home(&value).map_or_else(|| top.join(&value), Into::into);
+                if let Some(p) = self.inside(named) {
+                    self.hooks(&p);
+                }
+            }
+        }
+    }
+
+    /// `path` (its directory resolved, as the kernel does for git) when it lies in one of the
+    /// walked trees.
+    fn inside(&self, path: PathBuf) -> Option<PathBuf> {
+        let real = path.parent()?.canonicalize().ok()?.join(path.file_name()?);
+        self.roots.iter().any(|r| real.starts_with(r)).then_some(real)
+    }
+
+    fn commondir(&mut self, dir: &Path) {
+        let path = dir.join("commondir");
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return;
+        };
+        if !self.changed(Seen::Piece, &path, observe(&path, &meta).0) {
+            return;
+        }
+        let named = git_guard::common_dir(dir).ok();
+        let own = dir.canonicalize().ok();
+        let entry_of = dir
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+            .and_then(Path::parent)
+            .and_then(|p| p.canonicalize().ok());
+        let expected = named.is_some() && (named == own || named == entry_of);
+        if !meta.is_file() || !expected {
+            let to = named.map_or("something unreadable".into(), |n| n.display().to_string());
+            self.report(path, format!("a commondir sending git to {to}"));
+        }
+    }
+}
+
+/// `~/REST` with the home directory, as git expands configured paths.
+fn expand_home(value: &str) -> Option<PathBuf> {
+    let rest = value.strip_prefix("~/")?;
+    Some(PathBuf::from(std::env::var_os("HOME")?).join(rest))
+}
+
+#[cfg(test)]
+#[path = "git_inventory_tests.rs"]
+mod tests;

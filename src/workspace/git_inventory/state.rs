@@ -1,0 +1,138 @@
+//! The state of one path as the git inventory records it (`workspace::git_inventory`): its
+//! identity (device, inode), type and permissions, and a SHA-256 of a file's bytes or a link's
+//! target — never a timestamp. Files are opened without following a link or blocking on a FIFO.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::{MAX_CONFIG_BYTES, MAX_DIGEST_BYTES};
+use crate::config::git_guard;
+
+/// What a path was to the walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Seen {
+    /// A git dir.
+    GitDir,
+    /// A `.git` file or link, or a piece git reads to run a program.
+    Piece,
+    /// A directory that could not be listed.
+    Unlisted,
+    /// A directory deeper than the walk goes.
+    Deep,
+}
+
+/// What a path held: identity, type and permissions, and the content of a file or link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct State {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    content: Content,
+}
+
+impl State {
+    /// Whether the content could not be read: such a state is never proven unchanged.
+    pub(super) fn unproven(&self) -> bool {
+        self.content == Content::Unproven
+    }
+}
+
+/// What a path held besides its identity and mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Content {
+    /// A directory, a FIFO, …: identity and mode say it all.
+    None,
+    /// The SHA-256 of a regular file's bytes or a link's target.
+    Digest([u8; 32]),
+    /// Not read (too big, unreadable): never equal to what was there.
+    Unproven,
+}
+
+/// A path's state, and the bytes of a regular file of at most [`MAX_CONFIG_BYTES`] (or why
+/// they could not be read).
+pub(super) fn observe(path: &Path, meta: &std::fs::Metadata) -> (State, Result<Vec<u8>, String>) {
+    let mut state = State {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        mode: meta.mode(),
+        content: Content::None,
+    };
+    let mut bytes = Err("not a regular file".to_string());
+    if meta.file_type().is_symlink() {
+        state.content = match std::fs::read_link(path) {
+            Ok(t) => Content::Digest(Sha256::digest(t.as_os_str().as_encoded_bytes()).into()),
+            Err(_) => Content::Unproven,
+        };
+    } else if meta.is_file() {
+        state.content = Content::Unproven;
+        match digest_file(path) {
+            Ok((file, digest, kept)) if (file.dev(), file.ino()) == (state.dev, state.ino) => {
+                state.content = digest.map_or(Content::Unproven, Content::Digest);
+                bytes = kept.ok_or_else(|| "over 1 MiB".to_string());
+            }
+            Ok(_) => bytes = Err("replaced while read".into()),
+            Err(e) => bytes = Err(e.to_string()),
+        }
+    }
+    (state, bytes)
+}
+
+/// A regular file's metadata (as opened), its digest (`None` over [`MAX_DIGEST_BYTES`]), and
+/// its bytes when at most [`MAX_CONFIG_BYTES`]; opened without following a link or blocking.
+type Digested = (std::fs::Metadata, Option<[u8; 32]>, Option<Vec<u8>>);
+
+fn digest_file(path: &Path) -> std::io::Result<Digested> {
+    use std::io::Read;
+    let mut file = open_nonblocking(path)?;
+    let meta = file.metadata()?;
+    let (mut hash, mut kept, mut total) = (Sha256::new(), Vec::new(), 0u64);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > MAX_DIGEST_BYTES {
+            return Ok((meta, None, None));
+        }
+        hash.update(&buf[..n]);
+        if total <= MAX_CONFIG_BYTES {
+            kept.extend_from_slice(&buf[..n]);
+        }
+    }
+    let kept = (total <= MAX_CONFIG_BYTES).then_some(kept);
+    Ok((meta, Some(hash.finalize().into()), kept))
+}
+
+pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// The git dir a `.git` file names, read as git reads it (`read_gitfile_gently`: up to 1 MiB,
+/// `gitdir: PATH`, any bytes): `None` when git refuses it too (too long, another content, a
+/// path that does not resolve); an error when it cannot be read.
+pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_nonblocking(path)?
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Ok(None);
+    }
+    let Some(named) = git_guard::gitfile_path(&bytes) else {
+        return Ok(None);
+    };
+    match path.parent().unwrap_or(Path::new("/")).join(named).canonicalize() {
+        Ok(target) => Ok(Some(target)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}

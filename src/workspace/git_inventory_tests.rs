@@ -1,0 +1,303 @@
+use super::*;
+
+/// An inventory of nothing: everything under `roots` is judged.
+fn nothing(roots: &[PathBuf]) -> Inventory {
+    Inventory {
+        roots: roots.to_vec(),
+        states: HashMap::new(),
+    }
+}
+
+/// Judge everything under `root` but `skip`.
+fn judge_all(roots: &[PathBuf], skip: &[PathBuf]) -> Scan {
+    check(&nothing(roots), skip)
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A minimal git dir (what `git init` makes, hooks samples included).
+fn git_dir(dir: &Path, config: &str) {
+    write(&dir.join("HEAD"), "ref: refs/heads/main\n");
+    std::fs::create_dir_all(dir.join("objects")).unwrap();
+    std::fs::create_dir_all(dir.join("refs/heads")).unwrap();
+    write(&dir.join("config"), config);
+    write(&dir.join("hooks/pre-commit.sample"), "#!/bin/sh\n");
+}
+
+fn found(scan: &Scan, root: &Path) -> Vec<(String, String)> {
+    scan.findings
+        .iter()
+        .map(|f| {
+            let rel = f.path.strip_prefix(root).unwrap().display().to_string();
+            let what = f
+                .what
+                .split(" (")
+                .next()
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+                .to_string();
+            (rel, what)
+        })
+        .collect()
+}
+
+const CLEAN: &str = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n";
+const EVIL: &str = "[core]\n\tfsmonitor = \"touch /tmp/x\"\n";
+
+#[test]
+fn clean_repositories_and_what_was_there_before_are_not_reported() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join(".git"), CLEAN);
+    git_dir(
+        &root.join(".git/modules/sub"),
+        "[core]\n\tworktree = ../../../sub\n",
+    );
+    write(&root.join("sub/.git"), "gitdir: ../.git/modules/sub\n");
+    git_dir(&root.join("vendor/lib/.git"), CLEAN);
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
+    assert_eq!(found(&scan, &root), Vec::<(String, String)>::new());
+    assert!(scan.incomplete.is_empty(), "{:?}", scan.incomplete);
+    // Planted, but before the launch: not this launch's doing.
+    write(&root.join("vendor/lib/.git/config"), EVIL);
+    write(&root.join("vendor/lib/.git/hooks/pre-commit"), "#!/bin/sh\n");
+    let before = take(std::slice::from_ref(&root));
+    assert!(check(&before, &[]).findings.is_empty());
+}
+
+#[test]
+fn every_planted_piece_is_reported() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join(".git"), CLEAN);
+    // An existing submodule's config, a nested submodule's hook, a commondir redirect.
+    git_dir(&root.join(".git/modules/sub"), EVIL);
+    git_dir(&root.join(".git/modules/sub/modules/inner"), CLEAN);
+    write(
+        &root.join(".git/modules/sub/modules/inner/hooks/post-checkout"),
+        "#!/bin/sh\n",
+    );
+    git_dir(&root.join(".git/modules/a/b"), CLEAN);
+    write(&root.join(".git/modules/a/b/commondir"), "../../../../evil\n");
+    git_dir(&root.join("evil"), EVIL);
+    // A new nested repository, a bare-looking directory, a linked worktree entry.
+    git_dir(&root.join("src/new/.git"), "[alias]\n\tst = !sh\n");
+    git_dir(&root.join("docs/bare"), "[core]\n\tpager = x\n");
+    write(&root.join(".git/worktrees/wt/HEAD"), "ref: refs/heads/wt\n");
+    write(&root.join(".git/worktrees/wt/commondir"), "../..\n");
+    write(
+        &root.join(".git/worktrees/wt/config.worktree"),
+        "[core]\n\thooksPath = /x\n",
+    );
+    // A .git file naming a git dir hidden in a part of .git the walk skips.
+    git_dir(&root.join(".git/objects/hide"), EVIL);
+    write(&root.join("sub2/.git"), "gitdir: ../.git/objects/hide\n");
+    std::fs::create_dir_all(root.join("lnk")).unwrap();
+    std::os::unix::fs::symlink(root.join("evil"), root.join("lnk/.git")).unwrap();
+    write(&root.join("not-a-config/.git/config"), "[core\n");
+    write(&root.join("not-a-config/.git/HEAD"), "ref: refs/heads/main\n");
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
+    let got = found(&scan, &root);
+    for want in [
+        (
+            ".git/modules/sub/config",
+            "git configuration that can run programs",
+        ),
+        (
+            ".git/modules/sub/modules/inner/hooks/post-checkout",
+            "a hook git runs",
+        ),
+        (".git/modules/a/b/commondir", "a commondir sending git to /"),
+        ("evil/config", "git configuration that can run programs"),
+        ("src/new/.git/config", "git configuration that can run programs"),
+        ("docs/bare/config", "git configuration that can run programs"),
+        (
+            ".git/worktrees/wt/config.worktree",
+            "git configuration that can run programs",
+        ),
+        (
+            ".git/objects/hide/config",
+            "git configuration that can run programs",
+        ),
+        ("lnk/.git", "a symbolic link git follows to a repository"),
+        (
+            "not-a-config/.git/config",
+            "git configuration that can run programs",
+        ),
+    ] {
+        let want = (want.0.to_string(), want.1.to_string());
+        assert!(
+            got.iter().any(|g| g.0 == want.0 && g.1.starts_with(&want.1)),
+            "{want:?} not in {got:?}"
+        );
+    }
+    assert!(
+        !got.iter().any(|g| g.0.contains("worktrees/wt/commondir")),
+        "{got:?}"
+    );
+    let what = &scan
+        .findings
+        .iter()
+        .find(|f| f.path.ends_with("sub/config"))
+        .unwrap()
+        .what;
+    assert!(what.ends_with("core.fsmonitor"), "{what}");
+    // The read-only guards are never reported.
+    let skip = [root.join(".git/modules/sub/config"), root.join("evil")];
+    let scan = judge_all(std::slice::from_ref(&root), &skip);
+    let got = found(&scan, &root);
+    assert!(
+        !got.iter()
+            .any(|g| g.0 == ".git/modules/sub/config" || g.0.starts_with("evil/")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_git_file_naming_a_risky_repository_outside_is_reported() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    let root = base.join("work");
+    git_dir(&base.join("elsewhere"), EVIL);
+    git_dir(&base.join("tame"), CLEAN);
+    write(
+        &root.join("a/.git"),
+        &format!("gitdir: {}\n", base.join("elsewhere").display()),
+    );
+    write(
+        &root.join("b/.git"),
+        &format!("gitdir: {}\n", base.join("tame").display()),
+    );
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
+    let got = found(&scan, &root);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "a/.git");
+    assert!(
+        scan.findings[0].what.contains("outside the workspace"),
+        "{:?}",
+        scan.findings
+    );
+}
+
+fn mv(root: &Path, from: &str, to: &str) {
+    let to = root.join(to);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::rename(root.join(from), to).unwrap();
+}
+
+/// Issue 22, finding 2: content staged before the launch (by an earlier launch, by the cloned
+/// repository's tracked files, inside `.git/`) keeps its change times when a directory rename
+/// moves it into place; the inventory sees a git dir that was not there.
+#[test]
+fn what_is_moved_into_place_is_judged_in_full() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join(".git"), CLEAN);
+    // Not git dirs yet: `objs` is no `objects`.
+    write(&root.join("stash/g/HEAD"), "ref: refs/heads/main\n");
+    write(&root.join("stash/g/config"), EVIL);
+    std::fs::create_dir_all(root.join("stash/g/objs")).unwrap();
+    write(&root.join(".git/x/HEAD"), "ref: refs/heads/main\n");
+    write(&root.join(".git/x/config"), EVIL);
+    std::fs::create_dir_all(root.join(".git/x/objs")).unwrap();
+    // A bare repository shipped as tracked files, with a hook: there before, not reported.
+    git_dir(&root.join("vendor/pkg"), EVIL);
+    write(&root.join("vendor/pkg/hooks/post-checkout"), "#!/bin/sh\n");
+    let before = take(std::slice::from_ref(&root));
+    assert!(check(&before, &[]).findings.is_empty());
+    // The launch only renames.
+    mv(&root, "stash/g/objs", "stash/g/objects");
+    mv(&root, "stash/g", "sa/.git");
+    mv(&root, "vendor/pkg", "sb/.git");
+    mv(&root, ".git/x/objs", ".git/x/objects");
+    mv(&root, ".git/x", ".git/modules/m");
+    write(&root.join("m/.git"), "gitdir: ../.git/modules/m\n");
+    let got = found(&check(&before, &[]), &root);
+    for want in [
+        "sa/.git/config",
+        "sb/.git/config",
+        "sb/.git/hooks/post-checkout",
+        ".git/modules/m/config",
+    ] {
+        assert!(got.iter().any(|g| g.0 == want), "{want} not in {got:?}");
+    }
+    // A `.git` file naming a git dir that was there before, unchanged: judged in full.
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join("vendor/pkg"), EVIL);
+    let before = take(std::slice::from_ref(&root));
+    write(&root.join("sc/.git"), "gitdir: ../vendor/pkg\n");
+    let got = found(&check(&before, &[]), &root);
+    assert_eq!(
+        got,
+        [(
+            "vendor/pkg/config".to_string(),
+            "git configuration that can run programs".to_string()
+        )]
+    );
+}
+
+/// A git dir that stays in place is judged piece by piece: what differs in content,
+/// permissions or identity, never what the user had there (a checkout changing `HEAD` included).
+#[test]
+fn pieces_changed_in_place_are_judged_and_unchanged_ones_are_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let lib = root.join("vendor/lib/.git");
+    git_dir(&lib, CLEAN);
+    write(&lib.join("hooks/pre-commit"), "#!/bin/sh\nexit 0\n");
+    write(&lib.join("hooks/post-merge"), "#!/bin/sh\n");
+    write(&lib.join("hooks/post-commit"), "#!/bin/sh\n");
+    git_dir(&root.join("a/.git"), CLEAN);
+    write(&root.join("a/.git/hooks/pre-push"), "#!/bin/sh\n");
+    git_dir(&root.join("b/.git"), CLEAN);
+    let before = take(std::slice::from_ref(&root));
+    // The same inode, new content; a mode change; the same content written again; a checkout.
+    std::fs::write(lib.join("config"), EVIL).unwrap();
+    let hook = lib.join("hooks/post-merge");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(lib.join("hooks/post-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::write(lib.join("HEAD"), "ref: refs/heads/other\n").unwrap();
+    // Two repositories swapped: each git dir is another directory at its path.
+    mv(&root, "a/.git", "t");
+    mv(&root, "b/.git", "a/.git");
+    mv(&root, "t", "b/.git");
+    let got = found(&check(&before, &[]), &root);
+    let paths: Vec<&str> = got.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "b/.git/hooks/pre-push",
+            "vendor/lib/.git/config",
+            "vendor/lib/.git/hooks/post-merge"
+        ],
+        "{got:?}"
+    );
+}
+
+/// A `.git` link or file is judged by what it holds: the same link stays, a retargeted one and
+/// a `.git` file rewritten to name another git dir do not.
+#[test]
+fn git_links_and_files_are_compared_by_content() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join("r1"), CLEAN);
+    git_dir(&root.join("r2"), EVIL);
+    std::fs::create_dir_all(root.join("l")).unwrap();
+    std::os::unix::fs::symlink("../r1", root.join("l/.git")).unwrap();
+    write(&root.join("f/.git"), "gitdir: ../r1\n");
+    let before = take(std::slice::from_ref(&root));
+    assert!(check(&before, &[]).findings.is_empty());
+    std::fs::remove_file(root.join("l/.git")).unwrap();
+    std::os::unix::fs::symlink("../r2", root.join("l/.git")).unwrap();
+    std::fs::write(root.join("f/.git"), "gitdir: ../r2\n").unwrap();
+    let got = found(&check(&before, &[]), &root);
+    let paths: Vec<&str> = got.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(paths, ["l/.git", "r2/config"], "{got:?}");
+}
