@@ -3,7 +3,7 @@
 //! one launch; the test then does what the user would do next (another launch, `ags plan`) and
 //! checks that `ags` on the host did not act on the plant. Real Podman, rootful and rootless.
 //! The findings (attack2-1 to attack2-3) are described in docs/security.md, "Overlay trust" and
-//! "Git configuration and hooks in the workspace"; the open one is `#[ignore]`d.
+//! "Git configuration and hooks in the workspace"; all of them now hold.
 
 mod common;
 
