@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, Mode, OFlags, RenameFlags, ResolveFlags};
 
 use crate::config::git_guard::GitGuard;
-use crate::workspace::git_inventory::{self, Finding, Inventory};
 use crate::text::shell_word;
+use crate::workspace::git_inventory::{self, Finding, Inventory};
 
 /// What was found and done.
 #[derive(Debug, Default)]
