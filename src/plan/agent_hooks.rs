@@ -21,8 +21,25 @@ pub fn check_args<'a>(
     agent: &str,
     args: impl IntoIterator<Item = &'a String>,
 ) -> Result<Vec<String>, PlanError> {
+    sort(wiring::check_args(agent, args))
+}
+
+/// The launch's environment names against the agent's wiring: a variable that switches it off
+/// is refused, whichever source set it.
+pub fn check_env<'a>(agent: &str, names: impl IntoIterator<Item = &'a str>) -> Result<(), PlanError> {
+    sort(wiring::check_env(agent, names)).map(|_| ())
+}
+
+/// The user namespace against the agent's wiring (gemini under rootless `keep-id`): refused
+/// when `config` has a guard or handlers, else a warning.
+pub fn check_user_namespace(config: &Config, agent: &str, keep_id: bool) -> Result<Vec<String>, PlanError> {
+    sort(wiring::check_user_namespace(agent, keep_id, !config.agent_hooks.is_empty()))
+}
+
+/// The first refusal as an error, else the warnings.
+fn sort(switches: impl IntoIterator<Item = SwitchOff>) -> Result<Vec<String>, PlanError> {
     let mut warnings = Vec::new();
-    for s in wiring::check_args(agent, args) {
+    for s in switches {
         match s {
             SwitchOff::Refuse(why) => return Err(PlanError::WiringSwitchedOff(why)),
             SwitchOff::Warn(why) => warnings.push(why),

@@ -159,7 +159,8 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     // A remote service cannot bind this host's dispatcher (docs/agent-hook-handlers.md).
     let wiring = match run.agent_hooks && !input.remote {
         true => {
-            let warnings = check_agent_hook_args(run)?;
+            let mut warnings = check_agent_hook_args(run)?;
+            warnings.extend(agent_hooks::check_user_namespace(input.config, &run.agent, input.rootless)?);
             agent_hooks::wiring(input.config, &run.agent, &input.identity.suffix, warnings)
         }
         false => None,
@@ -174,6 +175,9 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         return Err(PlanError::PublishWithoutNetwork);
     }
     let mut env = build_env(input, hook_env)?;
+    if wiring.is_some() {
+        agent_hooks::check_env(&run.agent, env.iter().map(|e| e.key.as_str()))?;
+    }
     // The proxy variables are ags's own in allowlist mode: they replace any other value.
     let proxy_env = egress_entries::env(&egress);
     env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));
