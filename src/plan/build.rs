@@ -202,7 +202,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let record = agent_record::plan(input.config, run.agent_hooks, input.remote, input.host_stage_dir);
     let extra = egress_entries::mounts(&egress)
         .into_iter()
-        .chain(wiring.iter().map(|(_, _, dispatcher)| dispatcher.clone()))
+        .chain(wiring.iter().flat_map(|(_, _, mounts)| mounts.iter().cloned()))
         .chain(record.iter().map(agent_record::mount))
         .collect();
     let mounts = build_mounts(input, hook_mounts, &files, staging.as_ref(), extra)?;
@@ -594,10 +594,21 @@ fn check_user_destination(m: &UserMount) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// Refuse equal or nested destinations among bind mounts (tmpfs system mounts are exempt).
+/// Refuse equal or nested destinations among bind mounts (tmpfs system mounts are exempt, and
+/// so is the agent hooks' empty read-only tmpfs over a plugin directory inside a state volume).
 fn check_overlaps(mounts: &[PlanMount]) -> Result<(), PlanError> {
+    let shadows = |inner: &PlanMount, outer: &PlanMount| {
+        inner.origin == Origin::AgentHooks
+            && matches!(inner.kind, MountKind::Tmpfs { .. })
+            && matches!(outer.kind, MountKind::Volume { .. })
+            && inner.destination != outer.destination
+            && inner.destination.starts_with(&outer.destination)
+    };
     for (i, a) in mounts.iter().enumerate() {
         for b in &mounts[i + 1..] {
+            if shadows(a, b) || shadows(b, a) {
+                continue;
+            }
             if a.destination.starts_with(&b.destination) || b.destination.starts_with(&a.destination) {
                 return Err(PlanError::MountOverlap {
                     a: a.destination.display().to_string(),

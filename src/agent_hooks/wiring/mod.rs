@@ -7,7 +7,7 @@
 mod js;
 mod switches;
 
-pub use switches::{SWITCH_OFF_ENV, SwitchOff, check_args, check_env, check_user_namespace};
+pub use switches::{SWITCH_OFF_ENV, SwitchOff, check_agent, check_args, check_env, check_user_namespace};
 
 use serde_json::{Value, json};
 
@@ -30,6 +30,16 @@ pub const CODEX_HOOKS: &str = "/etc/codex/hooks.json";
 /// agent, and an extension runs in pi's own process, where it could disarm the generated one),
 /// then the generated extension, which `--no-extensions` leaves loaded.
 pub const PI_ARGS: &[&str] = &["--no-extensions", "-e", PI_EXTENSION];
+
+/// opencode's plugin directories in the agent's home (`{plugin,plugins}/*.{js,ts}` of its global
+/// config directory, a state volume, and of `~/.opencode`): shadowed empty and read-only. The
+/// workdir's `.opencode/` is the workspace boundary's (`workspace::protected`).
+pub const OPENCODE_PLUGIN_DIRS: &[&str] = &[
+    "/home/dev/.config/opencode/plugin",
+    "/home/dev/.config/opencode/plugins",
+    "/home/dev/.opencode/plugin",
+    "/home/dev/.opencode/plugins",
+];
 
 /// Environment values claude's managed settings pin (the managed `env` is applied last, so a
 /// user or project settings `env` cannot set them): `CLAUDE_CODE_SIMPLE` is bare mode, which
@@ -67,6 +77,9 @@ pub struct Wiring {
     pub files: Vec<WiringFile>,
     /// Arguments placed right after the agent's command.
     pub args: Vec<String>,
+    /// Directories shadowed by an empty read-only tmpfs: where the agent would discover code
+    /// that runs in its own process (and could disarm the wiring) in its writable state.
+    pub empty_dirs: Vec<&'static str>,
 }
 
 /// The dispatcher command line of one native event.
@@ -87,6 +100,7 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
                 pretty(&claude(row)),
             )],
             args: vec![],
+            empty_dirs: vec![],
         },
         ("codex", _) => Wiring {
             files: vec![
@@ -94,10 +108,12 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
                 file(CODEX_REQUIREMENTS, CODEX_REQUIREMENTS_TOML.to_string()),
             ],
             args: vec![],
+            empty_dirs: vec![],
         },
         ("gemini", _) => Wiring {
             files: vec![file(GEMINI_SYSTEM, pretty(&gemini(row, tag)))],
             args: vec![],
+            empty_dirs: vec![],
         },
         (_, Mechanism::OpencodePlugin) => Wiring {
             files: vec![
@@ -108,10 +124,12 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
                 file(OPENCODE_PLUGIN, js::opencode_plugin(row)),
             ],
             args: vec![],
+            empty_dirs: OPENCODE_PLUGIN_DIRS.to_vec(),
         },
         (_, Mechanism::PiExtension) => Wiring {
             files: vec![file(PI_EXTENSION, js::pi_extension(row))],
             args: PI_ARGS.iter().map(|a| a.to_string()).collect(),
+            empty_dirs: vec![],
         },
         (_, Mechanism::Command) => return None,
     })

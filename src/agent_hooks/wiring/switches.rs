@@ -85,6 +85,22 @@ pub fn check_env<'a>(agent: &str, names: impl IntoIterator<Item = &'a str>) -> V
         .collect()
 }
 
+/// What no launch setting can close: opencode loads every plugin its user config lists (the
+/// `plugin` key of `~/.config/opencode/opencode.json`, in the agent's state volume, which the
+/// agent can write), in its own process, where it could disarm the generated plugin. Warned
+/// about when a guard or handler is configured.
+pub fn check_agent(agent: &str, handlers: bool) -> Option<SwitchOff> {
+    (agent == "opencode" && handlers).then(|| {
+        SwitchOff::Warn(
+            "--agent opencode: opencode loads the plugins its user config lists \
+             (~/.config/opencode/opencode.json in the agent's state volume, which the agent can \
+             write), and such a plugin could disarm the [agent_guard] and [[agent_hook]]s; check \
+             that file's `plugin` key between sessions (docs/agent-hooks.md)"
+                .into(),
+        )
+    })
+}
+
 /// gemini loads its system settings only when the file and its directory are owned by uid 0
 /// and not writable by group or others. Under a rootless `keep-id` user namespace ags's wiring
 /// file is owned by the user's uid inside the container, so gemini skips it: refused when a
