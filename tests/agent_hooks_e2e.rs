@@ -313,7 +313,6 @@ fn check_blocked(env: &TestEnv, addr: &str, name: &str, tweak: &dyn Fn(&mut Agen
     assert_clean(env);
 }
 
-
 /// Run `check` in each mode whose service has the agent image.
 fn with_agent_image(check: impl Fn(&TestEnv, &str)) {
     let Some(addr) = host_address() else {
@@ -397,14 +396,72 @@ fn switches_of_the_wiring_are_refused_in_every_spelling() {
             assert_eq!(out.status.code(), Some(125), "{args:?}: {}", show(&out));
             assert!(show(&out).contains(says), "{args:?}: {}", show(&out));
         };
-        refused(&["--agent", "opencode", "--", "run", "--pure=true", "x"], "--pure");
-        refused(&["--agent", "claude", "--env", "CLAUDE_CODE_SIMPLE=1"], "CLAUDE_CODE_SIMPLE");
-        refused(&["--agent", "opencode", "--env", "OPENCODE_PURE=1"], "OPENCODE_PURE");
-        let gemini = ["--agent", "gemini", "--env", "GEMINI_CLI_SYSTEM_SETTINGS_PATH=/tmp/s"];
+        refused(
+            &["--agent", "opencode", "--", "run", "--pure=true", "x"],
+            "--pure",
+        );
+        refused(
+            &["--agent", "claude", "--env", "CLAUDE_CODE_SIMPLE=1"],
+            "CLAUDE_CODE_SIMPLE",
+        );
+        refused(
+            &["--agent", "opencode", "--env", "OPENCODE_PURE=1"],
+            "OPENCODE_PURE",
+        );
+        let gemini = [
+            "--agent",
+            "gemini",
+            "--env",
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH=/tmp/s",
+        ];
         match env.mode() {
             common::Mode::Rootful => refused(&gemini, "GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
             common::Mode::Rootless => refused(&gemini[..2], "not owned by uid 0"),
         }
         assert_clean(env);
+    });
+}
+
+/// Issue 23 item 1: a plugin the agent left in opencode's user plugin directory (in its state
+/// volume, so it outlives the launch) loaded into the next launch's opencode, where it could
+/// disarm the generated plugin. The directory is now an empty read-only tmpfs: the plugin,
+/// which writes a marker into the workdir when loaded, does not run.
+#[test]
+fn a_planted_opencode_plugin_in_the_state_volume_does_not_load() {
+    with_agent_image(|env, _addr| {
+        env.write_global_config(
+            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = []\n\n[agent_guard]\ndeny = [\"touch denied-*\"]\n",
+        );
+        let launch = |args: &[&str]| {
+            let label = env.label();
+            let mut all = vec!["--tty=false", "--image", AGENT_IMAGE, "--label", &label];
+            all.extend(["--agent", "opencode", "--"]);
+            all.extend(args);
+            env.run(all.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        let out = launch(&["--version"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let workdir = env.work_dir().display().to_string();
+        let volume = common::api::volumes_with_label(env.mode(), &format!("io.ags.state-workdir={workdir}"))
+            .into_iter()
+            .find(|v| v.contains("config-opencode"))
+            .expect("opencode's config state volume");
+        let marker = env.work_dir().join("marker-plugin");
+        let plugin = format!(
+            "import {{ writeFileSync }} from \"node:fs\";\nexport const Planted = async () => \
+             {{ writeFileSync({:?}, \"loaded\"); return {{}}; }};\n",
+            marker.display().to_string()
+        );
+        let spec = serde_json::json!({
+            "image": env.image(),
+            "command": ["sh", "-c", "mkdir -p /v/plugins && printf '%s' \"$P\" > /v/plugins/p.js"],
+            "env": {"P": plugin},
+            "volumes": [{"Name": volume, "Dest": "/v"}],
+        });
+        assert_eq!(common::api::run_to_end(env.mode(), &spec).0, 0);
+        let out = launch(&["run", "--auto", "hi"]);
+        assert!(!marker.exists(), "the planted plugin ran: {}", show(&out));
+        assert!(show(&out).contains("opencode loads the plugins its user config lists"));
+        common::api::cleanup_state_volumes_under(env.mode(), &env.work_dir());
     });
 }

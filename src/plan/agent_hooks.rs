@@ -113,7 +113,9 @@ pub fn wiring(
     }];
     mounts.extend(w.empty_dirs.iter().map(|d| PlanMount {
         destination: d.into(),
-        kind: MountKind::Tmpfs { size: EMPTY_DIR_BYTES },
+        kind: MountKind::Tmpfs {
+            size: EMPTY_DIR_BYTES,
+        },
         read_only: true,
         origin: Origin::AgentHooks,
     }));

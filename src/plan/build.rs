@@ -160,7 +160,11 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let wiring = match run.agent_hooks && !input.remote {
         true => {
             let mut warnings = check_agent_hook_args(run)?;
-            warnings.extend(agent_hooks::check_user_namespace(input.config, &run.agent, input.rootless)?);
+            warnings.extend(agent_hooks::check_user_namespace(
+                input.config,
+                &run.agent,
+                input.rootless,
+            )?);
             agent_hooks::wiring(input.config, &run.agent, &input.identity.suffix, warnings)
         }
         false => None,

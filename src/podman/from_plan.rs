@@ -189,7 +189,10 @@ fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
                 // lies under it (Podman copies it up by default).
                 MountKind::Tmpfs { size } if m.origin == Origin::AgentHooks => {
                     let size = format!("size={size}");
-                    Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev", "notmpcopyup", &size]))
+                    Some(Mount::tmpfs(
+                        dest,
+                        &[mode, "nosuid", "nodev", "notmpcopyup", &size],
+                    ))
                 }
                 MountKind::Tmpfs { size } => {
                     let size = format!("size={size}");

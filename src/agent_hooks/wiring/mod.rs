@@ -11,8 +11,8 @@ pub use switches::{SWITCH_OFF_ENV, SwitchOff, check_agent, check_args, check_env
 
 use serde_json::{Value, json};
 
-use super::matrix::{self, AgentHooks, Mechanism};
 use super::DISPATCHER_PATH;
+use super::matrix::{self, AgentHooks, Mechanism};
 
 /// Where the opencode plugin and the pi extension are mounted (outside [`super::CONTAINER_DIR`],
 /// which belongs to the dispatcher).
@@ -95,10 +95,7 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
     let file = |destination, content| WiringFile { destination, content };
     Some(match (row.agent, row.mechanism) {
         ("claude", _) => Wiring {
-            files: vec![file(
-                CLAUDE_MANAGED,
-                pretty(&claude(row)),
-            )],
+            files: vec![file(CLAUDE_MANAGED, pretty(&claude(row)))],
             args: vec![],
             empty_dirs: vec![],
         },
@@ -163,8 +160,10 @@ fn claude_like(row: &AgentHooks, timeout: Option<u64>) -> Value {
 /// claude's managed settings: the hooks and [`CLAUDE_PINNED_ENV`].
 fn claude(row: &AgentHooks) -> Value {
     let mut v = claude_like(row, Some(AGENT_TIMEOUT_SECONDS));
-    let env: serde_json::Map<String, Value> =
-        CLAUDE_PINNED_ENV.iter().map(|(k, val)| (k.to_string(), json!(val))).collect();
+    let env: serde_json::Map<String, Value> = CLAUDE_PINNED_ENV
+        .iter()
+        .map(|(k, val)| (k.to_string(), json!(val)))
+        .collect();
     v["env"] = Value::Object(env);
     v
 }

@@ -61,7 +61,10 @@ fn each_agent_gets_its_own_locations() {
         generate("pi", "t").unwrap().args,
         ["--no-extensions", "-e", PI_EXTENSION]
     );
-    assert_eq!(generate("opencode", "t").unwrap().empty_dirs, OPENCODE_PLUGIN_DIRS);
+    assert_eq!(
+        generate("opencode", "t").unwrap().empty_dirs,
+        OPENCODE_PLUGIN_DIRS
+    );
     assert!(generate("claude", "t").unwrap().empty_dirs.is_empty());
     assert!(generate("shell", "t").is_none());
     assert!(generate("vim", "t").is_none());
@@ -138,15 +141,24 @@ fn switches_that_drop_the_wiring_are_refused_or_warned() {
 fn variables_that_drop_the_wiring_are_refused_for_their_agent() {
     for (name, agent, _) in SWITCH_OFF_ENV {
         let got = check_env(agent, [*name, "TERM"]);
-        assert!(matches!(&got[..], [SwitchOff::Refuse(m)] if m.contains(name)), "{name}");
+        assert!(
+            matches!(&got[..], [SwitchOff::Refuse(m)] if m.contains(name)),
+            "{name}"
+        );
         assert!(check_env("shell", [*name]).is_empty());
     }
 }
 
 #[test]
 fn gemini_under_keep_id_is_refused_with_handlers_and_warned_without() {
-    assert!(matches!(check_user_namespace("gemini", true, true), Some(SwitchOff::Refuse(_))));
-    assert!(matches!(check_user_namespace("gemini", true, false), Some(SwitchOff::Warn(_))));
+    assert!(matches!(
+        check_user_namespace("gemini", true, true),
+        Some(SwitchOff::Refuse(_))
+    ));
+    assert!(matches!(
+        check_user_namespace("gemini", true, false),
+        Some(SwitchOff::Warn(_))
+    ));
     assert!(check_user_namespace("gemini", false, true).is_none());
     assert!(check_user_namespace("claude", true, true).is_none());
     assert!(matches!(check_agent("opencode", true), Some(SwitchOff::Warn(_))));
