@@ -370,7 +370,7 @@ fn a_planted_pi_extension_cannot_disarm_the_guard() {
 fn claude_settings_cannot_switch_on_bare_mode() {
     with_agent_image(|env, addr| {
         let dir = env.work_dir().join(".claude-home");
-        let settings = r#"{"env": {"CLAUDE_CODE_SIMPLE": "1"}}"#;
+        let settings = r#"{"env": {"CLAUDE_CODE_SIMPLE": "1", "CLAUDE_CODE_SAFE_MODE": "1"}}"#;
         env.write_file(dir.join("settings.json"), settings, 0o644);
         let before = log(env).len();
         let config_dir = format!("CLAUDE_CONFIG_DIR={}", dir.display());
