@@ -30,13 +30,14 @@ pub fn check_env<'a>(agent: &str, names: impl IntoIterator<Item = &'a str>) -> R
     sort(wiring::check_env(agent, names)).map(|_| ())
 }
 
-/// The user namespace against the agent's wiring (gemini under rootless `keep-id`): refused
+/// The owner of the wiring files against the agent (gemini ignores a system file that uid 0 does
+/// not own inside, as under rootless `keep-id`; `not_root`): refused
 /// when `config` has a guard or handlers, else a warning; plus the warning about what no
 /// setting closes (opencode's user-config plugins).
-pub fn check_user_namespace(config: &Config, agent: &str, keep_id: bool) -> Result<Vec<String>, PlanError> {
+pub fn check_user_namespace(config: &Config, agent: &str, not_root: bool) -> Result<Vec<String>, PlanError> {
     let handlers = !config.agent_hooks.is_empty();
     sort(
-        wiring::check_user_namespace(agent, keep_id, handlers)
+        wiring::check_user_namespace(agent, not_root, handlers)
             .into_iter()
             .chain(wiring::check_agent(agent, handlers)),
     )

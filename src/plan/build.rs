@@ -160,10 +160,13 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let wiring = match run.agent_hooks && !input.remote {
         true => {
             let mut warnings = check_agent_hook_args(run)?;
+            // The staged wiring files are the invoking user's: uid 0 inside only when that
+            // user is root on a rootful service.
+            let not_root = input.rootless || input.user.0 != 0;
             warnings.extend(agent_hooks::check_user_namespace(
                 input.config,
                 &run.agent,
-                input.rootless,
+                not_root,
             )?);
             agent_hooks::wiring(input.config, &run.agent, &input.identity.suffix, warnings)
         }
