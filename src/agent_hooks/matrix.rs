@@ -91,12 +91,15 @@ pub const MATRIX: &[AgentHooks] = &[
     AgentHooks {
         agent: "pi",
         mechanism: Mechanism::PiExtension,
-        wiring: "a generated extension, passed as `-e /etc/ags-agent-hooks/pi-extension.js` \
-                 (pi has no system location; an `-e` extension is loaded besides the \
-                 auto-discovered ones)",
-        silence: "`--no-extensions` drops only auto-discovered extensions, not `-e`, and project \
-                  `.pi/settings.json` exclusions do not apply to it: no. Not noticed otherwise; \
-                  a session without a `session_start` record shows it.",
+        wiring: "a generated extension, passed as `--no-extensions -e \
+                 /etc/ags-agent-hooks/pi-extension.js` (pi has no system location; \
+                 `--no-extensions` stops discovery, `-e` extensions still load)",
+        silence: "No: pi discovers no extension (project `.pi/extensions`, the user's \
+                  `~/.pi/agent/extensions` in the state volume, settings `extensions` and \
+                  `packages` are all skipped), so no agent-written code shares the process with \
+                  the generated extension, and project `.pi/settings.json` exclusions do not \
+                  apply to `-e`. The user's own discovered extensions do not load either: pass \
+                  them with `-e` in `[agent.pi] args`.",
         cells: [
             n("session_start"),
             n("session_shutdown"),
@@ -115,8 +118,10 @@ pub const MATRIX: &[AgentHooks] = &[
                  managed settings, which user, project and `--settings` files cannot override \
                  (an image's own `managed-settings.json` stays in effect)",
         silence: "No: `disableAllHooks` in user, project or `--settings` files does not reach \
-                  managed hooks. `--bare` skips `SessionStart` only; `ags` warns when it is \
-                  among the agent's arguments.",
+                  managed hooks. Bare mode skips `SessionStart` only: `--bare` (any spelling) \
+                  is warned about; `CLAUDE_CODE_SIMPLE` is refused in the launch's environment \
+                  and pinned to `0` by the managed settings' `env`, which beats a user or \
+                  project settings `env` (the persisted `~/.claude/settings.json` included).",
         cells: [
             n("SessionStart"),
             nn(
@@ -164,9 +169,13 @@ pub const MATRIX: &[AgentHooks] = &[
                   `ags` names its hooks per launch (`ags-<random launch suffix>-<event>`), so a \
                   list written in an earlier session or shipped in a repository does not match; \
                   the agent can still silence the hooks of its own running session. \
-                  `hooksConfig.enabled = true` is pinned (the system file wins). Noticed by the \
-                  missing records (a session without `session_start`, tool calls without \
-                  `pre_tool`).",
+                  `hooksConfig.enabled = true` is pinned (the system file wins). \
+                  `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (it moves the system file) is refused in the \
+                  launch's environment. Under rootless Podman (`keep-id`), or a rootful \
+                  service used by a non-root user, gemini skips the system file because uid 0 \
+                  does not own it: `ags` refuses gemini there when a guard or handler is \
+                  configured, else warns. Noticed by the missing records (a \
+                  session without `session_start`, tool calls without `pre_tool`).",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),
@@ -187,8 +196,16 @@ pub const MATRIX: &[AgentHooks] = &[
         wiring: "`/etc/opencode/opencode.json` (the system config, merged with user and project \
                  config) whose `plugin` entry loads the generated \
                  `/etc/ags-agent-hooks/opencode-plugin.js`",
-        silence: "No: a project `plugin: []` and `OPENCODE_CONFIG_CONTENT` do not remove a system \
-                  plugin. `--pure` skips plugins; `ags` refuses `--pure` in the agent's arguments.",
+        silence: "Yes, through its user config: a `plugin` entry in \
+                  `~/.config/opencode/opencode.json` (the state volume, agent-writable) loads \
+                  agent-written code into opencode's process, which can disarm the generated \
+                  plugin; opencode has no switch that keeps the system plugin and drops the \
+                  others (`--pure` drops both), so `ags` warns when a guard or handler is \
+                  configured. Closed: the plugin directories `~/.config/opencode/plugin(s)` and \
+                  `~/.opencode/plugin(s)` are empty read-only tmpfs, the workdir's `.opencode/` \
+                  is protected, a project `plugin: []` and `OPENCODE_CONFIG_CONTENT` do not \
+                  remove a system plugin, and `--pure` (any spelling) and `OPENCODE_PURE` are \
+                  refused.",
         cells: [
             nn("session.created", "bus event, seen by the plugin's `event` hook"),
             empty(

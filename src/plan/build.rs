@@ -159,7 +159,15 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     // A remote service cannot bind this host's dispatcher (docs/agent-hook-handlers.md).
     let wiring = match run.agent_hooks && !input.remote {
         true => {
-            let warnings = check_agent_hook_args(run)?;
+            let mut warnings = check_agent_hook_args(run)?;
+            // The staged wiring files are the invoking user's: uid 0 inside only when that
+            // user is root on a rootful service.
+            let not_root = input.rootless || input.user.0 != 0;
+            warnings.extend(agent_hooks::check_user_namespace(
+                input.config,
+                &run.agent,
+                not_root,
+            )?);
             agent_hooks::wiring(input.config, &run.agent, &input.identity.suffix, warnings)
         }
         false => None,
@@ -174,6 +182,9 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         return Err(PlanError::PublishWithoutNetwork);
     }
     let mut env = build_env(input, hook_env)?;
+    if wiring.is_some() {
+        agent_hooks::check_env(&run.agent, env.iter().map(|e| e.key.as_str()))?;
+    }
     // The proxy variables are ags's own in allowlist mode: they replace any other value.
     let proxy_env = egress_entries::env(&egress);
     env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));
@@ -198,7 +209,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let record = agent_record::plan(input.config, run.agent_hooks, input.remote, input.host_stage_dir);
     let extra = egress_entries::mounts(&egress)
         .into_iter()
-        .chain(wiring.iter().map(|(_, _, dispatcher)| dispatcher.clone()))
+        .chain(wiring.iter().flat_map(|(_, _, mounts)| mounts.iter().cloned()))
         .chain(record.iter().map(agent_record::mount))
         .collect();
     let mounts = build_mounts(input, hook_mounts, &files, staging.as_ref(), extra)?;
@@ -590,10 +601,21 @@ fn check_user_destination(m: &UserMount) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// Refuse equal or nested destinations among bind mounts (tmpfs system mounts are exempt).
+/// Refuse equal or nested destinations among bind mounts (tmpfs system mounts are exempt, and
+/// so is the agent hooks' empty read-only tmpfs over a plugin directory inside a state volume).
 fn check_overlaps(mounts: &[PlanMount]) -> Result<(), PlanError> {
+    let shadows = |inner: &PlanMount, outer: &PlanMount| {
+        inner.origin == Origin::AgentHooks
+            && matches!(inner.kind, MountKind::Tmpfs { .. })
+            && matches!(outer.kind, MountKind::Volume { .. })
+            && inner.destination != outer.destination
+            && inner.destination.starts_with(&outer.destination)
+    };
     for (i, a) in mounts.iter().enumerate() {
         for b in &mounts[i + 1..] {
+            if shadows(a, b) || shadows(b, a) {
+                continue;
+            }
             if a.destination.starts_with(&b.destination) || b.destination.starts_with(&a.destination) {
                 return Err(PlanError::MountOverlap {
                     a: a.destination.display().to_string(),

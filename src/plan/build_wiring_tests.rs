@@ -97,9 +97,18 @@ fn pi_gets_its_extension_right_after_its_command() {
     let p = plan(&r, &HookLayer::default()).unwrap();
     assert_eq!(
         p.command,
-        ["pi", "-e", wiring::PI_EXTENSION, "--model", "m", "-p", "hi"]
+        [
+            "pi",
+            "--no-extensions",
+            "-e",
+            wiring::PI_EXTENSION,
+            "--model",
+            "m",
+            "-p",
+            "hi"
+        ]
     );
-    assert_eq!(p.agent_hook_wiring.unwrap().args, ["-e", wiring::PI_EXTENSION]);
+    assert_eq!(p.agent_hook_wiring.unwrap().args, wiring::PI_ARGS);
 }
 
 #[test]
@@ -118,7 +127,10 @@ fn switches_that_drop_the_wiring_are_refused_or_warned() {
     )
     .unwrap_err();
     assert!(matches!(err, PlanError::WiringSwitchedOff(_)));
-    assert!(err.to_string().contains("remove --pure"), "{err}");
+    assert!(
+        err.to_string().contains("\"--pure\"") && err.to_string().contains("remove it"),
+        "{err}"
+    );
     let mut r = run("opencode", &[], true);
     r.agent_args = vec!["--pure".into()];
     assert!(plan(&r, &HookLayer::default()).is_err());
@@ -167,7 +179,7 @@ fn the_handlers_file_and_the_dispatcher_are_read_only_and_shown_in_the_plan() {
         "global",
     )])
     .unwrap();
-    let r = run("gemini", &[], true);
+    let r = run("codex", &[], true);
     let p = build(&PlanInput {
         host_memory: None,
         config: &cfg,
@@ -197,6 +209,20 @@ fn the_handlers_file_and_the_dispatcher_are_read_only_and_shown_in_the_plan() {
     assert!(h.block_on_failure && h.timeout_seconds == 10);
     assert_eq!(parsed.guard.deny, ["git push --force*"]);
     assert_eq!(parsed.guard.protect, [".git/hooks"]);
+    // gemini ignores its wiring under keep-id: refused with handlers (issue 23 item 5).
+    let gemini = build(&PlanInput {
+        run: &run("gemini", &[], true),
+        host_memory: None,
+        config: &cfg,
+        identity: &identity(),
+        rootless: true,
+        selinux: false,
+        remote: false,
+        user: (1000, 1000),
+        host_stage_dir: Path::new("/run/user/1000/ags/stage-abc123"),
+        hooks: &HookLayer::default(),
+    });
+    assert!(matches!(gemini, Err(PlanError::WiringSwitchedOff(m)) if m.contains("uid 0")));
     let m = p
         .mounts
         .iter()

@@ -8,7 +8,7 @@ use super::spec::{
     ResourceLimits, SpecGenerator,
 };
 use crate::config::Network;
-use crate::plan::{EnvSource, LaunchPlan, MountKind, Protocol, SelinuxLabel, UserNamespace};
+use crate::plan::{EnvSource, LaunchPlan, MountKind, Origin, Protocol, SelinuxLabel, UserNamespace};
 
 /// Build the create body for `plan`. Only `Plain` env values (chosen by `ags`, never secrets)
 /// go into the spec; everything else is staged.
@@ -185,6 +185,15 @@ fn mounts(plan: &LaunchPlan) -> Vec<Mount> {
                     dest,
                     &["rbind", mode, "nosuid", "nodev"],
                 )),
+                // An agent hooks tmpfs shadows a plugin directory: empty, not a copy of what
+                // lies under it (Podman copies it up by default).
+                MountKind::Tmpfs { size } if m.origin == Origin::AgentHooks => {
+                    let size = format!("size={size}");
+                    Some(Mount::tmpfs(
+                        dest,
+                        &[mode, "nosuid", "nodev", "notmpcopyup", &size],
+                    ))
+                }
                 MountKind::Tmpfs { size } => {
                     let size = format!("size={size}");
                     Some(Mount::tmpfs(dest, &[mode, "nosuid", "nodev", &size]))

@@ -5,11 +5,14 @@
 //! generated file (docs/decisions/0002).
 
 mod js;
+mod switches;
+
+pub use switches::{SWITCH_OFF_ENV, SwitchOff, check_agent, check_args, check_env, check_user_namespace};
 
 use serde_json::{Value, json};
 
+use super::DISPATCHER_PATH;
 use super::matrix::{self, AgentHooks, Mechanism};
-use super::{DISPATCHER_PATH, Event};
 
 /// Where the opencode plugin and the pi extension are mounted (outside [`super::CONTAINER_DIR`],
 /// which belongs to the dispatcher).
@@ -22,6 +25,27 @@ pub const PI_EXTENSION: &str = "/etc/ags-agent-hooks/pi-extension.js";
 pub const CLAUDE_MANAGED: &str = "/etc/claude-code/managed-settings.d/ags-agent-hooks.json";
 /// codex's system hooks file.
 pub const CODEX_HOOKS: &str = "/etc/codex/hooks.json";
+/// pi's added arguments: no extension discovery (project `.pi/extensions`, the user's
+/// `~/.pi/agent/extensions`, settings `extensions` and `packages`: all of it writable by the
+/// agent, and an extension runs in pi's own process, where it could disarm the generated one),
+/// then the generated extension, which `--no-extensions` leaves loaded.
+pub const PI_ARGS: &[&str] = &["--no-extensions", "-e", PI_EXTENSION];
+
+/// opencode's plugin directories in the agent's home (`{plugin,plugins}/*.{js,ts}` of its global
+/// config directory, a state volume, and of `~/.opencode`): shadowed empty and read-only. The
+/// workdir's `.opencode/` is the workspace boundary's (`workspace::protected`).
+pub const OPENCODE_PLUGIN_DIRS: &[&str] = &[
+    "/home/dev/.config/opencode/plugin",
+    "/home/dev/.config/opencode/plugins",
+    "/home/dev/.opencode/plugin",
+    "/home/dev/.opencode/plugins",
+];
+
+/// Environment values claude's managed settings pin (the managed `env` is applied last, so a
+/// user or project settings `env` cannot set them): `CLAUDE_CODE_SIMPLE` is bare mode, which
+/// skips `SessionStart` hooks.
+pub const CLAUDE_PINNED_ENV: &[(&str, &str)] = &[("CLAUDE_CODE_SIMPLE", "0")];
+
 /// codex's managed requirements (pins the hooks feature on).
 pub const CODEX_REQUIREMENTS: &str = "/etc/codex/requirements.toml";
 /// gemini's system settings.
@@ -53,6 +77,9 @@ pub struct Wiring {
     pub files: Vec<WiringFile>,
     /// Arguments placed right after the agent's command.
     pub args: Vec<String>,
+    /// Directories shadowed by an empty read-only tmpfs: where the agent would discover code
+    /// that runs in its own process (and could disarm the wiring) in its writable state.
+    pub empty_dirs: Vec<&'static str>,
 }
 
 /// The dispatcher command line of one native event.
@@ -68,11 +95,9 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
     let file = |destination, content| WiringFile { destination, content };
     Some(match (row.agent, row.mechanism) {
         ("claude", _) => Wiring {
-            files: vec![file(
-                CLAUDE_MANAGED,
-                pretty(&claude_like(row, Some(AGENT_TIMEOUT_SECONDS))),
-            )],
+            files: vec![file(CLAUDE_MANAGED, pretty(&claude(row)))],
             args: vec![],
+            empty_dirs: vec![],
         },
         ("codex", _) => Wiring {
             files: vec![
@@ -80,10 +105,12 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
                 file(CODEX_REQUIREMENTS, CODEX_REQUIREMENTS_TOML.to_string()),
             ],
             args: vec![],
+            empty_dirs: vec![],
         },
         ("gemini", _) => Wiring {
             files: vec![file(GEMINI_SYSTEM, pretty(&gemini(row, tag)))],
             args: vec![],
+            empty_dirs: vec![],
         },
         (_, Mechanism::OpencodePlugin) => Wiring {
             files: vec![
@@ -94,10 +121,12 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
                 file(OPENCODE_PLUGIN, js::opencode_plugin(row)),
             ],
             args: vec![],
+            empty_dirs: OPENCODE_PLUGIN_DIRS.to_vec(),
         },
         (_, Mechanism::PiExtension) => Wiring {
             files: vec![file(PI_EXTENSION, js::pi_extension(row))],
-            args: vec!["-e".into(), PI_EXTENSION.into()],
+            args: PI_ARGS.iter().map(|a| a.to_string()).collect(),
+            empty_dirs: vec![],
         },
         (_, Mechanism::Command) => return None,
     })
@@ -128,6 +157,17 @@ fn claude_like(row: &AgentHooks, timeout: Option<u64>) -> Value {
     json!({ "hooks": hooks })
 }
 
+/// claude's managed settings: the hooks and [`CLAUDE_PINNED_ENV`].
+fn claude(row: &AgentHooks) -> Value {
+    let mut v = claude_like(row, Some(AGENT_TIMEOUT_SECONDS));
+    let env: serde_json::Map<String, Value> = CLAUDE_PINNED_ENV
+        .iter()
+        .map(|(k, val)| (k.to_string(), json!(val)))
+        .collect();
+    v["env"] = Value::Object(env);
+    v
+}
+
 /// gemini's system settings: hooks named per launch, hooks pinned enabled (the system file is
 /// merged last, so `hooksConfig.enabled = false` elsewhere loses). Timeouts are milliseconds.
 fn gemini(row: &AgentHooks, tag: &str) -> Value {
@@ -142,40 +182,6 @@ fn gemini(row: &AgentHooks, tag: &str) -> Value {
         hooks.insert(native.into(), json!([{ "hooks": [handler] }]));
     }
     json!({ "hooksConfig": { "enabled": true }, "hooks": hooks })
-}
-
-/// An agent argument that would switch the wiring off, or part of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SwitchOff {
-    /// Refused: the argument drops every hook of the wiring.
-    Refuse(String),
-    /// Allowed with a warning: it drops some events.
-    Warn(String),
-}
-
-/// Check the agent's arguments (`[agent.NAME] args` and those after `--`) for switches that
-/// drop the wiring: opencode `--pure` (no plugins at all) is refused, claude `--bare` (skips
-/// `SessionStart` hooks only) warned about. pi's `--no-extensions` leaves `-e` extensions
-/// loaded and is fine.
-pub fn check_args<'a>(agent: &str, args: impl IntoIterator<Item = &'a String>) -> Vec<SwitchOff> {
-    let mut out = Vec::new();
-    for a in args {
-        match (agent, a.as_str()) {
-            ("opencode", "--pure") => out.push(SwitchOff::Refuse(
-                "opencode --pure loads no plugins, so ags's agent hooks (the [agent_guard] and \
-                 every [[agent_hook]]) would not run and nothing would be recorded; remove --pure \
-                 from the agent's arguments ([agent.opencode] args or after --)"
-                    .into(),
-            )),
-            ("claude", "--bare") => out.push(SwitchOff::Warn(format!(
-                "claude --bare skips SessionStart hooks: this launch records no {} event (the \
-                 other agent hooks still run)",
-                Event::SessionStart
-            ))),
-            _ => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -57,7 +57,15 @@ fn each_agent_gets_its_own_locations() {
     assert_eq!(dest("gemini"), [GEMINI_SYSTEM]);
     assert_eq!(dest("opencode"), [OPENCODE_SYSTEM, OPENCODE_PLUGIN]);
     assert_eq!(dest("pi"), [PI_EXTENSION]);
-    assert_eq!(generate("pi", "t").unwrap().args, ["-e", PI_EXTENSION]);
+    assert_eq!(
+        generate("pi", "t").unwrap().args,
+        ["--no-extensions", "-e", PI_EXTENSION]
+    );
+    assert_eq!(
+        generate("opencode", "t").unwrap().empty_dirs,
+        OPENCODE_PLUGIN_DIRS
+    );
+    assert!(generate("claude", "t").unwrap().empty_dirs.is_empty());
     assert!(generate("shell", "t").is_none());
     assert!(generate("vim", "t").is_none());
 }
@@ -118,4 +126,48 @@ fn switches_that_drop_the_wiring_are_refused_or_warned() {
     ));
     assert!(check_args("pi", &args(&["--no-extensions"])).is_empty());
     assert!(check_args("claude", &args(&["-p", "--pure"])).is_empty());
+    // Every spelling the CLIs accept.
+    assert!(matches!(
+        check_args("opencode", &args(&["run", "--pure=true"]))[..],
+        [SwitchOff::Refuse(_)]
+    ));
+    assert!(matches!(
+        check_args("claude", &args(&["--bare=true"]))[..],
+        [SwitchOff::Warn(_)]
+    ));
+}
+
+#[test]
+fn variables_that_drop_the_wiring_are_refused_for_their_agent() {
+    for (name, agent, _) in SWITCH_OFF_ENV {
+        let got = check_env(agent, [*name, "TERM"]);
+        assert!(
+            matches!(&got[..], [SwitchOff::Refuse(m)] if m.contains(name)),
+            "{name}"
+        );
+        assert!(check_env("shell", [*name]).is_empty());
+    }
+}
+
+#[test]
+fn gemini_under_keep_id_is_refused_with_handlers_and_warned_without() {
+    assert!(matches!(
+        check_user_namespace("gemini", true, true),
+        Some(SwitchOff::Refuse(_))
+    ));
+    assert!(matches!(
+        check_user_namespace("gemini", true, false),
+        Some(SwitchOff::Warn(_))
+    ));
+    assert!(check_user_namespace("gemini", false, true).is_none());
+    assert!(check_user_namespace("claude", true, true).is_none());
+    assert!(matches!(check_agent("opencode", true), Some(SwitchOff::Warn(_))));
+    assert!(check_agent("opencode", false).is_none());
+}
+
+#[test]
+fn claude_managed_settings_pin_bare_mode_off() {
+    let w = generate("claude", "t").unwrap();
+    let v: Value = serde_json::from_str(&w.files[0].content).unwrap();
+    assert_eq!(v["env"]["CLAUDE_CODE_SIMPLE"], "0");
 }
