@@ -89,6 +89,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
         PlanFormat::Kube => {
             let env_file = plan.staging.is_some().then(|| stage::env_file(&plan, &secrets));
             drop(secrets);
+            let plan = without_unenforceable_limits(plan, rootless_cgroup_v1(service_url.as_deref()));
             let export = kube::export(&KubeInput {
                 plan: &plan,
                 env_file: env_file.as_deref().map(Vec::as_slice),
@@ -103,6 +104,32 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
         }
     }
     Ok(0)
+}
+
+/// `plan` without its memory and CPU limits when `drop` (with a note): a rootless Podman on
+/// cgroup v1 ignores them for a created container but refuses to start a played Pod that
+/// carries them ("cannot set memory limit: container could not join or create cgroup").
+fn without_unenforceable_limits(mut plan: LaunchPlan, drop: bool) -> LaunchPlan {
+    let limited = plan.security.memory_limit.is_some() || plan.security.cpus.is_some();
+    if drop && limited {
+        plan.security.memory_limit = None;
+        plan.security.cpus = None;
+        eprintln!(
+            "ags: note: the export carries no memory or CPU limit: a rootless Podman on cgroup v1 cannot apply them and would not start the Pod (`ags doctor`, limits)"
+        );
+    }
+    plan
+}
+
+/// Whether the service is this machine's rootless Podman on cgroup v1: a unix socket (local),
+/// `ags` not running as root, and `/sys/fs/cgroup` not a cgroup v2 file system.
+fn rootless_cgroup_v1(url: Option<&str>) -> bool {
+    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+    let local = url.is_none_or(|u| u.starts_with("unix://"));
+    let rootless = !nix::unistd::geteuid().is_root();
+    let v1 = nix::sys::statfs::statfs("/sys/fs/cgroup")
+        .is_ok_and(|s| s.filesystem_type().0 as i64 != CGROUP2_SUPER_MAGIC);
+    local && rootless && v1
 }
 
 /// What a Pod cannot carry, refused before any hook or `op` runs: the network mode, the
