@@ -124,11 +124,10 @@ fn without_unenforceable_limits(mut plan: LaunchPlan, drop: bool) -> LaunchPlan 
 /// Whether the service is this machine's rootless Podman on cgroup v1: a unix socket (local),
 /// `ags` not running as root, and `/sys/fs/cgroup` not a cgroup v2 file system.
 fn rootless_cgroup_v1(url: Option<&str>) -> bool {
-    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
     let local = url.is_none_or(|u| u.starts_with("unix://"));
     let rootless = !nix::unistd::geteuid().is_root();
     let v1 = nix::sys::statfs::statfs("/sys/fs/cgroup")
-        .is_ok_and(|s| s.filesystem_type().0 as i64 != CGROUP2_SUPER_MAGIC);
+        .is_ok_and(|s| s.filesystem_type() != nix::sys::statfs::CGROUP2_SUPER_MAGIC);
     local && rootless && v1
 }
 
