@@ -372,3 +372,64 @@ fn a_plant_handed_between_two_running_launches_is_caught() {
         assert_clean(env);
     });
 }
+
+/// attack3-1, the same hand-over with a protected project file: launch A's agent plants
+/// `.claude/settings.json` (watched: it did not exist), launch B starts and records it, A's
+/// agent moves it into a plain directory and exits, B's agent tries to move it back once A is
+/// gone. This already held: a protected file that exists when a launch starts is mounted
+/// read-only onto itself in it, so B cannot put anything at that path.
+#[test]
+fn a_protected_file_handed_between_two_running_launches_does_not_stay() {
+    use common::launch::{Background, launch_args};
+    use std::time::Duration;
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        let with_tty = |cmd: &str| {
+            let mut args = vec!["--tty=false".to_string()];
+            args.extend(launch_args(env, &[], &["sh", "-c", cmd]));
+            args
+        };
+        let a = Background::spawn(
+            env,
+            &with_tty(
+                "mkdir -p .claude stash && echo '{\"hooks\":{}}' > .claude/settings.json && echo PLANTED; \
+                 i=0; while [ ! -e b-started ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i+1)); done; \
+                 mv .claude/settings.json stash/s && echo HIDDEN",
+            ),
+        );
+        a.expect_stdout("PLANTED", Duration::from_secs(120));
+        let b = Background::spawn(
+            env,
+            &with_tty(
+                "touch b-started; while [ ! -e a-gone ]; do sleep 0.2; done; \
+                 mv stash/s .claude/settings.json || cp stash/s .claude/settings.json; echo TRIED",
+            ),
+        );
+        let a = a.wait();
+        assert!(
+            stdout(&a).contains("HIDDEN"),
+            "{}: launch A: {}",
+            env.mode(),
+            show(&a)
+        );
+        env.write_file("work/a-gone", "", 0o644);
+        let b = b.wait();
+        // B is refused outright (its read-only guard lies in A's read-write mount, which A has
+        // not pinned), or runs and cannot put the file back.
+        let refused = b.status.code() == Some(125) && stderr(&b).contains("running");
+        assert!(
+            refused || stdout(&b).contains("TRIED"),
+            "{}: launch B: {}",
+            env.mode(),
+            show(&b)
+        );
+        assert!(
+            !work.join(".claude/settings.json").exists(),
+            "{}: the planted settings stayed in place; A said: {}; B said: {}",
+            env.mode(),
+            show(&a),
+            show(&b)
+        );
+        assert_clean(env);
+    });
+}
