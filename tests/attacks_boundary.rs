@@ -2,8 +2,8 @@
 //! and what the agent can write. The agent (busybox) plants something in the workspace during
 //! one launch; the test then does what the user would do next (another launch, `ags plan`) and
 //! checks that `ags` on the host did not act on the plant. Real Podman, rootful and rootless.
-//! The findings (attack2-1 to attack2-3, attack3-1) are described in docs/security.md, "Overlay trust" and
-//! "Git configuration and hooks in the workspace"; all of them now hold.
+//! The findings (attack2-1 to attack2-3, attack3-1) are described in docs/security.md,
+//! "Overlay trust" and "Git configuration and hooks in the workspace"; all of them now hold.
 
 mod common;
 
