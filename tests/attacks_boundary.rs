@@ -2,8 +2,8 @@
 //! and what the agent can write. The agent (busybox) plants something in the workspace during
 //! one launch; the test then does what the user would do next (another launch, `ags plan`) and
 //! checks that `ags` on the host did not act on the plant. Real Podman, rootful and rootless.
-//! The findings (attack2-1 to attack2-3) are described in docs/security.md, "Overlay trust" and
-//! "Git configuration and hooks in the workspace"; all of them now hold.
+//! The findings (attack2-1 to attack2-3, attack3-1) are described in docs/security.md,
+//! "Overlay trust" and "Git configuration and hooks in the workspace"; all of them now hold.
 
 mod common;
 
@@ -284,6 +284,151 @@ fn the_suggested_mv_back_runs_nothing_the_agent_named() {
             work.join(&dir).join(".git/config").exists(),
             "{}: `{mv}` did not put it back",
             env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// attack3-1: two launches on the same tree at once. The git inventory of a launch is its
+/// baseline: what is there when it is taken counts as the user's. Launch A's agent plants a
+/// nested repository whose config names a program; launch B starts on the same tree and records
+/// it; A's agent moves the config into a plain directory before A ends (A's check finds a new
+/// git dir without config: nothing to move); once A's `ags` is done, B's agent moves the config
+/// back: same path, inode, mode and bytes as in B's inventory, so B's check passes it too. (The
+/// test tells B's agent when A is gone; a real agent would just wait.) Git on the host, in
+/// `sub/`, runs the fsmonitor. A launch whose inventory another running launch could write
+/// judges every git dir in full.
+#[test]
+fn a_plant_handed_between_two_running_launches_is_caught() {
+    use common::launch::{Background, launch_args};
+    use std::time::Duration;
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        let git = |dir: &std::path::Path, args: &[&str]| {
+            let d = dir.display().to_string();
+            let mut all = vec!["-C", &d, "-c", "user.name=T", "-c", "user.email=t@example.com"];
+            all.extend_from_slice(args);
+            common::run_command(env.command(common::tool("git"), all), None, common::RUN_TIMEOUT)
+        };
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["commit", "-q", "--allow-empty", "-m", "first"],
+        ] {
+            let out = git(&work, args);
+            assert!(out.status.success(), "git {args:?}: {}", show(&out));
+        }
+        let pwned = env.root().join("pwned-handover");
+        let plant = format!(
+            "mkdir -p sub/.git/objects sub/.git/refs stash && echo 'ref: refs/heads/main' > sub/.git/HEAD && \
+             printf '[core]\\n\\tfsmonitor = \"touch {}; false\"\\n' > sub/.git/config && echo PLANTED; \
+             while [ ! -e b-started ]; do sleep 0.2; done; mv sub/.git/config stash/c && echo HIDDEN",
+            pwned.display()
+        );
+        let with_tty = |cmd: &str| {
+            let mut args = vec!["--tty=false".to_string()];
+            args.extend(launch_args(env, &[], &["sh", "-c", cmd]));
+            args
+        };
+        let a = Background::spawn(env, &with_tty(&plant));
+        a.expect_stdout("PLANTED", Duration::from_secs(120));
+        let b = Background::spawn(
+            env,
+            &with_tty(
+                "touch b-started; while [ ! -e a-gone ]; do sleep 0.2; done; \
+                 mv stash/c sub/.git/config && echo RESTORED",
+            ),
+        );
+        let a = a.wait();
+        assert!(
+            stdout(&a).contains("HIDDEN"),
+            "{}: launch A: {}",
+            env.mode(),
+            show(&a)
+        );
+        env.write_file("work/a-gone", "", 0o644);
+        let b = b.wait();
+        assert!(
+            stdout(&b).contains("RESTORED"),
+            "{}: launch B: {}",
+            env.mode(),
+            show(&b)
+        );
+        // B's check says why it judged everything.
+        assert!(
+            stderr(&b).contains("yours included") && work.join("sub/.git/config.ags-quarantine").exists(),
+            "{}: launch B: {}",
+            env.mode(),
+            show(&b)
+        );
+        std::fs::write(work.join("sub/file"), "x\n").unwrap();
+        let _ = git(&work.join("sub"), &["status", "--short"]);
+        assert!(
+            !pwned.exists(),
+            "{}: git on the host ran the fsmonitor handed from launch A to launch B; A said: {}; B said: {}",
+            env.mode(),
+            show(&a),
+            show(&b)
+        );
+        assert_clean(env);
+    });
+}
+
+/// attack3-1, the same hand-over with a protected project file: launch A's agent plants
+/// `.claude/settings.json` (watched: it did not exist), launch B starts and records it, A's
+/// agent moves it into a plain directory and exits, B's agent tries to move it back once A is
+/// gone. This already held: a protected file that exists when a launch starts is mounted
+/// read-only onto itself in it, so B cannot put anything at that path.
+#[test]
+fn a_protected_file_handed_between_two_running_launches_does_not_stay() {
+    use common::launch::{Background, launch_args};
+    use std::time::Duration;
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        let with_tty = |cmd: &str| {
+            let mut args = vec!["--tty=false".to_string()];
+            args.extend(launch_args(env, &[], &["sh", "-c", cmd]));
+            args
+        };
+        let a = Background::spawn(
+            env,
+            &with_tty(
+                "mkdir -p .claude stash && echo '{\"hooks\":{}}' > .claude/settings.json && echo PLANTED; \
+                 i=0; while [ ! -e b-started ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i+1)); done; \
+                 mv .claude/settings.json stash/s && echo HIDDEN",
+            ),
+        );
+        a.expect_stdout("PLANTED", Duration::from_secs(120));
+        let b = Background::spawn(
+            env,
+            &with_tty(
+                "touch b-started; while [ ! -e a-gone ]; do sleep 0.2; done; \
+                 mv stash/s .claude/settings.json || cp stash/s .claude/settings.json; echo TRIED",
+            ),
+        );
+        let a = a.wait();
+        assert!(
+            stdout(&a).contains("HIDDEN"),
+            "{}: launch A: {}",
+            env.mode(),
+            show(&a)
+        );
+        env.write_file("work/a-gone", "", 0o644);
+        let b = b.wait();
+        // B is refused outright (its read-only guard lies in A's read-write mount, which A has
+        // not pinned), or runs and cannot put the file back.
+        let refused = b.status.code() == Some(125) && stderr(&b).contains("running");
+        assert!(
+            refused || stdout(&b).contains("TRIED"),
+            "{}: launch B: {}",
+            env.mode(),
+            show(&b)
+        );
+        assert!(
+            !work.join(".claude/settings.json").exists(),
+            "{}: the planted settings stayed in place; A said: {}; B said: {}",
+            env.mode(),
+            show(&a),
+            show(&b)
         );
         assert_clean(env);
     });

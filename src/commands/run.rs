@@ -373,7 +373,7 @@ async fn launch_async(
     let locks = config.paths.state_dir().join("locks");
     let before = protected_state::inventory(&settings.protected);
     let git_inventory = match git_inventory {
-        Some(pending) => Some(pending.finish().await),
+        Some(pending) => Some(pending.finish_against(&client).await),
         None => None,
     };
     crate::trace::mark("git inventory");

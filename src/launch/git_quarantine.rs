@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, Mode, OFlags, RenameFlags, ResolveFlags};
 
 use crate::config::git_guard::GitGuard;
+use crate::podman::Client;
 use crate::text::shell_word;
 use crate::workspace::git_inventory::{self, Finding, Inventory};
 
@@ -26,6 +27,8 @@ pub struct Quarantine {
     pub moved: Vec<(Finding, Result<PathBuf, String>)>,
     /// Where the scan stopped early.
     pub incomplete: Vec<String>,
+    /// Why everything was judged (the inventory was no baseline: attack3-1).
+    pub distrusted: Option<String>,
 }
 
 /// The inventory being taken: a launch refused before its container starts does not wait for it.
@@ -44,6 +47,27 @@ impl Pending {
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         joined.unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
+
+    /// [`Pending::finish`], then ask the local Podman services which ags containers are
+    /// running: when one holds a read-write mount overlapping a walked tree, its agent could
+    /// have planted something while the inventory was taken, and hide it until this launch ran
+    /// (attack3-1); the inventory is then no baseline and the check judges every git dir.
+    pub async fn finish_against(self, client: &Client) -> Inventory {
+        let mut inventory = self.finish().await;
+        let running = crate::podman::local_running_roots(Some(client)).await;
+        let shared = running.iter().find_map(|r| {
+            let overlap = |w: &PathBuf| w.starts_with(&r.path) || r.path.starts_with(w);
+            inventory
+                .roots()
+                .iter()
+                .find(|w| overlap(w))
+                .map(|w| (w.clone(), r))
+        });
+        if let Some((root, r)) = shared {
+            inventory.distrust(format!("{} was also writable by the {}", root.display(), r.owner));
+        }
+        inventory
     }
 }
 
@@ -69,6 +93,7 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
     Quarantine {
         moved,
         incomplete: scan.incomplete,
+        distrusted: before.distrusted().map(str::to_string),
     }
 }
 
@@ -78,6 +103,12 @@ impl Quarantine {
         let mut out = String::new();
         if !self.moved.is_empty() {
             out.push_str("ags: warning: the launch left git configuration that would run programs on this host when git runs there (your `git status` included); moved aside:\n");
+            if let Some(why) = &self.distrusted {
+                out.push_str(&format!(
+                    "ags:   (all of it, yours included: {}, so what was there when this launch started is no proof of what you had; run one launch at a time on a tree to keep yours in place)\n",
+                    crate::text::escape_line(why)
+                ));
+            }
             for (f, to) in &self.moved {
                 let from = crate::text::escape_line(&f.path.display().to_string());
                 let what = crate::text::escape_line(&f.what);

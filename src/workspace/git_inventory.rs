@@ -72,6 +72,9 @@ pub struct Scan {
 pub struct Inventory {
     roots: Vec<PathBuf>,
     states: HashMap<(Seen, PathBuf), State>,
+    /// Why this inventory is no baseline (another launch could write the trees while it was
+    /// taken): every git dir is then judged in full.
+    distrusted: Option<String>,
 }
 
 impl Inventory {
@@ -89,6 +92,19 @@ impl Inventory {
     pub fn is_empty(&self) -> bool {
         self.states.is_empty()
     }
+
+    /// Take this inventory as no proof of what the user had (attack3-1): another running
+    /// launch could write the trees while it was taken, so what its agent planted, and hides
+    /// before its own check, would pass as the user's. [`check`] then judges every git dir in
+    /// full. `why` names the other launch.
+    pub fn distrust(&mut self, why: String) {
+        self.distrusted = Some(why);
+    }
+
+    /// Why this inventory is no baseline, if it is not ([`Inventory::distrust`]).
+    pub fn distrusted(&self) -> Option<&str> {
+        self.distrusted.as_deref()
+    }
 }
 
 /// Record the git metadata under `roots` (before the container starts).
@@ -100,13 +116,16 @@ pub fn take(roots: &[PathBuf]) -> Inventory {
     Inventory {
         roots: roots.to_vec(),
         states: walk.states,
+        distrusted: None,
     }
 }
 
 /// Walk the trees of `before` again (once the container is gone) and report every planted
-/// piece that differs from it.
+/// piece that differs from it (every piece that can run a program when `before` is
+/// [distrusted](Inventory::distrust)).
 pub fn check(before: &Inventory, skip: &[PathBuf]) -> Scan {
     let mut walk = Walk::new(&before.roots, skip, Some(&before.states));
+    walk.full = before.distrusted.is_some();
     for root in &before.roots {
         walk.dir(root, 0);
     }

@@ -5,6 +5,7 @@ fn nothing(roots: &[PathBuf]) -> Inventory {
     Inventory {
         roots: roots.to_vec(),
         states: HashMap::new(),
+        distrusted: None,
     }
 }
 
@@ -300,4 +301,32 @@ fn git_links_and_files_are_compared_by_content() {
     let got = found(&check(&before, &[]), &root);
     let paths: Vec<&str> = got.iter().map(|g| g.0.as_str()).collect();
     assert_eq!(paths, ["l/.git", "r2/config"], "{got:?}");
+}
+
+/// attack3-1: an inventory another running launch could write is no baseline: what it held
+/// (here a nested repository's fsmonitor and hook) is judged as if planted; the sample is not.
+#[test]
+fn a_distrusted_inventory_judges_what_it_held() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join("sub/.git"), "[core]\n\tfsmonitor = \"touch PWNED\"\n");
+    write(&root.join("sub/.git/hooks/post-checkout"), "#!/bin/sh\n");
+    let mut before = take(std::slice::from_ref(&root));
+    assert!(check(&before, &[]).findings.is_empty());
+    before.distrust("shared".into());
+    assert_eq!(before.distrusted(), Some("shared"));
+    let scan = check(&before, &[]);
+    let paths: Vec<_> = scan
+        .findings
+        .iter()
+        .map(|f| f.path.strip_prefix(&root).unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            Path::new("sub/.git/config"),
+            Path::new("sub/.git/hooks/post-checkout")
+        ],
+        "{scan:?}"
+    );
 }
