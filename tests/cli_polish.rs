@@ -185,7 +185,7 @@ fn a_launch_in_home_or_root_names_the_home_directory() {
         let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("your home directory"), "{}: {err}", dir.display());
+        assert!(err.contains("overlaps the home directory"), "{}: {err}", dir.display());
         assert!(!err.contains("hook approval store"), "{}: {err}", dir.display());
     }
 }
