@@ -19,7 +19,14 @@ where
     T: Into<OsString> + Clone,
 {
     let mut cmd = Cli::command();
-    let matches = cmd.try_get_matches_from_mut(args)?;
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let matches = match cmd.try_get_matches_from_mut(args.clone()) {
+        Ok(m) => m,
+        Err(e) => {
+            let words: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            return Err(super::suggest::unknown_word(e, &mut cmd, &words));
+        }
+    };
     let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
     cli.run_given = given(&matches);
     if cli.run_given.is_empty() {
