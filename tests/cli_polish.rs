@@ -185,7 +185,26 @@ fn a_launch_in_home_or_root_names_the_home_directory() {
         let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("overlaps the home directory"), "{}: {err}", dir.display());
+        assert!(
+            err.contains("overlaps the home directory"),
+            "{}: {err}",
+            dir.display()
+        );
         assert!(!err.contains("hook approval store"), "{}: {err}", dir.display());
     }
+}
+
+#[test]
+fn a_missing_mount_source_is_named_once_and_optional_is_suggested() {
+    let env = TestEnv::without_podman();
+    let missing = env.root().join("nope");
+    env.write_global_config(&format!(
+        "[[mount]]\nsource = \"{}\"\ntarget = \"/nope\"\n",
+        missing.display()
+    ));
+    let out = env.run(["plan", "--no-hooks"]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches(&*missing.display().to_string()).count(), 1, "{err}");
+    assert!(err.contains("set `optional = true` on that [[mount]]"), "{err}");
 }

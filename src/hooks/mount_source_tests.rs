@@ -150,8 +150,18 @@ fn missing_source_is_refused() {
     assert_eq!(
         check(&missing, &h.rules()),
         Err(format!(
-            "mount source {m} of hook `h` does not exist ({m}); the hook must create it before answering",
+            "mount source {m} of hook `h` does not exist; the hook must create it before answering",
             m = missing.display()
+        ))
+    );
+    // Deeper: the first missing component is named too.
+    let deeper = missing.join("deeper");
+    assert_eq!(
+        check(&deeper, &h.rules()),
+        Err(format!(
+            "mount source {} of hook `h` does not exist ({} is missing); the hook must create it before answering",
+            deeper.display(),
+            missing.display()
         ))
     );
 }
