@@ -38,7 +38,7 @@ pub async fn import(
     let id = client
         .create(&spec)
         .await
-        .map_err(|e| LaunchError::from_create(e, &plan.image, &writer))?;
+        .map_err(|e| LaunchError::from_create(e, &plan.image, &writer, client.url()))?;
     let written = async {
         client.init(&id).await.map_err(LaunchError::from_start)?;
         let dest = dir.to_string_lossy();
