@@ -83,6 +83,10 @@ mod tests {
         assert!(message(&["ags", "--agent", "codex", "claud"]).contains("unexpected argument"));
         assert!(!message(&["ags", "zzzzzz"]).contains("tip:"));
         assert_eq!(distance("dcotor", "doctor"), 1);
-        assert!(crate::cli::Cli::command().get_subcommands().any(|s| s.get_name() == "plan"));
+        assert!(
+            crate::cli::Cli::command()
+                .get_subcommands()
+                .any(|s| s.get_name() == "plan")
+        );
     }
 }
