@@ -208,3 +208,24 @@ fn a_missing_mount_source_is_named_once_and_optional_is_suggested() {
     assert_eq!(err.matches(&*missing.display().to_string()).count(), 1, "{err}");
     assert!(err.contains("set `optional = true` on that [[mount]]"), "{err}");
 }
+
+#[test]
+fn kube_export_without_hooks_mentions_a_secret_only_when_it_prints_one() {
+    let env = TestEnv::without_podman();
+    let out = env.run(["plan", "--format", "kube", "--no-hooks"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(!stdout(&out).contains("\"Secret\""), "{}", show(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("Secret"),
+        "{}",
+        show(&out)
+    );
+    let out = env.run(["plan", "--format", "kube", "--no-hooks", "--env", "A=1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(stdout(&out).contains("\"Secret\""), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the Secret holds only --env/--env-file/config values"),
+        "{err}"
+    );
+}
