@@ -50,8 +50,8 @@ fn distance(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -72,7 +72,7 @@ mod tests {
 
     fn message(args: &[&str]) -> String {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        crate::cli::parse(args).err().expect("refused").to_string()
+        crate::cli::parse(args).expect_err("refused").to_string()
     }
 
     #[test]

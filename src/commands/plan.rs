@@ -134,8 +134,12 @@ fn rootless_cgroup_v1(url: Option<&str>) -> bool {
     const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
     let local = url.is_none_or(|u| u.starts_with("unix://"));
     let rootless = !nix::unistd::geteuid().is_root();
-    let v1 = nix::sys::statfs::statfs("/sys/fs/cgroup")
-        .is_ok_and(|s| s.filesystem_type().0 as i64 != CGROUP2_SUPER_MAGIC);
+    let v1 = nix::sys::statfs::statfs("/sys/fs/cgroup").is_ok_and(|s| {
+        // The field's C type differs between libcs and architectures (`as` is needed there).
+        #[allow(clippy::unnecessary_cast)]
+        let magic = s.filesystem_type().0 as i64;
+        magic != CGROUP2_SUPER_MAGIC
+    });
     local && rootless && v1
 }
 
