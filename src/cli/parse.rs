@@ -167,6 +167,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 mod tests {
     use super::*;
 
+    fn message(args: &[&str]) -> String {
+        parse(args.iter().copied()).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn typos_and_agent_names_get_a_tip() {
+        assert!(message(&["ags", "pln"]).contains("tip: a similar subcommand exists: `ags plan`"));
+        assert!(message(&["ags", "dcotor"]).contains("`ags doctor`"));
+        assert!(message(&["ags", "claude"]).contains("run `ags --agent claude`"));
+        assert!(message(&["ags", "--agent", "codex", "claud"]).contains("unexpected argument"));
+        assert!(!message(&["ags", "zzzzzz"]).contains("tip:"));
+    }
+
     fn parse_ok(args: &[&str]) -> Cli {
         parse(args.iter().copied()).unwrap_or_else(|e| panic!("{args:?}: {e}"))
     }

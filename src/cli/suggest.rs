@@ -68,25 +68,11 @@ fn distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
-
-    fn message(args: &[&str]) -> String {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        crate::cli::parse(args).expect_err("refused").to_string()
-    }
 
     #[test]
-    fn typos_and_agent_names_get_a_tip() {
-        assert!(message(&["ags", "pln"]).contains("tip: a similar subcommand exists: `ags plan`"));
-        assert!(message(&["ags", "dcotor"]).contains("`ags doctor`"));
-        assert!(message(&["ags", "claude"]).contains("run `ags --agent claude`"));
-        assert!(message(&["ags", "--agent", "codex", "claud"]).contains("unexpected argument"));
-        assert!(!message(&["ags", "zzzzzz"]).contains("tip:"));
+    fn transpositions_count_once() {
         assert_eq!(distance("dcotor", "doctor"), 1);
-        assert!(
-            crate::cli::Cli::command()
-                .get_subcommands()
-                .any(|s| s.get_name() == "plan")
-        );
+        assert_eq!(distance("pln", "plan"), 1);
+        assert_eq!(distance("zzzzzz", "plan"), 6);
     }
 }
