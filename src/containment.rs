@@ -256,11 +256,12 @@ pub enum ContainmentError {
         what: String,
     },
     /// It does not exist.
-    #[error("{what} does not exist ({missing}); {remedy}")]
+    #[error("{what} does not exist{missing}; {remedy}")]
     Missing {
         /// The input.
         what: String,
-        /// The first missing component.
+        /// ` (PATH is missing)` naming the first missing component, or empty when that is the
+        /// input itself (already named in `what`).
         missing: String,
         /// What to do.
         remedy: &'static str,
@@ -357,9 +358,15 @@ pub fn check(named: &Path, role: &Role, rules: &Rules) -> Result<Checked, Contai
     let res = safepath::resolve(named, Missing::Refuse).map_err(|e| match e {
         ResolveError::NotFound(p) => ContainmentError::Missing {
             what: what.clone(),
-            missing: safepath::display(&p),
+            missing: match p == named {
+                true => String::new(),
+                false => format!(" ({} is missing)", safepath::display(&p)),
+            },
             remedy: match role {
                 Role::HookMount { .. } => "the hook must create it before answering",
+                Role::ConfigMount => {
+                    "name an existing path, or set `optional = true` on that [[mount]] to skip it while the source is missing"
+                }
                 _ => "name an existing path",
             },
         },

@@ -66,6 +66,7 @@ fn every_error() -> Vec<Error> {
         }),
         Error::Launch(LaunchError::ImageMissing {
             image: s(),
+            service: s(),
             detail: s(),
         }),
         Error::Launch(LaunchError::Start {

@@ -28,7 +28,8 @@ fn missing_image_advice_fits_the_reference_without_raw_api_text() {
             let err = stderr(&out);
             assert!(
                 err.contains(&format!(
-                    "image {image} is not present in the Podman service; {advice}"
+                    "image {image} is not present in the Podman service at {}; {advice}",
+                    env.url()
                 )),
                 "{image}: {err}"
             );

@@ -5,6 +5,7 @@ mod hooks;
 mod image;
 mod parse;
 mod setup;
+mod suggest;
 
 use std::path::PathBuf;
 

@@ -19,7 +19,14 @@ where
     T: Into<OsString> + Clone,
 {
     let mut cmd = Cli::command();
-    let matches = cmd.try_get_matches_from_mut(args)?;
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let matches = match cmd.try_get_matches_from_mut(args.clone()) {
+        Ok(m) => m,
+        Err(e) => {
+            let words: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            return Err(super::suggest::unknown_word(e, &mut cmd, &words));
+        }
+    };
     let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
     cli.run_given = given(&matches);
     if cli.run_given.is_empty() {
@@ -159,6 +166,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn message(args: &[&str]) -> String {
+        parse(args.iter().copied()).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn typos_and_agent_names_get_a_tip() {
+        assert!(message(&["ags", "pln"]).contains("tip: a similar subcommand exists: `ags plan`"));
+        assert!(message(&["ags", "dcotor"]).contains("`ags doctor`"));
+        assert!(message(&["ags", "claude"]).contains("run `ags --agent claude`"));
+        assert!(message(&["ags", "--agent", "codex", "claud"]).contains("unexpected argument"));
+        assert!(!message(&["ags", "zzzzzz"]).contains("tip:"));
+    }
 
     fn parse_ok(args: &[&str]) -> Cli {
         parse(args.iter().copied()).unwrap_or_else(|e| panic!("{args:?}: {e}"))

@@ -121,7 +121,7 @@ fn state_step(
                 return Ok(StateReport::default());
             }
             Err(prompt::PromptError::Interrupted { .. }) => {
-                println!("interrupted: nothing was removed");
+                eprintln!("ags: gc --state: interrupted: nothing was removed");
                 return Ok(StateReport {
                     interrupted: true,
                     ..StateReport::default()

@@ -184,7 +184,7 @@ pub(super) fn select_one(
         [] if !named.is_empty() => Err(Error::Usage(format!(
             "no active hook named {name:?} has an approval hash starting with {:?}; its hashes: {}",
             hash.unwrap_or_default(),
-            describe(&hashed)
+            describe(&hashed, hash.is_some_and(crate::hooks::trust::is_hash))
         ))),
         [] => {
             let names: Vec<String> = hooks
@@ -204,7 +204,10 @@ pub(super) fn select_one(
         many => Err(Error::Usage(format!(
             "{} active hooks are named {name:?}: {}; pick one with --hash PREFIX (or --event), or give them unique names",
             many.len(),
-            describe(&many.iter().map(|m| (m.0, m.1.clone())).collect::<Vec<_>>())
+            describe(
+                &many.iter().map(|m| (m.0, m.1.clone())).collect::<Vec<_>>(),
+                false
+            )
         ))),
     }
 }
@@ -228,12 +231,16 @@ fn hash_of(d: &HookDecl) -> Option<String> {
     PreparedHook::load(d.clone()).ok().map(|p| p.hash)
 }
 
-/// `config as event (hash 0123456789ab)` for each candidate.
-fn describe(candidates: &[(&HookDecl, Option<String>)]) -> String {
+/// `config as event (hash 0123456789ab)` for each candidate; the whole hash when `full` (a
+/// pinned approval needs all 64 digits, so the refusal of a wrong pin shows them).
+fn describe(candidates: &[(&HookDecl, Option<String>)], full: bool) -> String {
     candidates
         .iter()
         .map(|(d, h)| {
-            let hash = h.as_deref().map_or("unusable entrypoint", |h| &h[..12]);
+            let shown = if full { 64 } else { 12 };
+            let hash = h
+                .as_deref()
+                .map_or("unusable entrypoint", |h| &h[..shown.min(h.len())]);
             format!("{} as {} (hash {hash})", d.config_path.display(), d.event)
         })
         .collect::<Vec<_>>()
@@ -263,8 +270,7 @@ fn list(global: &GlobalArgs, workdir: Option<PathBuf>, json: bool) -> Result<u8,
     let rows: Vec<ListRow> = if decls.is_empty() {
         Vec::new()
     } else {
-        let store =
-            TrustStore::open(&config.paths, Some(&config.project)).map_err(crate::hooks::HookError::from)?;
+        let store = TrustStore::open(&config.paths, None).map_err(crate::hooks::HookError::from)?;
         decls.iter().map(|d| list_row(&store, d)).collect()
     };
     if json {
@@ -281,7 +287,11 @@ fn list(global: &GlobalArgs, workdir: Option<PathBuf>, json: bool) -> Result<u8,
             (None, false) => "NOT approved".into(),
         };
         println!("{}  [{} {}]  {}", r.name, r.event, r.scope, state);
-        println!("  executable: {} {}", r.executable.display(), r.args.join(" "));
+        let command = std::iter::once(r.executable.display().to_string())
+            .chain(r.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        println!("  executable: {command}");
         println!("  config:     {}", r.config.display());
         if let Some(h) = &r.hash {
             println!("  hash:       {h}");
@@ -324,8 +334,7 @@ const MIN_REVOKE_PREFIX: usize = 6;
 /// hash prefix such as the 12 digits `ags hooks log` prints. A name wins over a prefix.
 fn revoke(global: &GlobalArgs, target: &str, workdir: Option<PathBuf>) -> Result<u8, Error> {
     let config = load_config(global, workdir)?;
-    let store =
-        TrustStore::open(&config.paths, Some(&config.project)).map_err(crate::hooks::HookError::from)?;
+    let store = TrustStore::open(&config.paths, None).map_err(crate::hooks::HookError::from)?;
     let named: Vec<HookDecl> = all_decls(&config)
         .into_iter()
         .filter(|d| d.name == target)

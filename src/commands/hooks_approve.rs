@@ -42,7 +42,7 @@ pub fn approve(
             hook.hash
         )));
     }
-    let store = TrustStore::open(&config.paths, Some(&config.project)).map_err(HookError::from)?;
+    let store = TrustStore::open(&config.paths, None).map_err(HookError::from)?;
     let record = ApprovalRecord::new(&hook.decl).with_entrypoint(&hook.entrypoint);
     store.approve(&hook.hash, &record).map_err(HookError::from)?;
     println!(

@@ -100,6 +100,14 @@ fn egress(args: &LogArgs) -> Result<u8, Error> {
         records = records.split_off(records.len().saturating_sub(args.n));
     }
     let mut out = io::stdout().lock();
+    if !args.json {
+        let line = match (records.is_empty(), &args.launch) {
+            (true, Some(id)) => format!("no egress records of launch {}", crate::text::escape_line(id)),
+            (true, None) => "no egress records (launches with network mode allowlist write them)".to_string(),
+            (false, _) => log::header(),
+        };
+        writeln!(out, "{line}").map_err(Error::Output)?;
+    }
     for r in &records {
         let line = match args.json {
             true => serde_json::to_string(r).expect("a record serializes"),

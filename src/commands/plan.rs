@@ -47,7 +47,11 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let redact = std::io::stdout().is_terminal();
     if format == PlanFormat::Kube {
         kube_checks(&config, &settings, git.is_some())?;
-        kube_notice(args.no_hooks, redact);
+        if !args.no_hooks {
+            eprintln!(
+                "ags: --format kube runs the prepare hooks and 1Password lookups like a launch: their values go into the Secret printed on standard output (nothing is written to disk)"
+            );
+        }
     }
     let identity = identity::current();
     let rt = super::runtime()?;
@@ -97,6 +101,9 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
                 redact,
             })
             .map_err(PlanError::from)?;
+            if export.secret.is_some() {
+                secret_notice(args.no_hooks, redact);
+            }
             let text = export.render();
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes()).map_err(Error::Output)?;
@@ -147,15 +154,12 @@ fn kube_checks(config: &Config, settings: &RunSettings, git: bool) -> Result<(),
     Ok(checked.map_err(PlanError::from)?)
 }
 
-/// Say on stderr that the export runs the hooks like a launch, and where their values go.
-fn kube_notice(no_hooks: bool, redact: bool) {
-    match no_hooks {
-        false => eprintln!(
-            "ags: --format kube runs the prepare hooks and 1Password lookups like a launch: their values go into the Secret printed on standard output (nothing is written to disk)"
-        ),
-        true => eprintln!(
+/// Say on stderr what the export's Secret holds and how it is shown (only when there is one).
+fn secret_notice(no_hooks: bool, redact: bool) {
+    if no_hooks {
+        eprintln!(
             "ags: --no-hooks: the Secret holds only --env/--env-file/config values; no hook or 1Password value"
-        ),
+        );
     }
     if redact {
         eprintln!(

@@ -164,8 +164,10 @@ impl Paths {
         let creds = CREDENTIAL_DIRS
             .iter()
             .map(|d| Protected::overlap("credential directory", self.home.join(d), Class::Credentials));
+        // First: `~` and `/` contain most of the rest, and "the home directory" is what a person
+        // who ran `ags` there needs to hear, not the approval store inside it.
         let home = Protected::self_or_ancestor("home directory", self.home.clone(), Class::Home);
-        ags.chain(podman).chain(creds).chain([home]).collect()
+        [home].into_iter().chain(ags).chain(podman).chain(creds).collect()
     }
 
     /// Whether `p` lies inside `dir` (both taken as given; canonicalize first when it matters).

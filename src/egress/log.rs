@@ -223,7 +223,7 @@ pub fn render(r: &EgressRecord) -> String {
             r.launch_id,
             r.kind,
             decision,
-            r.reason.escape_debug()
+            crate::text::escape_line(&r.reason)
         );
     }
     format!(
@@ -232,18 +232,36 @@ pub fn render(r: &EgressRecord) -> String {
         r.launch_id,
         r.kind,
         decision,
-        r.host.escape_debug(),
+        crate::text::escape_line(&r.host),
         r.port,
         r.bytes_up,
         r.bytes_down,
         r.duration_ms,
-        r.reason.escape_debug()
+        crate::text::escape_line(&r.reason)
+    )
+}
+
+/// The column names above the rows [`render`] prints.
+pub fn header() -> String {
+    format!(
+        "{} {} {:<7} {:<8} DESTINATION, BYTES, DURATION, REASON",
+        "TIME", "LAUNCH", "KIND", "DECISION"
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_prints_apostrophes_as_is_and_escapes_controls() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EgressLog::new(dir.path().join("egress.jsonl"), "ags-1-2".into());
+        let reason = "x.example port 443 is not on this launch's allowlist\n\x1b[2J".to_string();
+        let row = render(&log.record("connect", "x.example", 443, Decision::Refused, reason));
+        assert!(row.contains("this launch's allowlist\\n\\u{1b}[2J"), "{row}");
+        assert!(header().starts_with("TIME LAUNCH KIND"));
+    }
 
     #[test]
     fn records_append_rotate_and_read_back_in_order() {

@@ -150,8 +150,18 @@ fn missing_source_is_refused() {
     assert_eq!(
         check(&missing, &h.rules()),
         Err(format!(
-            "mount source {m} of hook `h` does not exist ({m}); the hook must create it before answering",
+            "mount source {m} of hook `h` does not exist; the hook must create it before answering",
             m = missing.display()
+        ))
+    );
+    // Deeper: the first missing component is named too.
+    let deeper = missing.join("deeper");
+    assert_eq!(
+        check(&deeper, &h.rules()),
+        Err(format!(
+            "mount source {} of hook `h` does not exist ({} is missing); the hook must create it before answering",
+            deeper.display(),
+            missing.display()
         ))
     );
 }
@@ -190,7 +200,6 @@ fn approval_store_inside_and_ancestor_are_refused() {
     for (refused, relation) in [
         (trust.join("ags-hook-exec-1"), "is inside"),
         (h.path("home/.local"), "contains"),
-        (h.root.clone(), "contains"),
     ] {
         let err = check(&refused, &h.rules()).unwrap_err();
         assert!(
@@ -199,6 +208,12 @@ fn approval_store_inside_and_ancestor_are_refused() {
             "{refused:?}: {err}"
         );
     }
+    // An ancestor of the home directory is named by the home directory, the first rule.
+    let err = check(&h.root, &h.rules()).unwrap_err();
+    assert!(
+        err.contains("overlaps the home directory") && err.contains("contains that location"),
+        "{err}"
+    );
 }
 
 #[test]

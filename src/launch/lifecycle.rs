@@ -142,6 +142,7 @@ pub async fn preflight(client: &Client, image: &str, name: Option<&str>) -> Resu
     if !client.image_exists(image).await? {
         return Err(LaunchError::ImageMissing {
             image: image.into(),
+            service: client.url().to_string(),
             detail: "the service has no such image".into(),
         });
     }
@@ -224,7 +225,7 @@ async fn create(
                         path: path.into(),
                         url: client.url().to_string(),
                     },
-                    _ => LaunchError::from_create(e, &plan.image, &plan.container_name),
+                    _ => LaunchError::from_create(e, &plan.image, &plan.container_name, client.url()),
                 });
             }
         }

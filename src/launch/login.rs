@@ -38,7 +38,7 @@ pub async fn import(
     let id = client
         .create(&spec)
         .await
-        .map_err(|e| LaunchError::from_create(e, &plan.image, &writer))?;
+        .map_err(|e| LaunchError::from_create(e, &plan.image, &writer, client.url()))?;
     let written = async {
         client.init(&id).await.map_err(LaunchError::from_start)?;
         let dest = dir.to_string_lossy();
@@ -63,7 +63,7 @@ fn owner(plan: &LaunchPlan) -> (u32, u32) {
     (parse(parts.next()), parse(parts.next()))
 }
 
-/// One regular file `name`, mode 0600, in a buffer allocated once (no copy left behind).
+/// One regular file `name`, mode 0600, modified now, in a buffer allocated once (no copy left behind).
 fn archive(name: &str, content: &[u8], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::with_capacity(content.len() + 4 * 1024));
     let mut h = tar::Header::new_ustar();
@@ -72,6 +72,11 @@ fn archive(name: &str, content: &[u8], uid: u32, gid: u32) -> std::io::Result<Ve
     h.set_uid(uid.into());
     h.set_gid(gid.into());
     h.set_size(content.len() as u64);
+    // Now, not the Unix epoch: the imported login is new (`ls -l` would say 1970).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    h.set_mtime(now);
     builder.append_data(&mut h, name, content)?;
     builder.into_inner()
 }
@@ -96,5 +101,10 @@ mod tests {
             (h.mode().unwrap(), h.uid().unwrap(), h.gid().unwrap()),
             (0o600, 1001, 1002)
         );
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!(h.mtime().unwrap().abs_diff(now) < 60, "{:?}", h.mtime());
     }
 }

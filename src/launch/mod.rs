@@ -34,10 +34,15 @@ pub enum LaunchError {
     Podman(#[from] PodmanError),
     /// The image is not in the Podman service's storage (no pull is attempted).
     #[error(
-        "image {image} is not present in the Podman service; {}",
+        "image {image} is not present in the Podman service at {service}; {}",
         crate::image::missing_image_advice(image)
     )]
-    ImageMissing { image: String, detail: String },
+    ImageMissing {
+        image: String,
+        /// The service's URL (`unix:///run/podman/podman.sock`): the image is per service.
+        service: String,
+        detail: String,
+    },
     /// `--name` is taken by another container.
     #[error(
         "--name {name}: a container with this name already exists; choose another name, or remove that container if it is a leftover (`ags gc` removes ags's own)"
@@ -126,10 +131,11 @@ impl LaunchError {
     }
 
     /// Classify a create failure (a missing image and a taken name get their own advice).
-    pub fn from_create(e: PodmanError, image: &str, name: &str) -> Self {
+    pub fn from_create(e: PodmanError, image: &str, name: &str, service: &str) -> Self {
         if e.is_image_missing() {
             return LaunchError::ImageMissing {
                 image: image.into(),
+                service: service.into(),
                 detail: e.to_string(),
             };
         }

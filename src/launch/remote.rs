@@ -62,7 +62,7 @@ pub async fn check_workdir(
                 url: client.url().to_string(),
             })
         }
-        Err(e) => Err(LaunchError::from_create(e, image, &name)),
+        Err(e) => Err(LaunchError::from_create(e, image, &name, client.url())),
     };
     crate::trace::mark("remote workdir checked");
     result
@@ -101,7 +101,7 @@ pub async fn fill_staging(
     let id = client
         .create(&spec)
         .await
-        .map_err(|e| LaunchError::from_create(e, &plan.image, &name))?;
+        .map_err(|e| LaunchError::from_create(e, &plan.image, &name, client.url()))?;
     cleanup.push(Resource::Container(id.clone()));
     client.init(&id).await.map_err(LaunchError::from_start)?;
     // Into the initialised keeper: Podman writes to the volume's directory (a started one would

@@ -62,7 +62,8 @@ pub enum HostEnvError {
     },
     /// A name taken from the host is reserved.
     #[error(
-        "{origin}: {key}: {reason} (ags does not take it from the host; pass --env {key}=VALUE to set it anyway)"
+        "{origin}: {key}: {} (ags does not take it from the host; pass --env {key}=VALUE to set it anyway)",
+        host_reason(reason)
     )]
     Reserved {
         /// Where the name came from.
@@ -161,6 +162,24 @@ pub fn parse_env_arg(arg: &str) -> Result<EnvArg<'_>, HostEnvError> {
         Some(v) => EnvArg::Literal(key, v),
         None => EnvArg::Inherit(key),
     })
+}
+
+/// Why a name is not taken from the host, in words about the host (the policy's own reasons
+/// speak to hooks: "hooks cannot set it, choose another name").
+fn host_reason(reason: &EnvKeyError) -> String {
+    match reason {
+        EnvKeyError::Reserved { name } => format!("`{name}` is reserved for ags and the agent runtime"),
+        EnvKeyError::ReservedPrefix { prefix } => {
+            format!("names starting with `{prefix}` are reserved for ags and its tools")
+        }
+        EnvKeyError::ReservedPrefixAnyCase { prefix } => {
+            format!("names starting with `{prefix}` (in any letter case) configure a tool to run other code")
+        }
+        EnvKeyError::ReservedSuffix { suffix } => format!(
+            "names ending in `{suffix}` (in any letter case) are reserved for ags's network egress control"
+        ),
+        EnvKeyError::Syntax => reason.to_string(),
+    }
 }
 
 fn check_name(origin: &str, key: &str) -> Result<(), HostEnvError> {

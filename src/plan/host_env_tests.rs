@@ -127,6 +127,7 @@ fn host_sourced_reserved_names_are_refused_with_the_name() {
         let err = resolve(&input(&args, &files, &pass, &none)).unwrap_err();
         assert!(matches!(err, HostEnvError::Reserved { .. }), "{err}");
         assert!(err.to_string().contains(want), "{err}");
+        assert!(!err.to_string().contains("hooks"), "not about hooks: {err}");
     }
     // An explicit value stays the user's choice, as before.
     let args = strings(&["PATH=/opt/bin"]);
