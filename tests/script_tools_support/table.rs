@@ -43,6 +43,7 @@ pub const TOOLS: &[(&str, &str, &str)] = &[
     ("nproc", "coreutils", ""),
     ("paste", "coreutils", ""),
     ("podman", "podman", ""),
+    ("node", "nodejs", ""),
     ("python3", "python3-minimal", "python3"),
     ("rm", "coreutils", ""),
     ("runc", "runc", ""),
