@@ -8,7 +8,7 @@
 //! the socket is bound at `plan::git::SSH_AUTH_SOCK_PATH`. [`SshFilter::stop`] ends it and
 //! removes the directory (dropping it removes the directory too, so no failure path leaves it
 //! behind; a crashed `ags` leaves it to the sweep of staging directories). [`protocol`] is the
-//! framing and the parsing, [`filter`] the decisions (docs/decisions/0004-ssh-agent-filter.md
+//! framing and the parsing, [`filter`] the decisions (docs/decisions/0005-ssh-agent-filter.md
 //! says why it is written here rather than taken from a crate).
 
 pub mod filter;
