@@ -18,8 +18,8 @@ use crate::containment::WritableRoot;
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The read-write bind sources of every live `ags` container of this machine: on `client` when
-/// it is a local socket, and on the default local services (the user's rootless one, the
-/// rootful one), each asked once. A service that does not exist or answer counts none: it runs
+/// it is a local socket, on the local service `CONTAINER_HOST` names, and on the default local
+/// services (the user's rootless one, the rootful one), each asked once. A service that does not exist or answer counts none: it runs
 /// no container a launch could be harmed by.
 pub async fn local_running_roots(client: Option<&Client>) -> Vec<WritableRoot> {
     let euid = nix::unistd::geteuid().as_raw();
@@ -29,7 +29,11 @@ pub async fn local_running_roots(client: Option<&Client>) -> Vec<WritableRoot> {
         .map(|c| c.url().to_string())
         .into_iter()
         .collect();
-    for c in super::candidates(None, None, runtime.as_deref(), euid) {
+    // `CONTAINER_HOST` names the service the user's launches go to by default.
+    let container_host = std::env::var("CONTAINER_HOST").ok();
+    let defaults = super::candidates(None, None, runtime.as_deref(), euid);
+    let chosen = super::candidates(None, container_host.as_deref(), None, euid);
+    for c in chosen.into_iter().chain(defaults) {
         if !urls.contains(&c.url) {
             urls.push(c.url);
         }
