@@ -298,7 +298,10 @@ fn an_ssh_planted_in_a_running_launchs_mount_never_runs() {
         let mut args = vec!["--url".to_string(), url, "--identity".into(), key];
         args.extend(launch_args(env, &["--tty=false"], &["sh", "-c", "echo over-ssh"]));
         let path = format!("{}/bin:{}", shared.display(), sshd.path());
-        let out = run_over(env, &sshd, &args, &[("PATH", path)]);
+        // The user's launches go to CONTAINER_HOST (in the Podman 5 suite not a default
+        // socket); `--url` picks the ssh:// service for this one.
+        let vars = [("PATH", path), ("CONTAINER_HOST", env.url())];
+        let out = run_over(env, &sshd, &args, &vars);
         env.write_file("work/go", "", 0o644);
         let done = first.wait();
         assert_eq!(out.status.code(), Some(0), "{}\n{}", show(&out), sshd.log());
