@@ -140,6 +140,61 @@ fn build_streams_progress_and_second_build_is_a_cache_hit() {
     });
 }
 
+/// Issue 28 item 4: with the base known (`--base`, or the embedded context), an unchanged
+/// build is skipped by comparing the recipe digest label; any change of the context, the build
+/// arguments or `--no-cache` builds again.
+#[test]
+fn an_unchanged_build_is_skipped_and_any_change_builds_again() {
+    let _one = IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+    each_mode(|env| {
+        let tag = image_name(env, "recipe");
+        let guard = ImageGuard::new(env, &[&tag]);
+        let write = |extra: &str| {
+            let text = format!(
+                "ARG BASE\nFROM ${{BASE}}\nLABEL {}\nRUN echo {}{extra} > /marker\n",
+                env.label(),
+                env.id()
+            );
+            let file = env.write_file("work/recipe/Containerfile", text, 0o644);
+            file.parent().unwrap().to_str().unwrap().to_owned()
+        };
+        let ctx = write("");
+        let base = env.image();
+        let build = |extra: &[&str]| {
+            let mut args = vec![
+                "image",
+                "build",
+                "--context",
+                &ctx,
+                "--base",
+                &base,
+                "--tag",
+                &tag,
+            ];
+            args.extend_from_slice(extra);
+            let out = env.run(args);
+            assert!(out.status.success(), "{}", show(&out));
+            let (id, err) = text(&out);
+            (id.trim().to_owned(), err.contains("is up to date"))
+        };
+        let (id, skipped) = build(&[]);
+        assert!(!skipped, "the first build builds");
+        assert_eq!(
+            build(&[]),
+            (id.clone(), true),
+            "an unchanged build is skipped, same image"
+        );
+        let (changed_arg, skipped) = build(&["--build-arg", "X=1"]);
+        assert!(!skipped, "a new build argument builds again");
+        assert_eq!(build(&["--build-arg", "X=1"]), (changed_arg, true));
+        write(" changed");
+        assert!(!build(&[]).1, "a changed Containerfile builds again");
+        assert!(build(&[]).1);
+        assert!(!build(&["--no-cache"]).1, "--no-cache always builds");
+        drop(guard);
+    });
+}
+
 #[test]
 fn failing_build_and_missing_base_say_what_to_do() {
     let _one = IMAGES.lock().unwrap_or_else(|e| e.into_inner());

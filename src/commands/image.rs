@@ -2,7 +2,9 @@
 //!
 //! build: context (embedded or `--context DIR`) → base check → `POST /libpod/build`, progress
 //! lines streamed to stderr as they arrive → summary (steps from cache) on stderr, image ID on
-//! stdout. import: tar file or stdin → `POST /libpod/images/import` → image ID on stdout.
+//! stdout. When the base image is known (the embedded context, or `--base`), the result is
+//! labelled with its recipe digest, and a build whose tag already carries the same digest is
+//! skipped (its ID printed) unless `--no-cache`. import: tar file or stdin → `POST /libpod/images/import` → image ID on stdout.
 
 use std::io::{Read, Write};
 use std::time::Instant;
@@ -36,10 +38,27 @@ async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> 
         Some(dir) => image::dir_context(dir, &certs)?,
         None => image::embedded_context(&certs),
     };
-    let opts = build_options(args, &context)?;
+    let mut opts = build_options(args, &context)?;
     let client = podman::connect(&super::target(global)).await?;
-    if let Some(base) = base_to_check(args) {
-        check_base(&client, &base).await?;
+    let base_id = match base_to_check(args) {
+        Some(base) => check_base(&client, &base).await?,
+        None => None,
+    };
+    if let Some(base_id) = base_id {
+        let recipe = image::recipe_digest(&context.tar, &opts.containerfile, &opts.build_args, &base_id);
+        if !args.no_cache
+            && let Some(id) = up_to_date(&client, &opts.tag, &recipe).await?
+        {
+            eprintln!(
+                "ags: {} ({}) is up to date at {}: context, build arguments and base image are unchanged (--no-cache rebuilds it)",
+                opts.tag,
+                short_id(&id),
+                client.url()
+            );
+            writeln!(std::io::stdout(), "{id}").map_err(Error::Output)?;
+            return Ok(0);
+        }
+        opts.labels.insert(image::RECIPE_LABEL.into(), recipe);
     }
     eprintln!(
         "ags: building {} from {} at {}",
@@ -94,11 +113,21 @@ fn base_to_check(args: &ImageBuildArgs) -> Option<String> {
     }
 }
 
-/// A missing `localhost/` base cannot be pulled: say how to make it. A missing registry base
-/// is pulled by the build.
-async fn check_base(client: &Client, base: &str) -> Result<(), Error> {
-    if client.image_exists(base).await? {
-        return Ok(());
+/// The ID of image `tag` when it carries `recipe` in [`image::RECIPE_LABEL`]: the build would
+/// make it again.
+async fn up_to_date(client: &Client, tag: &str, recipe: &str) -> Result<Option<String>, Error> {
+    let summary = client.image_summary(tag).await?;
+    Ok(summary
+        .filter(|s| s.labels.get(image::RECIPE_LABEL).map(String::as_str) == Some(recipe))
+        .map(|s| s.id))
+}
+
+/// The base image's ID when the service has it. A missing `localhost/` base cannot be pulled:
+/// say how to make it. A missing registry base is pulled by the build (and its ID is unknown
+/// here, so that build is never skipped).
+async fn check_base(client: &Client, base: &str) -> Result<Option<String>, Error> {
+    if let Some(summary) = client.image_summary(base).await? {
+        return Ok(Some(summary.id));
     }
     if image::is_local_reference(base) {
         return Err(ImageError::BaseMissing {
@@ -108,7 +137,7 @@ async fn check_base(client: &Client, base: &str) -> Result<(), Error> {
         .into());
     }
     eprintln!("ags: base image {base} is not present; the build pulls it from its registry");
-    Ok(())
+    Ok(None)
 }
 
 async fn import(global: &GlobalArgs, args: &ImageImportArgs) -> Result<u8, Error> {

@@ -26,6 +26,36 @@ pub const DEFAULT_IMPORT_CHANGES: &[&str] = &[
     "CMD [\"/bin/sh\"]",
 ];
 
+/// The label `ags image build` puts on what it builds: the digest of its recipe, see
+/// [`recipe_digest`].
+pub const RECIPE_LABEL: &str = "io.ags.image.recipe";
+
+/// The digest of everything a build's result depends on: the context tar (Containerfile and
+/// every file, with their modes), the Containerfile's path, the build arguments and the base
+/// image's ID. An image whose [`RECIPE_LABEL`] equals it is what the build would make again,
+/// so `ags image build` skips it (issue 28: 0.6 s for an all-cached build).
+pub fn recipe_digest(
+    context_tar: &[u8],
+    containerfile: &str,
+    build_args: &std::collections::BTreeMap<String, String>,
+    base_id: &str,
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(context_tar);
+    field(containerfile.as_bytes());
+    for (k, v) in build_args {
+        field(k.as_bytes());
+        field(v.as_bytes());
+    }
+    field(base_id.as_bytes());
+    hex::encode(h.finalize())
+}
+
 /// The script that makes [`DEFAULT_BASE`] without a registry.
 pub const BOOTSTRAP_SCRIPT: &str = "scripts/bootstrap-base-image";
 
@@ -99,6 +129,22 @@ pub fn parse_build_args(args: &[String]) -> Result<std::collections::BTreeMap<St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_recipe_digest_changes_with_each_input() {
+        let args = |v: &str| std::collections::BTreeMap::from([("A".to_owned(), v.to_owned())]);
+        let base = recipe_digest(b"tar", "Containerfile", &args("1"), "id");
+        assert_eq!(base, recipe_digest(b"tar", "Containerfile", &args("1"), "id"));
+        for other in [
+            recipe_digest(b"tax", "Containerfile", &args("1"), "id"),
+            recipe_digest(b"tar", "Dockerfile", &args("1"), "id"),
+            recipe_digest(b"tar", "Containerfile", &args("2"), "id"),
+            recipe_digest(b"tar", "Containerfile", &args("1"), "id2"),
+            recipe_digest(b"tarC", "ontainerfile", &args("1"), "id"),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
 
     #[test]
     fn build_args_need_a_key() {

@@ -1,4 +1,6 @@
-//! Image builds: `POST /libpod/build` with a context tar, and its streamed JSON progress.
+//! Image builds: `POST /libpod/build` with a context tar, its streamed JSON progress, and
+//! `GET /libpod/images/NAME/json` for the image's ID and labels (what `ags image build` compares
+//! to skip an unchanged build).
 //!
 //! Part of stage 4 (`podman`). The response is a sequence of JSON objects
 //! (`{"stream": "STEP 1/2: ..."}`, finally `{"error": "..."}` on failure) that arrives while the
@@ -18,7 +20,7 @@ use http::Method;
 use serde::Deserialize;
 
 use super::error::{Excerpt, PodmanError, Result};
-use super::transport::{Client, Request};
+use super::transport::{Client, Request, image_ref};
 
 /// The OCI manifest type; needed for the build cache.
 const OCI_FORMAT: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -34,6 +36,8 @@ pub struct BuildOptions {
     pub build_args: BTreeMap<String, String>,
     /// Ignore the layer cache.
     pub no_cache: bool,
+    /// Labels set on the result (`io.ags.image.recipe`).
+    pub labels: BTreeMap<String, String>,
 }
 
 impl BuildOptions {
@@ -44,6 +48,7 @@ impl BuildOptions {
             containerfile: "Containerfile".to_owned(),
             build_args: BTreeMap::new(),
             no_cache: false,
+            labels: BTreeMap::new(),
         }
     }
 }
@@ -53,6 +58,23 @@ impl BuildOptions {
 pub struct BuildOutcome {
     /// The image ID, when the stream named it.
     pub image_id: Option<String>,
+}
+
+/// An image's ID and labels, as `GET /libpod/images/NAME/json` reports them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+pub struct ImageSummary {
+    /// The full image ID.
+    #[serde(rename = "Id")]
+    pub id: String,
+    /// The image's labels (Podman sends `null` for none).
+    #[serde(rename = "Labels", default, deserialize_with = "null_as_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, String>, D::Error> {
+    Ok(Option::deserialize(d)?.unwrap_or_default())
 }
 
 /// One object of the build stream.
@@ -155,6 +177,9 @@ impl Client {
         if !opts.build_args.is_empty() {
             req = req.query_json("buildargs", &opts.build_args)?;
         }
+        if !opts.labels.is_empty() {
+            req = req.query_json("labels", &opts.labels)?;
+        }
         let mut body = self.stream(req.tar(context_tar)).await?;
         let mut progress = BuildProgress::default();
         let mut outcome = BuildOutcome::default();
@@ -175,6 +200,16 @@ impl Client {
             return Err(self.build_decode_error("the stream ended inside an object".into(), excerpt));
         }
         Ok(outcome)
+    }
+
+    /// The ID and labels of image `name`; `None` when the service does not have it (404).
+    pub async fn image_summary(&self, name: &str) -> Result<Option<ImageSummary>> {
+        let req = Request::new(Method::GET, format!("/images/{}/json", image_ref(name)));
+        match self.call_json(req, "image inspect").await {
+            Ok(summary) => Ok(Some(summary)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn build_error(&self, opts: &BuildOptions, message: String) -> PodmanError {

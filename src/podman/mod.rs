@@ -38,7 +38,7 @@ mod version;
 
 pub use api::local_memory_total;
 pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
-pub use build::{BuildOptions, BuildOutcome};
+pub use build::{BuildOptions, BuildOutcome, ImageSummary};
 pub use connections::{Connection, Sources as ConnectionSources};
 pub use discover::{
     Candidate, CandidateSource, Chosen, PING_TIMEOUT, SYSTEM_SOCKET, Target, candidates, choose, connect,
