@@ -121,8 +121,7 @@ fn agents(env: &TestEnv, ep: &Endpoint) -> Vec<Agent> {
     let base = format!("http://{}:{}", ep.addr, ep.port);
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let provider = |k: &str, v: &str| format!("model_providers.scripted.{k}={v:?}");
-    let pi_dir = env.work_dir().join(".pi-agent");
-    std::fs::create_dir_all(&pi_dir).expect("pi agent dir");
+    let pi_dir = env.mkdir(env.work_dir().join(".pi-agent"), 0o755);
     let models = serde_json::json!({"providers": {"scripted": {
         "baseUrl": format!("{base}/v1"), "api": "openai-completions", "apiKey": "test",
         "models": [{"id": "m"}],

@@ -225,8 +225,7 @@ fn pi_reaches_a_listed_endpoint_and_only_that() {
             println!("SKIP: {}: no {AGENT_IMAGE} in this service", env.mode());
             return;
         }
-        let dir = env.work_dir().join(".pi-agent");
-        std::fs::create_dir_all(&dir).expect("pi agent dir");
+        let dir = env.mkdir(env.work_dir().join(".pi-agent"), 0o755);
         let models = serde_json::json!({"providers": {"scripted": {
             "baseUrl": format!("http://{}:{}/v1", ep.addr, ep.port),
             "api": "openai-completions",
