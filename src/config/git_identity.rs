@@ -11,6 +11,13 @@
 //! holds the private key. Otherwise the signing settings are left out and [`GitIdentity::note`]
 //! says why, so that `git commit` in the container does not fail on a missing `gpg`.
 //!
+//! The repository's own configuration (`config`, `config.worktree`) lies in the workspace, which
+//! the agent can write: it is read without following a symbolic link and without its includes,
+//! and only `user.name`, `user.email` and the two `*.gpgsign` switches are taken from it, so that
+//! no value the agent wrote there makes `ags` read a host file (a `user.signingkey` path, an
+//! `include.path`). Per-repository signing keys are not forwarded: set them in your global
+//! configuration.
+//!
 //! I/O: reads the configuration files (regular files, at most [`MAX_FILE_BYTES`] each, opened
 //! without blocking) and the repository's `HEAD` for `onbranch:`.
 
@@ -228,18 +235,29 @@ fn effective(lookup: &Lookup<'_>) -> BTreeMap<String, String> {
     }
     if let Some(repo) = &parser.repo {
         let (common, git_dir) = (repo.common_dir.clone(), repo.git_dir.clone());
-        parser.file(&common.join("config"), 0);
+        parser.repository_file(&common.join("config"));
         let worktree_config = parser
             .values
             .get("extensions.worktreeconfig")
             .and_then(|v| parse_bool(v))
             .unwrap_or(false);
         if worktree_config {
-            parser.file(&git_dir.join("config.worktree"), 0);
+            parser.repository_file(&git_dir.join("config.worktree"));
         }
     }
     parser.values
 }
+
+/// The keys a repository's own configuration may set here. It lies in the workspace, which the
+/// agent can write: its values reach only the container (never a path `ags` reads on the host,
+/// such as a `user.signingkey` file or an `include.path`).
+const REPOSITORY_KEYS: &[&str] = &[
+    "user.name",
+    "user.email",
+    "commit.gpgsign",
+    "tag.gpgsign",
+    "extensions.worktreeconfig",
+];
 
 struct Parser<'a> {
     home: &'a Path,
@@ -265,6 +283,19 @@ impl Parser<'_> {
                     self.file(&target, depth + 1);
                 }
             } else {
+                self.values.insert(key, value);
+            }
+        }
+    }
+
+    /// A configuration file of the repository (agent-writable): read without following a
+    /// symbolic link, no includes, only [`REPOSITORY_KEYS`].
+    fn repository_file(&mut self, path: &Path) {
+        let Ok(text) = crate::fsutil::read_small_text_nofollow(path, MAX_FILE_BYTES) else {
+            return;
+        };
+        for (key, value) in entries(&text) {
+            if REPOSITORY_KEYS.contains(&key.as_str()) {
                 self.values.insert(key, value);
             }
         }

@@ -52,18 +52,35 @@ fn global_repository_and_conditional_includes_are_read_last_wins() {
     let id = resolve(&lookup(&repo.join("sub"), &home, &env), false);
     assert_eq!(id.name.as_deref(), Some("Home"));
     assert_eq!(id.email.as_deref(), Some("work@example.org"));
-    // The repository's own config wins; onbranch matches the checked-out branch.
+    // The repository's own config wins for user.*, but its includes and any key that would
+    // make ags read a host file are not taken (the agent can write it).
     std::fs::write(
         repo.join(".git/config"),
-        "[user]\n\tname = Repo\n[includeIf \"onbranch:main\"]\n\tpath = ../branch.inc\n",
+        "[user]\n\tname = Repo\n\tsigningkey = /etc/x\n[gpg]\n\tformat = ssh\n\
+         [includeIf \"onbranch:main\"]\n\tpath = ../branch.inc\n",
     )
     .unwrap();
     std::fs::write(repo.join("branch.inc"), "[user]\nemail = main@example.org\n").unwrap();
-    let id = resolve(&lookup(&repo, &home, &env), false);
+    let id = resolve(&lookup(&repo, &home, &env), true);
     assert_eq!(
         (id.name.as_deref(), id.email.as_deref()),
-        (Some("Repo"), Some("main@example.org"))
+        (Some("Repo"), Some("work@example.org"))
     );
+    assert_eq!((id.signing_key.as_deref(), id.note.as_deref()), (None, None));
+    // The user's own includeIf onbranch matches the checked-out branch.
+    std::fs::write(
+        home.join(".work"),
+        "[user]\nemail = work@example.org\n[includeIf \"onbranch:main\"]\npath = work/proj/branch.inc\n",
+    )
+    .unwrap();
+    let id = resolve(&lookup(&repo, &home, &env), false);
+    assert_eq!(id.email.as_deref(), Some("main@example.org"));
+    // A repository config that is a symbolic link is not followed.
+    std::fs::write(root.join("elsewhere"), "[user]\nname = Elsewhere\n").unwrap();
+    std::fs::remove_file(repo.join(".git/config")).unwrap();
+    std::os::unix::fs::symlink(root.join("elsewhere"), repo.join(".git/config")).unwrap();
+    let id = resolve(&lookup(&repo, &home, &env), false);
+    assert_eq!(id.name.as_deref(), Some("Home"));
     // Nothing else: the config names exactly these keys.
     assert_eq!(
         id.config().iter().map(|(k, _)| *k).collect::<Vec<_>>(),
