@@ -236,6 +236,43 @@ fn home_root_system_and_credential_directories_are_refused_as_workdir_or_add_dir
     });
 }
 
+/// The credential stores beyond keys and cloud logins: the GitHub and 1Password CLIs' logins, the
+/// `pass` store, and the token files git, curl and the package registries read. The attack: the
+/// agent plants `packages` → `~/.config/gh` and the user launches there (the old list mounted the
+/// GitHub token read-write); a user's `--add-dir ~/.cargo` would expose the registry token.
+#[test]
+fn credential_logins_and_token_files_are_refused_too() {
+    each_mode(|env| {
+        let since = now_secs();
+        let gh = env.mkdir("home/.config/gh", 0o700);
+        let packages = env.work_dir().join("packages");
+        plant(env, &gh, &packages);
+        let out = attempt_in(env, &packages, &[]);
+        let real = format!(
+            "workdir {} overlaps the credential directory {s}: its real path {s} is that location",
+            packages.display(),
+            s = gh.display()
+        );
+        assert_refused(env, &out, &[&real], since);
+        for dir in ["home/.password-store", "home/.config/op"] {
+            let d = env.mkdir(dir, 0o700).to_string_lossy().into_owned();
+            let out = attempt(env, &["--add-dir", &d], &["true"]);
+            let named = format!("--add-dir {d} overlaps the credential directory {d}");
+            assert_refused(env, &out, &[&named], since);
+        }
+        let cargo = env.mkdir("home/.cargo", 0o755);
+        let token = cargo.join("credentials.toml");
+        let arg = cargo.to_string_lossy().into_owned();
+        let out = attempt(env, &["--add-dir", &arg], &["true"]);
+        let named = format!(
+            "--add-dir {arg} overlaps the credential file {t}: its real path {arg} contains that location",
+            t = token.display()
+        );
+        assert_refused(env, &out, &[&named], since);
+        assert_clean(env);
+    });
+}
+
 #[test]
 fn a_workdir_through_a_symlink_is_checked_at_its_target_and_reported() {
     each_mode(|env| {

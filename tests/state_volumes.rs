@@ -125,8 +125,12 @@ fn shared_state_is_an_explicit_opt_in() {
         env.write_global_config("[sandbox]\nshared_state = true\n");
         let a = env.mkdir("projA", 0o755).canonicalize().unwrap();
         let b = env.mkdir("projB", 0o755).canonicalize().unwrap();
-        // The one shared volume may exist already (and may be in use by other runs): the
-        // marker is unique to this test and removed by the second launch.
+        // The one shared volume may exist already, left by an earlier run: remove it first
+        // (a volume kept across runs can outlive its Podman lock, when the service's lock
+        // segment was reset, and then "shares lock ID 0" with a new container: the CI failure
+        // of stop 31) and last. The marker is unique to this test all the same.
+        let shared = "/volumes/ags-state-claude-claude";
+        api::call(env.mode(), "DELETE", shared, None);
         let marker = format!("shared-{}", env.id());
         let plant = format!(r#"mkdir -p "$CLAUDE_CONFIG_DIR" && touch "$CLAUDE_CONFIG_DIR/{marker}""#);
         let look = format!(
@@ -136,10 +140,12 @@ fn shared_state_is_an_explicit_opt_in() {
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         let out = claude(env, &image, &b, &look);
         assert_eq!(stdout(&out).trim(), "SEEN", "{}", show(&out));
-        let exists = api::call(env.mode(), "GET", "/volumes/ags-state-claude-claude/exists", None);
+        let exists = api::call(env.mode(), "GET", &format!("{shared}/exists"), None);
         assert_eq!(exists.status, 204, "the shared volume: {}", exists.text());
         let per_project = state_volumes(env.mode(), a.to_str().unwrap());
         assert!(per_project.is_empty(), "{per_project:?}");
+        let removed = api::call(env.mode(), "DELETE", shared, None);
+        assert!(removed.ok(), "removing the shared volume: {}", removed.text());
         assert_clean(env);
     });
 }

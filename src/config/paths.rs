@@ -5,8 +5,31 @@ use std::path::{Path, PathBuf};
 
 use crate::containment::{Class, Protected};
 
-/// Well-known credential directories under the home directory.
-pub const CREDENTIAL_DIRS: &[&str] = &[".ssh", ".gnupg", ".aws", ".config/gcloud", ".kube", ".docker"];
+/// Well-known credential directories under the home directory: keys, cloud and cluster logins,
+/// the GitHub CLI's and 1Password CLI's logins, the `pass` store.
+pub const CREDENTIAL_DIRS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".config/gh",
+    ".config/op",
+    ".op",
+    ".password-store",
+];
+
+/// Well-known credential files under the home directory: git's `store` helper, netrc (curl,
+/// git over HTTPS), the npm, PyPI and cargo registry tokens.
+pub const CREDENTIAL_FILES: &[&str] = &[
+    ".git-credentials",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+];
 
 /// Host locations `ags` reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,9 +184,11 @@ impl Paths {
         let podman = podman
             .into_iter()
             .map(|(l, p)| Protected::overlap(l, p, Class::Podman));
-        let creds = CREDENTIAL_DIRS
-            .iter()
-            .map(|d| Protected::overlap("credential directory", self.home.join(d), Class::Credentials));
+        let dirs = CREDENTIAL_DIRS.iter().map(|d| ("credential directory", d));
+        let files = CREDENTIAL_FILES.iter().map(|f| ("credential file", f));
+        let creds = dirs
+            .chain(files)
+            .map(|(label, p)| Protected::overlap(label, self.home.join(p), Class::Credentials));
         // First: `~` and `/` contain most of the rest, and "the home directory" is what a person
         // who ran `ags` there needs to hear, not the approval store inside it.
         let home = Protected::self_or_ancestor("home directory", self.home.clone(), Class::Home);
