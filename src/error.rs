@@ -63,6 +63,9 @@ pub enum Error {
     /// A protected project file cannot be protected, or `[protect] allow` names an unknown path.
     #[error(transparent)]
     Protected(#[from] crate::workspace::protected::ProtectedError),
+    /// Planted files could not be moved aside after the launch (`workspace::quarantine`).
+    #[error(transparent)]
+    LeftInPlace(#[from] crate::workspace::quarantine::LeftInPlace),
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),

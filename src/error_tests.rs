@@ -144,3 +144,14 @@ fn escaping_keeps_plain_text_and_line_breaks() {
         "x d\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rforged\\u{9b}31m\\u{202e}txt\\u{2066}"
     );
 }
+
+#[test]
+fn a_plant_left_in_place_ends_the_launch_as_an_ags_failure() {
+    let e = Error::from(crate::workspace::quarantine::LeftInPlace { count: 2 });
+    assert_eq!(e.exit_code(), EXIT_AGS_FAILURE);
+    let text = render(&e);
+    assert!(
+        text.starts_with("2 planted file(s)") && text.contains("NOT MOVED"),
+        "{text}"
+    );
+}

@@ -30,7 +30,7 @@ use crate::plan::{
     self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT,
 };
 use crate::session;
-use crate::workspace::{protected, protected_state};
+use crate::workspace::{git_inventory, protected, protected_state};
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code; with `--report`, write the launch report after it
@@ -304,7 +304,7 @@ async fn launch_async(
     crate::trace::mark("hooks done");
     // The git metadata as the approved hooks left it, recorded while the launch is prepared;
     // what differs once the container is gone is the launch's (`workspace::git_inventory`).
-    let git_inventory = config.user.protect_git.then(|| {
+    let pending_inventory = config.user.protect_git.then(|| {
         let guards = &settings.git_guards;
         launch::git_quarantine::begin(git_host::scan_roots(
             &git_host::git_roots(config, &settings.mounts),
@@ -372,7 +372,7 @@ async fn launch_async(
     }
     let locks = config.paths.state_dir().join("locks");
     let before = protected_state::inventory(&settings.protected);
-    let git_inventory = match git_inventory {
+    let taken_inventory = match pending_inventory {
         Some(pending) => Some(pending.finish_against(&client).await),
         None => None,
     };
@@ -403,26 +403,42 @@ async fn launch_async(
         facts.leftovers.push((&e).into());
     }
     crate::trace::mark("cleaned up");
-    if let Some(inventory) = git_inventory {
-        // The container is gone: nothing can write the workspace behind this check, and the
-        // finished hooks (which may call git) run after it.
-        let guards = settings.git_guards.clone();
-        let found = tokio::task::spawn_blocking(move || launch::git_quarantine::run(&inventory, &guards))
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-        report.push_str(&found.message());
-        crate::trace::mark("git checked");
-    }
-    // Likewise the project files host tools run on their own (`workspace::protected`).
-    let settled = tokio::task::spawn_blocking(move || protected_state::settle(&before))
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-    report.push_str(&settled.message());
+    let unmoved = check_after(taken_inventory, settings.git_guards.clone(), before, &mut report).await;
     launch::notices::say(&report);
     let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     let exit_code = result.as_ref().ok().copied();
     session.finish(background, exit_code, ended, &signals).await;
-    Ok(result?)
+    let code = result?;
+    if unmoved > 0 {
+        return Err(crate::workspace::quarantine::LeftInPlace { count: unmoved }.into());
+    }
+    Ok(code)
+}
+
+/// After the container is gone (nothing can write the workspace behind these checks, and the
+/// finished hooks, which may call git, run after them): the git check and the project files
+/// host tools run on their own (`workspace::protected`), reported into `report`. How many
+/// planted pieces could not be moved aside.
+async fn check_after(
+    git_inventory: Option<git_inventory::Inventory>,
+    guards: Vec<crate::config::git_guard::GitGuard>,
+    before: protected_state::Inventory,
+    report: &mut String,
+) -> usize {
+    let mut unmoved = 0;
+    if let Some(inventory) = git_inventory {
+        let found = tokio::task::spawn_blocking(move || launch::git_quarantine::run(&inventory, &guards))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        report.push_str(&found.message());
+        unmoved += found.unmoved();
+        crate::trace::mark("git checked");
+    }
+    let settled = tokio::task::spawn_blocking(move || protected_state::settle(&before))
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    report.push_str(&settled.message());
+    unmoved + settled.unmoved()
 }
 
 /// The final handoff: resolve the surviving 1Password references in one `op inject` batch and

@@ -5,15 +5,12 @@
 //! prompt's, a hook's — does not run it, and stderr says what each piece would have run and how
 //! to put it back after reviewing it.
 //!
-//! Each piece is renamed to `NAME.ags-quarantine` (`-2`, `-3`, … when taken) in its own
-//! directory: nothing is deleted, nothing outside the launch's read-write mounts is touched.
-//! The directory is opened without following symbolic links (`openat2` with
-//! `RESOLVE_NO_SYMLINKS`) and the rename never replaces anything (`RENAME_NOREPLACE`), so
-//! another container swapping a directory for a link cannot make `ags` rename a file elsewhere.
+//! Each piece is renamed to `NAME.ags-quarantine` in its own directory by
+//! `workspace::quarantine` (no symbolic link followed from the walked root down, nothing
+//! replaced, nothing deleted); what cannot be moved ends the launch with 125
+//! ([`Quarantine::unmoved`]).
 
 use std::path::{Path, PathBuf};
-
-use rustix::fs::{self as rfs, Mode, OFlags, RenameFlags, ResolveFlags};
 
 use crate::config::git_guard::GitGuard;
 use crate::podman::Client;
@@ -86,7 +83,7 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         .findings
         .into_iter()
         .map(|f| {
-            let to = move_aside(&f.path).map_err(|e| e.to_string());
+            let to = move_aside(roots, &f.path);
             (f, to)
         })
         .collect();
@@ -98,6 +95,11 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
 }
 
 impl Quarantine {
+    /// How many planted pieces are still in place.
+    pub fn unmoved(&self) -> usize {
+        self.moved.iter().filter(|(_, to)| to.is_err()).count()
+    }
+
     /// The stderr report (empty when there is nothing to say).
     pub fn message(&self) -> String {
         let mut out = String::new();
@@ -134,50 +136,19 @@ impl Quarantine {
     }
 }
 
-/// Rename `path` to a free `NAME.ags-quarantine[-N]` next to it.
-fn move_aside(path: &Path) -> std::io::Result<PathBuf> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(std::io::Error::other("not a file in a directory"));
-    };
-    let fd = open_dir_nofollow(dir)?;
-    for n in 1..=100 {
-        let mut new = name.to_os_string();
-        new.push(match n {
-            1 => ".ags-quarantine".to_string(),
-            n => format!(".ags-quarantine-{n}"),
-        });
-        match rfs::renameat_with(&fd, name, &fd, new.as_os_str(), RenameFlags::NOREPLACE) {
-            Ok(()) => return Ok(dir.join(new)),
-            Err(rustix::io::Errno::EXIST) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(std::io::Error::other("no free quarantine name"))
+/// Move `path` aside (`workspace::quarantine`), walking from the inventory root that holds it
+/// (from `/` when none does: then no symbolic link may lie anywhere on its way).
+fn move_aside(roots: &[PathBuf], path: &Path) -> Result<PathBuf, String> {
+    let root = roots
+        .iter()
+        .filter(|r| path.starts_with(r) && path != r.as_path())
+        .max_by_key(|r| r.as_os_str().len())
+        .map_or(Path::new("/"), PathBuf::as_path);
+    let rel = path
+        .strip_prefix(root)
+        .map_err(|_| "not an absolute path".to_string())?;
+    crate::workspace::quarantine::move_aside(root, rel).map_err(|e| e.to_string())
 }
-
-/// `dir` opened as a path descriptor, refusing a symbolic link anywhere in it.
-fn open_dir_nofollow(dir: &Path) -> std::io::Result<rustix::fd::OwnedFd> {
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    match rfs::openat2(
-        rfs::CWD,
-        dir,
-        flags,
-        Mode::empty(),
-        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-    ) {
-        Err(rustix::io::Errno::NOSYS) => {
-            // Kernels before 5.6: a component walk, as `safepath` does.
-            let r = crate::safepath::resolve(dir, crate::safepath::Missing::Refuse)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            if !r.links.is_empty() || r.path != dir {
-                return Err(std::io::Error::other("a symbolic link on the way"));
-            }
-            Ok(rfs::open(dir, flags | OFlags::NOFOLLOW, Mode::empty())?)
-        }
-        other => Ok(other?),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,7 +183,11 @@ mod tests {
         assert!(m.contains("core.fsmonitor") && m.contains("mv "), "{m}");
         // A directory on the way that is a symbolic link: refused, nothing renamed.
         std::os::unix::fs::symlink(&git, root.join("lnk")).unwrap();
-        let e = move_aside(&root.join("lnk/config.ags-quarantine")).unwrap_err();
+        let e = move_aside(
+            std::slice::from_ref(&root),
+            &root.join("lnk/config.ags-quarantine"),
+        )
+        .unwrap_err();
         assert!(git.join("config.ags-quarantine").exists(), "{e}");
     }
 }

@@ -22,6 +22,8 @@
 //!   `protected_state` compares them before and after the launch and moves aside what changed.
 //! - `host_programs`: the `ssh` and `op` that run on the host, found outside every
 //!   agent-writable directory (or pinned), and the `PATH` hooks get without those directories.
+//! - `quarantine`: the one way a planted piece is moved aside (`NAME.ags-quarantine`), for the
+//!   git check and the protected files; what cannot be moved ends the launch with 125.
 //! - `git_inventory`: the git dirs, `.git` files and the config and hooks git runs, recorded
 //!   before a launch and compared after it, so that what the agent planted or moved into place
 //!   is found by state, never by timestamps.
@@ -31,4 +33,5 @@ pub mod git_layout;
 pub mod host_programs;
 pub mod protected;
 pub mod protected_state;
+pub mod quarantine;
 pub mod user_paths;

@@ -6,9 +6,9 @@
 //! every file, directory and symbolic link at or below it with its permission bits and the
 //! SHA-256 of each file's bytes. Every path is read from the root down one component at a time
 //! (`openat` with `O_NOFOLLOW`, files with `O_NONBLOCK`): a directory the agent replaced by a
-//! symbolic link is seen as that link and never entered, a FIFO is not read. The move aside
-//! renames `NAME` to `NAME.ags-quarantine` (`-2`, `-3`, … when taken) inside the directory
-//! opened that way, never replacing anything, so nothing outside the root is touched.
+//! symbolic link is seen as that link and never entered, a FIFO is not read. The move aside is
+//! `workspace::quarantine`'s (`NAME.ags-quarantine`, nothing outside the root touched); what it
+//! cannot move ends the launch with 125 ([`Settled::unmoved`]).
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -17,7 +17,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fd::OwnedFd;
-use rustix::fs::{self as rfs, FileType, Mode, OFlags, RenameFlags};
+use rustix::fs::{self as rfs, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
 
 use super::protected::{Handling, ProtectedPath, Protection};
@@ -129,6 +129,14 @@ pub fn settle(before: &Inventory) -> Settled {
 }
 
 impl Settled {
+    /// How many changed pieces are still in place though they should have been moved.
+    pub fn unmoved(&self) -> usize {
+        self.changes
+            .iter()
+            .filter(|c| matches!(c.moved, Some(Err(_))))
+            .count()
+    }
+
     /// The stderr report (empty when nothing changed).
     pub fn message(&self) -> String {
         let esc = |p: &Path| crate::text::escape_line(&p.to_string_lossy());
@@ -352,32 +360,10 @@ fn open_dir(dir: &OwnedFd, name: &OsStr) -> rustix::io::Result<OwnedFd> {
     rfs::openat(dir, name, flags, Mode::empty())
 }
 
-/// Rename `root/rel` to a free `NAME.ags-quarantine[-N]` next to it: `(from, to)`.
-fn move_aside(root: &Path, rel: &str) -> std::io::Result<(PathBuf, PathBuf)> {
-    let mut dir = rfs::open(
-        root,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let parts: Vec<&str> = rel.split('/').collect();
-    let (name, way) = parts.split_last().expect("a listed path has a name");
-    for part in way {
-        dir = open_dir(&dir, OsStr::new(part))
-            .map_err(|e| std::io::Error::other(format!("{part} is no longer a directory: {e}")))?;
-    }
-    let parent = way.iter().fold(root.to_path_buf(), |p, s| p.join(s));
-    for n in 1..=100 {
-        let new = match n {
-            1 => format!("{name}.ags-quarantine"),
-            n => format!("{name}.ags-quarantine-{n}"),
-        };
-        match rfs::renameat_with(&dir, *name, &dir, new.as_str(), RenameFlags::NOREPLACE) {
-            Ok(()) => return Ok((parent.join(name), parent.join(new))),
-            Err(rustix::io::Errno::EXIST) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(std::io::Error::other("no free quarantine name"))
+/// Move `root/rel` aside (`workspace::quarantine`): `(from, to)`.
+fn move_aside(root: &Path, rel: &str) -> Result<(PathBuf, PathBuf), super::quarantine::NotMoved> {
+    let to = super::quarantine::move_aside(root, Path::new(rel))?;
+    Ok((root.join(rel), to))
 }
 
 #[cfg(test)]

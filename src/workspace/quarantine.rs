@@ -1,0 +1,123 @@
+//! Moving aside what a launch planted: the one mechanism under the git check
+//! (`launch::git_quarantine`) and the protected project files (`workspace::protected_state`).
+//!
+//! `root/rel` is renamed to `NAME.ags-quarantine` in its own directory; when the agent took that
+//! name (and `-2` … `-9`), to `NAME.ags-quarantine-<16 random hex digits>`, which it cannot
+//! guess. Nothing is deleted and nothing is replaced (`RENAME_NOREPLACE`). The directory is
+//! reached from `root` one component at a time with `O_NOFOLLOW`, so a directory another
+//! container swapped for a symbolic link makes the move fail, never rename a file elsewhere.
+//!
+//! A directory the agent made read-only (`chmod 555`, which a rootless agent can do to the
+//! user's own directories) would stop the rename: when the directory belongs to this user, write
+//! and search permission are added for the rename (through the descriptor already opened, never
+//! by path) and the old mode is put back. A piece that still cannot be moved is an error the
+//! launch ends with (exit 125), so that neither the user nor a script goes on as if it were gone.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use rustix::fs::{self as rfs, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
+
+/// The suffix of a moved piece.
+pub const SUFFIX: &str = ".ags-quarantine";
+
+/// Why a piece could not be moved aside.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{why}")]
+pub struct NotMoved {
+    /// What went wrong, for the message next to the piece's name.
+    pub why: String,
+}
+
+/// The launch ends with this (exit 125) when planted pieces are still in place.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{count} planted file(s) that would run programs on this host could not be moved aside (named above: NOT MOVED); remove them before you run git or the named tool in that directory"
+)]
+pub struct LeftInPlace {
+    /// How many.
+    pub count: usize,
+}
+
+fn not_moved(why: impl Into<String>) -> NotMoved {
+    NotMoved { why: why.into() }
+}
+
+/// Move `root/rel` aside; the new path.
+pub fn move_aside(root: &Path, rel: &Path) -> Result<PathBuf, NotMoved> {
+    let parts: Vec<&OsStr> = rel.iter().collect();
+    let Some((name, way)) = parts.split_last() else {
+        return Err(not_moved("nothing to move"));
+    };
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir =
+        rfs::open(root, flags, Mode::empty()).map_err(|e| not_moved(format!("{}: {e}", root.display())))?;
+    let mut parent = root.to_path_buf();
+    for part in way {
+        dir = rfs::openat(&dir, *part, flags | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| {
+            not_moved(format!(
+                "{} is no longer a directory ({e})",
+                parent.join(part).display()
+            ))
+        })?;
+        parent.push(part);
+    }
+    let new = match rename_free(&dir, name) {
+        Err(Errno::ACCESS | Errno::PERM) => with_write_permission(&dir, || rename_free(&dir, name)),
+        other => other,
+    }
+    .map_err(|e| not_moved(format!("renaming it in {}: {e}", parent.display())))?;
+    Ok(parent.join(new))
+}
+
+/// Rename `name` in `dir` to the first free quarantine name: the plain one, `-2` … `-9`, then
+/// random ones.
+fn rename_free(dir: &OwnedFd, name: &OsStr) -> Result<std::ffi::OsString, Errno> {
+    let numbered = (1..10).map(|n| match n {
+        1 => SUFFIX.to_string(),
+        n => format!("{SUFFIX}-{n}"),
+    });
+    let random = (0..4).map(|_| format!("{SUFFIX}-{}", random_hex()));
+    for suffix in numbered.chain(random) {
+        let mut new = name.to_os_string();
+        new.push(&suffix);
+        match rfs::renameat_with(dir, name, dir, new.as_os_str(), RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(new),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Errno::EXIST)
+}
+
+/// 16 hex digits from the system's random source.
+fn random_hex() -> String {
+    let mut bytes = [0u8; 8];
+    // Without randomness the name stays taken and the move fails: reported, never silent.
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Run `f` with user write and search permission on `dir` when it is this user's directory
+/// and lacks them, then put its mode back. Otherwise `f`'s error stands.
+fn with_write_permission<T>(dir: &OwnedFd, f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
+    let st = rfs::fstat(dir)?;
+    let mode = st.st_mode & 0o7777;
+    let mine = st.st_uid == rustix::process::geteuid().as_raw();
+    if !mine || mode & 0o300 == 0o300 {
+        return Err(Errno::ACCESS);
+    }
+    // An O_PATH descriptor cannot be fchmod'ed; its /proc/self/fd link names this very inode.
+    let by_fd = format!("/proc/self/fd/{}", dir.as_fd().as_raw_fd());
+    rfs::chmod(by_fd.as_str(), Mode::from_raw_mode(mode | 0o300))?;
+    let result = f();
+    // Best effort: the piece is gone either way, which is what matters.
+    let _ = rfs::chmod(by_fd.as_str(), Mode::from_raw_mode(mode));
+    result
+}
+
+#[cfg(test)]
+#[path = "quarantine_tests.rs"]
+mod tests;
