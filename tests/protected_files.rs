@@ -97,6 +97,46 @@ fn existing_protected_files_are_read_only_and_created_ones_moved_aside() {
     });
 }
 
+/// The session-9 attack's additions: files other agents, editors and git-hook managers run on
+/// their own (the earlier table missed them, and they stayed in place).
+#[test]
+fn other_tools_files_created_by_the_agent_are_moved_aside() {
+    each_mode(|env| {
+        setup(env);
+        let planted = [
+            ".vscode/mcp.json",
+            ".kiro/hooks/x.kiro.hook",
+            "lefthook.yml",
+            "mise.toml",
+            ".aider.conf.yml",
+            ".zed/tasks.json",
+        ];
+        let script = planted
+            .iter()
+            .map(|p| format!("mkdir -p \"$(dirname {p})\" && echo 'touch /tmp/pwned' > {p}"))
+            .collect::<Vec<_>>()
+            .join(" && ")
+            + " && echo PLANTED";
+        let out = run_agent(env, &[], &["sh", "-c", &script]);
+        assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+        let work = env.work_dir();
+        let err = stderr(&out);
+        for p in planted {
+            assert!(!work.join(p).exists(), "{}: {p} left in place: {err}", env.mode());
+        }
+        // A directory that appeared is moved whole; a file next to a pinned one alone.
+        for aside in [
+            ".vscode/mcp.json.ags-quarantine",
+            ".kiro.ags-quarantine",
+            "lefthook.yml.ags-quarantine",
+            ".zed.ags-quarantine",
+        ] {
+            assert!(work.join(aside).exists(), "{}: no {aside}: {err}", env.mode());
+        }
+        assert_clean(env);
+    });
+}
+
 #[test]
 fn a_github_replaced_by_a_symbolic_link_is_moved_aside() {
     each_mode(|env| {

@@ -205,6 +205,93 @@ pub const PROTECTED: &[Entry] = &[
         "pre-commit",
         "local hooks run by your next git commit",
     ),
+    e(
+        ".vscode/mcp.json",
+        Kind::File,
+        "VS Code",
+        "MCP servers of the workspace: their commands start with the editor's chat",
+    ),
+    e(
+        ".zed",
+        Kind::Dir,
+        "Zed",
+        "settings.json (language servers, context servers) and tasks.json, used when the folder opens",
+    ),
+    e(
+        ".helix",
+        Kind::Dir,
+        "Helix",
+        "languages.toml: language-server commands started when you open a file",
+    ),
+    e(
+        ".qwen",
+        Kind::Dir,
+        "Qwen Code",
+        "settings.json (hooks, mcpServers) and commands, read at start",
+    ),
+    e(
+        ".aider.conf.yml",
+        Kind::File,
+        "aider",
+        "lint-cmd, test-cmd and other commands aider runs on its own",
+    ),
+    e(
+        "crush.json",
+        Kind::File,
+        "Crush",
+        "MCP servers and language-server commands, run at start",
+    ),
+    e(".crush.json", Kind::File, "Crush", "same as crush.json"),
+    e(
+        ".roo",
+        Kind::Dir,
+        "Roo Code",
+        "mcp.json (MCP server commands) and rules, read by the editor's agent",
+    ),
+    e(
+        ".kiro",
+        Kind::Dir,
+        "Kiro",
+        "hooks run on file events, MCP servers, read by the editor's agent",
+    ),
+    e(
+        ".amazonq",
+        Kind::Dir,
+        "Amazon Q Developer",
+        "mcp.json and agent hooks, run by its CLI and editor agent",
+    ),
+    e(
+        "mise.toml",
+        Kind::File,
+        "mise",
+        "[hooks] and [env] _.source run in your shell when you cd there (once trusted)",
+    ),
+    e(".mise.toml", Kind::File, "mise", "same as mise.toml"),
+    e(
+        "lefthook.yml",
+        Kind::File,
+        "lefthook",
+        "commands its git hooks run at your next git commit",
+    ),
+    e(".lefthook.yml", Kind::File, "lefthook", "same as lefthook.yml"),
+    e(
+        ".lintstagedrc",
+        Kind::File,
+        "lint-staged",
+        "commands run on your next git commit (from a pre-commit hook)",
+    ),
+    e(
+        "lint-staged.config.js",
+        Kind::File,
+        "lint-staged",
+        "JavaScript run on your next git commit (from a pre-commit hook)",
+    ),
+    e(
+        "commitlint.config.js",
+        Kind::File,
+        "commitlint",
+        "JavaScript loaded by the commit-msg hook at your next git commit",
+    ),
 ];
 
 /// How a listed path is treated in this launch.
