@@ -343,6 +343,21 @@ pub fn display(path: &Path) -> String {
     path.to_string_lossy().escape_debug().to_string()
 }
 
+/// Lexical normalization: drop `.`, resolve `..` against the preceding component.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 #[path = "safepath_tests.rs"]
 mod tests;

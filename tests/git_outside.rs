@@ -298,19 +298,13 @@ fn a_git_file_the_agent_wrote_does_not_mount_what_it_names() {
         repo(env, &other);
         let proj = env.mkdir("proj", 0o755);
         env.mkdir("proj/c/src", 0o755);
-        let plant = |dir: &str, target: &Path| {
-            format!(
-                "mkdir -p {dir} && printf 'gitdir: {}\\n' > {dir}/.git",
-                target.display()
-            )
-        };
-        let script = [
-            plant("a", &bin),
-            plant("b", &other.join(".git")),
-            plant("c", &bin),
-        ]
-        .join(" && ");
-        agent_in(env, &proj, &script);
+        // Written as an earlier launch's agent would; the check after that launch now moves
+        // such a file aside (tests/attacks_git_keys.rs), so they are written here as if it had
+        // not (`protect_git = false`, or a launch that ended without the check).
+        for (dir, target) in [("a", &bin), ("b", &other.join(".git")), ("c", &bin)] {
+            let text = format!("gitdir: {}\n", target.display());
+            env.write_file(format!("proj/{dir}/.git"), &text, 0o644);
+        }
         for d in ["a", "b", "c"] {
             assert!(
                 proj.join(d).join(".git").is_file(),

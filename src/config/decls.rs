@@ -2,7 +2,7 @@
 //! and resolution of the executable path against the declaring file's directory. Entry-point checks that touch the file (type, size, bytes)
 //! belong to `hooks::trust`; this module only reads config text.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -156,25 +156,10 @@ fn resolve_one(
     Ok(HookDecl {
         event,
         name: d.name.clone(),
-        executable: normalize(&base.join(&d.executable)),
+        executable: crate::safepath::normalize(&base.join(&d.executable)),
         args: d.args.clone(),
         timeout_seconds,
         scope: scope.clone(),
         config_path: path.into(),
     })
-}
-
-/// Lexical normalization: drop `.`, resolve `..` against the preceding component.
-pub fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }

@@ -10,9 +10,12 @@
 //! Used on configuration the agent may have written (`workspace::git_inventory`); the user's own
 //! configuration is never judged by it. Pure: text in, keys out.
 
-/// The keys (`section[.subsection].name`, section and name lower-cased, the subsection as
-/// written) of a git configuration file, or why the file cannot be read as git would.
-pub fn keys(text: &[u8]) -> Result<Vec<String>, String> {
+/// One setting: its key (`section[.subsection].name`, section and name lower-cased, the
+/// subsection as written) and its value as git decodes it (`None`: a key without `=`, true).
+pub type Entry = (String, Option<Vec<u8>>);
+
+/// The settings of a git configuration file, or why the file cannot be read as git would.
+pub fn entries(text: &[u8]) -> Result<Vec<Entry>, String> {
     Parser {
         bytes: text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text),
         at: 0,
@@ -21,17 +24,62 @@ pub fn keys(text: &[u8]) -> Result<Vec<String>, String> {
     .run()
 }
 
-/// The keys of `text` that are not [`harmless`] (every key could run a program when the file
-/// does not parse: `["(unparsable: …)"]`).
+/// The keys of [`entries`].
+pub fn keys(text: &[u8]) -> Result<Vec<String>, String> {
+    Ok(entries(text)?.into_iter().map(|(k, _)| k).collect())
+}
+
+/// The keys of `text` that are not [`harmless`], or whose value makes git start a program
+/// ([`runs_a_helper`]); every key could run a program when the file does not parse:
+/// `["(unparsable: …)"]`.
 pub fn risky_keys(text: &[u8]) -> Vec<String> {
-    match keys(text) {
-        Ok(keys) => {
-            let mut out: Vec<String> = keys.into_iter().filter(|k| !harmless(k)).collect();
+    match entries(text) {
+        Ok(entries) => {
+            let mut out: Vec<String> = entries
+                .into_iter()
+                .filter_map(|(k, v)| {
+                    if !harmless(&k) {
+                        Some(k)
+                    } else if is_url(&k) && v.as_deref().is_some_and(runs_a_helper) {
+                        Some(format!("{k} (a URL git hands to a git-remote-* program)"))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
             out.dedup();
             out
         }
         Err(e) => vec![format!("(unparsable: {e})")],
     }
+}
+
+/// Keys whose value is a URL git fetches from or pushes to.
+fn is_url(key: &str) -> bool {
+    let remote = key.starts_with("remote.") && (key.ends_with(".url") || key.ends_with(".pushurl"));
+    remote || (key.starts_with("submodule.") && key.ends_with(".url"))
+}
+
+/// Whether git runs a program of its own choosing for the URL `url`: `<helper>::<address>`
+/// runs `git-remote-<helper>` (`ext::` runs any command), and a scheme git does not handle
+/// itself (`foo://`) runs `git-remote-foo`, both looked up on `PATH`, which may hold a
+/// directory of the workspace. Paths, `host:path` and the schemes git speaks itself do not.
+pub fn runs_a_helper(url: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(url);
+    let before_slash = text.split('/').next().unwrap_or("");
+    if before_slash.contains("::") {
+        return true;
+    }
+    let Some((scheme, _)) = text.split_once("://") else {
+        return false;
+    };
+    let plain = scheme
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    let known = [
+        "http", "https", "ftp", "ftps", "ssh", "git", "file", "git+ssh", "ssh+git",
+    ];
+    plain && !scheme.is_empty() && !known.contains(&scheme.to_ascii_lowercase().as_str())
 }
 
 /// Whether git never runs a program because of `key` (lower-case section and name).
@@ -134,7 +182,7 @@ impl Parser<'_> {
         Err(format!("line {}: {what}", self.line))
     }
 
-    fn run(mut self) -> Result<Vec<String>, String> {
+    fn run(mut self) -> Result<Vec<Entry>, String> {
         let mut out = Vec::new();
         let mut section: Option<String> = None;
         let mut comment = false;
@@ -148,8 +196,8 @@ impl Parser<'_> {
                     let Some(sec) = &section else {
                         return self.fail("a key before any [section]");
                     };
-                    let name = self.key(c)?;
-                    out.push(format!("{sec}.{name}"));
+                    let (name, value) = self.key(c)?;
+                    out.push((format!("{sec}.{name}"), value));
                 }
                 _ => return self.fail("not a key, a section or a comment"),
             }
@@ -200,8 +248,8 @@ impl Parser<'_> {
         Ok(name)
     }
 
-    /// A key starting with `first`, and its value (checked, not kept).
-    fn key(&mut self, first: u8) -> Result<String, String> {
+    /// A key starting with `first`, and its value.
+    fn key(&mut self, first: u8) -> Result<(String, Option<Vec<u8>>), String> {
         let mut name = String::from(first.to_ascii_lowercase() as char);
         let mut c = self.next();
         while let Some(k) = c.filter(|k| k.is_ascii_alphanumeric() || *k == b'-') {
@@ -212,38 +260,52 @@ impl Parser<'_> {
             c = self.next();
         }
         match c {
-            None | Some(b'\n') => Ok(name),
-            Some(b'=') => {
-                self.value()?;
-                Ok(name)
-            }
+            None | Some(b'\n') => Ok((name, None)),
+            Some(b'=') => Ok((name, Some(self.value()?))),
             Some(_) => self.fail("a key followed by something other than `=`"),
         }
     }
 
-    /// Skip a value as git parses it: quotes, the escapes git knows, a backslash at the end
-    /// of a line continuing it; a newline inside quotes is an error.
-    fn value(&mut self) -> Result<(), String> {
-        let mut quoted = false;
-        let mut comment = false;
+    /// A value as git parses it (`parse_value` in `config.c`): leading blanks dropped, blanks
+    /// inside kept as spaces, trailing ones dropped, quotes removed, the escapes git knows
+    /// decoded, a backslash at the end of a line continuing it; a newline inside quotes is an
+    /// error.
+    fn value(&mut self) -> Result<Vec<u8>, String> {
+        let (mut quoted, mut comment, mut space) = (false, false, 0);
+        let mut out = Vec::new();
         loop {
             let Some(c) = self.next() else {
                 return match quoted {
                     true => self.fail("an unterminated quote"),
-                    false => Ok(()),
+                    false => Ok(out),
                 };
             };
             match c {
                 b'\n' if quoted => return self.fail("an unterminated quote"),
-                b'\n' => return Ok(()),
-                _ if comment => {}
-                b'#' | b';' if !quoted => comment = true,
+                b'\n' => return Ok(out),
+                _ if comment => continue,
+                _ if is_space(c) && !quoted => {
+                    space += usize::from(!out.is_empty());
+                    continue;
+                }
+                b'#' | b';' if !quoted => {
+                    comment = true;
+                    continue;
+                }
+                _ => {}
+            }
+            out.extend(std::iter::repeat_n(b' ', std::mem::take(&mut space)));
+            match c {
                 b'\\' => match self.next() {
-                    Some(b'\n' | b't' | b'b' | b'n' | b'\\' | b'"') => {}
+                    Some(b'\n') => {}
+                    Some(b't') => out.push(b'\t'),
+                    Some(b'b') => out.push(8),
+                    Some(b'n') => out.push(b'\n'),
+                    Some(e @ (b'\\' | b'"')) => out.push(e),
                     _ => return self.fail("an unknown escape in a value"),
                 },
                 b'"' => quoted = !quoted,
-                _ => {}
+                c => out.push(c),
             }
         }
     }
@@ -276,6 +338,52 @@ mod tests {
         // On one line with the header, after a continuation: still keys git reads.
         let text = "[core] fsmonitor = \"x\"\n[alias]\n\tst = \"!sh -c \\\n x\"\n";
         assert_eq!(keys(text.as_bytes()).unwrap(), ["core.fsmonitor", "alias.st"]);
+    }
+
+    #[test]
+    fn values_are_decoded_as_git_decodes_them() {
+        let text = "[a]\n\tb =  x  \"y ;z\" \\\n w ; c\n\tc\n\td = \"\\t\\\"\"\n";
+        let got = entries(text.as_bytes()).unwrap();
+        assert_eq!(
+            got,
+            [
+                ("a.b".to_string(), Some(b"x  y ;z  w".to_vec())),
+                ("a.c".to_string(), None),
+                ("a.d".to_string(), Some(b"\t\"".to_vec()))
+            ]
+        );
+    }
+
+    #[test]
+    fn urls_that_start_a_program_are_risky() {
+        for url in [
+            "ext::sh -c touch% x",
+            "evil::x",
+            "fd::3",
+            "Evil://x/y",
+            "git-remote-x://h",
+        ] {
+            assert!(runs_a_helper(url.as_bytes()), "{url}");
+        }
+        for url in [
+            "https://h/x::y",
+            "ssh://git@h/x",
+            "git@h:x",
+            "/srv/x",
+            "../x",
+            "file:///x",
+            "HTTPS://h",
+        ] {
+            assert!(!runs_a_helper(url.as_bytes()), "{url}");
+        }
+        let text = "[remote \"o\"]\n\turl = evil::x\n\tpushurl = https://h\n[submodule \"s\"]\n\turl = \"ext::sh\"\n";
+        assert_eq!(
+            risky_keys(text.as_bytes()),
+            [
+                "remote.o.url (a URL git hands to a git-remote-* program)",
+                "submodule.s.url (a URL git hands to a git-remote-* program)"
+            ]
+        );
     }
 
     #[test]

@@ -79,14 +79,16 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         .map(|g| g.path.clone())
         .collect();
     let scan = git_inventory::check(before, &skip);
-    let moved = scan
-        .findings
-        .into_iter()
-        .map(|f| {
-            let to = move_aside(roots, &f.path);
-            (f, to)
-        })
-        .collect();
+    // Sorted: a directory comes before what lies in it, which goes aside with it.
+    let mut moved: Vec<(Finding, Result<PathBuf, String>)> = Vec::new();
+    for f in scan.findings {
+        let within = moved.iter().find_map(|(m, to)| {
+            let to = to.as_ref().ok()?;
+            f.path.strip_prefix(&m.path).ok().map(|rest| to.join(rest))
+        });
+        let to = within.map_or_else(|| move_aside(roots, &f.path), Ok);
+        moved.push((f, to));
+    }
     Quarantine {
         moved,
         incomplete: scan.incomplete,

@@ -23,7 +23,9 @@
 //! (`config::git_config_keys`), that does not parse, or that is not a regular file; a hook (an
 //! entry of `hooks/` not ending in `.sample`, or `hooks` not a directory); a `commondir` naming
 //! anything but the git dir itself (or, in `worktrees/NAME/`, the repository's); a `.git`
-//! symbolic link; a `.git` file naming a git dir outside the walked trees that has any of these.
+//! symbolic link; a `.git` file naming a git dir outside the walked trees; a `core.worktree`
+//! naming a directory outside them; a remote URL git hands to a `git-remote-*` program; an
+//! operation in progress (`rebase-merge/`, `sequencer/`, …) whose continuation runs a command.
 //!
 //! A git dir is a directory named `.git`, or one holding `HEAD` and `objects` or `commondir`
 //! (git accepts a bare repository found that way). The whole interior of every git dir is walked
@@ -31,9 +33,11 @@
 //! agent could not write them) are never reported. Symbolic links are never followed. Pure
 //! reading.
 
+mod in_progress;
 mod state;
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::git_config_keys::risky_keys;
@@ -299,15 +303,17 @@ impl<'a> Walk<'a> {
             let mut outside = Walk::new(self.roots, &[], Some(&empty));
             outside.full = true;
             outside.git_dir(&target);
-            if let Some(f) = outside.out.findings.first() {
-                let what = format!(
-                    "a .git file naming {} outside the workspace ({}: {})",
-                    target.display(),
-                    f.path.display(),
-                    f.what
-                );
-                self.report(path.into(), what);
-            }
+            // New or changed, it sends git (and the hooks of that repository, run with this
+            // directory as their worktree) elsewhere: aside whatever it names.
+            let why = match outside.out.findings.first() {
+                Some(f) => format!(": {}: {}", f.path.display(), f.what),
+                None => String::new(),
+            };
+            let what = format!(
+                "a .git file naming {} outside the workspace{why}",
+                target.display()
+            );
+            self.report(path.into(), what);
         }
     }
 
@@ -329,7 +335,34 @@ impl<'a> Walk<'a> {
         }
         self.commondir(dir);
         self.hooks(&dir.join("hooks"));
+        for name in in_progress::DIRS {
+            self.in_progress(&dir.join(name));
+        }
         self.full = outer;
+    }
+
+    /// The files of an operation in progress that can run something when you continue it.
+    fn in_progress(&mut self, dir: &Path) {
+        for name in in_progress::FILES {
+            let path = dir.join(name);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let (now, bytes) = observe(&path, &meta);
+            if !self.changed(Seen::Piece, &path, now) {
+                continue;
+            }
+            let what = match bytes {
+                Ok(bytes) => in_progress::judge(name, &bytes),
+                Err(e) => Some(format!(
+                    "a file of an operation in progress that cannot be read ({e})"
+                )),
+            };
+            if let Some(what) = what {
+                self.report(dir.into(), what);
+                return; // the directory goes aside whole
+            }
+        }
     }
 
     /// The hooks in `hooks` (a git dir's, or a `core.hooksPath`) that differ.
@@ -387,7 +420,8 @@ impl<'a> Walk<'a> {
             match bytes {
                 Err(e) => format!("git configuration that cannot be read ({e})"),
                 Ok(text) => {
-                    let risky = risky_keys(&text);
+                    let mut risky = risky_keys(&text);
+                    risky.extend(self.worktree_outside(path, &text));
                     if risky.is_empty() {
                         return;
                     }
@@ -418,6 +452,20 @@ impl<'a> Walk<'a> {
                 }
             }
         }
+    }
+
+    /// A `core.worktree` of the config at `path` naming a directory outside the walked trees:
+    /// git would check files out and run the repository's hooks there.
+    fn worktree_outside(&self, path: &Path, text: &[u8]) -> Option<String> {
+        let dir = path.parent()?;
+        let entries = crate::config::git_config_keys::entries(text).ok()?;
+        let value = entries.into_iter().rev().find(|(k, _)| k == "core.worktree")?.1?;
+        let named = dir.join(std::ffi::OsStr::from_bytes(&value));
+        let real = named
+            .canonicalize()
+            .unwrap_or_else(|_| crate::safepath::normalize(&named));
+        let inside = self.roots.iter().any(|r| real.starts_with(r));
+        (!inside).then(|| format!("core.worktree naming {} outside the workspace", real.display()))
     }
 
     /// `path` (its directory resolved, as the kernel does for git) when it lies in one of the

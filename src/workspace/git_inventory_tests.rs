@@ -160,7 +160,7 @@ fn every_planted_piece_is_reported() {
 }
 
 #[test]
-fn a_git_file_naming_a_risky_repository_outside_is_reported() {
+fn a_new_git_file_naming_any_repository_outside_is_reported() {
     let t = tempfile::tempdir().unwrap();
     let base = t.path().canonicalize().unwrap();
     let root = base.join("work");
@@ -176,10 +176,71 @@ fn a_git_file_naming_a_risky_repository_outside_is_reported() {
     );
     let scan = judge_all(std::slice::from_ref(&root), &[]);
     let got = found(&scan, &root);
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0].0, "a/.git");
+    let paths: Vec<&str> = got.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["a/.git", "b/.git"], "{got:?}");
     assert!(
-        scan.findings[0].what.contains("outside the workspace"),
+        scan.findings
+            .iter()
+            .all(|f| f.what.contains("outside the workspace")),
+        "{:?}",
+        scan.findings
+    );
+    assert!(scan.findings[0].what.contains("fsmonitor"), "{:?}", scan.findings);
+    // One that was there before the launch (a worktree you made on the host) is not.
+    let before = take(std::slice::from_ref(&root));
+    assert!(check(&before, &[]).findings.is_empty());
+}
+
+#[test]
+fn a_worktree_outside_or_a_url_that_starts_a_program_is_reported() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    let root = base.join("work");
+    std::fs::create_dir_all(base.join("home")).unwrap();
+    git_dir(&root.join("a/.git"), "[core]\n\tworktree = ../../../home\n");
+    git_dir(&root.join("b/.git"), "[core]\n\tworktree = ../../b\n");
+    git_dir(&root.join("c/.git"), "[core]\n\tworktree = /nowhere/at/all\n");
+    git_dir(
+        &root.join("d/.git"),
+        "[remote \"origin\"]\n\turl = evil::x\n\tpromisor = true\n[extensions]\n\tpartialClone = origin\n",
+    );
+    git_dir(
+        &root.join("e/.git"),
+        "[remote \"origin\"]\n\turl = git@github.com:o/r.git\n",
+    );
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
+    let got = found(&scan, &root);
+    assert_eq!(
+        got,
+        [
+            (
+                "a/.git/config".into(),
+                "git configuration that can run programs".into()
+            ),
+            (
+                "c/.git/config".into(),
+                "git configuration that can run programs".into()
+            ),
+            (
+                "d/.git/config".into(),
+                "git configuration that can run programs".into()
+            ),
+        ],
+        "{:?}",
+        scan.findings
+    );
+    let home = base.join("home");
+    assert!(
+        scan.findings[0]
+            .what
+            .contains(&format!("core.worktree naming {} outside", home.display())),
+        "{:?}",
+        scan.findings
+    );
+    assert!(
+        scan.findings[2]
+            .what
+            .contains("remote.origin.url (a URL git hands"),
         "{:?}",
         scan.findings
     );

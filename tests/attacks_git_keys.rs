@@ -1,0 +1,103 @@
+//! Issue 22, after the session-9 attack: git settings judged by name alone let planted
+//! repositories through the check after the launch (`workspace::git_inventory`). The agent
+//! (busybox, as an attacker would) plants, against real Podman, rootful and rootless:
+//! - a nested repository whose `remote.origin.url` is `evil::x` (git runs `git-remote-evil`
+//!   from `PATH`) beside a `bin/git-remote-evil`, with `bin` on the user's `PATH` (direnv's
+//!   `PATH_add bin`); the user's next `git fetch` there ran it;
+//! - a nested repository whose `core.worktree` names a directory outside the workspace: git on
+//!   the host then checks out and runs hooks there;
+//! - a `.git` file naming another repository outside the workspace (no risky piece in it);
+//! - an interactive rebase "in progress" in the repository itself whose todo has an `exec`
+//!   line: the user's `git rebase --continue` (which `git status` suggests) ran it.
+//!
+//! Each ran or pointed outside before the fix: every piece must now be moved aside.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::launch::{assert_clean, run_agent, stderr, stdout};
+use common::{CLEAN_PATH, TestEnv, each_mode, run_command, show, tool};
+
+fn git(env: &TestEnv, dir: &Path, path: &str, args: &[&str]) -> Output {
+    let d = dir.display().to_string();
+    let mut all = vec!["-C", &d, "-c", "user.name=Test", "-c", "user.email=t@example.com"];
+    all.extend_from_slice(args);
+    let mut cmd = env.command(tool("git"), all);
+    cmd.env("PATH", path);
+    run_command(cmd, None, common::RUN_TIMEOUT)
+}
+
+fn git_ok(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
+    let out = git(env, dir, CLEAN_PATH, args);
+    assert!(out.status.success(), "git {args:?}: {}", show(&out));
+    stdout(&out)
+}
+
+#[test]
+fn urls_worktrees_git_files_and_rebase_todos_pointing_away_are_moved_aside() {
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        git_ok(env, &work, &["init", "-q", "-b", "main"]);
+        git_ok(env, &work, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let head = git_ok(env, &work, &["rev-parse", "HEAD"]).trim().to_string();
+        let outside = env.mkdir("outside", 0o755).canonicalize().unwrap();
+        git_ok(env, &outside, &["init", "-q", "-b", "main"]);
+        let marker = env.root().join("pwned");
+        let m = marker.display();
+        let script = format!(
+            r#"repo() {{ mkdir -p "$1/.git/refs/heads" "$1/.git/objects" && echo 'ref: refs/heads/main' > "$1/.git/HEAD" && printf '%b' "$2" > "$1/.git/config"; }}
+mkdir -p bin && printf '#!/bin/sh\ntouch {m}.helper\nexit 1\n' > bin/git-remote-evil && chmod 755 bin/git-remote-evil
+repo fetcher '[remote "origin"]\n\turl = evil::x\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+repo away '[core]\n\tworktree = {o}\n'
+mkdir -p other && echo 'gitdir: {o}/.git' > other/.git
+mkdir .git/rebase-merge && cd .git/rebase-merge && echo refs/heads/main > head-name && echo {head} > onto \
+  && echo {head} > orig-head && touch interactive && echo 'exec touch {m}.rebase' > git-rebase-todo && cd ../..
+echo PLANTED"#,
+            o = outside.display()
+        );
+        let out = run_agent(env, &[], &["sh", "-c", &script]);
+        assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+        let err = stderr(&out);
+        for (piece, said) in [
+            ("fetcher/.git/config", "remote.origin.url (a URL git hands"),
+            ("away/.git/config", "core.worktree naming"),
+            ("other/.git", "outside the workspace"),
+            (".git/rebase-merge", "exec lines"),
+        ] {
+            assert!(
+                !work.join(piece).exists(),
+                "{}: {piece} left in place: {err}",
+                env.mode()
+            );
+            assert!(
+                work.join(format!("{piece}.ags-quarantine")).exists(),
+                "{}: {piece}: {err}",
+                env.mode()
+            );
+            assert!(err.contains(said), "{}: {piece} not explained: {err}", env.mode());
+        }
+        // The user's day afterwards: `bin` on PATH (direnv), fetch, rebase --continue.
+        let path = format!("{}:{CLEAN_PATH}", work.join("bin").display());
+        let _ = git(env, &work.join("fetcher"), &path, &["fetch", "origin"]);
+        let _ = git(env, &work, CLEAN_PATH, &["rebase", "--continue"]);
+        let top = git(
+            env,
+            &work.join("away"),
+            CLEAN_PATH,
+            &["rev-parse", "--show-toplevel"],
+        );
+        assert!(
+            !stdout(&top).contains(&outside.display().to_string()),
+            "{}",
+            show(&top)
+        );
+        let ran: Vec<_> = ["helper", "rebase"]
+            .iter()
+            .filter(|t| env.root().join(format!("pwned.{t}")).exists())
+            .collect();
+        assert!(ran.is_empty(), "{}: planted programs ran: {ran:?}", env.mode());
+        assert_clean(env);
+    });
+}
