@@ -66,6 +66,9 @@ pub enum Error {
     /// Planted files could not be moved aside after the launch (`workspace::quarantine`).
     #[error(transparent)]
     LeftInPlace(#[from] crate::workspace::quarantine::LeftInPlace),
+    /// This launch's read-write directories could not be remembered (`workspace::written`).
+    #[error(transparent)]
+    Written(#[from] crate::workspace::written::RecordError),
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),

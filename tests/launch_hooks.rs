@@ -483,3 +483,61 @@ fn a_hook_never_runs_a_program_planted_in_a_running_launchs_mount() {
         assert_clean(env);
     });
 }
+
+/// Issue 22, the session-9 attack: a launch ends, what its agent planted stays. A first launch's
+/// agent plants `bin/sh` in its `--add-dir`, which is also on the user's `PATH`; the hooks of a
+/// later launch elsewhere (which does not mount it, while nothing runs) never run it: every
+/// launch's read-write directories are remembered (`workspace::written`). Once the user has
+/// reviewed the directory, `ags gc --forget DIR` gives it back to `PATH`.
+#[test]
+fn a_hook_never_runs_a_program_planted_in_an_ended_launchs_mount() {
+    each_mode(|env| {
+        let shared = env.mkdir("shared", 0o755);
+        let ran = env.root().join("planted-sh-ran");
+        let plant = format!(
+            "mkdir -p {s}/bin && printf '#!/bin/sh\\necho \"$0\" >> {r}\\nexec /bin/sh \"$@\"\\n' > {s}/bin/sh && chmod 755 {s}/bin/sh && echo PLANTED",
+            s = shared.display(),
+            r = ran.display()
+        );
+        let first = env.run(launch_args(
+            env,
+            &["--tty=false", "--add-dir", &shared.display().to_string()],
+            &["sh", "-c", &plant],
+        ));
+        assert!(stdout(&first).contains("PLANTED"), "{}", show(&first));
+        let hook = env.write_file(
+            "hooks/envsh",
+            "#!/usr/bin/env sh\ncat >/dev/null\necho \"{\\\"version\\\":1,\\\"env\\\":{\\\"HOOK_PATH\\\":\\\"$PATH\\\"}}\"\n",
+            0o755,
+        );
+        env.write_global_config(&decl("envsh", &hook, &[], ""));
+        approve_hooks(env);
+        let path = format!("{}/bin:{}", shared.display(), common::CLEAN_PATH);
+        let second = || {
+            let mut cmd = env.cmd(launch_args(
+                env,
+                &["--tty=false"],
+                &["sh", "-c", "echo \"$HOOK_PATH\""],
+            ));
+            cmd.env("PATH", &path);
+            common::run_command(cmd, None, common::RUN_TIMEOUT)
+        };
+        let out = second();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            !ran.exists(),
+            "{}: the planted sh ran: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
+        // Reviewed and forgotten: back on PATH.
+        let forgot = env.run(["gc", "--forget", &shared.display().to_string()]);
+        assert!(stdout(&forgot).contains("forgot"), "{}", show(&forgot));
+        let out = second();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_eq!(stdout(&out).trim(), path, "{}", show(&out));
+        assert!(ran.exists(), "{}: forgetting changed nothing", env.mode());
+        assert_clean(env);
+    });
+}

@@ -346,6 +346,11 @@ pub struct GcArgs {
     /// Also remove leftovers of this launch id even if its owner looks alive.
     #[arg(long, value_name = "LAUNCH_ID", hide = true)]
     pub launch: Option<String>,
+    /// Only forget DIR in the record of directories launches mounted read-write, once you have
+    /// reviewed what an agent left there: programs in it may then run from PATH again
+    /// (repeatable; nothing else is done).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["state", "launch"])]
+    pub forget: Vec<std::path::PathBuf>,
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ use crate::{Error, launch, podman, prompt};
 /// do not change the exit status.
 pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     let paths = crate::config::Paths::from_env()?;
+    if !args.forget.is_empty() {
+        return forget(&paths, &args.forget);
+    }
     if args.state {
         refuse_remote_state(global)?;
     }
@@ -167,4 +170,20 @@ fn remote_state_error() -> Error {
          remove a volume with `podman volume rm`"
             .into(),
     )
+}
+
+/// `ags gc --forget DIR…` (`workspace::written`).
+fn forget(paths: &crate::config::Paths, dirs: &[PathBuf]) -> Result<u8, Error> {
+    use crate::workspace::written;
+    for dir in dirs {
+        let dir = absolute(dir);
+        let shown = crate::text::escape_line(&dir.display().to_string());
+        let file = written::file(paths);
+        match written::forget(paths, &dir) {
+            Ok(true) => println!("forgot {shown}: programs in it may run from PATH again"),
+            Ok(false) => println!("{shown} was not in {}", file.display()),
+            Err(source) => return Err(written::RecordError { file, source }.into()),
+        }
+    }
+    Ok(0)
 }

@@ -336,6 +336,7 @@ async fn launch_async(
     let service_url = super::chosen_url(global);
     facts.writable =
         host_paths::check_late(&client, config, settings, &prepared, service_url.as_deref()).await?;
+    crate::workspace::written::remember(&config.paths, &facts.writable)?;
     for root in config.paths.stage_roots() {
         gc::sweep_host(&root);
     }

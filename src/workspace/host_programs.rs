@@ -6,7 +6,8 @@
 //! up. A directory the agent can write that sits on `PATH` (direnv's `PATH_add bin`, an
 //! activated `.venv/bin`, `node_modules/.bin`) would hand it all of these. [`resolve`] returns a
 //! [`HostProgram`] only for a file outside every agent-writable root (this launch's read-write
-//! mounts, those of running launches, the project directory), owned by root or the user, with
+//! mounts, those of running launches and of ended ones (`workspace::written`), the project
+//! directory), owned by root or the user, with
 //! neither the file nor its directory writable by group or others; PATH entries inside an
 //! agent-writable root, relative and empty entries are passed over (and named in a note), never
 //! searched. [`hook_path`] is `PATH` with the same entries removed.
@@ -145,10 +146,14 @@ pub fn hook_path(path: &OsStr, writable: &[WritableRoot]) -> OsString {
     std::env::join_paths(kept).unwrap_or_default()
 }
 
-/// Each root as named and as its symlinks resolve (a root that no longer exists as named).
+/// Each root as named and as its symlinks resolve (a root that no longer exists as named),
+/// with the read-write mounts of ended launches (`workspace::written`).
 fn canonical_roots(writable: &[WritableRoot]) -> Vec<(PathBuf, String)> {
+    let ended = crate::config::Paths::from_env()
+        .map(|p| super::written::roots(&p))
+        .unwrap_or_default();
     let mut out = Vec::new();
-    for w in writable {
+    for w in writable.iter().chain(&ended) {
         out.push((w.path.clone(), w.owner.clone()));
         if let Ok(real) = std::fs::canonicalize(&w.path)
             && real != w.path

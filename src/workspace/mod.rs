@@ -22,6 +22,8 @@
 //!   `protected_state` compares them before and after the launch and moves aside what changed.
 //! - `host_programs`: the `ssh` and `op` that run on the host, found outside every
 //!   agent-writable directory (or pinned), and the `PATH` hooks get without those directories.
+//! - `written`: the read-write mounts of every launch, remembered after it ended, so that a
+//!   program an agent left there is never run from `PATH` (`ags gc --forget DIR` after review).
 //! - `quarantine`: the one way a planted piece is moved aside (`NAME.ags-quarantine`), for the
 //!   git check and the protected files; what cannot be moved ends the launch with 125.
 //! - `git_inventory`: the git dirs, `.git` files and the config and hooks git runs, recorded
@@ -35,3 +37,4 @@ pub mod protected;
 pub mod protected_state;
 pub mod quarantine;
 pub mod user_paths;
+pub mod written;
