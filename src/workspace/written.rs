@@ -101,15 +101,10 @@ pub fn record(paths: &Paths, own: &[WritableRoot]) -> std::io::Result<()> {
     if lines.is_empty() {
         return Ok(());
     }
-    let path = file(paths);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
-    f.write_all(&lines)
+    // Created owner-only; an existing directory is taken as it is (the spool's check warns).
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(paths.state_dir())?;
+    crate::fsutil::open_private_append(&file(paths))?.write_all(&lines)
 }
 
 /// Forget `dir` (as recorded, or as it resolves): whether it was remembered.
