@@ -101,3 +101,52 @@ echo PLANTED"#,
         assert_clean(env);
     });
 }
+
+/// The session-10 attack on the same check: an upper-case scheme (`HTTPS://` runs
+/// `git-remote-HTTPS`, git compares schemes byte for byte), an old-style remote file
+/// (`.git/remotes/origin`, read when the config has no `origin`; in the repository itself), a
+/// partial clone (git fetches from its promisor remote on its own: a plain `git status` reached
+/// an agent-chosen URL from a `--network none` launch), and a `.git` file naming a git dir that
+/// does not exist yet (a later launch made it in the agent's state volume, never walked).
+#[test]
+fn upper_case_schemes_old_remotes_partial_clones_and_missing_git_dirs_are_moved_aside() {
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        git_ok(env, &work, &["init", "-q", "-b", "main"]);
+        let later = env.root().join("later");
+        let script = format!(
+            r#"repo() {{ mkdir -p "$1/.git/refs/heads" "$1/.git/objects" && echo 'ref: refs/heads/main' > "$1/.git/HEAD" && printf '%b' "$2" > "$1/.git/config"; }}
+repo upper '[remote "origin"]\n\turl = HTTPS://example.invalid/x\n'
+repo lazy '[core]\n\trepositoryformatversion = 1\n[extensions]\n\tpartialClone = origin\n[remote "origin"]\n\turl = http://127.0.0.1:9/x\n\tpromisor = true\n'
+mkdir -p .git/remotes && printf 'URL: evil::x\nPull: refs/heads/main:refs/heads/main\n' > .git/remotes/origin
+mkdir -p notyet && echo 'gitdir: {l}' > notyet/.git
+echo PLANTED"#,
+            l = later.display()
+        );
+        let out = run_agent(env, &[], &["sh", "-c", &script]);
+        assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+        let err = stderr(&out);
+        for (piece, said) in [
+            ("upper/.git/config", "remote.origin.url (a URL git hands"),
+            ("lazy/.git/config", "extensions.partialclone"),
+            (
+                ".git/remotes/origin",
+                "a remote git fetches and pushes with (remotes/origin)",
+            ),
+            ("notyet/.git", "which does not exist (yet)"),
+        ] {
+            assert!(
+                !work.join(piece).exists(),
+                "{}: {piece} left in place: {err}",
+                env.mode()
+            );
+            assert!(
+                work.join(format!("{piece}.ags-quarantine")).exists(),
+                "{}: {piece}: {err}",
+                env.mode()
+            );
+            assert!(err.contains(said), "{}: {piece} not explained: {err}", env.mode());
+        }
+        assert_clean(env);
+    });
+}

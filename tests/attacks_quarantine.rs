@@ -95,3 +95,56 @@ printf 'touch {m}\n' > .envrc && take .envrc && chmod 555 . && echo PLANTED"#,
         assert_clean(env);
     });
 }
+
+/// Session-10 attack S10-8: a rootless agent (the user, in the container) takes its own
+/// workdir's permissions (`chmod 000`) after planting. Before, the git check renamed the whole
+/// project to `work.ags-quarantine` ("a directory that cannot be listed") and the protected-file
+/// check saw nothing: neither the nested `core.fsmonitor` nor `.vscode/tasks.json` was named.
+/// Now the user's permissions are given back first, the root is never moved, and each plant is.
+/// (Rootful: `ags` runs as root and lists anything; the same launch must hold too.)
+#[test]
+fn a_workdir_made_unreadable_is_given_back_and_checked_never_moved() {
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        assert!(git(env, &work, &["init", "-q", "-b", "main"]).status.success());
+        let script = format!(
+            r#"mkdir -p .vscode n/.git/objects n/.git/refs/heads && echo '{{"tasks":[]}}' > .vscode/tasks.json
+echo 'ref: refs/heads/main' > n/.git/HEAD && printf '[core]\n\tfsmonitor = touch /tmp/x\n' > n/.git/config
+chmod 000 {w} && echo PLANTED"#,
+            w = work.display()
+        );
+        let out = run_agent(env, &[], &["sh", "-c", &script]);
+        assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+        assert_eq!(out.status.code(), Some(0), "{}: {}", env.mode(), show(&out));
+        assert!(
+            work.is_dir(),
+            "{}: the project itself was moved: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert_eq!(mode_of(&work), 0o500, "{}", show(&out));
+        assert!(
+            stderr(&out).contains("read and search given back (0500)"),
+            "{}",
+            show(&out)
+        );
+        for planted in ["n/.git/config", ".vscode/tasks.json"] {
+            assert!(
+                !work.join(planted).exists(),
+                "{}: {planted} left in place: {}",
+                env.mode(),
+                show(&out)
+            );
+            let aside = work.join(format!("{planted}.ags-quarantine"));
+            assert!(
+                aside.exists(),
+                "{}: no {}: {}",
+                env.mode(),
+                aside.display(),
+                show(&out)
+            );
+        }
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_clean(env);
+    });
+}

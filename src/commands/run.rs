@@ -372,11 +372,15 @@ async fn launch_async(
         cleanup.push(Resource::HostDir(dir.to_path_buf()));
     }
     let locks = config.paths.state_dir().join("locks");
-    let before = protected_state::inventory(&settings.protected);
+    let mut before = protected_state::inventory(&settings.protected);
     let taken_inventory = match pending_inventory {
-        Some(pending) => Some(pending.finish_against(&client).await),
+        Some(pending) => Some(pending.finish().await),
         None => None,
     };
+    // Asked after both inventories: a launch running now could have planted what they hold.
+    let running = podman::local_running_roots(Some(&client)).await;
+    let taken_inventory = taken_inventory.map(|i| launch::git_quarantine::against(i, &running));
+    before.distrust_against(&running);
     crate::trace::mark("git inventory");
     let result = lifecycle::run(&client, &plan, &locks, stage, &mut signals, &mut cleanup, started).await;
     let ended = std::time::Instant::now();

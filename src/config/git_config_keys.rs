@@ -76,10 +76,11 @@ pub fn runs_a_helper(url: &[u8]) -> bool {
     let plain = scheme
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    // Compared as git compares them: byte for byte (`HTTPS://` runs `git-remote-HTTPS`).
     let known = [
         "http", "https", "ftp", "ftps", "ssh", "git", "file", "git+ssh", "ssh+git",
     ];
-    plain && !scheme.is_empty() && !known.contains(&scheme.to_ascii_lowercase().as_str())
+    plain && !scheme.is_empty() && !known.contains(&scheme)
 }
 
 /// Whether git never runs a program because of `key` (lower-case section and name).
@@ -121,7 +122,9 @@ pub fn harmless(key: &str) -> bool {
                 | "protecthfs"
                 | "protectntfs"
         ),
-        ("extensions", None) => true,
+        // Not `partialclone`: git then fetches from the promisor remote on its own (a plain
+        // `git status` does), reaching whatever URL the agent chose from the host.
+        ("extensions", None) => name != "partialclone",
         ("user", None) => matches!(name, "name" | "email"),
         ("init", None) => name == "defaultbranch",
         ("index" | "gc" | "pack" | "status" | "advice" | "color" | "feature" | "clone", None) => true,
@@ -140,8 +143,6 @@ pub fn harmless(key: &str) -> bool {
                 | "tagopt"
                 | "prune"
                 | "prunetags"
-                | "promisor"
-                | "partialclonefilter"
                 | "mirror"
                 | "skipdefaultupdate"
                 | "skipfetchall"
@@ -362,6 +363,8 @@ mod tests {
             "fd::3",
             "Evil://x/y",
             "git-remote-x://h",
+            "HTTPS://h",
+            "File:///x",
         ] {
             assert!(runs_a_helper(url.as_bytes()), "{url}");
         }
@@ -372,7 +375,6 @@ mod tests {
             "/srv/x",
             "../x",
             "file:///x",
-            "HTTPS://h",
         ] {
             assert!(!runs_a_helper(url.as_bytes()), "{url}");
         }

@@ -13,13 +13,15 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::git_guard::GitGuard;
-use crate::podman::Client;
+use crate::containment::WritableRoot;
 use crate::text::shell_word;
 use crate::workspace::git_inventory::{self, Finding, Inventory};
 
 /// What was found and done.
 #[derive(Debug, Default)]
 pub struct Quarantine {
+    /// Notes for the roots whose permissions the agent had taken and `ags` gave back.
+    pub restored: Vec<String>,
     /// Each planted piece, and where it went (or why it could not be moved).
     pub moved: Vec<(Finding, Result<PathBuf, String>)>,
     /// Where the scan stopped early.
@@ -45,27 +47,25 @@ impl Pending {
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         joined.unwrap_or_else(|p| std::panic::resume_unwind(p))
     }
+}
 
-    /// [`Pending::finish`], then ask the local Podman services which ags containers are
-    /// running: when one holds a read-write mount overlapping a walked tree, its agent could
-    /// have planted something while the inventory was taken, and hide it until this launch ran
-    /// (attack3-1); the inventory is then no baseline and the check judges every git dir.
-    pub async fn finish_against(self, client: &Client) -> Inventory {
-        let mut inventory = self.finish().await;
-        let running = crate::podman::local_running_roots(Some(client)).await;
-        let shared = running.iter().find_map(|r| {
-            let overlap = |w: &PathBuf| w.starts_with(&r.path) || r.path.starts_with(w);
-            inventory
-                .roots()
-                .iter()
-                .find(|w| overlap(w))
-                .map(|w| (w.clone(), r))
-        });
-        if let Some((root, r)) = shared {
-            inventory.distrust(format!("{} was also writable by the {}", root.display(), r.owner));
-        }
+/// `inventory`, distrusted when one of the `running` local ags containers holds a read-write
+/// mount overlapping a walked tree: its agent could have planted something while the inventory
+/// was taken, and hide it until this launch ran (attack3-1); the check then judges every git
+/// dir.
+pub fn against(mut inventory: Inventory, running: &[WritableRoot]) -> Inventory {
+    let shared = running.iter().find_map(|r| {
+        let overlap = |w: &PathBuf| w.starts_with(&r.path) || r.path.starts_with(w);
         inventory
+            .roots()
+            .iter()
+            .find(|w| overlap(w))
+            .map(|w| (w.clone(), r))
+    });
+    if let Some((root, r)) = shared {
+        inventory.distrust(format!("{} was also writable by the {}", root.display(), r.owner));
     }
+    inventory
 }
 
 /// Compare the trees of `before` with it (the read-only `guards` excepted: the agent could not
@@ -73,6 +73,7 @@ impl Pending {
 /// aside.
 pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
     let roots = before.roots();
+    let restored = crate::workspace::quarantine::restore_access(roots);
     let skip: Vec<PathBuf> = guards
         .iter()
         .filter(|g| g.read_only && !roots.iter().any(|r| r.starts_with(&g.path)))
@@ -90,6 +91,7 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         moved.push((f, to));
     }
     Quarantine {
+        restored,
         moved,
         incomplete: scan.incomplete,
         distrusted: before.distrusted().map(str::to_string),
@@ -104,7 +106,7 @@ impl Quarantine {
 
     /// The stderr report (empty when there is nothing to say).
     pub fn message(&self) -> String {
-        let mut out = String::new();
+        let mut out = self.restored.concat();
         if !self.moved.is_empty() {
             out.push_str("ags: warning: the launch left git configuration that would run programs on this host when git runs there (your `git status` included); moved aside:\n");
             if let Some(why) = &self.distrusted {
@@ -141,9 +143,12 @@ impl Quarantine {
 /// Move `path` aside (`workspace::quarantine`), walking from the inventory root that holds it
 /// (from `/` when none does: then no symbolic link may lie anywhere on its way).
 fn move_aside(roots: &[PathBuf], path: &Path) -> Result<PathBuf, String> {
+    if roots.iter().any(|r| r == path) {
+        return Err("a root of the launch is never moved; look into it yourself".into());
+    }
     let root = roots
         .iter()
-        .filter(|r| path.starts_with(r) && path != r.as_path())
+        .filter(|r| path.starts_with(r))
         .max_by_key(|r| r.as_os_str().len())
         .map_or(Path::new("/"), PathBuf::as_path);
     let rel = path

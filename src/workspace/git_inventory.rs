@@ -33,11 +33,10 @@
 //! agent could not write them) are never reported. Symbolic links are never followed. Pure
 //! reading.
 
-mod in_progress;
+mod judge;
 mod state;
 
 use std::collections::HashMap;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::git_config_keys::risky_keys;
@@ -293,7 +292,15 @@ impl<'a> Walk<'a> {
                 return;
             }
         };
-        if self.roots.iter().any(|r| target.starts_with(r)) {
+        if std::fs::symlink_metadata(&target).is_err() {
+            // Git takes it once it exists: a later launch could make it anywhere the agent can
+            // write (its state volume included), after this check (session-10 attack S10-9).
+            let what = format!(
+                "a .git file naming {}, which does not exist (yet)",
+                target.display()
+            );
+            self.report(path.into(), what);
+        } else if self.roots.iter().any(|r| target.starts_with(r)) {
             // Inside: judged in full, wherever it hides.
             let full = std::mem::replace(&mut self.full, true);
             self.git_dir(&target);
@@ -335,52 +342,41 @@ impl<'a> Walk<'a> {
         }
         self.commondir(dir);
         self.hooks(&dir.join("hooks"));
-        for name in in_progress::DIRS {
+        // Remotes of old: git fetches from and pushes to a URL in `remotes/NAME` or
+        // `branches/NAME` when the config has no such remote (`git remote -v` shows none).
+        for kind in ["remotes", "branches"] {
+            self.entries_in(&dir.join(kind), kind, |name| {
+                Some(format!("a remote git fetches and pushes with ({kind}/{name})"))
+            });
+        }
+        for name in judge::IN_PROGRESS_DIRS {
             self.in_progress(&dir.join(name));
         }
         self.full = outer;
     }
 
-    /// The files of an operation in progress that can run something when you continue it.
-    fn in_progress(&mut self, dir: &Path) {
-        for name in in_progress::FILES {
-            let path = dir.join(name);
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            let (now, bytes) = observe(&path, &meta);
-            if !self.changed(Seen::Piece, &path, now) {
-                continue;
-            }
-            let what = match bytes {
-                Ok(bytes) => in_progress::judge(name, &bytes),
-                Err(e) => Some(format!(
-                    "a file of an operation in progress that cannot be read ({e})"
-                )),
-            };
-            if let Some(what) = what {
-                self.report(dir.into(), what);
-                return; // the directory goes aside whole
-            }
-        }
-    }
-
     /// The hooks in `hooks` (a git dir's, or a `core.hooksPath`) that differ.
     fn hooks(&mut self, hooks: &Path) {
-        let hooks = hooks.to_path_buf();
-        let Ok(meta) = std::fs::symlink_metadata(&hooks) else {
+        self.entries_in(hooks, "hooks", |name| {
+            (!name.ends_with(".sample")).then(|| format!("a hook git runs ({name})"))
+        });
+    }
+
+    /// The entries of the directory `dir` (`kind`: what it is, for the reports) that differ,
+    /// each judged by `what` (`None`: harmless).
+    fn entries_in(&mut self, dir: &Path, kind: &str, what: impl Fn(&str) -> Option<String>) {
+        let dir = dir.to_path_buf();
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
             return;
         };
-        let changed = self.changed(Seen::Piece, &hooks, observe(&hooks, &meta).0);
-        if !meta.is_dir() {
+        let changed = self.changed(Seen::Piece, &dir, observe(&dir, &meta).0);
+        let listed = meta.is_dir().then(|| std::fs::read_dir(&dir).ok()).flatten();
+        let Some(entries) = listed else {
             if changed {
-                self.report(hooks, "a hooks directory that is not a directory".into());
-            }
-            return;
-        }
-        let Ok(entries) = std::fs::read_dir(&hooks) else {
-            if changed {
-                self.report(hooks, "a hooks directory that cannot be listed".into());
+                self.report(
+                    dir,
+                    format!("a {kind} directory that is not a listable directory"),
+                );
             }
             return;
         };
@@ -389,9 +385,9 @@ impl<'a> Walk<'a> {
             let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 continue;
             };
-            let sample = entry.file_name().as_encoded_bytes().ends_with(b".sample");
-            if self.changed(Seen::Piece, &path, observe(&path, &meta).0) && !sample {
-                let what = format!("a hook git runs ({})", entry.file_name().to_string_lossy());
+            if self.changed(Seen::Piece, &path, observe(&path, &meta).0)
+                && let Some(what) = what(&entry.file_name().to_string_lossy())
+            {
                 self.report(path, what);
             }
         }
@@ -452,20 +448,6 @@ impl<'a> Walk<'a> {
                 }
             }
         }
-    }
-
-    /// A `core.worktree` of the config at `path` naming a directory outside the walked trees:
-    /// git would check files out and run the repository's hooks there.
-    fn worktree_outside(&self, path: &Path, text: &[u8]) -> Option<String> {
-        let dir = path.parent()?;
-        let entries = crate::config::git_config_keys::entries(text).ok()?;
-        let value = entries.into_iter().rev().find(|(k, _)| k == "core.worktree")?.1?;
-        let named = dir.join(std::ffi::OsStr::from_bytes(&value));
-        let real = named
-            .canonicalize()
-            .unwrap_or_else(|_| crate::safepath::normalize(&named));
-        let inside = self.roots.iter().any(|r| real.starts_with(r));
-        (!inside).then(|| format!("core.worktree naming {} outside the workspace", real.display()))
     }
 
     /// `path` (its directory resolved, as the kernel does for git) when it lies in one of the

@@ -54,6 +54,25 @@ pub struct Inventory {
     items: Vec<(ProtectedPath, State)>,
 }
 
+impl Inventory {
+    /// When one of the `running` local ags containers can write a root, what it holds now is
+    /// no proof of what you had (session-10 attack S10-2: two launches hand a planted file
+    /// back and forth): every watched path counts as missing before, so whatever is there after
+    /// the launch is moved aside.
+    pub fn distrust_against(&mut self, running: &[crate::containment::WritableRoot]) {
+        let overlaps = |root: &Path| {
+            running
+                .iter()
+                .any(|r| root.starts_with(&r.path) || r.path.starts_with(root))
+        };
+        for (path, was) in &mut self.items {
+            if path.handling == Handling::Watched && overlaps(&path.root) {
+                *was = State::Missing;
+            }
+        }
+    }
+}
+
 /// Take the state of every listed path of `protection`.
 pub fn inventory(protection: &Protection) -> Inventory {
     let items = protection
@@ -78,6 +97,8 @@ pub struct Change {
 /// What the check after the launch found and did.
 #[derive(Debug, Default)]
 pub struct Settled {
+    /// Notes for the roots whose permissions the agent had taken and `ags` gave back.
+    pub restored: Vec<String>,
     /// Every listed path that differs.
     pub changes: Vec<Change>,
 }
@@ -85,6 +106,9 @@ pub struct Settled {
 /// Compare `before` with the workspace now, and move aside what appeared or changed at a
 /// protected (not allowed) path.
 pub fn settle(before: &Inventory) -> Settled {
+    let mut roots: Vec<PathBuf> = before.items.iter().map(|(p, _)| p.root.clone()).collect();
+    roots.dedup();
+    let restored = super::quarantine::restore_access(&roots);
     let mut changes = Vec::new();
     // Directories on the way already moved aside (`.github` for both `.github/workflows` and
     // `.github/actions`).
@@ -125,7 +149,7 @@ pub fn settle(before: &Inventory) -> Settled {
             moved: moved.map(|m| m.map_err(|e| e.to_string())),
         });
     }
-    Settled { changes }
+    Settled { restored, changes }
 }
 
 impl Settled {
@@ -140,7 +164,7 @@ impl Settled {
     /// The stderr report (empty when nothing changed).
     pub fn message(&self) -> String {
         let esc = |p: &Path| crate::text::escape_line(&p.to_string_lossy());
-        let mut out = String::new();
+        let mut out = self.restored.concat();
         for c in &self.changes {
             let listed = esc(&c.path.path());
             let tool = c.path.tool;

@@ -7,6 +7,9 @@
 //! reached from `root` one component at a time with `O_NOFOLLOW`, so a directory another
 //! container swapped for a symbolic link makes the move fail, never rename a file elsewhere.
 //!
+//! A root of the launch is never moved (the whole project would go), and one the agent made
+//! unreadable to its owner gets its permissions back first ([`restore_access`]).
+//!
 //! A directory the agent made read-only (`chmod 555`, which a rootless agent can do to the
 //! user's own directories) would stop the rename: when the directory belongs to this user, write
 //! and search permission are added for the rename (through the descriptor already opened, never
@@ -49,7 +52,9 @@ fn not_moved(why: impl Into<String>) -> NotMoved {
 pub fn move_aside(root: &Path, rel: &Path) -> Result<PathBuf, NotMoved> {
     let parts: Vec<&OsStr> = rel.iter().collect();
     let Some((name, way)) = parts.split_last() else {
-        return Err(not_moved("nothing to move"));
+        return Err(not_moved(
+            "a root of the launch is never moved; look into it yourself",
+        ));
     };
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let mut dir =
@@ -70,6 +75,31 @@ pub fn move_aside(root: &Path, rel: &Path) -> Result<PathBuf, NotMoved> {
     }
     .map_err(|e| not_moved(format!("renaming it in {}: {e}", parent.display())))?;
     Ok(parent.join(new))
+}
+
+/// Give back read and search permission on each of `roots` (the workdir, read-write
+/// `--add-dir`s) that is this user's and lost them: a rootless agent can `chmod 000` its own
+/// workdir, and the checks after the launch would then see nothing inside (session-10 attack
+/// S10-8). The roots are the paths `ags` itself chose, never a name the agent made. A note for
+/// each root given back.
+pub fn restore_access(roots: &[PathBuf]) -> Vec<String> {
+    let euid = rustix::process::geteuid().as_raw();
+    let mut notes = Vec::new();
+    for root in roots {
+        let Ok(st) = rfs::stat(root) else { continue };
+        let mode = st.st_mode & 0o7777;
+        if st.st_uid != euid || mode & 0o500 == 0o500 {
+            continue;
+        }
+        if rfs::chmod(root, Mode::from_raw_mode(mode | 0o500)).is_ok() {
+            notes.push(format!(
+                "ags: note: the launch took your own permissions on {} (mode {mode:04o}); read and search given back ({:04o}) to check what it left\n",
+                crate::text::escape_line(&root.display().to_string()),
+                mode | 0o500
+            ));
+        }
+    }
+    notes
 }
 
 /// Rename `name` in `dir` to the first free quarantine name: the plain one, `-2` … `-9`, then

@@ -116,8 +116,8 @@ pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// The git dir a `.git` file names, read as git reads it (`read_gitfile_gently`: up to 1 MiB,
-/// `gitdir: PATH`, any bytes): `None` when git refuses it too (too long, another content, a
-/// path that does not resolve); an error when it cannot be read.
+/// `gitdir: PATH`, any bytes): `None` when git refuses it too (too long, another content); the
+/// path as named, normalized, when it does not exist (yet); an error when it cannot be read.
 pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     use std::io::Read;
     let mut bytes = Vec::new();
@@ -130,9 +130,12 @@ pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     let Some(named) = git_guard::gitfile_path(&bytes) else {
         return Ok(None);
     };
-    match path.parent().unwrap_or(Path::new("/")).join(named).canonicalize() {
+    let named = path.parent().unwrap_or(Path::new("/")).join(named);
+    match named.canonicalize() {
         Ok(target) => Ok(Some(target)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        // Not there yet: git takes it once it is (a later launch can make it), so it is judged
+        // by where it would be (session-10 attack S10-9).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(crate::safepath::normalize(&named))),
         Err(e) => Err(e),
     }
 }

@@ -1,0 +1,105 @@
+//! What the walk judges beyond a config's keys: a `core.worktree` naming a directory outside
+//! the walked trees ([`Walk::worktree_outside`]: git checks files out and runs that
+//! repository's hooks there), and an operation git left in progress in a git dir —
+//! `rebase-merge/`, `rebase-apply/`, `sequencer/` — by what it runs when you continue it
+//! (`git rebase --continue`, `git cherry-pick --continue`, which `git status` tells you to
+//! type): the `exec` lines of its todo list run a shell command each, and a merge strategy
+//! other than git's own runs a `git-merge-<name>` program found on `PATH`. [`judge`] is pure:
+//! bytes in, a verdict out.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use super::{Seen, Walk, observe};
+
+impl Walk<'_> {
+    /// The files of an operation in progress that can run something when you continue it.
+    pub(super) fn in_progress(&mut self, dir: &Path) {
+        for name in FILES {
+            let path = dir.join(name);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let (now, bytes) = observe(&path, &meta);
+            if !self.changed(Seen::Piece, &path, now) {
+                continue;
+            }
+            let what = match bytes {
+                Ok(bytes) => judge(name, &bytes),
+                Err(e) => Some(format!(
+                    "a file of an operation in progress that cannot be read ({e})"
+                )),
+            };
+            if let Some(what) = what {
+                self.report(dir.into(), what);
+                return; // the directory goes aside whole
+            }
+        }
+    }
+
+    /// A `core.worktree` of the config at `path` naming a directory outside the walked trees:
+    /// git would check files out and run the repository's hooks there.
+    pub(super) fn worktree_outside(&self, path: &Path, text: &[u8]) -> Option<String> {
+        let dir = path.parent()?;
+        let entries = crate::config::git_config_keys::entries(text).ok()?;
+        let value = entries.into_iter().rev().find(|(k, _)| k == "core.worktree")?.1?;
+        let named = dir.join(OsStr::from_bytes(&value));
+        let real = named
+            .canonicalize()
+            .unwrap_or_else(|_| crate::safepath::normalize(&named));
+        let inside = self.roots.iter().any(|r| real.starts_with(r));
+        (!inside).then(|| format!("core.worktree naming {} outside the workspace", real.display()))
+    }
+}
+
+/// The files of such a directory that can run something.
+pub(super) const FILES: &[&str] = &["git-rebase-todo", "todo", "strategy", "opts"];
+
+/// The directories.
+pub(super) const IN_PROGRESS_DIRS: &[&str] = &["rebase-merge", "rebase-apply", "sequencer"];
+
+/// The strategies git carries itself (`resolve` and `octopus` in its own exec path).
+const OWN_STRATEGIES: &[&str] = &["ort", "recursive", "resolve", "octopus", "ours", "subtree"];
+
+/// What the file `name` of an operation in progress would run, when anything.
+pub(super) fn judge(name: &str, bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    match name {
+        "git-rebase-todo" | "todo" => text
+            .lines()
+            .map(str::trim_start)
+            .find(|l| matches!(l.split_whitespace().next(), Some("exec" | "x")))
+            .map(|_| "a todo list with exec lines, run by `git rebase --continue`".to_string()),
+        "strategy" => foreign_strategy(text.trim()),
+        "opts" => match crate::config::git_config_keys::entries(bytes) {
+            Ok(entries) => entries
+                .iter()
+                .filter(|(k, _)| k == "options.strategy")
+                .find_map(|(_, v)| foreign_strategy(String::from_utf8_lossy(v.as_deref()?).trim())),
+            Err(e) => Some(format!("sequencer options git may read otherwise ({e})")),
+        },
+        _ => None,
+    }
+}
+
+fn foreign_strategy(name: &str) -> Option<String> {
+    (!name.is_empty() && !OWN_STRATEGIES.contains(&name))
+        .then(|| "a merge strategy that runs a git-merge-* program when you continue".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_lines_and_foreign_strategies_are_found() {
+        assert!(judge("git-rebase-todo", b"pick 123 x\n  exec touch /tmp/p\n").is_some());
+        assert!(judge("todo", b"pick 1 a\nx make\n").is_some());
+        assert!(judge("git-rebase-todo", b"pick 123 exec\n# exec x\n").is_none());
+        assert!(judge("strategy", b"evil\n").is_some());
+        assert!(judge("strategy", b"ort\n").is_none());
+        assert!(judge("opts", b"[options]\n\tstrategy = evil\n").is_some());
+        assert!(judge("opts", b"[options]\n\tstrategy = recursive\n\tsignoff = true\n").is_none());
+    }
+}
