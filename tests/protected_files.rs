@@ -303,3 +303,48 @@ fn plan_json(env: &TestEnv) {
         show(&out)
     );
 }
+
+/// Session-10 attack S10-2: two launches on one tree hand a planted file over. B runs; A is
+/// planned (`.envrc` missing: watched); while A's prepare hook runs, B's agent plants `.envrc`,
+/// so A's inventory holds it; B's agent removes it and B ends (its own check: missing before,
+/// missing after); A's agent writes the same bytes again (A's check: as before). Before, `.envrc`
+/// stayed and neither launch said a word. Now A's inventory is no proof while B can write the
+/// tree: what is there after A is moved aside and named.
+#[test]
+fn two_launches_cannot_hand_a_planted_file_over() {
+    each_mode(|env| {
+        let work = env.work_dir().canonicalize().unwrap();
+        env.mkdir("work/.coord", 0o777);
+        let w = work.display();
+        let plant = "printf 'touch /tmp/pwned\\n' > .envrc";
+        let b_script = format!(
+            "echo READY; while [ ! -e .coord/hook-running ]; do sleep 0.1; done; {plant}; \
+             while [ ! -e .coord/a-running ]; do sleep 0.1; done; rm .envrc; echo B-DONE"
+        );
+        let b = Background::spawn(env, &launch_args(env, &["--tty=false"], &["sh", "-c", &b_script]));
+        b.expect_stdout("READY", Duration::from_secs(120));
+        let hook = env.write_file(
+            "hooks/slow",
+            format!(
+                "#!/bin/sh\ncat >/dev/null\ntouch {w}/.coord/hook-running\ni=0\nwhile [ ! -e {w}/.envrc ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\necho '{{\"version\":1}}'\n"
+            ),
+            0o755,
+        );
+        env.write_global_config(&common::launch::decl("slow", &hook, &[], ""));
+        common::launch::approve_hooks(env);
+        let a_script = format!(
+            "touch .coord/a-running; while [ ! -e .coord/b-gone ]; do sleep 0.1; done; {plant}; echo A-DONE"
+        );
+        let a = Background::spawn(env, &launch_args(env, &["--tty=false"], &["sh", "-c", &a_script]));
+        let b_out = b.wait();
+        assert!(stdout(&b_out).contains("B-DONE"), "{}", show(&b_out));
+        assert!(!stderr(&b_out).contains(".envrc"), "B saw it after all: {}", show(&b_out));
+        env.write_file("work/.coord/b-gone", "", 0o644);
+        let a_out = a.wait();
+        assert!(stdout(&a_out).contains("A-DONE"), "{}", show(&a_out));
+        assert!(!work.join(".envrc").exists(), "{}: .envrc handed over: {}", env.mode(), show(&a_out));
+        assert!(work.join(".envrc.ags-quarantine").exists(), "{}", show(&a_out));
+        assert!(stderr(&a_out).contains(".envrc, which direnv runs"), "{}", show(&a_out));
+        assert_clean(env);
+    });
+}
