@@ -35,6 +35,18 @@ fn git_ok(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
     stdout(&out)
 }
 
+/// Each `(piece, said)`: moved aside next to itself, and stderr explains it with `said`.
+fn assert_moved(env: &TestEnv, work: &Path, out: &Output, pieces: &[(&str, &str)]) {
+    let err = stderr(out);
+    for (piece, said) in pieces {
+        let mode = env.mode();
+        assert!(!work.join(piece).exists(), "{mode}: {piece} left in place: {err}");
+        let aside = work.join(format!("{piece}.ags-quarantine"));
+        assert!(aside.exists(), "{mode}: {piece}: {err}");
+        assert!(err.contains(said), "{mode}: {piece} not explained: {err}");
+    }
+}
+
 #[test]
 fn urls_worktrees_git_files_and_rebase_todos_pointing_away_are_moved_aside() {
     each_mode(|env| {
@@ -59,25 +71,17 @@ echo PLANTED"#,
         );
         let out = run_agent(env, &[], &["sh", "-c", &script]);
         assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
-        let err = stderr(&out);
-        for (piece, said) in [
-            ("fetcher/.git/config", "remote.origin.url (a URL git hands"),
-            ("away/.git/config", "core.worktree naming"),
-            ("other/.git", "outside the workspace"),
-            (".git/rebase-merge", "exec lines"),
-        ] {
-            assert!(
-                !work.join(piece).exists(),
-                "{}: {piece} left in place: {err}",
-                env.mode()
-            );
-            assert!(
-                work.join(format!("{piece}.ags-quarantine")).exists(),
-                "{}: {piece}: {err}",
-                env.mode()
-            );
-            assert!(err.contains(said), "{}: {piece} not explained: {err}", env.mode());
-        }
+        assert_moved(
+            env,
+            &work,
+            &out,
+            &[
+                ("fetcher/.git/config", "remote.origin.url (a URL git hands"),
+                ("away/.git/config", "core.worktree naming"),
+                ("other/.git", "outside the workspace"),
+                (".git/rebase-merge", "exec lines"),
+            ],
+        );
         // The user's day afterwards: `bin` on PATH (direnv), fetch, rebase --continue.
         let path = format!("{}:{CLEAN_PATH}", work.join("bin").display());
         let _ = git(env, &work.join("fetcher"), &path, &["fetch", "origin"]);
@@ -125,28 +129,20 @@ echo PLANTED"#,
         );
         let out = run_agent(env, &[], &["sh", "-c", &script]);
         assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
-        let err = stderr(&out);
-        for (piece, said) in [
-            ("upper/.git/config", "remote.origin.url (a URL git hands"),
-            ("lazy/.git/config", "extensions.partialclone"),
-            (
-                ".git/remotes/origin",
-                "a remote git fetches and pushes with (remotes/origin)",
-            ),
-            ("notyet/.git", "which does not exist (yet)"),
-        ] {
-            assert!(
-                !work.join(piece).exists(),
-                "{}: {piece} left in place: {err}",
-                env.mode()
-            );
-            assert!(
-                work.join(format!("{piece}.ags-quarantine")).exists(),
-                "{}: {piece}: {err}",
-                env.mode()
-            );
-            assert!(err.contains(said), "{}: {piece} not explained: {err}", env.mode());
-        }
+        assert_moved(
+            env,
+            &work,
+            &out,
+            &[
+                ("upper/.git/config", "remote.origin.url (a URL git hands"),
+                ("lazy/.git/config", "extensions.partialclone"),
+                (
+                    ".git/remotes/origin",
+                    "a remote git fetches and pushes with (remotes/origin)",
+                ),
+                ("notyet/.git", "which does not exist (yet)"),
+            ],
+        );
         assert_clean(env);
     });
 }

@@ -385,6 +385,26 @@ fn lockdown_refuses_hook_mounts_before_creating_anything() {
     });
 }
 
+/// The launch `out` succeeded, the planted `sh` (which writes `ran`) did not run, and the hook
+/// saw the clean `PATH`.
+fn assert_not_run(env: &TestEnv, out: &std::process::Output, ran: &std::path::Path) {
+    assert_eq!(out.status.code(), Some(0), "{}", show(out));
+    assert!(!ran.exists(), "{}: the planted sh ran: {}", env.mode(), show(out));
+    assert_eq!(stdout(out).trim(), common::CLEAN_PATH, "{}", show(out));
+}
+
+/// Declare and approve `envsh`: a hook with the docs' own `#!/usr/bin/env sh` line that answers
+/// its `PATH` as `HOOK_PATH`.
+fn envsh_hook(env: &TestEnv) {
+    let hook = env.write_file(
+        "hooks/envsh",
+        "#!/usr/bin/env sh\ncat >/dev/null\necho \"{\\\"version\\\":1,\\\"env\\\":{\\\"HOOK_PATH\\\":\\\"$PATH\\\"}}\"\n",
+        0o755,
+    );
+    env.write_global_config(&decl("envsh", &hook, &[], ""));
+    approve_hooks(env);
+}
+
 /// Issue 22, finding 3: a hook with the docs' own `#!/usr/bin/env sh` line, while the workdir's
 /// `bin/` (direnv's `PATH_add bin`) and a relative `bin` are first on `PATH` with an `sh` the
 /// agent planted there: the hook runs the system `sh`, never the planted one, because hooks get
@@ -401,13 +421,7 @@ fn a_hook_never_runs_a_program_planted_on_an_agent_writable_path() {
             ),
             0o755,
         );
-        let hook = env.write_file(
-            "hooks/envsh",
-            "#!/usr/bin/env sh\ncat >/dev/null\necho \"{\\\"version\\\":1,\\\"env\\\":{\\\"HOOK_PATH\\\":\\\"$PATH\\\"}}\"\n",
-            0o755,
-        );
-        env.write_global_config(&decl("envsh", &hook, &[], ""));
-        approve_hooks(env);
+        envsh_hook(env);
         let work_bin = planted.parent().unwrap().display().to_string();
         let mut cmd = env.cmd(launch_args(
             env,
@@ -416,14 +430,7 @@ fn a_hook_never_runs_a_program_planted_on_an_agent_writable_path() {
         ));
         cmd.env("PATH", format!("bin:{work_bin}:{}", common::CLEAN_PATH));
         let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
-        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        assert!(
-            !ran.exists(),
-            "{}: the planted sh ran: {}",
-            env.mode(),
-            show(&out)
-        );
-        assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
+        assert_not_run(env, &out, &ran);
         assert_clean(env);
     });
 }
@@ -455,13 +462,7 @@ fn a_hook_never_runs_a_program_planted_in_a_running_launchs_mount() {
             ),
         );
         first.expect_stdout("READY", Duration::from_secs(120));
-        let hook = env.write_file(
-            "hooks/envsh",
-            "#!/usr/bin/env sh\ncat >/dev/null\necho \"{\\\"version\\\":1,\\\"env\\\":{\\\"HOOK_PATH\\\":\\\"$PATH\\\"}}\"\n",
-            0o755,
-        );
-        env.write_global_config(&decl("envsh", &hook, &[], ""));
-        approve_hooks(env);
+        envsh_hook(env);
         let mut cmd = env.cmd(launch_args(
             env,
             &["--tty=false"],
@@ -471,14 +472,7 @@ fn a_hook_never_runs_a_program_planted_in_a_running_launchs_mount() {
         let out = common::run_command(cmd, None, common::RUN_TIMEOUT);
         env.write_file("work/go", "", 0o644);
         let done = first.wait();
-        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        assert!(
-            !ran.exists(),
-            "{}: the planted sh ran: {}",
-            env.mode(),
-            show(&out)
-        );
-        assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
+        assert_not_run(env, &out, &ran);
         assert_eq!(done.status.code(), Some(0), "{}", show(&done));
         assert_clean(env);
     });
@@ -505,13 +499,7 @@ fn a_hook_never_runs_a_program_planted_in_an_ended_launchs_mount() {
             &["sh", "-c", &plant],
         ));
         assert!(stdout(&first).contains("PLANTED"), "{}", show(&first));
-        let hook = env.write_file(
-            "hooks/envsh",
-            "#!/usr/bin/env sh\ncat >/dev/null\necho \"{\\\"version\\\":1,\\\"env\\\":{\\\"HOOK_PATH\\\":\\\"$PATH\\\"}}\"\n",
-            0o755,
-        );
-        env.write_global_config(&decl("envsh", &hook, &[], ""));
-        approve_hooks(env);
+        envsh_hook(env);
         let path = format!("{}/bin:{}", shared.display(), common::CLEAN_PATH);
         let second = || {
             let mut cmd = env.cmd(launch_args(
@@ -523,14 +511,7 @@ fn a_hook_never_runs_a_program_planted_in_an_ended_launchs_mount() {
             common::run_command(cmd, None, common::RUN_TIMEOUT)
         };
         let out = second();
-        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        assert!(
-            !ran.exists(),
-            "{}: the planted sh ran: {}",
-            env.mode(),
-            show(&out)
-        );
-        assert_eq!(stdout(&out).trim(), common::CLEAN_PATH, "{}", show(&out));
+        assert_not_run(env, &out, &ran);
         // Reviewed and forgotten: back on PATH.
         let forgot = env.run(["gc", "--forget", &shared.display().to_string()]);
         assert!(stdout(&forgot).contains("forgot"), "{}", show(&forgot));

@@ -338,13 +338,26 @@ fn two_launches_cannot_hand_a_planted_file_over() {
         let a = Background::spawn(env, &launch_args(env, &["--tty=false"], &["sh", "-c", &a_script]));
         let b_out = b.wait();
         assert!(stdout(&b_out).contains("B-DONE"), "{}", show(&b_out));
-        assert!(!stderr(&b_out).contains(".envrc"), "B saw it after all: {}", show(&b_out));
+        assert!(
+            !stderr(&b_out).contains(".envrc"),
+            "B saw it after all: {}",
+            show(&b_out)
+        );
         env.write_file("work/.coord/b-gone", "", 0o644);
         let a_out = a.wait();
         assert!(stdout(&a_out).contains("A-DONE"), "{}", show(&a_out));
-        assert!(!work.join(".envrc").exists(), "{}: .envrc handed over: {}", env.mode(), show(&a_out));
+        assert!(
+            !work.join(".envrc").exists(),
+            "{}: .envrc handed over: {}",
+            env.mode(),
+            show(&a_out)
+        );
         assert!(work.join(".envrc.ags-quarantine").exists(), "{}", show(&a_out));
-        assert!(stderr(&a_out).contains(".envrc, which direnv runs"), "{}", show(&a_out));
+        assert!(
+            stderr(&a_out).contains(".envrc, which direnv runs"),
+            "{}",
+            show(&a_out)
+        );
         assert_clean(env);
     });
 }
