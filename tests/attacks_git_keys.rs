@@ -111,7 +111,8 @@ echo PLANTED"#,
 /// (`.git/remotes/origin`, read when the config has no `origin`; in the repository itself), a
 /// partial clone (git fetches from its promisor remote on its own: a plain `git status` reached
 /// an agent-chosen URL from a `--network none` launch), and a `.git` file naming a git dir that
-/// does not exist yet (a later launch made it in the agent's state volume, never walked).
+/// does not exist yet (a later launch made it in the agent's state volume, never walked); and
+/// what hides a change from the user's review (`info/exclude`, a replace ref).
 #[test]
 fn upper_case_schemes_old_remotes_partial_clones_and_missing_git_dirs_are_moved_aside() {
     each_mode(|env| {
@@ -124,8 +125,10 @@ repo upper '[remote "origin"]\n\turl = HTTPS://example.invalid/x\n'
 repo lazy '[core]\n\trepositoryformatversion = 1\n[extensions]\n\tpartialClone = origin\n[remote "origin"]\n\turl = http://127.0.0.1:9/x\n\tpromisor = true\n'
 mkdir -p .git/remotes && printf 'URL: evil::x\nPull: refs/heads/main:refs/heads/main\n' > .git/remotes/origin
 mkdir -p notyet && echo 'gitdir: {l}' > notyet/.git
+echo 'tools/' >> .git/info/exclude && mkdir -p .git/refs/replace && echo {z} > .git/refs/replace/{z}
 echo PLANTED"#,
-            l = later.display()
+            l = later.display(),
+            z = "0".repeat(40)
         );
         let out = run_agent(env, &[], &["sh", "-c", &script]);
         assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
@@ -141,6 +144,8 @@ echo PLANTED"#,
                     "a remote git fetches and pushes with (remotes/origin)",
                 ),
                 ("notyet/.git", "which does not exist (yet)"),
+                (".git/info/exclude", "changes what git shows you"),
+                (&format!(".git/refs/replace/{}", "0".repeat(40)), "a replace ref"),
             ],
         );
         assert_clean(env);

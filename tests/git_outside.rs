@@ -359,7 +359,10 @@ fn a_worktree_entry_in_a_running_launchs_mount_is_not_trusted() {
         let gitdir = std::fs::read(entry.join("gitdir")).unwrap();
         let evil = main.join(".git/worktrees/evil");
         let w = env.mkdir("w", 0o755);
-        agent_in(env, &w, &format!("printf 'gitdir: {}\\n' > .git", evil.display()));
+        // As an earlier launch's agent would write it; the check after that launch now moves
+        // a `.git` naming a missing git dir aside (tests/attacks_git_keys.rs), so it is written
+        // here as if it had not.
+        env.write_file("w/.git", format!("gitdir: {}\n", evil.display()), 0o644);
         let wg = format!("{}/.git", w.display());
         let script = format!(
             "printf '{wg}\\n' > .git/worktrees/wt/gitdir && echo REWROTE; \

@@ -349,6 +349,7 @@ impl<'a> Walk<'a> {
                 Some(format!("a remote git fetches and pushes with ({kind}/{name})"))
             });
         }
+        self.shown_differently(dir);
         for name in judge::IN_PROGRESS_DIRS {
             self.in_progress(&dir.join(name));
         }
@@ -364,7 +365,7 @@ impl<'a> Walk<'a> {
 
     /// The entries of the directory `dir` (`kind`: what it is, for the reports) that differ,
     /// each judged by `what` (`None`: harmless).
-    fn entries_in(&mut self, dir: &Path, kind: &str, what: impl Fn(&str) -> Option<String>) {
+    pub(super) fn entries_in(&mut self, dir: &Path, kind: &str, what: impl Fn(&str) -> Option<String>) {
         let dir = dir.to_path_buf();
         let Ok(meta) = std::fs::symlink_metadata(&dir) else {
             return;

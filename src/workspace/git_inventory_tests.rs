@@ -391,3 +391,33 @@ fn a_distrusted_inventory_judges_what_it_held() {
         "{scan:?}"
     );
 }
+
+#[test]
+fn files_that_hide_changes_from_review_are_reported_unless_only_comments() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join("a/.git"), CLEAN);
+    write(
+        &root.join("a/.git/info/exclude"),
+        "# git ls-files --others --exclude-from=.git/info/exclude\n# *~\n",
+    );
+    git_dir(&root.join("b/.git"), CLEAN);
+    write(&root.join("b/.git/info/exclude"), "# hidden\ntools/\n");
+    write(&root.join("b/.git/refs/replace/0123abcd"), "4567\n");
+    write(
+        &root.join("b/.git/objects/info/alternates"),
+        "/elsewhere/objects\n",
+    );
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
+    let got: Vec<String> = found(&scan, &root).into_iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        got,
+        [
+            "b/.git/info/exclude",
+            "b/.git/objects/info/alternates",
+            "b/.git/refs/replace/0123abcd"
+        ],
+        "{:?}",
+        scan.findings
+    );
+}

@@ -5,7 +5,8 @@
 //! (`git rebase --continue`, `git cherry-pick --continue`, which `git status` tells you to
 //! type): the `exec` lines of its todo list run a shell command each, and a merge strategy
 //! other than git's own runs a `git-merge-<name>` program found on `PATH`. [`judge`] is pure:
-//! bytes in, a verdict out.
+//! bytes in, a verdict out. Also the files that change what git shows you or puts in your
+//! commits ([`Walk::shown_differently`]).
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -38,6 +39,37 @@ impl Walk<'_> {
         }
     }
 
+    /// The files of the git dir `dir` that change what git shows you or puts in your commits
+    /// without running anything (session-10 attack S10-6: a changed `Makefile` hidden from
+    /// `git status`): `info/exclude`, `info/attributes`, `info/sparse-checkout`, `info/grafts`
+    /// and `objects/info/alternates` with anything but comments, and every replace ref.
+    pub(super) fn shown_differently(&mut self, dir: &Path) {
+        for rel in HIDING_FILES {
+            let path = dir.join(rel);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let (now, bytes) = observe(&path, &meta);
+            if !self.changed(Seen::Piece, &path, now) {
+                continue;
+            }
+            let said = bytes.map_or(true, |b| {
+                String::from_utf8_lossy(&b)
+                    .lines()
+                    .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            });
+            if said {
+                let what = format!("a file that changes what git shows you or commits ({rel})");
+                self.report(path, what);
+            }
+        }
+        self.entries_in(&dir.join("refs/replace"), "refs/replace", |name| {
+            Some(format!(
+                "a replace ref: git shows and commits another object in place of {name}"
+            ))
+        });
+    }
+
     /// A `core.worktree` of the config at `path` naming a directory outside the walked trees:
     /// git would check files out and run the repository's hooks there.
     pub(super) fn worktree_outside(&self, path: &Path, text: &[u8]) -> Option<String> {
@@ -52,6 +84,15 @@ impl Walk<'_> {
         (!inside).then(|| format!("core.worktree naming {} outside the workspace", real.display()))
     }
 }
+
+/// The files of a git dir that change what git shows without running anything.
+const HIDING_FILES: &[&str] = &[
+    "info/exclude",
+    "info/attributes",
+    "info/sparse-checkout",
+    "info/grafts",
+    "objects/info/alternates",
+];
 
 /// The files of such a directory that can run something.
 pub(super) const FILES: &[&str] = &["git-rebase-todo", "todo", "strategy", "opts"];
