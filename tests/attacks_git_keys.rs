@@ -151,3 +151,56 @@ echo PLANTED"#,
         assert_clean(env);
     });
 }
+
+/// Session-10 attack S10-6 and S10-1, with git in the container: the agent changes the tracked
+/// `Makefile` and marks it `skip-worktree` (`git status` and `git diff` then show nothing, and
+/// `make` runs its recipe), and stages `.envrc` without ever writing it (`update-index
+/// --cacheinfo`, `skip-worktree`) and commits it (a push sends it, a checkout writes it). The
+/// end of the launch names both index entries.
+#[test]
+fn index_entries_hidden_from_git_status_are_named() {
+    each_mode(|env| {
+        const IMAGE: &str = "localhost/ags-git:latest";
+        if !common::api::image_exists(&env.mode().socket(), IMAGE).unwrap_or(false) {
+            assert!(
+                std::env::var_os("AGS_TEST_GIT_IMAGE").is_none(),
+                "{IMAGE} is missing"
+            );
+            eprintln!("SKIP {}: no {IMAGE}", env.mode());
+            return;
+        }
+        let work = env.work_dir().canonicalize().unwrap();
+        env.write_file("work/Makefile", "all:\n\techo build\n", 0o644);
+        git_ok(env, &work, &["init", "-q", "-b", "main"]);
+        git_ok(env, &work, &["add", "Makefile"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "one"]);
+        let script = r#"git config --global --add safe.directory '*' && git config --global user.name a && git config --global user.email a@x
+printf 'all:\n\t@touch /tmp/pwned\n' > Makefile && git update-index --skip-worktree Makefile
+b=$(printf 'touch /tmp/pwned\n' | git hash-object -w --stdin) && git update-index --add --cacheinfo "100644,$b,.envrc" && git update-index --skip-worktree .envrc
+git commit -qm docs && echo PLANTED"#;
+        let label = env.label();
+        let out = env.run([
+            "--tty=false",
+            "--image",
+            IMAGE,
+            "--label",
+            &label,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ]);
+        assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("hid files from `git status`"),
+            "{}: {err}",
+            env.mode()
+        );
+        for entry in ["Makefile (skip-worktree)", ".envrc (skip-worktree)"] {
+            assert!(err.contains(entry), "{}: {entry} not named: {err}", env.mode());
+        }
+        assert_clean(env);
+    });
+}

@@ -26,6 +26,8 @@ pub struct Quarantine {
     pub moved: Vec<(Finding, Result<PathBuf, String>)>,
     /// Where the scan stopped early.
     pub incomplete: Vec<String>,
+    /// Index entries the launch hid from `git status`, by index file (named only).
+    pub hidden: Vec<(PathBuf, Vec<String>)>,
     /// Why everything was judged (the inventory was no baseline: attack3-1).
     pub distrusted: Option<String>,
 }
@@ -94,6 +96,7 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         restored,
         moved,
         incomplete: scan.incomplete,
+        hidden: scan.hidden,
         distrusted: before.distrusted().map(str::to_string),
     }
 }
@@ -129,6 +132,24 @@ impl Quarantine {
                     )),
                 }
             }
+        }
+        for (index, entries) in &self.hidden {
+            let shown: Vec<String> = entries
+                .iter()
+                .take(20)
+                .map(|e| crate::text::escape_line(e))
+                .collect();
+            let more = entries.len().saturating_sub(20);
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "ags: warning: the launch hid files from `git status` and `git diff` in the index {}: {}{more}; review them before you commit, push or run them (show one with `git update-index --no-skip-worktree --no-assume-unchanged -- FILE`)\n",
+                crate::text::escape_line(&index.display().to_string()),
+                shown.join(", ")
+            ));
         }
         for i in &self.incomplete {
             out.push_str(&format!(

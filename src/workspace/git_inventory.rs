@@ -33,10 +33,11 @@
 //! agent could not write them) are never reported. Symbolic links are never followed. Pure
 //! reading.
 
+mod index;
 mod judge;
 mod state;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::config::git_config_keys::risky_keys;
@@ -68,6 +69,8 @@ pub struct Scan {
     pub findings: Vec<Finding>,
     /// Where the walk stopped early (too many entries, too deep, unreadable).
     pub incomplete: Vec<String>,
+    /// Index entries the launch hid from `git status`, by index file.
+    pub hidden: Vec<(PathBuf, Vec<String>)>,
 }
 
 /// The state of the walked trees before a launch ([`take`]).
@@ -75,6 +78,8 @@ pub struct Scan {
 pub struct Inventory {
     roots: Vec<PathBuf>,
     states: HashMap<(Seen, PathBuf), State>,
+    /// The hidden entries of each index file (`index`).
+    hidden: HashMap<PathBuf, BTreeSet<String>>,
     /// Why this inventory is no baseline (another launch could write the trees while it was
     /// taken): every git dir is then judged in full.
     distrusted: Option<String>,
@@ -119,6 +124,7 @@ pub fn take(roots: &[PathBuf]) -> Inventory {
     Inventory {
         roots: roots.to_vec(),
         states: walk.states,
+        hidden: walk.hidden,
         distrusted: None,
     }
 }
@@ -129,6 +135,7 @@ pub fn take(roots: &[PathBuf]) -> Inventory {
 pub fn check(before: &Inventory, skip: &[PathBuf]) -> Scan {
     let mut walk = Walk::new(&before.roots, skip, Some(&before.states));
     walk.full = before.distrusted.is_some();
+    walk.hidden_before = Some(&before.hidden);
     for root in &before.roots {
         walk.dir(root, 0);
     }
@@ -146,6 +153,8 @@ struct Walk<'a> {
     full: bool,
     entries: usize,
     states: HashMap<(Seen, PathBuf), State>,
+    hidden: HashMap<PathBuf, BTreeSet<String>>,
+    hidden_before: Option<&'a HashMap<PathBuf, BTreeSet<String>>>,
     out: Scan,
 }
 
@@ -162,6 +171,8 @@ impl<'a> Walk<'a> {
             full: false,
             entries: 0,
             states: HashMap::new(),
+            hidden: HashMap::new(),
+            hidden_before: None,
             out: Scan::default(),
         }
     }
@@ -350,6 +361,7 @@ impl<'a> Walk<'a> {
             });
         }
         self.shown_differently(dir);
+        self.hidden_entries(&dir.join("index"));
         for name in judge::IN_PROGRESS_DIRS {
             self.in_progress(&dir.join(name));
         }
@@ -361,37 +373,6 @@ impl<'a> Walk<'a> {
         self.entries_in(hooks, "hooks", |name| {
             (!name.ends_with(".sample")).then(|| format!("a hook git runs ({name})"))
         });
-    }
-
-    /// The entries of the directory `dir` (`kind`: what it is, for the reports) that differ,
-    /// each judged by `what` (`None`: harmless).
-    pub(super) fn entries_in(&mut self, dir: &Path, kind: &str, what: impl Fn(&str) -> Option<String>) {
-        let dir = dir.to_path_buf();
-        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
-            return;
-        };
-        let changed = self.changed(Seen::Piece, &dir, observe(&dir, &meta).0);
-        let listed = meta.is_dir().then(|| std::fs::read_dir(&dir).ok()).flatten();
-        let Some(entries) = listed else {
-            if changed {
-                self.report(
-                    dir,
-                    format!("a {kind} directory that is not a listable directory"),
-                );
-            }
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            if self.changed(Seen::Piece, &path, observe(&path, &meta).0)
-                && let Some(what) = what(&entry.file_name().to_string_lossy())
-            {
-                self.report(path, what);
-            }
-        }
     }
 
     /// A git configuration file (of a git dir whose worktree's top is `top`), and what it

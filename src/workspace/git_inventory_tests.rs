@@ -5,6 +5,7 @@ fn nothing(roots: &[PathBuf]) -> Inventory {
     Inventory {
         roots: roots.to_vec(),
         states: HashMap::new(),
+        hidden: HashMap::new(),
         distrusted: None,
     }
 }

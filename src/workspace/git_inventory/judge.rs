@@ -70,6 +70,65 @@ impl Walk<'_> {
         });
     }
 
+    /// The entries of the index file `path` that the launch hid from `git status`
+    /// (`skip-worktree`, `assume-unchanged`: [`super::index`]), compared with the inventory;
+    /// named, never moved (the index is your staging area).
+    pub(super) fn hidden_entries(&mut self, path: &Path) {
+        let Ok(bytes) = std::fs::read(path) else {
+            return;
+        };
+        let now = match super::index::hidden(&bytes) {
+            Ok(now) => now,
+            Err(e) => {
+                self.incomplete(format!("{}: {e}", path.display()));
+                return;
+            }
+        };
+        let Some(before) = self.hidden_before else {
+            self.hidden.insert(path.into(), now);
+            return;
+        };
+        let was = before.get(path);
+        let new: Vec<String> = now
+            .into_iter()
+            .filter(|e| self.full || !was.is_some_and(|w| w.contains(e)))
+            .collect();
+        if !new.is_empty() {
+            self.out.hidden.push((path.into(), new));
+        }
+    }
+
+    /// The entries of the directory `dir` (`kind`: what it is, for the reports) that differ,
+    /// each judged by `what` (`None`: harmless).
+    pub(super) fn entries_in(&mut self, dir: &Path, kind: &str, what: impl Fn(&str) -> Option<String>) {
+        let dir = dir.to_path_buf();
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+            return;
+        };
+        let changed = self.changed(Seen::Piece, &dir, observe(&dir, &meta).0);
+        let listed = meta.is_dir().then(|| std::fs::read_dir(&dir).ok()).flatten();
+        let Some(entries) = listed else {
+            if changed {
+                self.report(
+                    dir,
+                    format!("a {kind} directory that is not a listable directory"),
+                );
+            }
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if self.changed(Seen::Piece, &path, observe(&path, &meta).0)
+                && let Some(what) = what(&entry.file_name().to_string_lossy())
+            {
+                self.report(path, what);
+            }
+        }
+    }
+
     /// A `core.worktree` of the config at `path` naming a directory outside the walked trees:
     /// git would check files out and run the repository's hooks there.
     pub(super) fn worktree_outside(&self, path: &Path, text: &[u8]) -> Option<String> {

@@ -1,0 +1,164 @@
+//! The entries of a git index (`.git/index`) that git hides from you: `skip-worktree` and
+//! `assume-unchanged` ("assume valid") make `git status` and `git diff` say nothing about a
+//! file, whatever its content on disk or in the commit (session-10 attack S10-6: a changed
+//! `Makefile`; S10-1: a `.envrc` staged and committed without ever being on disk). The check
+//! after a launch names the entries that gained such a bit (`Walk::hidden_entries`).
+//!
+//! Reads the index format git documents (`gitformat-index`): versions 2, 3 and 4 (paths
+//! prefix-compressed), SHA-1 or SHA-256 object names. Pure: bytes in, entries out.
+
+use std::collections::BTreeSet;
+
+/// Index entries hidden from `git status`, as `"PATH (BIT)"`.
+pub fn hidden(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
+    // The object name's length is not in the header: SHA-1 first, then SHA-256.
+    parse(bytes, 20).or_else(|e| parse(bytes, 32).map_err(|_| e))
+}
+
+fn parse(bytes: &[u8], hash: usize) -> Result<BTreeSet<String>, String> {
+    let mut r = Reader { bytes, at: 0 };
+    if r.take(4)? != b"DIRC" {
+        return Err("not a git index".into());
+    }
+    let version = r.u32()?;
+    if !(2..=4).contains(&version) {
+        return Err(format!("index version {version}"));
+    }
+    let count = r.u32()?;
+    let mut out = BTreeSet::new();
+    let mut previous: Vec<u8> = Vec::new();
+    for _ in 0..count {
+        let start = r.at;
+        r.take(40 + hash)?; // times, dev, ino, mode, uid, gid, size, object name
+        let flags = r.u16()?;
+        let extended = if flags & 0x4000 != 0 { r.u16()? } else { 0 };
+        let path = if version == 4 {
+            let strip = r.varint()?;
+            let keep = previous
+                .len()
+                .checked_sub(strip)
+                .ok_or("a path prefix longer than the previous path")?;
+            let mut path = previous[..keep].to_vec();
+            path.extend_from_slice(r.until_nul()?);
+            path
+        } else {
+            let path = r.until_nul()?.to_vec();
+            // Padded with 1 to 8 NULs to a multiple of 8 bytes (the first NUL already read).
+            let len = r.at - start;
+            r.take((8 - len % 8) % 8)?;
+            path
+        };
+        let name = String::from_utf8_lossy(&path).into_owned();
+        if extended & 0x4000 != 0 {
+            out.insert(format!("{name} (skip-worktree)"));
+        }
+        if flags & 0x8000 != 0 {
+            out.insert(format!("{name} (assume-unchanged)"));
+        }
+        previous = path;
+    }
+    Ok(out)
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len());
+        let end = end.ok_or("the index ends early")?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u16(&mut self) -> Result<u16, String> {
+        let b = self.take(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    /// Git's offset varint (`decode_varint`).
+    fn varint(&mut self) -> Result<usize, String> {
+        let mut c = self.take(1)?[0];
+        let mut value = usize::from(c & 0x7f);
+        while c & 0x80 != 0 {
+            c = self.take(1)?[0];
+            value = value
+                .checked_add(1)
+                .and_then(|v| v.checked_mul(128))
+                .and_then(|v| v.checked_add(usize::from(c & 0x7f)))
+                .ok_or("a varint too large")?;
+        }
+        Ok(value)
+    }
+
+    fn until_nul(&mut self) -> Result<&'a [u8], String> {
+        let rest = &self.bytes[self.at..];
+        let n = rest
+            .iter()
+            .position(|b| *b == 0)
+            .ok_or("a path without its end")?;
+        self.at += n + 1;
+        Ok(&rest[..n])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index written by the real git: entries `a`, `hide/me` (skip-worktree) and `zz`
+    /// (assume-unchanged), in each version.
+    fn real_index(version: &str) -> Vec<u8> {
+        let t = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(t.path())
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q"]);
+        std::fs::create_dir(t.path().join("hide")).unwrap();
+        for f in ["a", "hide/me", "zz"] {
+            std::fs::write(t.path().join(f), f).unwrap();
+        }
+        git(&["add", "."]);
+        git(&["update-index", "--index-version", version]);
+        git(&["update-index", "--skip-worktree", "hide/me"]);
+        git(&["update-index", "--assume-unchanged", "zz"]);
+        std::fs::read(t.path().join(".git/index")).unwrap()
+    }
+
+    #[test]
+    fn hidden_entries_are_found_in_every_version() {
+        for version in ["2", "3", "4"] {
+            let got = hidden(&real_index(version)).unwrap();
+            let want: BTreeSet<String> = ["hide/me (skip-worktree)", "zz (assume-unchanged)"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            assert_eq!(got, want, "version {version}");
+        }
+    }
+
+    #[test]
+    fn damaged_indexes_are_errors() {
+        let good = real_index("4");
+        assert!(hidden(b"DIRX").is_err());
+        assert!(hidden(&good[..30]).is_err());
+    }
+}
