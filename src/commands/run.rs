@@ -408,7 +408,16 @@ async fn launch_async(
         facts.leftovers.push((&e).into());
     }
     crate::trace::mark("cleaned up");
-    let unmoved = check_after(taken_inventory, settings.git_guards.clone(), before, &mut report).await;
+    let writable = facts.writable.iter().chain(&running).cloned().collect();
+    let reading = launch::git_quarantine::CommitReading::new(&config.user.git, writable, &settings.protected);
+    let unmoved = check_after(
+        taken_inventory,
+        settings.git_guards.clone(),
+        before,
+        reading,
+        &mut report,
+    )
+    .await;
     launch::notices::say(&report);
     let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     let exit_code = result.as_ref().ok().copied();
@@ -421,13 +430,14 @@ async fn launch_async(
 }
 
 /// After the container is gone (nothing can write the workspace behind these checks, and the
-/// finished hooks, which may call git, run after them): the git check and the project files
-/// host tools run on their own (`workspace::protected`), reported into `report`. How many
-/// planted pieces could not be moved aside.
+/// finished hooks, which may call git, run after them): the git check, the commits of the
+/// launch, and the project files host tools run on their own (`workspace::protected`), reported
+/// into `report`. How many planted pieces could not be moved aside.
 async fn check_after(
     git_inventory: Option<git_inventory::Inventory>,
     guards: Vec<crate::config::git_guard::GitGuard>,
     before: protected_state::Inventory,
+    reading: launch::git_quarantine::CommitReading,
     report: &mut String,
 ) -> usize {
     let mut unmoved = 0;
@@ -436,6 +446,7 @@ async fn check_after(
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         report.push_str(&found.message());
+        report.push_str(&launch::git_quarantine::commits(&found, &reading).await);
         unmoved += found.unmoved();
         crate::trace::mark("git checked");
     }

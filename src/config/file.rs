@@ -166,6 +166,9 @@ pub struct GitFile {
     /// Mount the git data the workdir's checkout needs outside it: a linked worktree's common
     /// dir, a submodule's git dir, the repository around a subdirectory (default true).
     pub repository: Option<bool>,
+    /// The host's git that reads the commits a launch made (default: found on `PATH` outside
+    /// the directories the agent can write, and checked).
+    pub path: Option<String>,
 }
 
 /// `[protect]` (docs/security.md, "Project files host tools run").

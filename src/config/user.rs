@@ -108,6 +108,9 @@ pub struct GitSettings {
     pub ssh_keys: Vec<String>,
     /// Mount the git data the workdir's checkout needs outside it (`workspace::git_layout`).
     pub repository: bool,
+    /// `[git] path`: the host git that reads the commits of a launch (`workspace::git_commits`;
+    /// default: looked up on `PATH` and checked).
+    pub program: Option<PathBuf>,
 }
 
 impl Default for GitSettings {
@@ -118,6 +121,7 @@ impl Default for GitSettings {
             known_hosts: None,
             ssh_keys: Vec::new(),
             repository: true,
+            program: None,
         }
     }
 }
@@ -263,6 +267,10 @@ fn git(g: Option<&GitFile>, paths: &Paths) -> Result<GitSettings, FieldError> {
         None => None,
         Some(p) => Some(host_path(p, paths).ok_or_else(|| ("known_hosts".to_string(), PATH_RULE))?),
     };
+    let program = match &g.path {
+        None => None,
+        Some(p) => Some(host_path(p, paths).ok_or_else(|| ("path".to_string(), PATH_RULE))?),
+    };
     let ssh_keys = g.ssh_keys.clone().unwrap_or_default();
     if let Some(i) = ssh_keys.iter().position(|k| !is_fingerprint(k)) {
         return Err((format!("ssh_keys[{i}]"), FINGERPRINT_RULE));
@@ -273,6 +281,7 @@ fn git(g: Option<&GitFile>, paths: &Paths) -> Result<GitSettings, FieldError> {
         known_hosts,
         ssh_keys,
         repository: g.repository.unwrap_or(true),
+        program,
     })
 }
 

@@ -12,10 +12,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::config::GitSettings;
 use crate::config::git_guard::GitGuard;
 use crate::containment::WritableRoot;
 use crate::text::shell_word;
+use crate::workspace::git_commits;
 use crate::workspace::git_inventory::{self, Finding, Inventory};
+use crate::workspace::host_programs::{self, Wanted};
+use crate::workspace::protected::{Handling, Protection};
 
 /// What was found and done.
 #[derive(Debug, Default)]
@@ -30,6 +34,88 @@ pub struct Quarantine {
     pub hidden: Vec<(PathBuf, Vec<String>)>,
     /// Why everything was judged (the inventory was no baseline: attack3-1).
     pub distrusted: Option<String>,
+    /// The git dirs whose refs gained object names: their commits are read by [`commits`].
+    pub moved_refs: Vec<git_inventory::MovedRefs>,
+}
+
+/// What reading the commits of a launch needs: where `git` may come from.
+#[derive(Debug, Default)]
+pub struct CommitReading {
+    /// `[git] path`.
+    pub pinned: Option<PathBuf>,
+    /// The directories the agent can write (this launch's and running launches' read-write
+    /// mounts): `git` is never taken from them.
+    pub writable: Vec<WritableRoot>,
+    /// `[protect] allow`: protected paths the agent may change.
+    pub allowed: Vec<&'static str>,
+}
+
+impl CommitReading {
+    /// From the `[git]` settings, the agent-`writable` roots and the launch's `protection`.
+    pub fn new(git: &GitSettings, writable: Vec<WritableRoot>, protection: &Protection) -> Self {
+        let allowed = protection
+            .paths
+            .iter()
+            .filter(|p| p.handling == Handling::Allowed);
+        CommitReading {
+            pinned: git.program.clone(),
+            writable,
+            allowed: allowed.map(|p| p.rel).collect(),
+        }
+    }
+}
+
+/// The host `git` (`workspace::host_programs`).
+const GIT: Wanted<'static> = Wanted {
+    name: "git",
+    key: "[git] path",
+    install: "Debian: apt-get install git",
+};
+
+/// Read the commits the launch made (`workspace::git_commits`) once the git check `q` has
+/// moved every planted piece aside (never while one is still in place: git would run it), and
+/// name the protected files they touch: the stderr report (empty when there is nothing to say).
+pub async fn commits(q: &Quarantine, how: &CommitReading) -> String {
+    if q.moved_refs.is_empty() {
+        return String::new();
+    }
+    if q.unmoved() > 0 {
+        return "ags: warning: the commits this launch made were not read: planted git configuration is still in place; remove it, then review them with `git log --stat` before you push\n".into();
+    }
+    let path = std::env::var_os("PATH");
+    let uid = nix::unistd::getuid().as_raw();
+    let git = host_programs::resolve(GIT, how.pinned.as_deref(), path.as_deref(), &how.writable, uid)
+        .map_err(|e| e.to_string());
+    let git = git.as_ref().map(|g| g.path()).map_err(Clone::clone);
+    let found = git_commits::read(git, &q.moved_refs, &how.allowed).await;
+    commits_message(&found)
+}
+
+fn commits_message(found: &git_commits::Commits) -> String {
+    let mut out = String::new();
+    for t in found.touched.iter().take(20) {
+        let short = &t.commit[..t.commit.len().min(12)];
+        out.push_str(&format!(
+            "ags: warning: commit {short} of this launch changes {} in {}, which {} runs on its own; review it before you push or check it out (`git show {short} -- {}`)\n",
+            crate::text::escape_line(&t.path),
+            crate::text::escape_line(&t.git_dir),
+            t.tool,
+            shell_word(&crate::text::escape_line(&t.path)),
+        ));
+    }
+    if found.touched.len() > 20 {
+        out.push_str(&format!(
+            "ags: warning: and {} more such changes in the commits of this launch; review them with `git log --stat` before you push\n",
+            found.touched.len() - 20
+        ));
+    }
+    for u in &found.unread {
+        out.push_str(&format!(
+            "ags: warning: the commits this launch made were not read in full: {}; review them with `git log --stat` before you push\n",
+            crate::text::escape_line(u)
+        ));
+    }
+    out
 }
 
 /// The inventory being taken: a launch refused before its container starts does not wait for it.
@@ -98,6 +184,7 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         incomplete: scan.incomplete,
         hidden: scan.hidden,
         distrusted: before.distrusted().map(str::to_string),
+        moved_refs: scan.moved_refs,
     }
 }
 

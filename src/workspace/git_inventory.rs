@@ -35,6 +35,7 @@
 
 mod index;
 mod judge;
+mod refs;
 mod state;
 
 use std::collections::{BTreeSet, HashMap};
@@ -42,6 +43,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::git_config_keys::risky_keys;
 use crate::config::{git_config_text, git_guard};
+pub use refs::MovedRefs;
+use refs::Tips;
 use state::{Seen, State, gitfile_target, observe};
 
 /// At most this many directory entries are looked at; beyond, the check is incomplete.
@@ -71,6 +74,9 @@ pub struct Scan {
     pub incomplete: Vec<String>,
     /// Index entries the launch hid from `git status`, by index file.
     pub hidden: Vec<(PathBuf, Vec<String>)>,
+    /// Git dirs of the inventory whose refs gained object names (`workspace::git_commits`
+    /// reads the commits).
+    pub moved_refs: Vec<MovedRefs>,
 }
 
 /// The state of the walked trees before a launch ([`take`]).
@@ -80,6 +86,8 @@ pub struct Inventory {
     states: HashMap<(Seen, PathBuf), State>,
     /// The hidden entries of each index file (`index`).
     hidden: HashMap<PathBuf, BTreeSet<String>>,
+    /// The object names each git dir's refs hold (`refs`).
+    tips: HashMap<PathBuf, Tips>,
     /// Why this inventory is no baseline (another launch could write the trees while it was
     /// taken): every git dir is then judged in full.
     distrusted: Option<String>,
@@ -125,6 +133,7 @@ pub fn take(roots: &[PathBuf]) -> Inventory {
         roots: roots.to_vec(),
         states: walk.states,
         hidden: walk.hidden,
+        tips: walk.tips,
         distrusted: None,
     }
 }
@@ -136,6 +145,7 @@ pub fn check(before: &Inventory, skip: &[PathBuf]) -> Scan {
     let mut walk = Walk::new(&before.roots, skip, Some(&before.states));
     walk.full = before.distrusted.is_some();
     walk.hidden_before = Some(&before.hidden);
+    walk.tips_before = Some(&before.tips);
     for root in &before.roots {
         walk.dir(root, 0);
     }
@@ -155,6 +165,8 @@ struct Walk<'a> {
     states: HashMap<(Seen, PathBuf), State>,
     hidden: HashMap<PathBuf, BTreeSet<String>>,
     hidden_before: Option<&'a HashMap<PathBuf, BTreeSet<String>>>,
+    tips: HashMap<PathBuf, Tips>,
+    tips_before: Option<&'a HashMap<PathBuf, Tips>>,
     out: Scan,
 }
 
@@ -173,6 +185,8 @@ impl<'a> Walk<'a> {
             states: HashMap::new(),
             hidden: HashMap::new(),
             hidden_before: None,
+            tips: HashMap::new(),
+            tips_before: None,
             out: Scan::default(),
         }
     }
@@ -362,6 +376,7 @@ impl<'a> Walk<'a> {
         }
         self.shown_differently(dir);
         self.hidden_entries(&dir.join("index"));
+        self.refs(dir);
         for name in judge::IN_PROGRESS_DIRS {
             self.in_progress(&dir.join(name));
         }

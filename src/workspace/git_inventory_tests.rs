@@ -6,6 +6,7 @@ fn nothing(roots: &[PathBuf]) -> Inventory {
         roots: roots.to_vec(),
         states: HashMap::new(),
         hidden: HashMap::new(),
+        tips: HashMap::new(),
         distrusted: None,
     }
 }

@@ -29,7 +29,10 @@
 //! - `git_inventory`: the git dirs, `.git` files and the config and hooks git runs, recorded
 //!   before a launch and compared after it, so that what the agent planted or moved into place
 //!   is found by state, never by timestamps.
+//! - `git_commits`: the commits a launch made (the refs that moved, from `git_inventory`), read
+//!   with the host's git for protected files that never reached the disk or the index.
 
+pub mod git_commits;
 pub mod git_inventory;
 pub mod git_layout;
 pub mod host_programs;
