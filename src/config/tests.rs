@@ -393,6 +393,7 @@ fn everyday_settings_resolve_with_defaults_and_syntax_checks() {
         ("[sandbox]\ncpus = \"1.23456\"\n", "sandbox.cpus"),
         ("[sandbox]\ntmpfs_size = \"10k\"\n", "sandbox.tmpfs_size"),
         ("[ssh]\npath = \"ssh\"\n", "ssh.path"),
+        ("[git]\npath = \"git\"\n", "git.path"),
     ] {
         write(&global, toml);
         let err = load_with(e.paths.clone(), &opts(&e.project)).unwrap_err();
