@@ -98,7 +98,8 @@ fn existing_protected_files_are_read_only_and_created_ones_moved_aside() {
 }
 
 /// The session-9 attack's additions: files other agents, editors and git-hook managers run on
-/// their own (the earlier table missed them, and they stayed in place).
+/// their own (the earlier table missed them, and they stayed in place); session 12's: npm's
+/// `node-options`, pnpm's install hook, GitLab CI includes.
 #[test]
 fn other_tools_files_created_by_the_agent_are_moved_aside() {
     each_mode(|env| {
@@ -110,6 +111,10 @@ fn other_tools_files_created_by_the_agent_are_moved_aside() {
             "mise.toml",
             ".aider.conf.yml",
             ".zed/tasks.json",
+            // Session 12: package managers' and more CI services' files.
+            ".npmrc",
+            ".pnpmfile.cjs",
+            ".gitlab/ci/x.yml",
         ];
         let script = planted
             .iter()
@@ -130,6 +135,8 @@ fn other_tools_files_created_by_the_agent_are_moved_aside() {
             ".kiro.ags-quarantine",
             "lefthook.yml.ags-quarantine",
             ".zed.ags-quarantine",
+            ".npmrc.ags-quarantine",
+            ".gitlab.ags-quarantine",
         ] {
             assert!(work.join(aside).exists(), "{}: no {aside}: {err}", env.mode());
         }

@@ -506,6 +506,96 @@ pub const PROTECTED: &[Entry] = &[
         "Yarn",
         "yarnPath: the JavaScript file run as yarn at every yarn command there",
     ),
+    e(
+        ".npmrc",
+        Kind::File,
+        "npm",
+        "node-options, script-shell and git: programs npm starts at every npm command there",
+    ),
+    e(
+        ".yarnrc",
+        Kind::File,
+        "Yarn 1",
+        "yarn-path: the JavaScript file run as yarn at every yarn command there",
+    ),
+    e(
+        ".pnpmfile.cjs",
+        Kind::File,
+        "pnpm",
+        "run at every pnpm install there",
+    ),
+    e(
+        "bunfig.toml",
+        Kind::File,
+        "Bun",
+        "preload: scripts run before every bun run and bun test there",
+    ),
+    e(
+        ".gitlab",
+        Kind::Dir,
+        "GitLab CI",
+        "CI files .gitlab-ci.yml includes, run with the project's CI variables when you push",
+    ),
+    e(
+        ".forgejo",
+        Kind::Dir,
+        "Forgejo Actions",
+        "workflows run with the repository's secrets when you push",
+    ),
+    e(
+        ".gitea",
+        Kind::Dir,
+        "Gitea Actions",
+        "workflows run with the repository's secrets when you push",
+    ),
+    e(
+        ".buildkite",
+        Kind::Dir,
+        "Buildkite",
+        "pipelines run with the pipeline's secrets when you push",
+    ),
+    e(
+        ".woodpecker",
+        Kind::Dir,
+        "Woodpecker CI",
+        "pipelines run with the repository's secrets when you push",
+    ),
+    e(
+        ".woodpecker.yml",
+        Kind::File,
+        "Woodpecker CI",
+        "same as .woodpecker/",
+    ),
+    e(
+        "Jenkinsfile",
+        Kind::File,
+        "Jenkins",
+        "the pipeline run with its credentials when you push",
+    ),
+    e(
+        ".travis.yml",
+        Kind::File,
+        "Travis CI",
+        "runs with the repository's secrets when you push",
+    ),
+    e(
+        "azure-pipelines.yml",
+        Kind::File,
+        "Azure Pipelines",
+        "runs with the pipeline's secrets when you push",
+    ),
+    e(
+        "bitbucket-pipelines.yml",
+        Kind::File,
+        "Bitbucket Pipelines",
+        "runs with the repository's variables when you push",
+    ),
+    e(
+        ".drone.yml",
+        Kind::File,
+        "Drone",
+        "runs with the repository's secrets when you push",
+    ),
 ];
 
 /// How a listed path is treated in this launch.
