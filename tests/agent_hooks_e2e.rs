@@ -127,6 +127,17 @@ fn agents(env: &TestEnv, ep: &Endpoint) -> Vec<Agent> {
         "models": [{"id": "m"}],
     }}});
     env.write_file(pi_dir.join("models.json"), models.to_string(), 0o644);
+    // opencode's provider: its project config (read-only to the agent: a protected path).
+    let opencode = serde_json::json!({
+        "provider": {"scripted": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "scripted",
+            "options": {"baseURL": format!("{base}/v1"), "apiKey": "test"},
+            "models": {"m": {"name": "m"}},
+        }},
+        "model": "scripted/m",
+    });
+    env.write_file(env.work_dir().join("opencode.json"), opencode.to_string(), 0o644);
     vec![
         Agent {
             name: "claude",
@@ -165,6 +176,19 @@ fn agents(env: &TestEnv, ep: &Endpoint) -> Vec<Agent> {
             name: "pi",
             env: vec![format!("PI_CODING_AGENT_DIR={}", pi_dir.display())],
             args: owned(&["-p", "--provider", "scripted", "--model", "m", "run the command"]),
+        },
+        Agent {
+            name: "opencode",
+            env: vec!["OPENCODE_DISABLE_MODELS_FETCH=1".into()],
+            args: owned(&["run", "run the command"]),
+        },
+        Agent {
+            name: "gemini",
+            env: vec![
+                format!("GOOGLE_GEMINI_BASE_URL={base}"),
+                "GEMINI_API_KEY=test".into(),
+            ],
+            args: owned(&["-p", "run the command", "--yolo"]),
         },
     ]
 }
@@ -215,9 +239,34 @@ fn handler<'a>(entries: &'a [Value], name: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// gemini takes its auth method and folder trust from its user settings, in its state volume
+/// (`~/.gemini`): written there as a user who chose them once would have them.
+fn seed_gemini(env: &TestEnv) {
+    let label = env.label();
+    let version = ["--tty=false", "--image", AGENT_IMAGE, "--label", &label];
+    let out = env.run(version.into_iter().chain(["--agent", "gemini", "--", "--version"]));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let workdir = env.work_dir().display().to_string();
+    let volume = common::api::volumes_with_label(env.mode(), &format!("io.ags.state-workdir={workdir}"))
+        .into_iter()
+        .find(|v| v.contains("gemini"))
+        .expect("gemini's state volume");
+    let settings = r#"{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}}"#;
+    let spec = serde_json::json!({
+        "image": env.image(),
+        "command": ["sh", "-c", "printf '%s' \"$S\" > /v/settings.json && chmod 644 /v/settings.json"],
+        "env": {"S": settings},
+        "volumes": [{"Name": volume, "Dest": "/v"}],
+    });
+    assert_eq!(common::api::run_to_end(env.mode(), &spec).0, 0);
+}
+
 /// Run `agent` once with the endpoint's tool command and return its new log entries.
 fn session(env: &TestEnv, agent: &Agent, ep: &Endpoint) -> (Output, Vec<Value>) {
     env.write_global_config(&config(ep));
+    if agent.name == "gemini" {
+        seed_gemini(env);
+    }
     let before = log(env).len();
     let out = launch(env, agent);
     let entries = log(env).split_off(before);
@@ -346,6 +395,16 @@ fn codex_hooks_are_recorded_a_denied_command_is_blocked_and_broken_handlers_do_n
 #[test]
 fn pi_hooks_are_recorded_a_denied_command_is_blocked_and_broken_handlers_do_not_stop_it() {
     run_for("pi");
+}
+
+#[test]
+fn opencode_hooks_are_recorded_a_denied_command_is_blocked_and_broken_handlers_do_not_stop_it() {
+    run_for("opencode");
+}
+
+#[test]
+fn gemini_hooks_are_recorded_a_denied_command_is_blocked_and_broken_handlers_do_not_stop_it() {
+    run_for("gemini");
 }
 
 /// Issue 23 item 1: an extension in pi's agent directory (the agent's state, writable by the
