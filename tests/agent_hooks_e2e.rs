@@ -1,5 +1,5 @@
 //! Agent hooks end to end with the REAL agent CLIs of the agent image (issue #14, "Done when"):
-//! claude, codex and pi, each headless against the scripted model endpoint
+//! claude, codex, pi, opencode and gemini, each headless against the scripted model endpoint
 //! (`tests/support/model_endpoint.py`), which makes the agent call its shell tool once. Nothing
 //! leaves this machine: allowlist mode with only the endpoint listed (`agent_hosts = false`).
 //!
