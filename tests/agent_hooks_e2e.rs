@@ -244,14 +244,19 @@ fn handler<'a>(entries: &'a [Value], name: &str) -> Vec<&'a Value> {
 fn seed_gemini(env: &TestEnv) {
     let label = env.label();
     let version = ["--tty=false", "--image", AGENT_IMAGE, "--label", &label];
-    let out = env.run(version.into_iter().chain(["--agent", "gemini", "--", "--version"]));
+    let out = env.run(
+        version
+            .into_iter()
+            .chain(["--agent", "gemini", "--", "--version"]),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let workdir = env.work_dir().display().to_string();
     let volume = common::api::volumes_with_label(env.mode(), &format!("io.ags.state-workdir={workdir}"))
         .into_iter()
         .find(|v| v.contains("gemini"))
         .expect("gemini's state volume");
-    let settings = r#"{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}}"#;
+    let settings =
+        r#"{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}}"#;
     let spec = serde_json::json!({
         "image": env.image(),
         "command": ["sh", "-c", "printf '%s' \"$S\" > /v/settings.json && chmod 644 /v/settings.json"],

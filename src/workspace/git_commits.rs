@@ -13,7 +13,8 @@
 //! program of the repository's. It runs only after the git check has moved aside every piece
 //! that would (`launch::git_quarantine`; never when one is left in place), from outside every
 //! agent-writable directory (`host_programs`), with no system or global config, no replace
-//! refs, no lazy fetch, `core.fsmonitor` off and `protocol.allow=never`, through the one
+//! refs, no grafts, no commit-graph or multi-pack index, no lazy fetch, `core.fsmonitor` off
+//! and `protocol.allow=never`, through the one
 //! supervisor (`crate::process`) with a timeout and capped output. Decision 0006.
 
 use std::collections::BTreeSet;
@@ -173,6 +174,12 @@ async fn run_git(
         "protocol.allow=never".into(),
         "-c".into(),
         "safe.directory=*".into(),
+        // The commits themselves, not what a cache or a graft says about them (session-12
+        // attack F2: a forged commit-graph made a new commit look old).
+        "-c".into(),
+        "core.commitGraph=false".into(),
+        "-c".into(),
+        "core.multiPackIndex=false".into(),
         {
             let mut a = OsString::from("--git-dir=");
             a.push(git_dir);
@@ -184,6 +191,7 @@ async fn run_git(
         ("GIT_CONFIG_NOSYSTEM", "1"),
         ("GIT_CONFIG_GLOBAL", "/dev/null"),
         ("GIT_NO_REPLACE_OBJECTS", "1"),
+        ("GIT_GRAFT_FILE", "/dev/null"),
         ("GIT_NO_LAZY_FETCH", "1"),
         ("GIT_TERMINAL_PROMPT", "0"),
         ("GIT_OPTIONAL_LOCKS", "0"),

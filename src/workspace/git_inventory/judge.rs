@@ -68,6 +68,20 @@ impl Walk<'_> {
                 "a replace ref: git shows and commits another object in place of {name}"
             ))
         });
+        // Caches git trusts over the objects they index (session-12 attack F2: a commit-graph
+        // giving an old commit a new parent hid the launch's commits from `git log` and from
+        // the commit reader). Git rebuilds them; without one it reads the objects.
+        for rel in CACHES {
+            let path = dir.join(rel);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if self.changed(Seen::Piece, &path, observe(&path, &meta).0) {
+                let what =
+                    format!("a cache git trusts over the objects it indexes ({rel}), rebuilt by `git gc`");
+                self.report(path, what);
+            }
+        }
     }
 
     /// The entries of the index file `path` that the launch hid from `git status`
@@ -145,6 +159,15 @@ impl Walk<'_> {
 }
 
 /// The files of a git dir that change what git shows without running anything.
+/// Object-store caches a launch may not leave changed: commit-graphs (parents, generations),
+/// multi-pack indexes (where each object is).
+const CACHES: &[&str] = &[
+    "objects/info/commit-graph",
+    "objects/info/commit-graphs",
+    "objects/pack/multi-pack-index",
+    "objects/pack/multi-pack-index.d",
+];
+
 const HIDING_FILES: &[&str] = &[
     "info/exclude",
     "info/attributes",

@@ -1,0 +1,123 @@
+//! Issue 22, the session-12 attack: the agent forges what git trusts without reading the
+//! objects or the worktree — caches in the object store and in the index — so that a protected
+//! file reaches what the user commits or pushes unnamed, or a change hides from `git status`.
+//! Performed with the git image (git and perl, as an attacker would use them), rootful and
+//! rootless, with the attacker's own forging scripts (`tests/support/forge/`):
+//! - F2: a commit-graph that gives an old commit the launch's new commit as a second parent:
+//!   `git log` and the commit reader took the new commit for an old one, `git push` sent it.
+//!
+//! Each went unnamed before its fix.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::launch::{assert_clean, stderr, stdout};
+use common::{CLEAN_PATH, TestEnv, each_mode, run_command, show, tool};
+
+const IMAGE: &str = "localhost/ags-git:latest";
+
+fn git_ok(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
+    let d = dir.display().to_string();
+    let mut all = vec!["-C", &d, "-c", "user.name=Test", "-c", "user.email=t@example.com"];
+    all.extend_from_slice(args);
+    let mut cmd = env.command(tool("git"), all);
+    cmd.env("PATH", CLEAN_PATH);
+    let out = run_command(cmd, None, common::RUN_TIMEOUT);
+    assert!(out.status.success(), "git {args:?}: {}", show(&out));
+    stdout(&out).trim().to_string()
+}
+
+/// Whether this mode's service has the git image (a missing one fails under `scripts/test`).
+fn has_image(env: &TestEnv) -> bool {
+    if common::api::image_exists(&env.mode().socket(), IMAGE).unwrap_or(false) {
+        return true;
+    }
+    assert!(
+        std::env::var_os("AGS_TEST_GIT_IMAGE").is_none(),
+        "{IMAGE} is missing"
+    );
+    eprintln!("SKIP {}: no {IMAGE}", env.mode());
+    false
+}
+
+/// A repository in the workdir with one commit (`README`) and the forging `scripts` copied in.
+fn repository(env: &TestEnv, scripts: &[&str]) -> std::path::PathBuf {
+    let work = env.work_dir().canonicalize().unwrap();
+    env.write_file("work/README", "hello\n", 0o644);
+    git_ok(env, &work, &["init", "-q", "-b", "main"]);
+    git_ok(env, &work, &["add", "README"]);
+    git_ok(env, &work, &["commit", "-q", "-m", "one"]);
+    for s in scripts {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/support/forge")
+            .join(s);
+        env.write_file(format!("work/{s}"), std::fs::read(from).unwrap(), 0o644);
+    }
+    work
+}
+
+/// Run `script` as the agent in the git image; it must print PLANTED and exit 0.
+fn agent(env: &TestEnv, script: &str) -> Output {
+    let script = format!(
+        "git config --global --add safe.directory '*' && git config --global user.name a && git config --global user.email a@x\nset -e\n{script}\necho PLANTED"
+    );
+    let label = env.label();
+    let out = env.run([
+        "--tty=false",
+        "--image",
+        IMAGE,
+        "--label",
+        &label,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    out
+}
+
+/// F2: a commit adding a workflow (never on disk: staged with `--cacheinfo`, hidden with
+/// `skip-worktree`), then a commit-graph in which the local branch `dev`, older than the
+/// launch, has that commit as its second parent. The commit is named, and the graph moved aside.
+#[test]
+fn a_forged_commit_graph_does_not_hide_the_launchs_commits() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &["cglie.pl"]);
+        git_ok(env, &work, &["branch", "dev"]);
+        git_ok(env, &work, &["checkout", "-q", "dev"]);
+        env.write_file("work/dev.txt", "d\n", 0o644);
+        git_ok(env, &work, &["add", "dev.txt"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "dev"]);
+        git_ok(env, &work, &["checkout", "-q", "main"]);
+        let out = agent(
+            env,
+            r#"echo change >> README && git add README
+b=$(printf 'on: push\n' | git hash-object -w --stdin)
+git update-index --add --cacheinfo "100644,$b,.github/workflows/evil.yml"
+git commit -qm 'tidy README' && git update-index --skip-worktree .github/workflows/evil.yml
+git commit-graph write --reachable && perl cglie.pl $(git rev-parse dev) $(git rev-parse HEAD) && rm cglie.pl"#,
+        );
+        let err = stderr(&out);
+        let head = git_ok(env, &work, &["rev-parse", "--short=12", "HEAD"]);
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&format!("commit {head} ")) && l.contains(".github/workflows/evil.yml")),
+            "{}: the commit is not named: {err}",
+            env.mode()
+        );
+        assert!(
+            work.join(".git/objects/info/commit-graph.ags-quarantine")
+                .exists(),
+            "{}: {err}",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
