@@ -121,3 +121,87 @@ git commit-graph write --reachable && perl cglie.pl $(git rev-parse dev) $(git r
         assert_clean(env);
     });
 }
+
+/// F1: the index's cache-tree node of `.github` forged to a tree with a workflow nobody staged;
+/// `git status` and `git diff --cached` showed nothing, and the user's next `git commit -a`
+/// took the forged subtree. The cache-tree is dropped after the launch: the commit holds only
+/// what the entries say.
+#[test]
+fn a_forged_cache_tree_does_not_reach_the_users_next_commit() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &["cachetree.pl"]);
+        env.write_file("work/.github/workflows/ci.yml", "on: push\n", 0o644);
+        git_ok(env, &work, &["add", ".github"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "ci"]);
+        agent(
+            env,
+            r#"b=$(printf 'on: push\njobs: {x: {runs-on: a, steps: [{run: evil}]}}\n' | git hash-object -w --stdin)
+w=$( (git ls-tree HEAD:.github/workflows; printf "100644 blob $b\tevil.yml\n") | git mktree)
+g=$(printf "040000 tree $w\tworkflows\n" | git mktree)
+git reset -q && perl cachetree.pl .git/index .github $g && rm cachetree.pl && echo work >> README"#,
+        );
+        git_ok(env, &work, &["commit", "-q", "-a", "-m", "the user's commit"]);
+        let files = git_ok(env, &work, &["ls-tree", "-r", "--name-only", "HEAD"]);
+        assert!(
+            !files.contains("evil.yml"),
+            "{}: the forged subtree was committed: {files}",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// F4: a changed `Makefile` recorded with its old object name and its new stat data (a clean
+/// filter given on the command line: no config or attributes left behind): `git status` said
+/// nothing and `make` ran the change. The stat data of every entry the launch touched is
+/// cleared after it: git reads the file and shows the change.
+#[test]
+fn a_stat_matching_index_entry_does_not_hide_a_change() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &[]);
+        env.write_file("work/Makefile", "all:\n\techo build\n", 0o644);
+        git_ok(env, &work, &["add", "Makefile"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "make"]);
+        agent(
+            env,
+            r#"printf 'all:\n\ttouch pwned\n' > Makefile && touch -d 2020-01-01 Makefile
+git show HEAD:Makefile > /tmp/old && printf '* filter=hide\n' > /tmp/attrs
+git -c core.attributesFile=/tmp/attrs -c filter.hide.clean='cat /tmp/old' add Makefile
+test -z "$(git status --porcelain)""#,
+        );
+        let status = git_ok(env, &work, &["status", "--porcelain"]);
+        assert_eq!(status, "M Makefile", "{}", env.mode());
+        assert_clean(env);
+    });
+}
+
+/// F3: the index split (`link` extension: its entries and their `skip-worktree` bit in a
+/// `sharedindex` file), hiding a changed `Makefile` from `git status` and from the index check.
+/// A split index the launch made goes aside whole, named.
+#[test]
+fn a_split_index_made_by_the_launch_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &["splitidx.pl"]);
+        env.write_file("work/Makefile", "all:\n\techo build\n", 0o644);
+        git_ok(env, &work, &["add", "Makefile"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "make"]);
+        let out = agent(
+            env,
+            r#"printf 'all:\n\ttouch pwned\n' > Makefile && git update-index --skip-worktree Makefile
+perl splitidx.pl && rm splitidx.pl && test -z "$(git status --porcelain)""#,
+        );
+        let err = stderr(&out);
+        assert!(err.contains("a split index"), "{}: {err}", env.mode());
+        assert!(work.join(".git/index.ags-quarantine").exists(), "{err}");
+        assert_clean(env);
+    });
+}

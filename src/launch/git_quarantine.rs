@@ -36,6 +36,9 @@ pub struct Quarantine {
     pub distrusted: Option<String>,
     /// The git dirs whose refs gained object names: their commits are read by [`commits`].
     pub moved_refs: Vec<git_inventory::MovedRefs>,
+    /// Indexes the launch changed that could not be written back without the caches git
+    /// trusts blindly, and why.
+    pub unrewritten: Vec<(PathBuf, String)>,
 }
 
 /// What reading the commits of a launch needs: where `git` may come from.
@@ -178,9 +181,21 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         let to = within.map_or_else(|| move_aside(roots, &f.path), Ok);
         moved.push((f, to));
     }
+    // Not in what went aside whole (a git dir judged in full).
+    let rewritten = scan
+        .index_rewrites
+        .iter()
+        .filter(|r| {
+            !moved
+                .iter()
+                .any(|(f, to)| to.is_ok() && r.path.starts_with(&f.path))
+        })
+        .filter_map(|r| rewrite_index(roots, r).err().map(|e| (r.path.clone(), e)))
+        .collect();
     Quarantine {
         restored,
         moved,
+        unrewritten: rewritten,
         incomplete: scan.incomplete,
         hidden: scan.hidden,
         distrusted: before.distrusted().map(str::to_string),
@@ -238,6 +253,13 @@ impl Quarantine {
                 shown.join(", ")
             ));
         }
+        for (index, why) in &self.unrewritten {
+            out.push_str(&format!(
+                "ags: warning: the index {} changed in the launch and could not be rechecked ({}): `git status` and `git commit` may trust what the launch wrote there; run `git update-index --really-refresh` and review `git diff HEAD` before you commit\n",
+                crate::text::escape_line(&index.display().to_string()),
+                crate::text::escape_line(why)
+            ));
+        }
         for i in &self.incomplete {
             out.push_str(&format!(
                 "ags: warning: the check for planted git configuration is incomplete: {}\n",
@@ -246,6 +268,21 @@ impl Quarantine {
         }
         out
     }
+}
+
+/// Write an index back without what git trusts blindly (`workspace::quarantine`), from the
+/// inventory root that holds it (none: from `/`, no symbolic link on the way).
+fn rewrite_index(roots: &[PathBuf], r: &git_inventory::IndexRewrite) -> Result<(), String> {
+    let root = roots
+        .iter()
+        .filter(|root| r.path.starts_with(root))
+        .max_by_key(|root| root.as_os_str().len())
+        .map_or(Path::new("/"), PathBuf::as_path);
+    let rel = r
+        .path
+        .strip_prefix(root)
+        .map_err(|_| "not an absolute path".to_string())?;
+    crate::workspace::quarantine::replace_index(root, rel, r.read, &r.bytes).map_err(|e| e.to_string())
 }
 
 /// Move `path` aside (`workspace::quarantine`), walking from the inventory root that holds it

@@ -34,15 +34,18 @@
 //! reading.
 
 mod index;
+mod index_recheck;
 mod judge;
 mod refs;
 mod state;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::git_config_keys::risky_keys;
 use crate::config::{git_config_text, git_guard};
+pub use index_recheck::IndexRewrite;
+use index_recheck::IndexState;
 pub use refs::MovedRefs;
 use refs::Tips;
 use state::{Seen, State, gitfile_target, observe};
@@ -74,6 +77,8 @@ pub struct Scan {
     pub incomplete: Vec<String>,
     /// Index entries the launch hid from `git status`, by index file.
     pub hidden: Vec<(PathBuf, Vec<String>)>,
+    /// Indexes the launch changed, to be written back without what git trusts blindly.
+    pub index_rewrites: Vec<IndexRewrite>,
     /// Git dirs of the inventory whose refs gained object names (`workspace::git_commits`
     /// reads the commits).
     pub moved_refs: Vec<MovedRefs>,
@@ -84,8 +89,8 @@ pub struct Scan {
 pub struct Inventory {
     roots: Vec<PathBuf>,
     states: HashMap<(Seen, PathBuf), State>,
-    /// The hidden entries of each index file (`index`).
-    hidden: HashMap<PathBuf, BTreeSet<String>>,
+    /// What each index file held (`index_recheck`).
+    indexes: HashMap<PathBuf, IndexState>,
     /// The object names each git dir's refs hold (`refs`).
     tips: HashMap<PathBuf, Tips>,
     /// Why this inventory is no baseline (another launch could write the trees while it was
@@ -132,7 +137,7 @@ pub fn take(roots: &[PathBuf]) -> Inventory {
     Inventory {
         roots: roots.to_vec(),
         states: walk.states,
-        hidden: walk.hidden,
+        indexes: walk.indexes,
         tips: walk.tips,
         distrusted: None,
     }
@@ -144,7 +149,7 @@ pub fn take(roots: &[PathBuf]) -> Inventory {
 pub fn check(before: &Inventory, skip: &[PathBuf]) -> Scan {
     let mut walk = Walk::new(&before.roots, skip, Some(&before.states));
     walk.full = before.distrusted.is_some();
-    walk.hidden_before = Some(&before.hidden);
+    walk.indexes_before = Some(&before.indexes);
     walk.tips_before = Some(&before.tips);
     for root in &before.roots {
         walk.dir(root, 0);
@@ -163,8 +168,8 @@ struct Walk<'a> {
     full: bool,
     entries: usize,
     states: HashMap<(Seen, PathBuf), State>,
-    hidden: HashMap<PathBuf, BTreeSet<String>>,
-    hidden_before: Option<&'a HashMap<PathBuf, BTreeSet<String>>>,
+    indexes: HashMap<PathBuf, IndexState>,
+    indexes_before: Option<&'a HashMap<PathBuf, IndexState>>,
     tips: HashMap<PathBuf, Tips>,
     tips_before: Option<&'a HashMap<PathBuf, Tips>>,
     out: Scan,
@@ -183,8 +188,8 @@ impl<'a> Walk<'a> {
             full: false,
             entries: 0,
             states: HashMap::new(),
-            hidden: HashMap::new(),
-            hidden_before: None,
+            indexes: HashMap::new(),
+            indexes_before: None,
             tips: HashMap::new(),
             tips_before: None,
             out: Scan::default(),
@@ -375,7 +380,7 @@ impl<'a> Walk<'a> {
             });
         }
         self.shown_differently(dir);
-        self.hidden_entries(&dir.join("index"));
+        self.index(&dir.join("index"));
         self.refs(dir);
         for name in judge::IN_PROGRESS_DIRS {
             self.in_progress(&dir.join(name));

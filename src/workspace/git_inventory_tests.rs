@@ -5,7 +5,7 @@ fn nothing(roots: &[PathBuf]) -> Inventory {
     Inventory {
         roots: roots.to_vec(),
         states: HashMap::new(),
-        hidden: HashMap::new(),
+        indexes: HashMap::new(),
         tips: HashMap::new(),
         distrusted: None,
     }

@@ -56,7 +56,19 @@ pub fn move_aside(root: &Path, rel: &Path) -> Result<PathBuf, NotMoved> {
             "a root of the launch is never moved; look into it yourself",
         ));
     };
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let (dir, parent) = open_dir(root, way, OFlags::PATH)?;
+    let new = match rename_free(&dir, name) {
+        Err(Errno::ACCESS | Errno::PERM) => with_write_permission(&dir, || rename_free(&dir, name)),
+        other => other,
+    }
+    .map_err(|e| not_moved(format!("renaming it in {}: {e}", parent.display())))?;
+    Ok(parent.join(new))
+}
+
+/// Open `root/way…` one component at a time, never through a symbolic link (`extra`: `PATH`
+/// for a handle only); the descriptor and the path.
+fn open_dir(root: &Path, way: &[&OsStr], extra: OFlags) -> Result<(OwnedFd, PathBuf), NotMoved> {
+    let flags = extra | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let mut dir =
         rfs::open(root, flags, Mode::empty()).map_err(|e| not_moved(format!("{}: {e}", root.display())))?;
     let mut parent = root.to_path_buf();
@@ -69,12 +81,42 @@ pub fn move_aside(root: &Path, rel: &Path) -> Result<PathBuf, NotMoved> {
         })?;
         parent.push(part);
     }
-    let new = match rename_free(&dir, name) {
-        Err(Errno::ACCESS | Errno::PERM) => with_write_permission(&dir, || rename_free(&dir, name)),
-        other => other,
+    Ok((dir, parent))
+}
+
+/// Replace the git index `root/rel` by `bytes`, as git does (`index.lock` created exclusively,
+/// written, renamed over it), only while it still holds what was checked (SHA-256 `read`):
+/// a `git` of yours that wrote it since, or holds the lock, wins.
+pub fn replace_index(root: &Path, rel: &Path, read: [u8; 32], bytes: &[u8]) -> Result<(), NotMoved> {
+    use sha2::Digest;
+    let parts: Vec<&OsStr> = rel.iter().collect();
+    let Some((name, way)) = parts.split_last() else {
+        return Err(not_moved("not an index"));
+    };
+    let (dir, parent) = open_dir(root, way, OFlags::empty())?;
+    let fail = |what: &str, e: Errno| not_moved(format!("{what} in {}: {e}", parent.display()));
+    let rd = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let current = rfs::openat(&dir, *name, rd, Mode::empty()).map_err(|e| fail("opening it", e))?;
+    let st = rfs::fstat(&current).map_err(|e| fail("reading it", e))?;
+    let mut now = Vec::new();
+    std::io::Read::read_to_end(&mut std::fs::File::from(current), &mut now)
+        .map_err(|e| not_moved(format!("reading it: {e}")))?;
+    if <[u8; 32]>::from(sha2::Sha256::digest(&now)) != read {
+        return Err(not_moved("it changed since it was checked (git ran there?)"));
     }
-    .map_err(|e| not_moved(format!("renaming it in {}: {e}", parent.display())))?;
-    Ok(parent.join(new))
+    let lock = std::ffi::OsString::from("index.lock");
+    let wr = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rfs::openat(&dir, &lock, wr, Mode::from_raw_mode(st.st_mode & 0o666))
+        .map_err(|e| fail("creating index.lock (git running there?)", e))?;
+    let mut file = std::fs::File::from(fd);
+    let written = std::io::Write::write_all(&mut file, bytes).and_then(|()| file.sync_all());
+    let done = written
+        .map_err(|e| not_moved(format!("writing index.lock: {e}")))
+        .and_then(|()| rfs::renameat(&dir, &lock, &dir, *name).map_err(|e| fail("renaming index.lock", e)));
+    if done.is_err() {
+        let _ = rfs::unlinkat(&dir, &lock, rfs::AtFlags::empty());
+    }
+    done
 }
 
 /// Give back read and search permission on each of `roots` (the workdir, read-write

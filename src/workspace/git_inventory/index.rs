@@ -11,53 +11,112 @@ use std::collections::BTreeSet;
 
 /// Index entries hidden from `git status`, as `"PATH (BIT)"`.
 pub fn hidden(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
-    // The object name's length is not in the header: SHA-1 first, then SHA-256.
-    parse(bytes, 20).or_else(|e| parse(bytes, 32).map_err(|_| e))
-}
-
-fn parse(bytes: &[u8], hash: usize) -> Result<BTreeSet<String>, String> {
-    let mut r = Reader { bytes, at: 0 };
-    if r.take(4)? != b"DIRC" {
-        return Err("not a git index".into());
+    let index = Parsed::new(bytes)?;
+    if index.extension(b"link").is_some() {
+        // Its entries and their bits are in `sharedindex.*` (session-12 attack F3).
+        return Err("a split index (its entries are in a sharedindex file ags does not read)".into());
     }
-    let version = r.u32()?;
-    if !(2..=4).contains(&version) {
-        return Err(format!("index version {version}"));
-    }
-    let count = r.u32()?;
     let mut out = BTreeSet::new();
-    let mut previous: Vec<u8> = Vec::new();
-    for _ in 0..count {
-        let start = r.at;
-        r.take(40 + hash)?; // times, dev, ino, mode, uid, gid, size, object name
-        let flags = r.u16()?;
-        let extended = if flags & 0x4000 != 0 { r.u16()? } else { 0 };
-        let path = if version == 4 {
-            let strip = r.varint()?;
-            let keep = previous
-                .len()
-                .checked_sub(strip)
-                .ok_or("a path prefix longer than the previous path")?;
-            let mut path = previous[..keep].to_vec();
-            path.extend_from_slice(r.until_nul()?);
-            path
-        } else {
-            let path = r.until_nul()?.to_vec();
-            // Padded with 1 to 8 NULs to a multiple of 8 bytes (the first NUL already read).
-            let len = r.at - start;
-            r.take((8 - len % 8) % 8)?;
-            path
-        };
-        let name = String::from_utf8_lossy(&path).into_owned();
-        if extended & 0x4000 != 0 {
+    for e in &index.entries {
+        let name = String::from_utf8_lossy(&e.path);
+        if e.extended & 0x4000 != 0 {
             out.insert(format!("{name} (skip-worktree)"));
         }
-        if flags & 0x8000 != 0 {
+        if e.flags & 0x8000 != 0 {
             out.insert(format!("{name} (assume-unchanged)"));
         }
-        previous = path;
     }
     Ok(out)
+}
+
+/// One entry's place and what it says.
+pub(super) struct Entry {
+    /// Offset of its first byte (its stat data).
+    pub start: usize,
+    pub path: Vec<u8>,
+    pub flags: u16,
+    pub extended: u16,
+}
+
+/// A whole index file, checked to its trailing checksum.
+pub(super) struct Parsed<'a> {
+    pub bytes: &'a [u8],
+    /// The object name length (20: SHA-1, 32: SHA-256).
+    pub hash: usize,
+    pub entries: Vec<Entry>,
+    /// Each extension: its signature and the range of its header and data.
+    pub extensions: Vec<([u8; 4], std::ops::Range<usize>)>,
+}
+
+impl<'a> Parsed<'a> {
+    /// The object name's length is not in the header: SHA-1 first, then SHA-256.
+    pub fn new(bytes: &'a [u8]) -> Result<Self, String> {
+        Self::with_hash(bytes, 20).or_else(|e| Self::with_hash(bytes, 32).map_err(|_| e))
+    }
+
+    pub fn extension(&self, sig: &[u8; 4]) -> Option<&std::ops::Range<usize>> {
+        self.extensions.iter().find(|(s, _)| s == sig).map(|(_, r)| r)
+    }
+
+    fn with_hash(bytes: &'a [u8], hash: usize) -> Result<Self, String> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(4)? != b"DIRC" {
+            return Err("not a git index".into());
+        }
+        let version = r.u32()?;
+        if !(2..=4).contains(&version) {
+            return Err(format!("index version {version}"));
+        }
+        let count = r.u32()?;
+        let mut entries = Vec::new();
+        let mut previous: Vec<u8> = Vec::new();
+        for _ in 0..count {
+            let start = r.at;
+            r.take(40 + hash)?; // times, dev, ino, mode, uid, gid, size, object name
+            let flags = r.u16()?;
+            let extended = if flags & 0x4000 != 0 { r.u16()? } else { 0 };
+            let path = if version == 4 {
+                let strip = r.varint()?;
+                let keep = previous
+                    .len()
+                    .checked_sub(strip)
+                    .ok_or("a path prefix longer than the previous path")?;
+                let mut path = previous[..keep].to_vec();
+                path.extend_from_slice(r.until_nul()?);
+                path
+            } else {
+                let path = r.until_nul()?.to_vec();
+                // Padded with 1 to 8 NULs to a multiple of 8 bytes (the first NUL already read).
+                let len = r.at - start;
+                r.take((8 - len % 8) % 8)?;
+                path
+            };
+            previous.clone_from(&path);
+            entries.push(Entry {
+                start,
+                path,
+                flags,
+                extended,
+            });
+        }
+        let mut extensions = Vec::new();
+        while bytes.len().saturating_sub(r.at) > hash {
+            let start = r.at;
+            let sig = r.take(4)?;
+            let size = r.u32()? as usize;
+            r.take(size)?;
+            extensions.push(([sig[0], sig[1], sig[2], sig[3]], start..r.at));
+        }
+        if bytes.len() - r.at != hash {
+            return Err("the index does not end with its checksum".into());
+        }
+        Ok(Parsed {
+            bytes,
+            hash,
+            entries,
+            extensions,
+        })
+    }
 }
 
 struct Reader<'a> {

@@ -84,34 +84,6 @@ impl Walk<'_> {
         }
     }
 
-    /// The entries of the index file `path` that the launch hid from `git status`
-    /// (`skip-worktree`, `assume-unchanged`: [`super::index`]), compared with the inventory;
-    /// named, never moved (the index is your staging area).
-    pub(super) fn hidden_entries(&mut self, path: &Path) {
-        let Ok(bytes) = std::fs::read(path) else {
-            return;
-        };
-        let now = match super::index::hidden(&bytes) {
-            Ok(now) => now,
-            Err(e) => {
-                self.incomplete(format!("{}: {e}", path.display()));
-                return;
-            }
-        };
-        let Some(before) = self.hidden_before else {
-            self.hidden.insert(path.into(), now);
-            return;
-        };
-        let was = before.get(path);
-        let new: Vec<String> = now
-            .into_iter()
-            .filter(|e| self.full || !was.is_some_and(|w| w.contains(e)))
-            .collect();
-        if !new.is_empty() {
-            self.out.hidden.push((path.into(), new));
-        }
-    }
-
     /// The entries of the directory `dir` (`kind`: what it is, for the reports) that differ,
     /// each judged by `what` (`None`: harmless).
     pub(super) fn entries_in(&mut self, dir: &Path, kind: &str, what: impl Fn(&str) -> Option<String>) {
