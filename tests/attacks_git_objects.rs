@@ -205,3 +205,39 @@ perl splitidx.pl && rm splitidx.pl && test -z "$(git status --porcelain)""#,
         assert_clean(env);
     });
 }
+
+/// F5: the loose object of the branch `feature`'s tree rewritten in place with a tree that
+/// adds `.envrc` (no ref moves; git does not check the hash on checkout): the user's
+/// `git checkout feature` wrote it. The object file goes aside; the checkout fails instead.
+#[test]
+fn an_object_rewritten_in_place_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &[]);
+        git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
+        env.write_file("work/f.txt", "f\n", 0o644);
+        git_ok(env, &work, &["add", "f.txt"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "feature"]);
+        git_ok(env, &work, &["checkout", "-q", "main"]);
+        let out = agent(
+            env,
+            r#"t=$(git rev-parse 'feature^{tree}') && b=$(echo 'touch pwned' | git hash-object -w --stdin)
+new=$( (git ls-tree feature; printf "100644 blob $b\t.envrc\n") | git mktree)
+f=.git/objects/$(echo $t | cut -c1-2)/$(echo $t | cut -c3-) && nf=.git/objects/$(echo $new | cut -c1-2)/$(echo $new | cut -c3-)
+chmod u+w $f && cp $nf $f"#,
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("an object file changed in place"),
+            "{}: {err}",
+            env.mode()
+        );
+        let d = work.display().to_string();
+        let cmd = env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]);
+        let _ = run_command(cmd, None, common::RUN_TIMEOUT);
+        assert!(!work.join(".envrc").exists(), "{}: {err}", env.mode());
+        assert_clean(env);
+    });
+}

@@ -36,6 +36,7 @@
 mod index;
 mod index_recheck;
 mod judge;
+mod objects;
 mod refs;
 mod state;
 
@@ -43,7 +44,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::git_config_keys::risky_keys;
-use crate::config::{git_config_text, git_guard};
+use crate::config::git_config_text;
 pub use index_recheck::IndexRewrite;
 use index_recheck::IndexState;
 pub use refs::MovedRefs;
@@ -172,6 +173,8 @@ struct Walk<'a> {
     indexes_before: Option<&'a HashMap<PathBuf, IndexState>>,
     tips: HashMap<PathBuf, Tips>,
     tips_before: Option<&'a HashMap<PathBuf, Tips>>,
+    /// The `objects` directories of the git dirs seen (`objects`).
+    object_dirs: std::collections::HashSet<PathBuf>,
     out: Scan,
 }
 
@@ -192,6 +195,7 @@ impl<'a> Walk<'a> {
             indexes_before: None,
             tips: HashMap::new(),
             tips_before: None,
+            object_dirs: Default::default(),
             out: Scan::default(),
         }
     }
@@ -241,6 +245,7 @@ impl<'a> Walk<'a> {
         };
         let mut subdirs = Vec::new();
         let (mut head, mut objects, mut commondir) = (false, false, false);
+        let store = self.in_object_store(dir);
         for entry in entries.flatten() {
             self.entries += 1;
             if self.entries > MAX_ENTRIES {
@@ -262,6 +267,8 @@ impl<'a> Walk<'a> {
             }
             if kind.is_dir() {
                 subdirs.push(entry.path());
+            } else if store && let Ok(meta) = entry.metadata() {
+                self.object_file(entry.path(), &meta);
             }
         }
         let dot_git = dir.file_name().is_some_and(|n| n == ".git");
@@ -362,6 +369,7 @@ impl<'a> Walk<'a> {
         };
         let outer = self.full;
         self.full = self.changed(Seen::GitDir, dir, observe(dir, &meta).0);
+        self.object_store(dir);
         // A relative `core.hooksPath` is taken from where hooks run: the worktree's top.
         let top = match dir.file_name() {
             Some(n) if n == ".git" => dir.parent().unwrap_or(dir),
@@ -457,28 +465,6 @@ impl<'a> Walk<'a> {
     fn inside(&self, path: PathBuf) -> Option<PathBuf> {
         let real = path.parent()?.canonicalize().ok()?.join(path.file_name()?);
         self.roots.iter().any(|r| real.starts_with(r)).then_some(real)
-    }
-
-    fn commondir(&mut self, dir: &Path) {
-        let path = dir.join("commondir");
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            return;
-        };
-        if !self.changed(Seen::Piece, &path, observe(&path, &meta).0) {
-            return;
-        }
-        let named = git_guard::common_dir(dir).ok();
-        let own = dir.canonicalize().ok();
-        let entry_of = dir
-            .parent()
-            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
-            .and_then(Path::parent)
-            .and_then(|p| p.canonicalize().ok());
-        let expected = named.is_some() && (named == own || named == entry_of);
-        if !meta.is_file() || !expected {
-            let to = named.map_or("something unreadable".into(), |n| n.display().to_string());
-            self.report(path, format!("a commondir sending git to {to}"));
-        }
     }
 }
 

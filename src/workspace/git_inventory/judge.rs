@@ -13,8 +13,33 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::{Seen, Walk, observe};
+use crate::config::git_guard;
 
 impl Walk<'_> {
+    /// A `commondir` that changed: it may only name the git dir itself or, in
+    /// `worktrees/NAME/`, the repository's.
+    pub(super) fn commondir(&mut self, dir: &Path) {
+        let path = dir.join("commondir");
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return;
+        };
+        if !self.changed(Seen::Piece, &path, observe(&path, &meta).0) {
+            return;
+        }
+        let named = git_guard::common_dir(dir).ok();
+        let own = dir.canonicalize().ok();
+        let entry_of = dir
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+            .and_then(Path::parent)
+            .and_then(|p| p.canonicalize().ok());
+        let expected = named.is_some() && (named == own || named == entry_of);
+        if !meta.is_file() || !expected {
+            let to = named.map_or("something unreadable".into(), |n| n.display().to_string());
+            self.report(path, format!("a commondir sending git to {to}"));
+        }
+    }
+
     /// The files of an operation in progress that can run something when you continue it.
     pub(super) fn in_progress(&mut self, dir: &Path) {
         for name in FILES {

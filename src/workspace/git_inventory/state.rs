@@ -19,6 +19,8 @@ pub(super) enum Seen {
     Piece,
     /// A directory that could not be listed.
     Unlisted,
+    /// A file of an object store (loose object, pack, pack index).
+    Object,
     /// A directory deeper than the walk goes.
     Deep,
 }
@@ -46,8 +48,20 @@ enum Content {
     None,
     /// The SHA-256 of a regular file's bytes or a link's target.
     Digest([u8; 32]),
+    /// A file's size, unread (an object file: git writes one once and never changes it).
+    Size(u64),
     /// Not read (too big, unreadable): never equal to what was there.
     Unproven,
+}
+
+/// A file's identity, type, permissions and size, without reading it.
+pub(super) fn unread(meta: &std::fs::Metadata) -> State {
+    State {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        mode: meta.mode(),
+        content: Content::Size(meta.len()),
+    }
 }
 
 /// A path's state, and the bytes of a regular file of at most [`MAX_CONFIG_BYTES`] (or why
