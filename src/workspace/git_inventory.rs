@@ -27,6 +27,11 @@
 //! naming a directory outside them; a remote URL git hands to a `git-remote-*` program; an
 //! operation in progress (`rebase-merge/`, `sequencer/`, …) whose continuation runs a command.
 //!
+//! Beyond what runs programs, what git trusts blindly: the caches of an index the launch
+//! changed are dropped and its touched entries' stat data cleared (`index_recheck`), an object
+//! file changed in place goes aside (`objects`), and the refs are compared so that the commits
+//! the launch made can be read (`refs`, `workspace::git_commits`).
+//!
 //! A git dir is a directory named `.git`, or one holding `HEAD` and `objects` or `commondir`
 //! (git accepts a bare repository found that way). The whole interior of every git dir is walked
 //! (a git dir can hide anywhere in another one). Paths in `skip` (the read-only guards: the
