@@ -99,7 +99,9 @@ pub const MATRIX: &[AgentHooks] = &[
                   `packages` are all skipped), so no agent-written code shares the process with \
                   the generated extension, and project `.pi/settings.json` exclusions do not \
                   apply to `-e`. The user's own discovered extensions do not load either: pass \
-                  them with `-e` in `[agent.pi] args`.",
+                  them with `-e` in `[agent.pi] args`. Open (session-12 attack F9): \
+                  `shellCommandPrefix` in the agent directory's `settings.json` (the state \
+                  volume) runs its code before every shell command the guard allowed.",
         cells: [
             n("session_start"),
             n("session_shutdown"),
@@ -121,7 +123,12 @@ pub const MATRIX: &[AgentHooks] = &[
                   managed hooks. Bare mode skips `SessionStart` only: `--bare` (any spelling) \
                   is warned about; `CLAUDE_CODE_SIMPLE` is refused in the launch's environment \
                   and pinned to `0` by the managed settings' `env`, which beats a user or \
-                  project settings `env` (the persisted `~/.claude/settings.json` included).",
+                  project settings `env` (the persisted `~/.claude/settings.json` included); \
+                  `CLAUDE_CODE_SHELL_PREFIX` is refused and pinned empty the same way, and \
+                  `allowManagedHooksOnly` keeps user and project hooks from running beside the \
+                  guard (one could rewrite the input it allowed). Open (session-12 attack F5): \
+                  in a rootful launch the agent runs as uid 0 and can add a managed-settings \
+                  drop-in with `disableAllHooks` for its running session.",
         cells: [
             n("SessionStart"),
             nn(
@@ -144,7 +151,11 @@ pub const MATRIX: &[AgentHooks] = &[
                  project config and `--disable hooks`)",
         silence: "No while the requirements file pins the feature: `[features] hooks = false` and \
                   `--disable hooks` are overruled. A custom image whose own \
-                  `/etc/codex/requirements.toml` matters is shadowed by ags's.",
+                  `/etc/codex/requirements.toml` matters is shadowed by ags's. Open (session-12 \
+                  attack F4, F1): codex's tool hooks fire for `exec_command` only, so commands \
+                  typed into an interactive shell through `write_stdin` reach neither the guard \
+                  nor the record; `~/.codex/.env` (the state volume) can set `BASH_ENV` or \
+                  `LD_PRELOAD` for the shell that runs the hooks.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),
@@ -175,7 +186,11 @@ pub const MATRIX: &[AgentHooks] = &[
                   service used by a non-root user, gemini skips the system file because uid 0 \
                   does not own it: `ags` refuses gemini there when a guard or handler is \
                   configured, else warns. Noticed by the missing records (a \
-                  session without `session_start`, tool calls without `pre_tool`).",
+                  session without `session_start`, tool calls without `pre_tool`). Open \
+                  (session-12 attack F8, F2): a `BeforeTool` hook in user or workspace settings \
+                  can rewrite the tool input after the guard allowed it, and a `.env` gemini \
+                  loads (`~/.gemini/.env`, the workspace's) can set `LD_PRELOAD` for the shell \
+                  that runs the hooks.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),
@@ -201,8 +216,9 @@ pub const MATRIX: &[AgentHooks] = &[
                   agent-written code into opencode's process, which can disarm the generated \
                   plugin; opencode has no switch that keeps the system plugin and drops the \
                   others (`--pure` drops both), so `ags` warns when a guard or handler is \
-                  configured. Closed: the plugin directories `~/.config/opencode/plugin(s)` and \
-                  `~/.opencode/plugin(s)` are empty read-only tmpfs, the workdir's `.opencode/` \
+                  configured. Closed: the plugin and custom-tool directories \
+                  `~/.config/opencode/{plugin,plugins,tool,tools}` and the same under \
+                  `~/.opencode` are empty read-only tmpfs, the workdir's `.opencode/` \
                   is protected, a project `plugin: []` and `OPENCODE_CONFIG_CONTENT` do not \
                   remove a system plugin, and `--pure` (any spelling) and `OPENCODE_PURE` are \
                   refused.",

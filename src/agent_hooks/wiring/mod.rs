@@ -31,20 +31,28 @@ pub const CODEX_HOOKS: &str = "/etc/codex/hooks.json";
 /// then the generated extension, which `--no-extensions` leaves loaded.
 pub const PI_ARGS: &[&str] = &["--no-extensions", "-e", PI_EXTENSION];
 
-/// opencode's plugin directories in the agent's home (`{plugin,plugins}/*.{js,ts}` of its global
-/// config directory, a state volume, and of `~/.opencode`): shadowed empty and read-only. The
-/// workdir's `.opencode/` is the workspace boundary's (`workspace::protected`).
+/// opencode's directories of code it loads into its own process from the agent's home
+/// (`{plugin,plugins}/*.{js,ts}` and the custom tools of `{tool,tools}/*.{js,ts}`, imported at
+/// start: session-12 attack F3) of its global config directory, a state volume, and of
+/// `~/.opencode`: shadowed empty and read-only. The workdir's `.opencode/` is the workspace
+/// boundary's (`workspace::protected`).
 pub const OPENCODE_PLUGIN_DIRS: &[&str] = &[
     "/home/dev/.config/opencode/plugin",
     "/home/dev/.config/opencode/plugins",
+    "/home/dev/.config/opencode/tool",
+    "/home/dev/.config/opencode/tools",
     "/home/dev/.opencode/plugin",
     "/home/dev/.opencode/plugins",
+    "/home/dev/.opencode/tool",
+    "/home/dev/.opencode/tools",
 ];
 
 /// Environment values claude's managed settings pin (the managed `env` is applied last, so a
 /// user or project settings `env` cannot set them): `CLAUDE_CODE_SIMPLE` is bare mode, which
-/// skips `SessionStart` hooks.
-pub const CLAUDE_PINNED_ENV: &[(&str, &str)] = &[("CLAUDE_CODE_SIMPLE", "0")];
+/// skips `SessionStart` hooks; `CLAUDE_CODE_SHELL_PREFIX` names a program every Bash call runs
+/// through, after the guard saw the command (session-12 attack F9).
+pub const CLAUDE_PINNED_ENV: &[(&str, &str)] =
+    &[("CLAUDE_CODE_SIMPLE", "0"), ("CLAUDE_CODE_SHELL_PREFIX", "")];
 
 /// codex's managed requirements (pins the hooks feature on).
 pub const CODEX_REQUIREMENTS: &str = "/etc/codex/requirements.toml";
@@ -165,6 +173,10 @@ fn claude(row: &AgentHooks) -> Value {
         .map(|(k, val)| (k.to_string(), json!(val)))
         .collect();
     v["env"] = Value::Object(env);
+    // Only managed hooks run: a user or project settings hook (the agent can write both) would
+    // run beside the guard and could rewrite the input it allowed (`updatedInput`, session-12
+    // attack F8), or start commands no record sees (F10).
+    v["allowManagedHooksOnly"] = json!(true);
     v
 }
 

@@ -26,6 +26,11 @@ pub const SWITCH_OFF_ENV: &[(&str, &str, &str)] = &[
         "bare mode, which skips SessionStart hooks",
     ),
     (
+        "CLAUDE_CODE_SHELL_PREFIX",
+        "claude",
+        "runs every Bash command through a program of its choice, after the guard saw the command",
+    ),
+    (
         "OPENCODE_PURE",
         "opencode",
         "pure mode, which loads no plugins: no agent hook runs",
