@@ -241,3 +241,40 @@ chmod u+w $f && cp $nf $f"#,
         assert_clean(env);
     });
 }
+
+/// N1 (the session-12 re-attack): a new pack whose index gives the name of the branch
+/// `feature`'s tree to another tree (with `.envrc`): git searches packs before loose objects
+/// and does not check the name when it checks a tree out. The new pack fails `git
+/// verify-pack` and goes aside; the user's checkout writes no `.envrc`.
+#[test]
+fn a_new_pack_shadowing_an_object_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &["idxname.pl"]);
+        git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
+        env.write_file("work/f.txt", "f\n", 0o644);
+        git_ok(env, &work, &["add", "f.txt"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "feature"]);
+        git_ok(env, &work, &["checkout", "-q", "main"]);
+        let out = agent(
+            env,
+            r#"T=$(git rev-parse 'feature^{tree}') && e=$(echo 'touch pwned' | git hash-object -w --stdin)
+M=$( (git ls-tree feature; printf "100644 blob $e\t.envrc\n") | git mktree)
+echo $M | git pack-objects -q .git/objects/pack/pack > /tmp/h
+perl idxname.pl .git/objects/pack/pack-$(cat /tmp/h).idx $T && rm -f .git/objects/${M%${M#??}}/${M#??} idxname.pl"#,
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("a pack whose objects do not match their names"),
+            "{}: {err}",
+            env.mode()
+        );
+        let d = work.display().to_string();
+        let cmd = env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]);
+        let _ = run_command(cmd, None, common::RUN_TIMEOUT);
+        assert!(!work.join(".envrc").exists(), "{}: {err}", env.mode());
+        assert_clean(env);
+    });
+}

@@ -442,11 +442,11 @@ async fn check_after(
 ) -> usize {
     let mut unmoved = 0;
     if let Some(inventory) = git_inventory {
-        let found = tokio::task::spawn_blocking(move || launch::git_quarantine::run(&inventory, &guards))
+        let mut found = tokio::task::spawn_blocking(move || launch::git_quarantine::run(&inventory, &guards))
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         report.push_str(&found.message());
-        report.push_str(&launch::git_quarantine::commits(&found, &reading).await);
+        report.push_str(&launch::git_quarantine::commits(&mut found, &reading).await);
         unmoved += found.unmoved();
         crate::trace::mark("git checked");
     }

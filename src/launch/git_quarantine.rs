@@ -39,6 +39,10 @@ pub struct Quarantine {
     /// Indexes the launch changed that could not be written back without the caches git
     /// trusts blindly, and why.
     pub unrewritten: Vec<(PathBuf, String)>,
+    /// Pack indexes the launch made: verified by [`commits`].
+    pub new_packs: Vec<PathBuf>,
+    /// The walked roots (where pieces are moved aside from).
+    roots: Vec<PathBuf>,
 }
 
 /// What reading the commits of a launch needs: where `git` may come from.
@@ -75,23 +79,80 @@ const GIT: Wanted<'static> = Wanted {
     install: "Debian: apt-get install git",
 };
 
-/// Read the commits the launch made (`workspace::git_commits`) once the git check `q` has
-/// moved every planted piece aside (never while one is still in place: git would run it), and
-/// name the protected files they touch: the stderr report (empty when there is nothing to say).
-pub async fn commits(q: &Quarantine, how: &CommitReading) -> String {
-    if q.moved_refs.is_empty() {
+/// After the git check `q` moved every planted piece aside (never while one is still in place:
+/// git would run it): verify the packs the launch made, moving aside those whose entries do not
+/// match their names (added to `q`), then read the commits the launch made
+/// (`workspace::git_commits`) and name the protected files they touch. The stderr report
+/// (empty when there is nothing to say).
+pub async fn commits(q: &mut Quarantine, how: &CommitReading) -> String {
+    if q.moved_refs.is_empty() && q.new_packs.is_empty() {
         return String::new();
     }
     if q.unmoved() > 0 {
-        return "ags: warning: the commits this launch made were not read: planted git configuration is still in place; remove it, then review them with `git log --stat` before you push\n".into();
+        return "ags: warning: the commits and packs this launch made were not read: planted git configuration is still in place; remove it, then review them with `git log --stat` and `git fsck` before you push or check out\n".into();
     }
     let path = std::env::var_os("PATH");
     let uid = nix::unistd::getuid().as_raw();
     let git = host_programs::resolve(GIT, how.pinned.as_deref(), path.as_deref(), &how.writable, uid)
         .map_err(|e| e.to_string());
     let git = git.as_ref().map(|g| g.path()).map_err(Clone::clone);
-    let found = git_commits::read(git, &q.moved_refs, &how.allowed).await;
-    commits_message(&found)
+    let mut out = String::new();
+    match &git {
+        Ok(g) => {
+            for (idx, why) in git_commits::verify_packs(g, &q.new_packs).await {
+                out.push_str(&pack_aside(q, &idx, &why));
+            }
+        }
+        Err(e) if !q.new_packs.is_empty() => out.push_str(&format!(
+            "ags: warning: the packs this launch made were not verified ({}); run `git fsck` before you check out or push\n",
+            crate::text::escape_line(e)
+        )),
+        Err(_) => {}
+    }
+    if !q.moved_refs.is_empty() {
+        let found = git_commits::read(git, &q.moved_refs, &how.allowed).await;
+        out.push_str(&commits_message(&found));
+    }
+    out
+}
+
+/// The report of one piece moved aside (or not).
+fn moved_line(f: &Finding, to: &Result<PathBuf, String>) -> String {
+    let from = crate::text::escape_line(&f.path.display().to_string());
+    let what = crate::text::escape_line(&f.what);
+    match to {
+        Ok(to) => format!(
+            "ags:   {from}: {what}\nags:     review it, and only if you trust it: mv {} {}\n",
+            shell_word(&crate::text::escape_line(&to.display().to_string())),
+            shell_word(&from),
+        ),
+        Err(e) => {
+            format!("ags:   {from}: {what}\nags:     NOT MOVED ({e}): remove it before you run git there\n")
+        }
+    }
+}
+
+/// Move the pack of `idx` aside (each `NAME.*` of its directory), recorded in `q`: its report.
+fn pack_aside(q: &mut Quarantine, idx: &Path, why: &str) -> String {
+    let what = format!(
+        "a pack whose objects do not match their names (git verify-pack: {why}): it shadows objects you had"
+    );
+    let stem = idx.with_extension("");
+    let mut out = "ags: warning: the launch left a forged pack; moved aside:\n".to_string();
+    for ext in ["idx", "pack", "rev", "bitmap", "mtimes", "keep", "promisor"] {
+        let path = stem.with_extension(ext);
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let finding = Finding {
+            path: path.clone(),
+            what: what.clone(),
+        };
+        let to = move_aside(&q.roots, &path);
+        out.push_str(&moved_line(&finding, &to));
+        q.moved.push((finding, to));
+    }
+    out
 }
 
 fn commits_message(found: &git_commits::Commits) -> String {
@@ -200,6 +261,8 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         hidden: scan.hidden,
         distrusted: before.distrusted().map(str::to_string),
         moved_refs: scan.moved_refs,
+        new_packs: scan.new_packs,
+        roots: roots.to_vec(),
     }
 }
 
@@ -221,18 +284,7 @@ impl Quarantine {
                 ));
             }
             for (f, to) in &self.moved {
-                let from = crate::text::escape_line(&f.path.display().to_string());
-                let what = crate::text::escape_line(&f.what);
-                match to {
-                    Ok(to) => out.push_str(&format!(
-                        "ags:   {from}: {what}\nags:     review it, and only if you trust it: mv {} {}\n",
-                        shell_word(&crate::text::escape_line(&to.display().to_string())),
-                        shell_word(&from),
-                    )),
-                    Err(e) => out.push_str(&format!(
-                        "ags:   {from}: {what}\nags:     NOT MOVED ({e}): remove it before you run git there\n"
-                    )),
-                }
+                out.push_str(&moved_line(f, to));
             }
         }
         for (index, entries) in &self.hidden {

@@ -75,6 +75,21 @@ pub async fn read(git: Result<&Path, String>, moved: &[MovedRefs], allowed: &[&s
     out
 }
 
+/// Verify each pack of `packs` (`GIT_DIR/objects/pack/NAME.idx`) with `git verify-pack`:
+/// every entry's content must hash to its name (session-12 attack N1, N2: a new pack shadowed
+/// an object that was there). The packs that fail, and why.
+pub async fn verify_packs(git: &Path, packs: &[std::path::PathBuf]) -> Vec<(std::path::PathBuf, String)> {
+    let mut bad = Vec::new();
+    for idx in packs {
+        let git_dir = idx.ancestors().nth(3).unwrap_or(idx);
+        let arg = idx.to_string_lossy();
+        if let Err(e) = run_git(git, git_dir, &["verify-pack", &arg], Vec::new(), 64 * 1024).await {
+            bad.push((idx.clone(), e));
+        }
+    }
+    bad
+}
+
 /// The paths each new commit (not in `seen`) changed: `diff-tree` output, NUL-separated, a
 /// commit's name before its paths (against each parent of a merge).
 async fn commits_of(

@@ -85,6 +85,8 @@ pub struct Scan {
     pub hidden: Vec<(PathBuf, Vec<String>)>,
     /// Indexes the launch changed, to be written back without what git trusts blindly.
     pub index_rewrites: Vec<IndexRewrite>,
+    /// Pack indexes the launch made (`GIT_DIR/objects/pack/pack-*.idx`), to be verified.
+    pub new_packs: Vec<PathBuf>,
     /// Git dirs of the inventory whose refs gained object names (`workspace::git_commits`
     /// reads the commits).
     pub moved_refs: Vec<MovedRefs>,

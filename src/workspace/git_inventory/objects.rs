@@ -6,6 +6,8 @@
 //! touched. Each object file of the inventory (its identity, mode and size; its content is not
 //! read: stores run to gigabytes) that differs afterwards goes aside; git then reports the
 //! object missing instead of using the forgery. Not caught: a rewrite to the same size and mode.
+//! Every new pack index is listed in [`super::Scan::new_packs`]: a new pack can shadow an
+//! object that was there (its index alone names each entry), so it is verified with git.
 
 use std::path::{Path, PathBuf};
 
@@ -40,12 +42,27 @@ impl Walk<'_> {
             self.states.insert((Seen::Object, path), now);
             return;
         };
-        if before
-            .get(&(Seen::Object, path.clone()))
-            .is_some_and(|was| *was != now)
-        {
-            let what = "an object file changed in place (git never rewrites one: a forged object that a checkout would write)";
-            self.report(path, what.into());
+        match before.get(&(Seen::Object, path.clone())) {
+            Some(was) if *was != now => {
+                let what = "an object file changed in place (git never rewrites one: a forged object that a checkout would write)";
+                self.report(path, what.into());
+            }
+            // A new pack index: its entries may claim the names of objects that were there
+            // before, with other content (git searches packs first, newest first, and does not
+            // check a name when it reads a tree or blob: session-12 attack N1, N2). Verified
+            // with git before anything reads the history (`launch::git_quarantine`).
+            None if path.extension().is_some_and(|e| e == "idx") && self.held(&path) => {
+                self.out.new_packs.push(path);
+            }
+            _ => {}
         }
+    }
+
+    /// Whether the git dir of the pack index `idx` (`GIT_DIR/objects/pack/NAME.idx`) was in the
+    /// inventory: a repository the agent made has no objects of the user's to shadow.
+    fn held(&self, idx: &Path) -> bool {
+        let git_dir = idx.ancestors().nth(3).unwrap_or(idx);
+        self.before
+            .is_some_and(|b| b.contains_key(&(Seen::GitDir, git_dir.to_path_buf())))
     }
 }
