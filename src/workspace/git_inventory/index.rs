@@ -19,7 +19,15 @@ pub fn hidden(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
     let mut out = BTreeSet::new();
     for e in &index.entries {
         let name = String::from_utf8_lossy(&e.path);
-        if e.extended & 0x4000 != 0 {
+        let m = &bytes[e.start + 24..e.start + 28];
+        let mode = u32::from_be_bytes([m[0], m[1], m[2], m[3]]);
+        if e.extended & 0x4000 != 0 && mode & 0o170000 == 0o040000 {
+            // A sparse index's directory entry: every file below it is out of sight
+            // (session-12 re-attack N3); `update-index` cannot show it.
+            out.insert(format!(
+                "{name} (a sparse directory: `git sparse-checkout disable` shows what is in it)"
+            ));
+        } else if e.extended & 0x4000 != 0 {
             out.insert(format!("{name} (skip-worktree)"));
         }
         if e.flags & 0x8000 != 0 {
@@ -212,6 +220,37 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "version {version}");
         }
+    }
+
+    /// A sparse index hides a whole directory behind one entry: named as such, with the
+    /// command that shows it (session-12 re-attack N3).
+    #[test]
+    fn a_sparse_directory_is_named_with_what_shows_it() {
+        let t = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=a", "-c", "user.email=a@x", "-C"])
+                .arg(t.path())
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+        };
+        git(&["init", "-q"]);
+        for dir in ["sub", "kept"] {
+            std::fs::create_dir(t.path().join(dir)).unwrap();
+            std::fs::write(t.path().join(dir).join("Makefile"), "all:\n").unwrap();
+        }
+        git(&["add", "."]);
+        git(&["commit", "-qm", "one"]);
+        git(&["sparse-checkout", "init", "--cone", "--sparse-index"]);
+        git(&["sparse-checkout", "set", "kept"]);
+        let bytes = std::fs::read(t.path().join(".git/index")).unwrap();
+        let got = hidden(&bytes).unwrap();
+        assert!(
+            got.iter().any(|e| e.starts_with("sub/ (a sparse directory")),
+            "{got:?}"
+        );
     }
 
     #[test]
