@@ -116,9 +116,10 @@ pub const MATRIX: &[AgentHooks] = &[
     AgentHooks {
         agent: "claude",
         mechanism: Mechanism::Command,
-        wiring: "`/etc/claude-code/managed-settings.d/ags-agent-hooks.json`, a drop-in of the \
-                 managed settings, which user, project and `--settings` files cannot override \
-                 (an image's own `managed-settings.json` stays in effect)",
+        wiring: "`/etc/claude-code/managed-settings.json`, the managed settings, which user, \
+                 project and `--settings` files cannot override; the drop-in directory \
+                 `managed-settings.d` beside it is an empty read-only tmpfs (an image's own \
+                 managed settings are shadowed)",
         silence: "No: `disableAllHooks` in user, project or `--settings` files does not reach \
                   managed hooks. Bare mode skips `SessionStart` only: `--bare` (any spelling) \
                   is warned about; `CLAUDE_CODE_SIMPLE` is refused in the launch's environment \
@@ -126,9 +127,9 @@ pub const MATRIX: &[AgentHooks] = &[
                   project settings `env` (the persisted `~/.claude/settings.json` included); \
                   `CLAUDE_CODE_SHELL_PREFIX` is refused and pinned empty the same way, and \
                   `allowManagedHooksOnly` keeps user and project hooks from running beside the \
-                  guard (one could rewrite the input it allowed). Open (session-12 attack F5): \
-                  in a rootful launch the agent runs as uid 0 and can add a managed-settings \
-                  drop-in with `disableAllHooks` for its running session.",
+                  guard (one could rewrite the input it allowed). The agent, uid 0 in a \
+                  rootful launch, cannot add a managed drop-in with `disableAllHooks`: the \
+                  directory is read-only and empty.",
         cells: [
             n("SessionStart"),
             nn(

@@ -21,8 +21,12 @@ pub const WIRING_DIR: &str = "/etc/ags-agent-hooks";
 pub const OPENCODE_PLUGIN: &str = "/etc/ags-agent-hooks/opencode-plugin.js";
 /// The generated pi extension.
 pub const PI_EXTENSION: &str = "/etc/ags-agent-hooks/pi-extension.js";
-/// claude's managed settings drop-in.
-pub const CLAUDE_MANAGED: &str = "/etc/claude-code/managed-settings.d/ags-agent-hooks.json";
+/// claude's managed settings file.
+pub const CLAUDE_MANAGED: &str = "/etc/claude-code/managed-settings.json";
+/// claude's managed-settings drop-in directory: shadowed empty and read-only. In a rootful
+/// launch the agent runs as uid 0 and could add a drop-in with `disableAllHooks`, which claude
+/// applies at once (session-12 attack F5).
+pub const CLAUDE_DROP_INS: &str = "/etc/claude-code/managed-settings.d";
 /// codex's system hooks file.
 pub const CODEX_HOOKS: &str = "/etc/codex/hooks.json";
 /// pi's added arguments: no extension discovery (project `.pi/extensions`, the user's
@@ -105,7 +109,7 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
         ("claude", _) => Wiring {
             files: vec![file(CLAUDE_MANAGED, pretty(&claude(row)))],
             args: vec![],
-            empty_dirs: vec![],
+            empty_dirs: vec![CLAUDE_DROP_INS],
         },
         ("codex", _) => Wiring {
             files: vec![

@@ -65,7 +65,7 @@ fn each_agent_gets_its_own_locations() {
         generate("opencode", "t").unwrap().empty_dirs,
         OPENCODE_PLUGIN_DIRS
     );
-    assert!(generate("claude", "t").unwrap().empty_dirs.is_empty());
+    assert_eq!(generate("claude", "t").unwrap().empty_dirs, [CLAUDE_DROP_INS]);
     assert!(generate("shell", "t").is_none());
     assert!(generate("vim", "t").is_none());
 }
