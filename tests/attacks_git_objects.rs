@@ -278,3 +278,105 @@ perl idxname.pl .git/objects/pack/pack-$(cat /tmp/h).idx $T && rm -f .git/object
         assert_clean(env);
     });
 }
+
+/// The third session-12 attack, G1: the repository's pack deleted, its objects unpacked as new
+/// loose objects, and the one of `feature`'s `Makefile` swapped for other content under the
+/// same name (git checks no name when it reads a blob). Every new loose object is checked
+/// against its name; the forgery goes aside and the checkout fails instead of writing it.
+#[test]
+fn a_new_loose_object_standing_in_for_a_packed_one_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &[]);
+        env.write_file("work/Makefile", "all:\n\t@echo main\n", 0o644);
+        git_ok(env, &work, &["add", "Makefile"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "make"]);
+        git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
+        env.write_file("work/Makefile", "all:\n\t@echo feature\n", 0o644);
+        git_ok(env, &work, &["commit", "-q", "-a", "-m", "feature"]);
+        git_ok(env, &work, &["checkout", "-q", "main"]);
+        git_ok(env, &work, &["gc", "-q"]);
+        let out = agent(
+            env,
+            r#"B=$(git rev-parse feature:Makefile) && M=$(printf 'all:\n\t@touch pwned\n' | git hash-object -w --stdin)
+for p in .git/objects/pack/*.pack; do mv $p /tmp/x.pack; rm -f ${p%.pack}.idx ${p%.pack}.rev; git unpack-objects -q < /tmp/x.pack; done
+f=.git/objects/$(echo $B|cut -c1-2)/$(echo $B|cut -c3-) && m=.git/objects/$(echo $M|cut -c1-2)/$(echo $M|cut -c3-)
+chmod u+w $f && rm $f && cp $m $f"#,
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("a loose object whose content does not match its name"),
+            "{}: {err}",
+            env.mode()
+        );
+        let d = work.display().to_string();
+        let cmd = env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]);
+        let _ = run_command(cmd, None, common::RUN_TIMEOUT);
+        let makefile = std::fs::read_to_string(work.join("Makefile")).unwrap_or_default();
+        assert!(!makefile.contains("pwned"), "{}: {err}", env.mode());
+        assert_clean(env);
+    });
+}
+
+/// G4: an `rr-cache` planted in `.git` (it alone turns rerere on): the user's next merge of a
+/// conflicting branch took the agent's resolution (a CI step). Moved aside, named.
+#[test]
+fn a_planted_rr_cache_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &[]);
+        let out = agent(
+            env,
+            "mkdir -p .git/rr-cache/0123456789abcdef0123456789abcdef01234567 && echo resolved > .git/rr-cache/0123456789abcdef0123456789abcdef01234567/postimage",
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("a recorded conflict resolution"),
+            "{}: {err}",
+            env.mode()
+        );
+        assert!(
+            !work
+                .join(".git/rr-cache/0123456789abcdef0123456789abcdef01234567")
+                .exists(),
+            "{err}"
+        );
+        assert_clean(env);
+    });
+}
+
+/// G5, G6: a commit adding `.envrc` reachable only from an entry the agent added to the stash
+/// reflog (`git stash pop` of `stash@{1}` applies it) or from `MERGE_HEAD` (the user's next
+/// `git commit` finishes the "merge" and `git push` sends it). Both are read as the launch's
+/// commits and named.
+#[test]
+fn commits_reachable_from_reflogs_and_merge_head_are_named() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        repository(env, &[]);
+        let out = agent(
+            env,
+            r#"e=$(echo 'touch pwned' | git hash-object -w --stdin)
+S=$(echo stash | git commit-tree $(printf "100644 blob $e\t.envrc\n" | git mktree) -p HEAD)
+M=$(echo merge | git commit-tree $(printf "100644 blob $e\t.mise.toml\n100644 blob $e\tmise.toml\n" | git mktree) -p HEAD)
+mkdir -p .git/logs/refs && printf "0000000000000000000000000000000000000000 $S a <a@x> 1 +0000\tWIP on main\n" >> .git/logs/refs/stash
+echo $M > .git/MERGE_HEAD"#,
+        );
+        let err = stderr(&out);
+        for path in [".envrc", "mise.toml"] {
+            assert!(
+                err.lines()
+                    .any(|l| l.contains("of this launch changes") && l.contains(path)),
+                "{}: {path} not named: {err}",
+                env.mode()
+            );
+        }
+        assert_clean(env);
+    });
+}

@@ -41,6 +41,8 @@ pub struct Quarantine {
     pub unrewritten: Vec<(PathBuf, String)>,
     /// Pack indexes the launch made: verified by [`commits`].
     pub new_packs: Vec<PathBuf>,
+    /// Loose objects the launch made: verified by [`commits`].
+    pub new_loose: Vec<PathBuf>,
     /// The walked roots (where pieces are moved aside from).
     roots: Vec<PathBuf>,
 }
@@ -85,7 +87,7 @@ const GIT: Wanted<'static> = Wanted {
 /// (`workspace::git_commits`) and name the protected files they touch. The stderr report
 /// (empty when there is nothing to say).
 pub async fn commits(q: &mut Quarantine, how: &CommitReading) -> String {
-    if q.moved_refs.is_empty() && q.new_packs.is_empty() {
+    if q.moved_refs.is_empty() && q.new_packs.is_empty() && q.new_loose.is_empty() {
         return String::new();
     }
     if q.unmoved() > 0 {
@@ -102,8 +104,9 @@ pub async fn commits(q: &mut Quarantine, how: &CommitReading) -> String {
             for (idx, why) in git_commits::verify_packs(g, &q.new_packs).await {
                 out.push_str(&pack_aside(q, &idx, &why));
             }
+            out.push_str(&loose_aside(q, g).await);
         }
-        Err(e) if !q.new_packs.is_empty() => out.push_str(&format!(
+        Err(e) if !q.new_packs.is_empty() || !q.new_loose.is_empty() => out.push_str(&format!(
             "ags: warning: the packs this launch made were not verified ({}); run `git fsck` before you check out or push\n",
             crate::text::escape_line(e)
         )),
@@ -130,6 +133,36 @@ fn moved_line(f: &Finding, to: &Result<PathBuf, String>) -> String {
             format!("ags:   {from}: {what}\nags:     NOT MOVED ({e}): remove it before you run git there\n")
         }
     }
+}
+
+/// Verify the loose objects the launch made, per git dir, and move aside those whose content
+/// does not hash to their name (recorded in `q`): the report.
+async fn loose_aside(q: &mut Quarantine, git: &Path) -> String {
+    let mut by_dir: std::collections::BTreeMap<PathBuf, Vec<PathBuf>> = Default::default();
+    for p in &q.new_loose {
+        let dir = p.ancestors().nth(3).unwrap_or(p).to_path_buf();
+        by_dir.entry(dir).or_default().push(p.clone());
+    }
+    let mut out = String::new();
+    for (dir, loose) in by_dir {
+        match git_commits::verify_loose(git, &dir, &loose).await {
+            Ok(bad) => {
+                for path in bad {
+                    let what = "a loose object whose content does not match its name: it stands in for an object you had".to_string();
+                    let finding = Finding { path: path.clone(), what };
+                    let to = move_aside(&q.roots, &path);
+                    out.push_str(&format!("ags: warning: the launch left a forged object; moved aside:\n{}", moved_line(&finding, &to)));
+                    q.moved.push((finding, to));
+                }
+            }
+            Err(e) => out.push_str(&format!(
+                "ags: warning: the objects this launch made in {} were not verified ({}); run `git fsck` there before you check out or push\n",
+                crate::text::escape_line(&dir.display().to_string()),
+                crate::text::escape_line(&e)
+            )),
+        }
+    }
+    out
 }
 
 /// Move the pack of `idx` aside (each `NAME.*` of its directory), recorded in `q`: its report.
@@ -262,6 +295,7 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         distrusted: before.distrusted().map(str::to_string),
         moved_refs: scan.moved_refs,
         new_packs: scan.new_packs,
+        new_loose: scan.new_loose,
         roots: roots.to_vec(),
     }
 }

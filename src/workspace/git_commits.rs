@@ -33,6 +33,8 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 const LIST_CAP: usize = 5 * 1024 * 1024;
 /// `diff-tree` output accepted.
 const PATHS_CAP: usize = 64 * 1024 * 1024;
+/// `cat-file --batch` output accepted (the new loose objects' content).
+const OBJECTS_CAP: usize = 512 * 1024 * 1024;
 
 /// A protected path a commit of the launch touched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +90,62 @@ pub async fn verify_packs(git: &Path, packs: &[std::path::PathBuf]) -> Vec<(std:
         }
     }
     bad
+}
+
+/// The loose objects of `loose` (`GIT_DIR/objects/ab/cdef…`, one git dir) whose content, as
+/// git serves it (`cat-file --batch`: packs first), does not hash to their name: what a
+/// checkout or the commit reader would take for the object of that name (session-12 attack G1,
+/// G2). Git checks no name when it reads a blob or a tree.
+pub async fn verify_loose(
+    git: &Path,
+    git_dir: &Path,
+    loose: &[std::path::PathBuf],
+) -> Result<Vec<std::path::PathBuf>, String> {
+    let named: Vec<(String, &std::path::PathBuf)> = loose
+        .iter()
+        .filter_map(|p| {
+            let dir = p.parent()?.file_name()?.to_str()?;
+            Some((format!("{dir}{}", p.file_name()?.to_str()?), p))
+        })
+        .filter(|(oid, _)| (oid.len() == 40 || oid.len() == 64) && oid.bytes().all(|b| b.is_ascii_hexdigit()))
+        .collect();
+    let stdin: String = named.iter().map(|(o, _)| format!("{o}\n")).collect();
+    let out = run_git(
+        git,
+        git_dir,
+        &["cat-file", "--batch"],
+        stdin.into_bytes(),
+        OBJECTS_CAP,
+    )
+    .await?;
+    let mut bad = Vec::new();
+    let mut at = 0;
+    for (oid, path) in &named {
+        let Some(nl) = out[at..].iter().position(|b| *b == b'\n') else {
+            return Err("git cat-file ended early".into());
+        };
+        let header = String::from_utf8_lossy(&out[at..at + nl]).into_owned();
+        at += nl + 1;
+        let mut parts = header.split(' ');
+        let (Some(name), Some(kind), Some(size)) = (parts.next(), parts.next(), parts.next()) else {
+            continue; // `OID missing`: nothing serves that name
+        };
+        let size: usize = size
+            .parse()
+            .map_err(|_| format!("git cat-file said {header:?}"))?;
+        let body = out.get(at..at + size).ok_or("git cat-file ended early")?;
+        at += size + 1;
+        let mut framed = format!("{kind} {size}\0").into_bytes();
+        framed.extend_from_slice(body);
+        let hash = match oid.len() {
+            40 => hex::encode(crate::workspace::git_inventory::sha1(&framed)),
+            _ => hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&framed)),
+        };
+        if name != oid || hash != *oid {
+            bad.push((*path).clone());
+        }
+    }
+    Ok(bad)
 }
 
 /// The paths each new commit (not in `seen`) changed: `diff-tree` output, NUL-separated, a

@@ -50,8 +50,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::git_config_keys::risky_keys;
 use crate::config::git_config_text;
-pub use index_recheck::IndexRewrite;
 use index_recheck::IndexState;
+pub use index_recheck::{IndexRewrite, sha1};
 pub use refs::MovedRefs;
 use refs::Tips;
 use state::{Seen, State, gitfile_target, observe};
@@ -87,6 +87,8 @@ pub struct Scan {
     pub index_rewrites: Vec<IndexRewrite>,
     /// Pack indexes the launch made (`GIT_DIR/objects/pack/pack-*.idx`), to be verified.
     pub new_packs: Vec<PathBuf>,
+    /// Loose objects the launch made (`GIT_DIR/objects/ab/cdef…`), to be verified.
+    pub new_loose: Vec<PathBuf>,
     /// Git dirs of the inventory whose refs gained object names (`workspace::git_commits`
     /// reads the commits).
     pub moved_refs: Vec<MovedRefs>,

@@ -178,10 +178,10 @@ pub(super) fn recheck(bytes: &[u8], before: &BTreeSet<Key>) -> Result<Recheck, S
     Ok(Recheck::Rewrite(out))
 }
 
-/// SHA-1 (FIPS 180-4), for the trailing checksum of a SHA-1 repository's index only: no
-/// security rests on it (the index is the agent's to write anyway). Hand-written because no
+/// SHA-1 (FIPS 180-4), for the trailing checksum of a SHA-1 repository's index and to check
+/// that a new object's content hashes to its name (`workspace::git_commits`), as git names it. Hand-written because no
 /// SHA-1 crate is available to this build (decision 0006); checked against git's own indexes.
-pub(super) fn sha1(data: &[u8]) -> [u8; 20] {
+pub fn sha1(data: &[u8]) -> [u8; 20] {
     let mut h: [u32; 5] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0];
     let mut msg = data.to_vec();
     let bits = (data.len() as u64).wrapping_mul(8);

@@ -93,6 +93,21 @@ impl Walk<'_> {
                 "a replace ref: git shows and commits another object in place of {name}"
             ))
         });
+        // Recorded conflict resolutions: an `rr-cache` alone turns rerere on, and git replays
+        // the agent's resolution into your next merge, rebase or cherry-pick (session-12
+        // attack G4).
+        let replayed = |name: &str| {
+            Some(format!(
+                "a recorded conflict resolution git replays at your next merge ({name})"
+            ))
+        };
+        let rr_cache = dir.join("rr-cache");
+        self.entries_in(&rr_cache, "rr-cache", replayed);
+        // And inside each recorded conflict (`preimage`, `postimage`).
+        let conflicts = std::fs::read_dir(&rr_cache).into_iter().flatten().flatten();
+        for c in conflicts.filter(|c| c.file_type().is_ok_and(|t| t.is_dir())) {
+            self.entries_in(&c.path(), "rr-cache", replayed);
+        }
         // Caches git trusts over the objects they index (session-12 attack F2: a commit-graph
         // giving an old commit a new parent hid the launch's commits from `git log` and from
         // the commit reader). Git rebuilds them; without one it reads the objects.

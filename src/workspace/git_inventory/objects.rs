@@ -54,6 +54,11 @@ impl Walk<'_> {
             None if path.extension().is_some_and(|e| e == "idx") && self.held(&path) => {
                 self.out.new_packs.push(path);
             }
+            // A new loose object may stand in for one that was packed before (the pack deleted,
+            // its objects unpacked, one swapped: session-12 attack G1, G2): verified too.
+            None if !path.parent().is_some_and(|d| d.ends_with("pack")) && self.held(&path) => {
+                self.out.new_loose.push(path);
+            }
             _ => {}
         }
     }

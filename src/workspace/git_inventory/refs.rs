@@ -79,10 +79,29 @@ pub(super) fn tips(git_dir: &Path) -> Result<BTreeSet<String>, String> {
         let common = crate::config::git_guard::common_dir(git_dir).map_err(|e| e.to_string())?;
         dirs.push(common);
     }
-    if let Some(oid) = loose(&git_dir.join("HEAD"), false)? {
-        out.insert(oid);
+    // What git reads besides refs, in this git dir: operations in progress (`git commit`
+    // finishes a merge with `MERGE_HEAD`, session-12 attack G6), `FETCH_HEAD` of `git pull`.
+    for name in [
+        "HEAD",
+        "ORIG_HEAD",
+        "MERGE_HEAD",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "REBASE_HEAD",
+        "AUTO_MERGE",
+        "FETCH_HEAD",
+    ] {
+        lines(&git_dir.join(name), |l| l.split(['\t', ' ']).next(), &mut out)?;
     }
     for dir in dirs {
+        // Reflogs: `git stash pop` takes `stash@{N}` from `logs/refs/stash` (G5), `@{1}` any.
+        logs(&dir.join("logs"), 0, &mut out)?;
+        // Each linked worktree's `HEAD`: `git submodule update` counts them as reachable (G3).
+        if let Ok(entries) = std::fs::read_dir(dir.join("worktrees")) {
+            for entry in entries.flatten() {
+                lines(&entry.path().join("HEAD"), |l| Some(l.trim_end()), &mut out)?;
+            }
+        }
         if std::fs::symlink_metadata(dir.join("reftable")).is_ok() {
             return Err(format!(
                 "{} keeps its refs in the reftable format, which ags does not read",
@@ -125,6 +144,47 @@ fn walk(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), Stri
     Ok(())
 }
 
+/// The object names `pick` finds in the lines of the file `path` (none: no file).
+fn lines(path: &Path, pick: impl Fn(&str) -> Option<&str>, out: &mut BTreeSet<String>) -> Result<(), String> {
+    let bytes = match read(path, MAX_PACKED_BYTES, false) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        if let Some(oid) = pick(line).and_then(oid) {
+            out.insert(oid);
+        }
+        if out.len() > MAX_REFS {
+            return Err(format!("more than {MAX_REFS} refs"));
+        }
+    }
+    Ok(())
+}
+
+/// The object names of the reflogs under `dir` (`OLD NEW IDENT\tMESSAGE` lines).
+fn logs(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "{}: reflogs nested deeper than {MAX_DEPTH} levels",
+            dir.display()
+        ));
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() {
+            logs(&entry.path(), depth + 1, out)?;
+        } else if kind.is_file() {
+            lines(&entry.path(), |l| l.split(' ').nth(1), out)?;
+            lines(&entry.path(), |l| l.split(' ').next(), out)?;
+        }
+    }
+    Ok(())
+}
+
 /// The object name in the loose ref `path`; `None` for a symbolic ref or no file. A symbolic
 /// link is followed when `follow` (git reads a ref through one), to a regular file only.
 fn loose(path: &Path, follow: bool) -> Result<Option<String>, String> {
@@ -160,7 +220,10 @@ fn packed(path: &Path, out: &mut BTreeSet<String>) -> Result<(), String> {
 
 /// `text` when it is a SHA-1 or SHA-256 object name (lowercased).
 fn oid(text: &str) -> Option<String> {
-    let hex = (text.len() == 40 || text.len() == 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
+    // The null name (a reflog's "no old value") names nothing.
+    let hex = (text.len() == 40 || text.len() == 64)
+        && text.bytes().all(|b| b.is_ascii_hexdigit())
+        && text.bytes().any(|b| b != b'0');
     hex.then(|| text.to_ascii_lowercase())
 }
 
@@ -213,6 +276,19 @@ mod tests {
         let mut want = want;
         want.insert("e".repeat(40));
         assert_eq!(tips(&wt).unwrap(), want);
+        // The repository's own tips hold each linked worktree's HEAD (git counts them
+        // reachable), its reflogs and MERGE_HEAD (session-12 attack G3, G5, G6).
+        assert_eq!(tips(&git).unwrap(), want);
+        std::fs::create_dir_all(git.join("logs/refs")).unwrap();
+        let (s, m) = ("5".repeat(40), "6".repeat(40));
+        std::fs::write(
+            git.join("logs/refs/stash"),
+            format!("{} {s} a <a@x> 1 +0000\tWIP\n", "0".repeat(40)),
+        )
+        .unwrap();
+        std::fs::write(git.join("MERGE_HEAD"), format!("{m}\n")).unwrap();
+        let got = tips(&git).unwrap();
+        assert!(got.contains(&s) && got.contains(&m), "{got:?}");
         // A ref that is a symbolic link is read through it (git does), to a regular file only.
         let outside = t.path().join("outside");
         std::fs::write(&outside, format!("{}\n", "f".repeat(40))).unwrap();
