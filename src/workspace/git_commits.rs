@@ -200,7 +200,7 @@ async fn commits_of(
 fn touched(git_dir: &str, found: &[(String, String)], allowed: &[&str]) -> Vec<Touched> {
     let mut out: Vec<Touched> = Vec::new();
     for (commit, path) in found {
-        let Some(tool) = protected_tool(path, allowed) else {
+        let Some(tool) = who_runs(path, allowed) else {
             continue;
         };
         if !out.iter().any(|t| &t.commit == commit && &t.path == path) {
@@ -217,7 +217,7 @@ fn touched(git_dir: &str, found: &[(String, String)], allowed: &[&str]) -> Vec<T
 
 /// The tool that runs `path` when it is (or lies in) a protected path at any depth, not in
 /// `allowed`.
-pub fn protected_tool(path: &str, allowed: &[&str]) -> Option<&'static str> {
+pub fn who_runs(path: &str, allowed: &[&str]) -> Option<&'static str> {
     let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
     for start in starts {
         let rest = &path[start..];
@@ -317,13 +317,13 @@ mod tests {
 
     #[test]
     fn protected_paths_match_at_any_depth_unless_allowed() {
-        assert!(protected_tool(".envrc", &[]).is_some());
-        assert!(protected_tool("sub/dir/.envrc", &[]).is_some());
-        assert!(protected_tool(".github/workflows/ci.yml", &[]).is_some());
-        assert!(protected_tool("x.envrc", &[]).is_none());
-        assert!(protected_tool("src/main.rs", &[]).is_none());
-        assert!(protected_tool(".github/workflowsx/a", &[]).is_none());
-        assert!(protected_tool(".envrc", &[".envrc"]).is_none());
+        assert!(who_runs(".envrc", &[]).is_some());
+        assert!(who_runs("sub/dir/.envrc", &[]).is_some());
+        assert!(who_runs(".github/workflows/ci.yml", &[]).is_some());
+        assert!(who_runs("x.envrc", &[]).is_none());
+        assert!(who_runs("src/main.rs", &[]).is_none());
+        assert!(who_runs(".github/workflowsx/a", &[]).is_none());
+        assert!(who_runs(".envrc", &[".envrc"]).is_none());
     }
 
     fn git(dir: &Path, args: &[&str]) -> String {
