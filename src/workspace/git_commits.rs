@@ -326,23 +326,7 @@ mod tests {
         assert!(who_runs(".envrc", &[".envrc"]).is_none());
     }
 
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=a",
-                "-c",
-                "user.email=a@x",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    }
+    use crate::workspace::git_inventory::test_git::git;
 
     /// Only the commits reachable from the new names and none of the old are read, with the
     /// repository's own `core.fsmonitor` never run; an old name the agent removed is no error.

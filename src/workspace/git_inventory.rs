@@ -44,6 +44,8 @@ mod judge;
 mod objects;
 mod refs;
 mod state;
+#[cfg(test)]
+pub(crate) mod test_git;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -185,19 +185,7 @@ mod tests {
     /// (assume-unchanged), in each version.
     fn real_index(version: &str) -> Vec<u8> {
         let t = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .arg("-C")
-                .arg(t.path())
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "git {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
+        let git = |args: &[&str]| super::super::test_git::git(t.path(), args);
         git(&["init", "-q"]);
         std::fs::create_dir(t.path().join("hide")).unwrap();
         for f in ["a", "hide/me", "zz"] {
@@ -227,15 +215,7 @@ mod tests {
     #[test]
     fn a_sparse_directory_is_named_with_what_shows_it() {
         let t = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(["-c", "user.name=a", "-c", "user.email=a@x", "-C"])
-                .arg(t.path())
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}: {out:?}");
-        };
+        let git = |args: &[&str]| super::super::test_git::git(t.path(), args);
         git(&["init", "-q"]);
         for dir in ["sub", "kept"] {
             std::fs::create_dir(t.path().join(dir)).unwrap();

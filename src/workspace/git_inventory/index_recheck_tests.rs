@@ -1,27 +1,11 @@
 use super::*;
 use std::path::Path;
 
+/// The real git, with the untracked cache on (the tests drop it).
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=a",
-            "-c",
-            "user.email=a@x",
-            "-c",
-            "core.untrackedCache=true",
-        ])
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let mut all = vec!["-c", "core.untrackedCache=true"];
+    all.extend_from_slice(args);
+    super::super::test_git::git(dir, &all)
 }
 
 #[test]
@@ -79,7 +63,7 @@ fn a_stat_matching_lie_is_undone_and_the_caches_dropped() {
         std::fs::write(&index, &new).unwrap();
         assert_eq!(
             git(dir, &["status", "--porcelain"]),
-            " M Makefile\n",
+            "M Makefile",
             "version {version}"
         );
         git(dir, &["fsck", "--no-dangling"]);
