@@ -79,7 +79,7 @@ echo PLANTED"#,
                 ("fetcher/.git/config", "remote.origin.url (a URL git hands"),
                 ("away/.git/config", "core.worktree naming"),
                 ("other/.git", "outside the workspace"),
-                (".git/rebase-merge", "exec lines"),
+                (".git/rebase-merge", "a rebase the launch left in progress"),
             ],
         );
         // The user's day afterwards: `bin` on PATH (direnv), fetch, rebase --continue.

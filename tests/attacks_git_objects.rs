@@ -16,75 +16,9 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Output;
-
-use common::launch::{assert_clean, stderr, stdout};
-use common::{CLEAN_PATH, TestEnv, each_mode, run_command, show, tool};
-
-const IMAGE: &str = "localhost/ags-git:latest";
-
-fn git_ok(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
-    let d = dir.display().to_string();
-    let mut all = vec!["-C", &d, "-c", "user.name=Test", "-c", "user.email=t@example.com"];
-    all.extend_from_slice(args);
-    let mut cmd = env.command(tool("git"), all);
-    cmd.env("PATH", CLEAN_PATH);
-    let out = run_command(cmd, None, common::RUN_TIMEOUT);
-    assert!(out.status.success(), "git {args:?}: {}", show(&out));
-    stdout(&out).trim().to_string()
-}
-
-/// Whether this mode's service has the git image (a missing one fails under `scripts/test`).
-fn has_image(env: &TestEnv) -> bool {
-    if common::api::image_exists(&env.mode().socket(), IMAGE).unwrap_or(false) {
-        return true;
-    }
-    assert!(
-        std::env::var_os("AGS_TEST_GIT_IMAGE").is_none(),
-        "{IMAGE} is missing"
-    );
-    eprintln!("SKIP {}: no {IMAGE}", env.mode());
-    false
-}
-
-/// A repository in the workdir with one commit (`README`) and the forging `scripts` copied in.
-fn repository(env: &TestEnv, scripts: &[&str]) -> std::path::PathBuf {
-    let work = env.work_dir().canonicalize().unwrap();
-    env.write_file("work/README", "hello\n", 0o644);
-    git_ok(env, &work, &["init", "-q", "-b", "main"]);
-    git_ok(env, &work, &["add", "README"]);
-    git_ok(env, &work, &["commit", "-q", "-m", "one"]);
-    for s in scripts {
-        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/support/forge")
-            .join(s);
-        env.write_file(format!("work/{s}"), std::fs::read(from).unwrap(), 0o644);
-    }
-    work
-}
-
-/// Run `script` as the agent in the git image; it must print PLANTED and exit 0.
-fn agent(env: &TestEnv, script: &str) -> Output {
-    let script = format!(
-        "git config --global --add safe.directory '*' && git config --global user.name a && git config --global user.email a@x\nset -e\n{script}\necho PLANTED"
-    );
-    let label = env.label();
-    let out = env.run([
-        "--tty=false",
-        "--image",
-        IMAGE,
-        "--label",
-        &label,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    out
-}
+use common::git::{agent, git_ok, has_image, repository};
+use common::launch::{assert_clean, stderr};
+use common::{TestEnv, each_mode, run_command, tool};
 
 /// A branch `feature` whose `Makefile` differs from `main`'s, packed when `gc`; back on
 /// `main`, the agent runs `script` (with the forging `scripts`), and stderr must say `said`.

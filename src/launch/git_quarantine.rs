@@ -310,7 +310,7 @@ impl Quarantine {
     pub fn message(&self) -> String {
         let mut out = self.restored.concat();
         if !self.moved.is_empty() {
-            out.push_str("ags: warning: the launch left git configuration that would run programs on this host when git runs there (your `git status` included); moved aside:\n");
+            out.push_str("ags: warning: the launch left git state that would run programs or bring in commits nobody reviewed when git runs on this host (your `git status` included); moved aside:\n");
             if let Some(why) = &self.distrusted {
                 out.push_str(&format!(
                     "ags:   (all of it, yours included: {}, so what was there when this launch started is no proof of what you had; run one launch at a time on a tree to keep yours in place)\n",

@@ -160,8 +160,9 @@ async fn commits_of(
     let mut stdin = String::new();
     new.iter().for_each(|o| stdin.push_str(&format!("{o}\n")));
     old.iter().for_each(|o| stdin.push_str(&format!("^{o}\n")));
-    // Old names the agent removed from the store are no reason to stop.
-    let args = ["rev-list", "--stdin", "--missing=allow-any"];
+    // Old names the agent removed from the store are no reason to stop, nor names that name
+    // nothing (a reflog message's hex runs, `refs`); `--ignore-missing` only counts before `--stdin`.
+    let args = ["rev-list", "--ignore-missing", "--missing=allow-any", "--stdin"];
     let listed = run_git(git, git_dir, &args, stdin.into_bytes(), LIST_CAP).await?;
     let commits: Vec<String> = String::from_utf8_lossy(&listed)
         .lines()

@@ -379,7 +379,14 @@ impl<'a> Walk<'a> {
             return;
         };
         let outer = self.full;
-        self.full = self.changed(Seen::GitDir, dir, observe(dir, &meta).0);
+        let now = observe(dir, &meta).0;
+        let made = self
+            .before
+            .is_some_and(|b| b.get(&(Seen::GitDir, dir.to_path_buf())) != Some(&now));
+        self.full = self.changed(Seen::GitDir, dir, now);
+        if made {
+            self.module_made(dir);
+        }
         self.object_store(dir);
         // A relative `core.hooksPath` is taken from where hooks run: the worktree's top.
         let top = match dir.file_name() {
@@ -401,9 +408,7 @@ impl<'a> Walk<'a> {
         self.shown_differently(dir);
         self.index(&dir.join("index"));
         self.refs(dir);
-        for name in judge::IN_PROGRESS_DIRS {
-            self.in_progress(&dir.join(name));
-        }
+        self.in_progress(dir);
         self.full = outer;
     }
 

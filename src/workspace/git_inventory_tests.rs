@@ -63,9 +63,19 @@ fn clean_repositories_and_what_was_there_before_are_not_reported() {
     );
     write(&root.join("sub/.git"), "gitdir: ../.git/modules/sub\n");
     git_dir(&root.join("vendor/lib/.git"), CLEAN);
-    let scan = judge_all(std::slice::from_ref(&root), &[]);
+    // Judged in full (another launch could have written the trees): nothing to say.
+    let mut distrusted = take(std::slice::from_ref(&root));
+    distrusted.distrust("another launch".into());
+    let scan = check(&distrusted, &[]);
     assert_eq!(found(&scan, &root), Vec::<(String, String)>::new());
     assert!(scan.incomplete.is_empty(), "{:?}", scan.incomplete);
+    // A submodule's git dir new to the inventory is the one thing said (session-12 attack H7).
+    let scan = judge_all(std::slice::from_ref(&root), &[]);
+    let made = (
+        ".git/modules/sub".to_string(),
+        "a submodule's git dir the launch made".to_string(),
+    );
+    assert_eq!(found(&scan, &root), vec![made]);
     // Planted, but before the launch: not this launch's doing.
     write(&root.join("vendor/lib/.git/config"), EVIL);
     write(&root.join("vendor/lib/.git/hooks/pre-commit"), "#!/bin/sh\n");
@@ -422,4 +432,34 @@ fn files_that_hide_changes_from_review_are_reported_unless_only_comments() {
         "{:?}",
         scan.findings
     );
+}
+
+#[test]
+fn operations_in_progress_the_launch_started_or_changed_are_reported_whole() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    git_dir(&root.join(".git"), CLEAN);
+    // The user's own rebase, left alone by the launch: unchanged.
+    write(&root.join(".git/rebase-apply/orig-head"), "1111\n");
+    write(&root.join(".git/BISECT_LOG"), "git bisect start\n");
+    let roots = std::slice::from_ref(&root);
+    let before = take(roots);
+    assert!(check(&before, &[]).findings.is_empty());
+    // A file of it changed, a new sequencer, a new bisection file, an autostash (session-12
+    // attacks H1, H3, H4, H5): each names commits that an ordinary command brings in.
+    write(&root.join(".git/rebase-apply/orig-head"), "2222\n");
+    write(&root.join(".git/sequencer/head"), "3333\n");
+    write(&root.join(".git/BISECT_START"), "4444\n");
+    write(&root.join(".git/MERGE_AUTOSTASH"), "5555\n");
+    let said: Vec<_> = found(&check(&before, &[]), &root)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    let want = [
+        ".git/BISECT_START",
+        ".git/MERGE_AUTOSTASH",
+        ".git/rebase-apply",
+        ".git/sequencer",
+    ];
+    assert_eq!(said, want);
 }

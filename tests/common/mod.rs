@@ -42,6 +42,7 @@
 
 pub mod api;
 mod env;
+pub mod git;
 pub mod launch;
 mod process;
 pub mod pty;

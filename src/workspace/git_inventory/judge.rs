@@ -1,11 +1,8 @@
 //! What the walk judges beyond a config's keys: a `core.worktree` naming a directory outside
 //! the walked trees ([`Walk::worktree_outside`]: git checks files out and runs that
-//! repository's hooks there), and an operation git left in progress in a git dir —
-//! `rebase-merge/`, `rebase-apply/`, `sequencer/` — by what it runs when you continue it
-//! (`git rebase --continue`, `git cherry-pick --continue`, which `git status` tells you to
-//! type): the `exec` lines of its todo list run a shell command each, and a merge strategy
-//! other than git's own runs a `git-merge-<name>` program found on `PATH`. [`judge`] is pure:
-//! bytes in, a verdict out. Also the files that change what git shows you or puts in your
+//! repository's hooks there), and an operation the launch left in progress in a git dir —
+//! `rebase-merge/`, `rebase-apply/`, `sequencer/`, `BISECT_*`, `MERGE_AUTOSTASH` — whatever it
+//! holds ([`Walk::in_progress`]). Also the files that change what git shows you or puts in your
 //! commits ([`Walk::shown_differently`]).
 
 use std::ffi::OsStr;
@@ -40,28 +37,72 @@ impl Walk<'_> {
         }
     }
 
-    /// The files of an operation in progress that can run something when you continue it.
+    /// A submodule's git dir (`GIT_DIR/modules/NAME`) that is new to the inventory: `git
+    /// submodule update` checks out the commit a gitlink names from it without fetching, and
+    /// its history was never read (session-12 attack H7). Once it is gone, git clones the
+    /// submodule afresh from the URL `.gitmodules` names.
+    pub(super) fn module_made(&mut self, dir: &Path) {
+        let module = dir.ancestors().skip(1).any(|a| {
+            a.file_name().is_some_and(|n| n == "modules")
+                && a.parent().is_some_and(|p| {
+                    p.join("HEAD").exists() && (p.join("objects").exists() || p.join("commondir").exists())
+                })
+        });
+        if module {
+            let what = "a submodule's git dir the launch made: `git submodule update` checks out its commits, which were not read, without fetching them";
+            self.report(dir.into(), what.into());
+        }
+    }
+
+    /// The operations in progress of the git dir `dir` the launch started or changed, whatever
+    /// they hold: each names commits that `git rebase --abort`/`--continue`, `git cherry-pick
+    /// --abort`, `git bisect reset` or `git merge --abort` checks out, moves a branch to,
+    /// commits or applies (commits no ref holds, which the commit reader does not see), or
+    /// commands they run (session-12 attacks H1–H8). An agent has no reason to leave one to you.
     pub(super) fn in_progress(&mut self, dir: &Path) {
-        for name in FILES {
+        for (name, what) in IN_PROGRESS {
             let path = dir.join(name);
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            let (now, bytes) = observe(&path, &meta);
-            if !self.changed(Seen::Piece, &path, now) {
-                continue;
-            }
-            let what = match bytes {
-                Ok(bytes) => judge(name, &bytes),
-                Err(e) => Some(format!(
-                    "a file of an operation in progress that cannot be read ({e})"
-                )),
-            };
-            if let Some(what) = what {
-                self.report(dir.into(), what);
-                return; // the directory goes aside whole
+            if self.tree_changed(&path, 0) {
+                self.report(path, (*what).into());
             }
         }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let what = match name.to_string_lossy().as_ref() {
+                "MERGE_AUTOSTASH" => {
+                    "a merge the launch left in progress: `git merge --abort` applies the stash this names"
+                }
+                n if n.starts_with("BISECT_") => {
+                    "a bisection the launch left in progress: `git bisect reset` checks out the commit this names"
+                }
+                _ => continue,
+            };
+            let path = entry.path();
+            if self.tree_changed(&path, 0) {
+                self.report(path, what.into());
+            }
+        }
+    }
+
+    /// Whether `path` or anything below it (a few levels) is not what the inventory holds;
+    /// while taking the inventory: record them all.
+    fn tree_changed(&mut self, path: &Path, depth: usize) -> bool {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
+        if self.changed(Seen::Piece, path, observe(path, &meta).0) || depth > 4 {
+            return self.before.is_some();
+        }
+        let listed = meta.is_dir().then(|| std::fs::read_dir(path).ok()).flatten();
+        for entry in listed.into_iter().flatten().flatten() {
+            if self.tree_changed(&entry.path(), depth + 1) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The files of the git dir `dir` that change what git shows you or puts in your commits
@@ -188,53 +229,18 @@ const HIDING_FILES: &[&str] = &[
     "objects/info/alternates",
 ];
 
-/// The files of such a directory that can run something.
-pub(super) const FILES: &[&str] = &["git-rebase-todo", "todo", "strategy", "opts"];
-
-/// The directories.
-pub(super) const IN_PROGRESS_DIRS: &[&str] = &["rebase-merge", "rebase-apply", "sequencer"];
-
-/// The strategies git carries itself (`resolve` and `octopus` in its own exec path).
-const OWN_STRATEGIES: &[&str] = &["ort", "recursive", "resolve", "octopus", "ours", "subtree"];
-
-/// What the file `name` of an operation in progress would run, when anything.
-pub(super) fn judge(name: &str, bytes: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(bytes);
-    match name {
-        "git-rebase-todo" | "todo" => text
-            .lines()
-            .map(str::trim_start)
-            .find(|l| matches!(l.split_whitespace().next(), Some("exec" | "x")))
-            .map(|_| "a todo list with exec lines, run by `git rebase --continue`".to_string()),
-        "strategy" => foreign_strategy(text.trim()),
-        "opts" => match crate::config::git_config_keys::entries(bytes) {
-            Ok(entries) => entries
-                .iter()
-                .filter(|(k, _)| k == "options.strategy")
-                .find_map(|(_, v)| foreign_strategy(String::from_utf8_lossy(v.as_deref()?).trim())),
-            Err(e) => Some(format!("sequencer options git may read otherwise ({e})")),
-        },
-        _ => None,
-    }
-}
-
-fn foreign_strategy(name: &str) -> Option<String> {
-    (!name.is_empty() && !OWN_STRATEGIES.contains(&name))
-        .then(|| "a merge strategy that runs a git-merge-* program when you continue".to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exec_lines_and_foreign_strategies_are_found() {
-        assert!(judge("git-rebase-todo", b"pick 123 x\n  exec touch /tmp/p\n").is_some());
-        assert!(judge("todo", b"pick 1 a\nx make\n").is_some());
-        assert!(judge("git-rebase-todo", b"pick 123 exec\n# exec x\n").is_none());
-        assert!(judge("strategy", b"evil\n").is_some());
-        assert!(judge("strategy", b"ort\n").is_none());
-        assert!(judge("opts", b"[options]\n\tstrategy = evil\n").is_some());
-        assert!(judge("opts", b"[options]\n\tstrategy = recursive\n\tsignoff = true\n").is_none());
-    }
-}
+/// The directories of operations in progress, and what they are.
+const IN_PROGRESS: &[(&str, &str)] = &[
+    (
+        "rebase-merge",
+        "a rebase the launch left in progress: `git rebase --continue` or `--abort` acts on the commits it names",
+    ),
+    (
+        "rebase-apply",
+        "a rebase or `git am` the launch left in progress: `--continue` or `--abort` acts on the commits it names",
+    ),
+    (
+        "sequencer",
+        "a cherry-pick or revert the launch left in progress: `--continue` or `--abort` acts on the commits it names",
+    ),
+];

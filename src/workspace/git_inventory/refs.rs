@@ -162,7 +162,7 @@ fn lines(path: &Path, pick: impl Fn(&str) -> Option<&str>, out: &mut BTreeSet<St
     Ok(())
 }
 
-/// The object names of the reflogs under `dir` (`OLD NEW IDENT\tMESSAGE` lines).
+/// The object names of the reflogs under `dir`.
 fn logs(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
@@ -178,8 +178,40 @@ fn logs(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), Stri
         if kind.is_dir() {
             logs(&entry.path(), depth + 1, out)?;
         } else if kind.is_file() {
-            lines(&entry.path(), |l| l.split(' ').nth(1), out)?;
-            lines(&entry.path(), |l| l.split(' ').next(), out)?;
+            reflog(&entry.path(), out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The object names of the reflog `path`: both columns of each `OLD NEW IDENT\tMESSAGE` line,
+/// and what git takes for `@{-N}` (`git checkout -`, `git switch -`, `git merge -`) from a
+/// message `checkout: moving from A to B`, where A may be any revision (session-12 attack H2:
+/// an appended line named a hidden commit): every run of 4 to 64 hex digits of A and B (one
+/// that names nothing is ignored by the commit reader).
+fn reflog(path: &Path, out: &mut BTreeSet<String>) -> Result<(), String> {
+    let bytes = match read(path, MAX_PACKED_BYTES, false) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        let mut columns = line.split(' ');
+        out.extend(columns.next().and_then(oid));
+        out.extend(columns.next().and_then(oid));
+        let Some((_, message)) = line.split_once('\t') else {
+            continue;
+        };
+        let Some(names) = message.strip_prefix("checkout: moving from ") else {
+            continue;
+        };
+        let runs = names.split(|c: char| !c.is_ascii_hexdigit());
+        out.extend(
+            runs.filter(|r| (4..=64).contains(&r.len()))
+                .map(str::to_ascii_lowercase),
+        );
+        if out.len() > MAX_REFS {
+            return Err(format!("more than {MAX_REFS} refs"));
         }
     }
     Ok(())
@@ -289,6 +321,18 @@ mod tests {
         std::fs::write(git.join("MERGE_HEAD"), format!("{m}\n")).unwrap();
         let got = tips(&git).unwrap();
         assert!(got.contains(&s) && got.contains(&m), "{got:?}");
+        // What `git checkout -` takes from a message: hex runs of 4 or more (session-12 H2).
+        let line = format!("{a} {a} a <a@x> 1 +0000\tcheckout: moving from D70461c^0 to feature/cafe\n");
+        std::fs::write(
+            git.join("logs/HEAD"),
+            format!("{line}{a} {a} a <a@x> 1 +0000\tcommit: 9999\n"),
+        )
+        .unwrap();
+        let got = tips(&git).unwrap();
+        assert!(
+            got.contains("d70461c") && got.contains("cafe") && !got.contains("9999"),
+            "{got:?}"
+        );
         // A ref that is a symbolic link is read through it (git does), to a regular file only.
         let outside = t.path().join("outside");
         std::fs::write(&outside, format!("{}\n", "f".repeat(40))).unwrap();

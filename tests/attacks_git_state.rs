@@ -1,0 +1,180 @@
+//! Issue 22, the fourth session-12 attack (docs/attacks/session-12-workspace-4.md): git takes
+//! the commits it checks out, resets a branch to, commits or applies from more than refs — the
+//! state of an operation in progress, the messages of `logs/HEAD`, a submodule's git dir. The
+//! agent makes a commit with a protected file, leaves it in no ref and no reflog column, and
+//! names it there; an ordinary command the user types (`git rebase --abort`, `git checkout -`,
+//! `git submodule update --init`) then brought it into the worktree or onto a branch, unnamed:
+//! - H1, H1b, H6, H8: `rebase-merge/orig-head`, `rebase-apply/orig-head`, a pick-only todo,
+//!   `rebase-merge/update-refs`;
+//! - H3: `sequencer/head`; H4: `BISECT_START`; H5: `MERGE_AUTOSTASH`;
+//! - H2: a `checkout: moving from X to main` line appended to `logs/HEAD`;
+//! - H7: a submodule whose git dir the agent placed in `.git/modules/`.
+//!
+//! Performed with the git image, rootful and rootless; each repository is its own directory of
+//! the workdir, so one launch carries them all.
+
+mod common;
+
+use std::path::Path;
+
+use common::git::{agent, git_ok, has_image};
+use common::launch::{assert_clean, stderr};
+use common::{CLEAN_PATH, TestEnv, each_mode, run_command, tool};
+
+/// The agent's helper: `hide FILE CONTENT` commits FILE on a detached HEAD, returns to `main`,
+/// forgets the commit in every reflog and prints its name.
+const HIDE: &str = r#"hide() {
+  git checkout -q --detach && printf "$2" > "$1" && git add "$1" && git commit -qm wip
+  x=$(git rev-parse HEAD); git checkout -q main; git reflog expire --expire=now --all; echo "$x"
+}
+"#;
+
+/// Repositories `names` in the workdir, each with one commit on `main` and a branch `release`.
+fn repositories(env: &TestEnv, names: &[&str]) -> std::path::PathBuf {
+    let work = env.work_dir().canonicalize().unwrap();
+    for name in names {
+        let dir = env.mkdir(format!("work/{name}"), 0o755);
+        env.write_file(format!("work/{name}/README"), "hello\n", 0o644);
+        git_ok(env, &dir, &["init", "-q", "-b", "main"]);
+        git_ok(env, &dir, &["add", "README"]);
+        git_ok(env, &dir, &["commit", "-q", "-m", "one"]);
+        git_ok(env, &dir, &["branch", "release"]);
+    }
+    work
+}
+
+/// The user's command in `dir`, whatever it says.
+fn user(env: &TestEnv, dir: &Path, args: &[&str]) {
+    let d = dir.display().to_string();
+    let mut all = vec!["-C", &d, "-c", "user.name=U", "-c", "user.email=u@x"];
+    all.extend_from_slice(args);
+    let mut cmd = env.command(tool("git"), all);
+    cmd.env("PATH", CLEAN_PATH);
+    let _ = run_command(cmd, None, common::RUN_TIMEOUT);
+}
+
+/// Each operation left in progress names the hidden commit; each goes aside, explained, and the
+/// command `git status` suggests leaves the branches and the worktree as they were.
+#[test]
+fn operations_left_in_progress_go_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repos = ["h1", "h1b", "h3", "h4", "h5", "h6", "h8"];
+        let work = repositories(env, &repos);
+        let rebase = r#"d=.git/rebase-merge; mkdir -p $d; echo refs/heads/main > $d/head-name
+echo $cur > $d/onto; touch $d/interactive; echo 1 > $d/msgnum; echo 1 > $d/end"#;
+        let script = format!(
+            r#"{HIDE}
+cd h1; cur=$(git rev-parse HEAD); x=$(hide .envrc 'touch pwned\n'); {rebase}
+echo $x > $d/orig-head; echo "pick $cur one" > $d/done; : > $d/git-rebase-todo; cd ..
+cd h1b; cur=$(git rev-parse HEAD); x=$(hide .envrc 'touch pwned\n'); d=.git/rebase-apply; mkdir $d
+echo $x > $d/orig-head; echo refs/heads/main > $d/head-name; echo $cur > $d/onto; touch $d/rebasing
+echo 1 > $d/next; echo 1 > $d/last; cd ..
+cd h3; cur=$(git rev-parse HEAD); x=$(hide .envrc 'touch pwned\n'); mkdir .git/sequencer
+echo $x > .git/sequencer/head; echo $cur > .git/sequencer/abort-safety
+echo "pick $cur one" > .git/sequencer/todo; : > .git/sequencer/opts; cd ..
+cd h4; x=$(hide .envrc 'touch pwned\n'); echo $x > .git/BISECT_START; echo "git bisect start" > .git/BISECT_LOG; cd ..
+cd h5; printf 'touch pwned\n' > .envrc; git stash push -q -u -m autostash; s=$(git rev-parse 'stash@{{0}}')
+git stash drop -q; git reflog expire --expire=now --all; git rev-parse HEAD > .git/MERGE_HEAD
+echo "Merge branch x" > .git/MERGE_MSG; : > .git/MERGE_MODE; echo $s > .git/MERGE_AUTOSTASH; cd ..
+cd h6; cur=$(git rev-parse HEAD); x=$(hide .envrc 'touch pwned\n'); git checkout -q --detach; {rebase}
+echo $cur > $d/orig-head; : > $d/done; echo "pick $x wip" > $d/git-rebase-todo; echo 0 > $d/msgnum; cd ..
+cd h8; cur=$(git rev-parse HEAD); x=$(hide .envrc 'touch pwned\n'); git checkout -q --detach; {rebase}
+echo $cur > $d/orig-head; echo "pick $cur one" > $d/done; : > $d/git-rebase-todo
+printf 'refs/heads/release\n%s\n%s\n' $cur $x > $d/update-refs; cd .."#
+        );
+        let tips: Vec<_> = repos
+            .iter()
+            .map(|r| git_ok(env, &work.join(r), &["rev-parse", "main", "release"]))
+            .collect();
+        let err = stderr(&agent(env, &script));
+        let aside = [
+            ("h1/.git/rebase-merge", "a rebase the launch left in progress"),
+            ("h1b/.git/rebase-apply", "a rebase or `git am` the launch left"),
+            ("h3/.git/sequencer", "a cherry-pick or revert the launch left"),
+            ("h4/.git/BISECT_START", "a bisection the launch left"),
+            ("h5/.git/MERGE_AUTOSTASH", "a merge the launch left in progress"),
+            ("h6/.git/rebase-merge", "a rebase the launch left in progress"),
+            ("h8/.git/rebase-merge", "a rebase the launch left in progress"),
+        ];
+        for (piece, said) in aside {
+            let mode = env.mode();
+            assert!(!work.join(piece).exists(), "{mode}: {piece} left in place: {err}");
+            let moved = work.join(format!("{piece}.ags-quarantine"));
+            assert!(moved.exists(), "{mode}: {piece} not moved aside: {err}");
+            assert!(
+                err.contains(&format!("{piece}: {said}")),
+                "{mode}: {piece}: {err}"
+            );
+        }
+        let commands: [&[&str]; 7] = [
+            &["rebase", "--abort"],
+            &["rebase", "--abort"],
+            &["cherry-pick", "--abort"],
+            &["bisect", "reset"],
+            &["merge", "--abort"],
+            &["rebase", "--continue"],
+            &["rebase", "--continue"],
+        ];
+        for ((repo, args), tips) in repos.iter().zip(commands).zip(&tips) {
+            let dir = work.join(repo);
+            user(env, &dir, args);
+            user(env, &dir, &["checkout", "-q", "main"]);
+            let now = git_ok(env, &dir, &["rev-parse", "main", "release"]);
+            assert_eq!(
+                &now,
+                tips,
+                "{}: {repo}: git {args:?} moved a branch: {err}",
+                env.mode()
+            );
+            assert!(
+                !dir.join(".envrc").exists(),
+                "{}: {repo}: git {args:?}: {err}",
+                env.mode()
+            );
+        }
+        assert_clean(env);
+    });
+}
+
+/// H2: `git checkout -` takes the commit a forged `logs/HEAD` message names: the commit reader
+/// takes it as a tip and names its `.envrc`. H7: a submodule whose git dir the agent placed goes
+/// aside, so `git submodule update --init` has nothing local to check out.
+#[test]
+fn reflog_messages_and_placed_submodules_are_no_hiding_place() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repositories(env, &["h2", "h7"]);
+        let script = format!(
+            r#"{HIDE}
+cd h2; x=$(hide .envrc 'touch pwned\n'); m=$(git rev-parse main)
+printf '%s %s a <a@x> 1764874000 +0000\tcheckout: moving from %s to main\n' $m $m $(echo $x | cut -c1-9) >> .git/logs/HEAD
+cd ../h7; git init -q -b main /tmp/ev; cd /tmp/ev; git commit -q --allow-empty -m e0
+printf 'touch pwned\n' > .envrc; git add .envrc; git commit -qm tooling; cd -
+git -c protocol.file.allow=always submodule add -q /tmp/ev tools 2>/dev/null; git commit -qm 'add tools'
+rm -rf tools; mkdir tools"#
+        );
+        let err = stderr(&agent(env, &script));
+        let mode = env.mode();
+        assert!(
+            err.contains("of this launch changes .envrc in") && err.contains("h2/.git"),
+            "{mode}: the commit a reflog message names was not read: {err}"
+        );
+        let module = "h7/.git/modules/tools";
+        assert!(
+            !work.join(module).exists(),
+            "{mode}: {module} left in place: {err}"
+        );
+        assert!(
+            err.contains(&format!("{module}: a submodule's git dir the launch made")),
+            "{mode}: {err}"
+        );
+        user(env, &work.join("h7"), &["submodule", "update", "--init"]);
+        assert!(!work.join("h7/tools/.envrc").exists(), "{mode}: {err}");
+        assert_clean(env);
+    });
+}
