@@ -152,11 +152,12 @@ pub const MATRIX: &[AgentHooks] = &[
                  project config and `--disable hooks`)",
         silence: "No while the requirements file pins the feature: `[features] hooks = false` and \
                   `--disable hooks` are overruled. A custom image whose own \
-                  `/etc/codex/requirements.toml` matters is shadowed by ags's. Open (session-12 \
-                  attack F4, F1): codex's tool hooks fire for `exec_command` only, so commands \
-                  typed into an interactive shell through `write_stdin` reach neither the guard \
-                  nor the record; `~/.codex/.env` (the state volume) can set `BASH_ENV` or \
-                  `LD_PRELOAD` for the shell that runs the hooks.",
+                  `/etc/codex/requirements.toml` matters is shadowed by ags's. `~/.codex/.env` (the \
+                  state volume), which codex loads over the launch's environment, is shadowed by \
+                  an empty read-only file: no `LD_PRELOAD` or `BASH_ENV` the agent wrote reaches \
+                  the shell that runs the hooks (session-12 attack F1). Open (attack F4): codex's \
+                  tool hooks fire for `exec_command` only, so commands typed into an interactive \
+                  shell through `write_stdin` reach neither the guard nor the record.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),
@@ -187,11 +188,13 @@ pub const MATRIX: &[AgentHooks] = &[
                   service used by a non-root user, gemini skips the system file because uid 0 \
                   does not own it: `ags` refuses gemini there when a guard or handler is \
                   configured, else warns. Noticed by the missing records (a \
-                  session without `session_start`, tool calls without `pre_tool`). Open \
-                  (session-12 attack F8, F2): a `BeforeTool` hook in user or workspace settings \
-                  can rewrite the tool input after the guard allowed it, and a `.env` gemini \
-                  loads (`~/.gemini/.env`, the workspace's) can set `LD_PRELOAD` for the shell \
-                  that runs the hooks.",
+                  session without `session_start`, tool calls without `pre_tool`). No `.env` the \
+                  agent wrote is loaded (session-12 attack F2: an `LD_PRELOAD` there reached the \
+                  shell that runs the hooks): the workdir's is ignored (`advanced.ignoreLocalEnv` \
+                  pinned; pass variables with `--env` or `--env-file`), `~/.gemini/.env` is \
+                  shadowed by an empty read-only file, the workdir's `.gemini/` is protected. \
+                  Open (attack F8): a `BeforeTool` hook in user or workspace settings can rewrite \
+                  the tool input after the guard allowed it.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),

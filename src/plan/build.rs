@@ -602,11 +602,11 @@ fn check_user_destination(m: &UserMount) -> Result<(), PlanError> {
 }
 
 /// Refuse equal or nested destinations among bind mounts (tmpfs system mounts are exempt, and
-/// so is the agent hooks' empty read-only tmpfs over a plugin directory inside a state volume).
+/// so are the agent hooks' mounts inside a state volume: the empty read-only tmpfs over a
+/// plugin directory, the empty read-only file over a `.env`).
 fn check_overlaps(mounts: &[PlanMount]) -> Result<(), PlanError> {
     let shadows = |inner: &PlanMount, outer: &PlanMount| {
         inner.origin == Origin::AgentHooks
-            && matches!(inner.kind, MountKind::Tmpfs { .. })
             && matches!(outer.kind, MountKind::Volume { .. })
             && inner.destination != outer.destination
             && inner.destination.starts_with(&outer.destination)

@@ -58,6 +58,18 @@ pub const OPENCODE_PLUGIN_DIRS: &[&str] = &[
 pub const CLAUDE_PINNED_ENV: &[(&str, &str)] =
     &[("CLAUDE_CODE_SIMPLE", "0"), ("CLAUDE_CODE_SHELL_PREFIX", "")];
 
+/// codex's `$CODEX_HOME/.env` (the state volume), which codex loads into its own environment
+/// at start, over what the launch set, and passes to the shell that runs each hook: a
+/// `BASH_ENV` or `LD_PRELOAD` there ran agent code before the dispatcher and rewrote what the
+/// guard saw (session-12 attack F1). Shadowed by an empty read-only file.
+pub const CODEX_DOTENV: &str = "/home/dev/.codex/.env";
+/// gemini's `~/.gemini/.env` (the state volume), loaded like codex's (session-12 attack F2);
+/// the workdir's `.env` is switched off in the system settings (`advanced.ignoreLocalEnv`), its
+/// `.gemini/.env` is a protected path (`workspace::protected`).
+pub const GEMINI_DOTENV: &str = "/home/dev/.gemini/.env";
+/// What the shadowing `.env` files say.
+const DOTENV_SHADOW: &str = "# Shadowed by ags while agent hooks are wired (docs/agent-hooks.md).\n";
+
 /// codex's managed requirements (pins the hooks feature on).
 pub const CODEX_REQUIREMENTS: &str = "/etc/codex/requirements.toml";
 /// gemini's system settings.
@@ -115,12 +127,16 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
             files: vec![
                 file(CODEX_HOOKS, pretty(&claude_like(row, None))),
                 file(CODEX_REQUIREMENTS, CODEX_REQUIREMENTS_TOML.to_string()),
+                file(CODEX_DOTENV, DOTENV_SHADOW.to_string()),
             ],
             args: vec![],
             empty_dirs: vec![],
         },
         ("gemini", _) => Wiring {
-            files: vec![file(GEMINI_SYSTEM, pretty(&gemini(row, tag)))],
+            files: vec![
+                file(GEMINI_SYSTEM, pretty(&gemini(row, tag))),
+                file(GEMINI_DOTENV, DOTENV_SHADOW.to_string()),
+            ],
             args: vec![],
             empty_dirs: vec![],
         },
@@ -197,7 +213,10 @@ fn gemini(row: &AgentHooks, tag: &str) -> Value {
         });
         hooks.insert(native.into(), json!([{ "hooks": [handler] }]));
     }
-    json!({ "hooksConfig": { "enabled": true }, "hooks": hooks })
+    // No project `.env` (the workdir's is the agent's to write): gemini loads one into its own
+    // environment, and so into the shell that runs each hook (session-12 attack F2).
+    let advanced = json!({ "ignoreLocalEnv": true });
+    json!({ "hooksConfig": { "enabled": true }, "hooks": hooks, "advanced": advanced })
 }
 
 #[cfg(test)]

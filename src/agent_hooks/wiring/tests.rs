@@ -53,8 +53,8 @@ fn each_agent_gets_its_own_locations() {
             .collect()
     };
     assert_eq!(dest("claude"), [CLAUDE_MANAGED]);
-    assert_eq!(dest("codex"), [CODEX_HOOKS, CODEX_REQUIREMENTS]);
-    assert_eq!(dest("gemini"), [GEMINI_SYSTEM]);
+    assert_eq!(dest("codex"), [CODEX_HOOKS, CODEX_REQUIREMENTS, CODEX_DOTENV]);
+    assert_eq!(dest("gemini"), [GEMINI_SYSTEM, GEMINI_DOTENV]);
     assert_eq!(dest("opencode"), [OPENCODE_SYSTEM, OPENCODE_PLUGIN]);
     assert_eq!(dest("pi"), [PI_EXTENSION]);
     assert_eq!(
