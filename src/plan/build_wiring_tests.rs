@@ -83,6 +83,7 @@ fn hook_files_keep_their_numbers_and_wiring_comes_after_them() {
             Path::new("/home/dev/.netrc"),
             Path::new(wiring::CODEX_HOOKS),
             Path::new(wiring::CODEX_REQUIREMENTS),
+            Path::new(wiring::CODEX_DOTENV),
             Path::new(crate::agent_hooks::HANDLERS_PATH),
         ]
     );
