@@ -679,3 +679,25 @@ fn a_planted_dotenv_cannot_rewrite_what_the_guard_sees() {
         common::api::cleanup_state_volumes_under(env.mode(), &work);
     });
 }
+
+/// Session-12 attack F9 on pi: `shellCommandPrefix` in the agent directory's `settings.json`
+/// (the state volume; here `PI_CODING_AGENT_DIR`) ran its code before every bash command the
+/// guard allowed. The generated extension blocks bash calls while such a setting is in place,
+/// and says which: the prefix never runs.
+#[test]
+fn a_pi_shell_prefix_setting_does_not_run_beside_the_guard() {
+    with_agent_image(|env, addr| {
+        let work = env.work_dir();
+        let ep = endpoint(addr, "touch benign-pi");
+        let agent = agents(env, &ep).into_iter().find(|a| a.name == "pi").unwrap();
+        let prefix = format!("touch {}/denied-prefix", work.display());
+        let settings = serde_json::json!({ "shellCommandPrefix": prefix });
+        env.write_file(work.join(".pi-agent/settings.json"), settings.to_string(), 0o644);
+        let (out, entries) = session(env, &agent, &ep);
+        let what = format!("{}\n{entries:#?}", show(&out));
+        assert!(!work.join("denied-prefix").exists(), "the prefix ran: {what}");
+        assert!(!work.join("benign-pi").exists(), "{what}");
+        assert!(!events(&entries, "pre_tool").is_empty(), "{what}");
+        assert_clean(env);
+    });
+}

@@ -99,9 +99,10 @@ pub const MATRIX: &[AgentHooks] = &[
                   `packages` are all skipped), so no agent-written code shares the process with \
                   the generated extension, and project `.pi/settings.json` exclusions do not \
                   apply to `-e`. The user's own discovered extensions do not load either: pass \
-                  them with `-e` in `[agent.pi] args`. Open (session-12 attack F9): \
-                  `shellCommandPrefix` in the agent directory's `settings.json` (the state \
-                  volume) runs its code before every shell command the guard allowed.",
+                  them with `-e` in `[agent.pi] args`. A `shellCommandPrefix`, or a `shellPath` other \
+                  than a system shell, in the agent directory's or the project's `settings.json` \
+                  would run code around every bash command after the guard saw it (session-12 \
+                  attack F9): the extension blocks bash calls while one is set, saying which.",
         cells: [
             n("session_start"),
             n("session_shutdown"),

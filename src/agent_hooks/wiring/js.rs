@@ -141,11 +141,12 @@ pub fn opencode_plugin(row: &AgentHooks) -> String {
 /// handler returns `{block: true, reason}` on a block answer.
 pub fn pi_extension(row: &AgentHooks) -> String {
     let mut out = prelude(row.agent);
+    out.push_str(PI_SHELL_SETTINGS);
     out.push_str("\nexport default function agsAgentHooks(pi) {\n");
     for (event, native) in row.wired() {
         let body = if event == Event::PreTool {
             format!(
-                "    const answer = await dispatch(\"{native}\", event);\n    if (blocked(answer)) return {{ block: true, reason: reason(answer) }};\n    return undefined;\n"
+                "    const answer = await dispatch(\"{native}\", event);\n    if (blocked(answer)) return {{ block: true, reason: reason(answer) }};\n    const wrapped = event && event.toolName === \"bash\" ? shellSettings() : [];\n    if (wrapped.length) return {{ block: true, reason: `ags: ${{wrapped.join(\"; \")}} would run code around this command after the agent hooks saw it: remove it` }};\n    return undefined;\n"
             )
         } else {
             format!("    await dispatch(\"{native}\", event);\n")
@@ -157,3 +158,32 @@ pub fn pi_extension(row: &AgentHooks) -> String {
     out.push_str("}\n");
     out
 }
+
+/// pi's settings that run code around every bash call after the `tool_call` event: a
+/// `shellCommandPrefix` (prepended to the command) or a `shellPath` other than a system shell,
+/// in the agent directory's `settings.json` (the state volume) or the project's (session-12
+/// attack F9). pi reads them at start and on reload, so the extension reads the files at each
+/// bash call and blocks it while one is set.
+const PI_SHELL_SETTINGS: &str = r#"
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+const SYSTEM_SHELLS = ["/bin/bash", "/usr/bin/bash", "/bin/sh", "/usr/bin/sh"];
+
+function shellSettings() {
+  let dir = process.env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
+  if (dir === "~" || dir.startsWith("~/")) dir = homedir() + dir.slice(1);
+  const found = [];
+  for (const file of [join(dir, "settings.json"), join(process.cwd(), ".pi", "settings.json")]) {
+    let text;
+    try { text = readFileSync(file, "utf8"); } catch { continue; }
+    let settings;
+    try { settings = JSON.parse(text); } catch { continue; }
+    if (!settings || typeof settings !== "object") continue;
+    if (settings.shellCommandPrefix) found.push(`shellCommandPrefix in ${file}`);
+    if (settings.shellPath && !SYSTEM_SHELLS.includes(settings.shellPath)) found.push(`shellPath in ${file}`);
+  }
+  return found;
+}
+"#;
