@@ -194,8 +194,10 @@ pub const MATRIX: &[AgentHooks] = &[
                   shell that runs the hooks): the workdir's is ignored (`advanced.ignoreLocalEnv` \
                   pinned; pass variables with `--env` or `--env-file`), `~/.gemini/.env` is \
                   shadowed by an empty read-only file, the workdir's `.gemini/` is protected. \
-                  Open (attack F8): a `BeforeTool` hook in user or workspace settings can rewrite \
-                  the tool input after the guard allowed it.",
+                  A `BeforeTool` hook in user or workspace settings that rewrites the tool input \
+                  (attack F8) runs before ags's: its `sequential` definition makes gemini run \
+                  them in turn, so the guard judges the command that will run. Open: an \
+                  extension's hooks (`~/.gemini/extensions`, the state volume) run after it.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),

@@ -211,7 +211,14 @@ fn gemini(row: &AgentHooks, tag: &str) -> Value {
             "command": command(row.agent, native),
             "timeout": AGENT_TIMEOUT_SECONDS * 1000,
         });
-        hooks.insert(native.into(), json!([{ "hooks": [handler] }]));
+        // `sequential`: gemini then runs every BeforeTool hook in turn, each on the input the
+        // ones before it rewrote, and ags's (the system file's, merged last) after the user's
+        // and the workspace's: the guard judges the command that will run (session-12 attack F8).
+        let sequential = native == "BeforeTool";
+        hooks.insert(
+            native.into(),
+            json!([{ "sequential": sequential, "hooks": [handler] }]),
+        );
     }
     // No project `.env` (the workdir's is the agent's to write): gemini loads one into its own
     // environment, and so into the shell that runs each hook (session-12 attack F2).
