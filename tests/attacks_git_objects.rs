@@ -188,7 +188,7 @@ fn an_object_rewritten_in_place_goes_aside() {
 new=$( (git ls-tree feature; printf "100644 blob $b\t.envrc\n") | git mktree)
 f=.git/objects/$(echo $t | cut -c1-2)/$(echo $t | cut -c3-) && nf=.git/objects/$(echo $new | cut -c1-2)/$(echo $new | cut -c3-)
 chmod u+w $f && cp $nf $f"#,
-                "an object file changed in place",
+                "a loose object whose content does not match its name",
             );
         }
     });
@@ -328,6 +328,123 @@ git add -f .envrc sub && git commit -qm docs && git rm -q -r --cached .envrc sub
         // The second commit removes both from the tree: named too (two paths each).
         assert_eq!(err.matches("of this launch changes").count(), 4, "{err}");
         assert!(!work.join(".envrc").exists());
+        assert_clean(env);
+    });
+}
+
+/// Session-13 attack J5: symbolic links in the object store, which git follows and the walk did
+/// not: the fan-out directory of `feature`'s tree copied to `zz` with the tree forged there
+/// (`.envrc` added), `objects/XX` replaced by a link to it; then the whole store moved and
+/// linked. Each link goes aside; the checkout writes no `.envrc`.
+#[test]
+fn links_in_the_object_store_go_aside() {
+    let forge = r#"T=$(git rev-parse 'feature^{tree}'); d=$(echo $T|cut -c1-2); r=$(echo $T|cut -c3-)
+e=$(echo 'touch pwned' | git hash-object -w --stdin)
+M=$( (git ls-tree feature; printf "100644 blob $e	.envrc
+") | git mktree)
+mkdir .git/objects/zz; cp -p .git/objects/$d/* .git/objects/zz/
+chmod u+w .git/objects/zz/$r; cp .git/objects/$(echo $M|cut -c1-2)/$(echo $M|cut -c3-) .git/objects/zz/$r
+rm -rf .git/objects/$d; ln -s zz .git/objects/$d"#;
+    each_mode(|env| {
+        if has_image(env) {
+            forged_checkout(env, &[], false, forge, "a symbolic link in an object store");
+        }
+    });
+    let whole = r#"T=$(git rev-parse 'feature^{tree}'); e=$(echo 'touch pwned' | git hash-object -w --stdin)
+M=$( (git ls-tree feature; printf "100644 blob $e	.envrc
+") | git mktree)
+f=objects/$(echo $T|cut -c1-2)/$(echo $T|cut -c3-); chmod u+w .git/$f
+cp .git/objects/$(echo $M|cut -c1-2)/$(echo $M|cut -c3-) .git/$f.new; mv .git/objects .git/o2
+mv .git/o2/${f#objects/}.new .git/o2/${f#objects/}; ln -s o2 .git/objects"#;
+    each_mode(|env| {
+        if has_image(env) {
+            forged_checkout(env, &[], false, whole, "an object store that is a symbolic link");
+        }
+    });
+}
+
+/// Session-13 attack J6: `feature`'s `Makefile` blob rewritten in place to the same size and
+/// mode (a stored zlib stream padded to fit: `tests/support/forge/samesize.pl`). The object's
+/// change time gives it away; its content does not hash to its name: it goes aside.
+#[test]
+fn an_object_rewritten_to_the_same_size_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &["samesize.pl"]);
+        let long = "# Build rules.\nCFLAGS ?= -O2 -Wall -Wextra\nPREFIX ?= /usr/local\n\nall: build\n\nbuild:\n\t@echo build ok\n\ntest:\n\t@echo running tests\n\nclean:\n\trm -rf out\n\n.PHONY: all build test clean\n";
+        env.write_file("work/Makefile", long, 0o644);
+        git_ok(env, &work, &["add", "Makefile"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "make"]);
+        git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
+        env.write_file("work/Makefile", long.replace("build ok", "build ok!"), 0o644);
+        git_ok(env, &work, &["commit", "-q", "-a", "-m", "feature"]);
+        git_ok(env, &work, &["checkout", "-q", "main"]);
+        let err = stderr(&agent(
+            env,
+            r#"B=$(git rev-parse feature:Makefile); f=.git/objects/$(echo $B|cut -c1-2)/$(echo $B|cut -c3-)
+printf 'all:\n\t@touch pwned\n' > /tmp/c && perl samesize.pl $f /tmp/c && rm samesize.pl"#,
+        ));
+        assert!(
+            err.contains("a loose object whose content does not match its name"),
+            "{}: {err}",
+            env.mode()
+        );
+        let d = work.display().to_string();
+        let _ = run_command(
+            env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]),
+            None,
+            common::RUN_TIMEOUT,
+        );
+        let makefile = std::fs::read_to_string(work.join("Makefile")).unwrap_or_default();
+        assert!(!makefile.contains("pwned"), "{}: {err}", env.mode());
+        assert_clean(env);
+    });
+}
+
+/// Session-13 attack J2, two launches: (1) a loose object forged under the name of a packed
+/// tree (`cat-file` served the pack's copy, so it passed); (2) the pack rewritten without that
+/// object. The loose object is checked by its own content in the first launch and goes aside.
+#[test]
+fn a_forged_loose_object_behind_a_packed_one_goes_aside_at_once() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repository(env, &[]);
+        git_ok(env, &work, &["checkout", "-q", "-b", "feature"]);
+        env.write_file("work/f.txt", "f\n", 0o644);
+        git_ok(env, &work, &["add", "f.txt"]);
+        git_ok(env, &work, &["commit", "-q", "-m", "feature"]);
+        git_ok(env, &work, &["checkout", "-q", "main"]);
+        git_ok(env, &work, &["gc", "-q"]);
+        let first = stderr(&agent(
+            env,
+            r#"T=$(git rev-parse 'feature^{tree}'); e=$(echo 'touch pwned' | git hash-object -w --stdin)
+M=$( (git ls-tree feature; printf "100644 blob $e	.envrc
+") | git mktree)
+d=.git/objects/$(echo $T|cut -c1-2); mkdir -p $d; m=.git/objects/$(echo $M|cut -c1-2)/$(echo $M|cut -c3-)
+cp $m $d/$(echo $T|cut -c3-); rm $m"#,
+        ));
+        assert!(
+            first.contains("a loose object whose content does not match its name"),
+            "{}: {first}",
+            env.mode()
+        );
+        let second = stderr(&agent(
+            env,
+            r#"T=$(git rev-parse 'feature^{tree}'); old=$(ls .git/objects/pack/*.idx)
+git show-index < $old | cut -d' ' -f2 | grep -v "^$T\$" | git pack-objects -q .git/objects/pack/pack >/dev/null
+rm -f ${old%.idx}.pack ${old%.idx}.idx ${old%.idx}.rev"#,
+        ));
+        let d = work.display().to_string();
+        let _ = run_command(
+            env.command(tool("git"), ["-C", &d, "checkout", "-q", "feature"]),
+            None,
+            common::RUN_TIMEOUT,
+        );
+        assert!(!work.join(".envrc").exists(), "{}: {first}\n{second}", env.mode());
         assert_clean(env);
     });
 }

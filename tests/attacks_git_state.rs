@@ -178,3 +178,40 @@ rm -rf tools; mkdir tools"#
         assert_clean(env);
     });
 }
+
+/// Session-13 attacks J1 and J3: names git resolves before object names. J1: the user once
+/// checked out `fix-1234`; the agent's commit on `release` adds `.envrc`, and a ref `refs/1234`
+/// at it turned the reader's exclusion `^1234` (a hex run of that old message) into its own
+/// commit. J3: a root ref `LINT_HEAD` (named by a forged `checkout:` message, which `git
+/// checkout -` follows) and `DEV_HEAD` (which `release`, made a symbolic ref, points at) hold
+/// commits with `.envrc`. Each commit is named.
+#[test]
+fn refs_git_resolves_by_name_do_not_hide_commits() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repositories(env, &["j1", "j3", "j3b"]);
+        git_ok(env, &work.join("j1"), &["checkout", "-q", "-b", "fix-1234"]);
+        git_ok(env, &work.join("j1"), &["checkout", "-q", "main"]);
+        let script = format!(
+            r#"{HIDE}
+cd j1; e=$(printf 'touch pwned\n' | git hash-object -w --stdin)
+GIT_INDEX_FILE=/tmp/i git read-tree release && GIT_INDEX_FILE=/tmp/i git update-index --add --cacheinfo 100644,$e,.envrc
+m=$(echo tidy | git commit-tree $(GIT_INDEX_FILE=/tmp/i git write-tree) -p release)
+git update-ref refs/heads/release $m; git update-ref refs/1234 $m
+cd ../j3; x=$(hide .envrc 'touch pwned-j3\n'); echo $x > .git/LINT_HEAD; m=$(git rev-parse main)
+printf '%s %s a <a@x> 1764874000 +0000\tcheckout: moving from LINT_HEAD to main\n' $m $m >> .git/logs/HEAD
+cd ../j3b; x=$(hide .envrc 'touch pwned\n'); echo $x > .git/DEV_HEAD; echo 'ref: DEV_HEAD' > .git/refs/heads/release"#
+        );
+        let err = stderr(&agent(env, &script));
+        for repo in ["j1", "j3", "j3b"] {
+            let git_dir = format!("{}/{repo}/.git,", work.display());
+            let named = err
+                .lines()
+                .any(|l| l.contains("changes .envrc in") && l.contains(&git_dir));
+            assert!(named, "{}: {repo}: the commit was not named: {err}", env.mode());
+        }
+        assert_clean(env);
+    });
+}

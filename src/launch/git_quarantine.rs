@@ -90,23 +90,23 @@ pub async fn commits(q: &mut Quarantine, how: &CommitReading) -> String {
     if q.moved_refs.is_empty() && q.new_packs.is_empty() && q.new_loose.is_empty() {
         return String::new();
     }
+    let mut out = loose_aside(q);
     if q.unmoved() > 0 {
-        return "ags: warning: the commits and packs this launch made were not read: planted git configuration is still in place; remove it, then review them with `git log --stat` and `git fsck` before you push or check out\n".into();
+        out.push_str("ags: warning: the commits and packs this launch made were not read: planted git configuration is still in place; remove it, then review them with `git log --stat` and `git fsck` before you push or check out\n");
+        return out;
     }
     let path = std::env::var_os("PATH");
     let uid = nix::unistd::getuid().as_raw();
     let git = host_programs::resolve(GIT, how.pinned.as_deref(), path.as_deref(), &how.writable, uid)
         .map_err(|e| e.to_string());
     let git = git.as_ref().map(|g| g.path()).map_err(Clone::clone);
-    let mut out = String::new();
     match &git {
         Ok(g) => {
             for (idx, why) in git_commits::verify_packs(g, &q.new_packs).await {
                 out.push_str(&pack_aside(q, &idx, &why));
             }
-            out.push_str(&loose_aside(q, g).await);
         }
-        Err(e) if !q.new_packs.is_empty() || !q.new_loose.is_empty() => out.push_str(&format!(
+        Err(e) if !q.new_packs.is_empty() => out.push_str(&format!(
             "ags: warning: the packs this launch made were not verified ({}); run `git fsck` before you check out or push\n",
             crate::text::escape_line(e)
         )),
@@ -135,29 +135,23 @@ fn moved_line(f: &Finding, to: &Result<PathBuf, String>) -> String {
     }
 }
 
-/// Verify the loose objects the launch made, per git dir, and move aside those whose content
-/// does not hash to their name (recorded in `q`): the report.
-async fn loose_aside(q: &mut Quarantine, git: &Path) -> String {
-    let mut by_dir: std::collections::BTreeMap<PathBuf, Vec<PathBuf>> = Default::default();
-    for p in &q.new_loose {
-        let dir = p.ancestors().nth(3).unwrap_or(p).to_path_buf();
-        by_dir.entry(dir).or_default().push(p.clone());
-    }
+/// Verify the loose objects the launch made or touched by their own content, and move aside
+/// those that do not hash to their name (recorded in `q`): the report.
+fn loose_aside(q: &mut Quarantine) -> String {
     let mut out = String::new();
-    for (dir, loose) in by_dir {
-        match git_commits::verify_loose(git, &dir, &loose).await {
-            Ok(bad) => {
-                for path in bad {
-                    let what = "a loose object whose content does not match its name: it stands in for an object you had".to_string();
-                    let finding = Finding { path: path.clone(), what };
-                    let to = move_aside(&q.roots, &path);
-                    out.push_str(&format!("ags: warning: the launch left a forged object; moved aside:\n{}", moved_line(&finding, &to)));
-                    q.moved.push((finding, to));
-                }
+    for path in q.new_loose.clone() {
+        match git_inventory::loose_matches(&path) {
+            Ok(true) => {}
+            Ok(false) => {
+                let what = "a loose object whose content does not match its name: it stands in for an object you had".to_string();
+                let finding = Finding { path: path.clone(), what };
+                let to = move_aside(&q.roots, &path);
+                out.push_str(&format!("ags: warning: the launch left a forged object; moved aside:\n{}", moved_line(&finding, &to)));
+                q.moved.push((finding, to));
             }
             Err(e) => out.push_str(&format!(
-                "ags: warning: the objects this launch made in {} were not verified ({}); run `git fsck` there before you check out or push\n",
-                crate::text::escape_line(&dir.display().to_string()),
+                "ags: warning: the object {} was not verified ({}); run `git fsck` there before you check out or push\n",
+                crate::text::escape_line(&path.display().to_string()),
                 crate::text::escape_line(&e)
             )),
         }

@@ -33,8 +33,6 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 const LIST_CAP: usize = 5 * 1024 * 1024;
 /// `diff-tree` output accepted.
 const PATHS_CAP: usize = 64 * 1024 * 1024;
-/// `cat-file --batch` output accepted (the new loose objects' content).
-const OBJECTS_CAP: usize = 512 * 1024 * 1024;
 
 /// A protected path a commit of the launch touched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,62 +90,6 @@ pub async fn verify_packs(git: &Path, packs: &[std::path::PathBuf]) -> Vec<(std:
     bad
 }
 
-/// The loose objects of `loose` (`GIT_DIR/objects/ab/cdef…`, one git dir) whose content, as
-/// git serves it (`cat-file --batch`: packs first), does not hash to their name: what a
-/// checkout or the commit reader would take for the object of that name (session-12 attack G1,
-/// G2). Git checks no name when it reads a blob or a tree.
-pub async fn verify_loose(
-    git: &Path,
-    git_dir: &Path,
-    loose: &[std::path::PathBuf],
-) -> Result<Vec<std::path::PathBuf>, String> {
-    let named: Vec<(String, &std::path::PathBuf)> = loose
-        .iter()
-        .filter_map(|p| {
-            let dir = p.parent()?.file_name()?.to_str()?;
-            Some((format!("{dir}{}", p.file_name()?.to_str()?), p))
-        })
-        .filter(|(oid, _)| (oid.len() == 40 || oid.len() == 64) && oid.bytes().all(|b| b.is_ascii_hexdigit()))
-        .collect();
-    let stdin: String = named.iter().map(|(o, _)| format!("{o}\n")).collect();
-    let out = run_git(
-        git,
-        git_dir,
-        &["cat-file", "--batch"],
-        stdin.into_bytes(),
-        OBJECTS_CAP,
-    )
-    .await?;
-    let mut bad = Vec::new();
-    let mut at = 0;
-    for (oid, path) in &named {
-        let Some(nl) = out[at..].iter().position(|b| *b == b'\n') else {
-            return Err("git cat-file ended early".into());
-        };
-        let header = String::from_utf8_lossy(&out[at..at + nl]).into_owned();
-        at += nl + 1;
-        let mut parts = header.split(' ');
-        let (Some(name), Some(kind), Some(size)) = (parts.next(), parts.next(), parts.next()) else {
-            continue; // `OID missing`: nothing serves that name
-        };
-        let size: usize = size
-            .parse()
-            .map_err(|_| format!("git cat-file said {header:?}"))?;
-        let body = out.get(at..at + size).ok_or("git cat-file ended early")?;
-        at += size + 1;
-        let mut framed = format!("{kind} {size}\0").into_bytes();
-        framed.extend_from_slice(body);
-        let hash = match oid.len() {
-            40 => hex::encode(crate::workspace::git_inventory::sha1(&framed)),
-            _ => hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&framed)),
-        };
-        if name != oid || hash != *oid {
-            bad.push((*path).clone());
-        }
-    }
-    Ok(bad)
-}
-
 /// The paths each new commit (not in `seen`) changed: `diff-tree` output, NUL-separated, a
 /// commit's name before its paths (against each parent of a merge).
 async fn commits_of(
@@ -159,7 +101,12 @@ async fn commits_of(
 ) -> Result<Vec<(String, String)>, String> {
     let mut stdin = String::new();
     new.iter().for_each(|o| stdin.push_str(&format!("{o}\n")));
-    old.iter().for_each(|o| stdin.push_str(&format!("^{o}\n")));
+    // Only full object names are excluded: a short one (a reflog message's hex run) resolves
+    // through refs first, and a ref the agent named so would exclude its own commits
+    // (session-13 attack J1).
+    old.iter()
+        .filter(|o| o.len() == 40 || o.len() == 64)
+        .for_each(|o| stdin.push_str(&format!("^{o}\n")));
     // Old names the agent removed from the store are no reason to stop, nor names that name
     // nothing (a reflog message's hex runs, `refs`); `--ignore-missing` only counts before `--stdin`.
     let args = ["rev-list", "--ignore-missing", "--missing=allow-any", "--stdin"];

@@ -79,19 +79,20 @@ pub(super) fn tips(git_dir: &Path) -> Result<BTreeSet<String>, String> {
         let common = crate::config::git_guard::common_dir(git_dir).map_err(|e| e.to_string())?;
         dirs.push(common);
     }
-    // What git reads besides refs, in this git dir: operations in progress (`git commit`
-    // finishes a merge with `MERGE_HEAD`, session-12 attack G6), `FETCH_HEAD` of `git pull`.
-    for name in [
-        "HEAD",
-        "ORIG_HEAD",
-        "MERGE_HEAD",
-        "CHERRY_PICK_HEAD",
-        "REVERT_HEAD",
-        "REBASE_HEAD",
-        "AUTO_MERGE",
-        "FETCH_HEAD",
-    ] {
-        lines(&git_dir.join(name), |l| l.split(['\t', ' ']).next(), &mut out)?;
+    // What git reads besides refs, in this git dir: every file named as a root ref (capitals,
+    // `_`, `-`), which git resolves by name — `HEAD`, an operation's `MERGE_HEAD` (`git commit`
+    // finishes a merge with it, session-12 attack G6), `FETCH_HEAD` of `git pull`, and any
+    // other such name a reflog message or a symbolic ref can point at (session-13 attack J3).
+    let root_refs = std::fs::read_dir(git_dir).into_iter().flatten().flatten();
+    for entry in root_refs {
+        let name = entry.file_name();
+        let root_ref = name
+            .as_encoded_bytes()
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || *b == b'_' || *b == b'-');
+        if root_ref && entry.file_type().is_ok_and(|t| t.is_file()) {
+            lines(&entry.path(), |l| l.split(['\t', ' ']).next(), &mut out)?;
+        }
     }
     for dir in dirs {
         // Reflogs: `git stash pop` takes `stash@{N}` from `logs/refs/stash` (G5), `@{1}` any.
@@ -333,6 +334,12 @@ mod tests {
             got.contains("d70461c") && got.contains("cafe") && !got.contains("9999"),
             "{got:?}"
         );
+        // Any root ref git resolves by name, a symbolic ref or a message can name (J3).
+        let l = "7".repeat(40);
+        std::fs::write(git.join("LINT_HEAD"), format!("{l}\n")).unwrap();
+        std::fs::write(git.join("lower_head"), format!("{}\n", "8".repeat(40))).unwrap();
+        let got = tips(&git).unwrap();
+        assert!(got.contains(&l) && !got.contains(&"8".repeat(40)), "{got:?}");
         // A ref that is a symbolic link is read through it (git does), to a regular file only.
         let outside = t.path().join("outside");
         std::fs::write(&outside, format!("{}\n", "f".repeat(40))).unwrap();

@@ -48,19 +48,27 @@ enum Content {
     None,
     /// The SHA-256 of a regular file's bytes or a link's target.
     Digest([u8; 32]),
-    /// A file's size, unread (an object file: git writes one once and never changes it).
-    Size(u64),
+    /// A file's size (and change time, or zeros), unread (an object file: git writes one
+    /// once and never changes it).
+    Size(u64, (i64, i64)),
     /// Not read (too big, unreadable): never equal to what was there.
     Unproven,
 }
 
-/// A file's identity, type, permissions and size, without reading it.
-pub(super) fn unread(meta: &std::fs::Metadata) -> State {
+/// A file's identity, type, permissions and size, without reading it; with `touched`, also its
+/// change time, which every write sets and no process can set back (a loose object rewritten
+/// in place to the same size: session-13 attack J6).
+pub(super) fn unread(meta: &std::fs::Metadata, touched: bool) -> State {
+    let ctime = if touched {
+        (meta.ctime(), meta.ctime_nsec())
+    } else {
+        (0, 0)
+    };
     State {
         dev: meta.dev(),
         ino: meta.ino(),
         mode: meta.mode(),
-        content: Content::Size(meta.len()),
+        content: Content::Size(meta.len(), ctime),
     }
 }
 
