@@ -215,3 +215,26 @@ cd ../j3b; x=$(hide .envrc 'touch pwned\n'); echo $x > .git/DEV_HEAD; echo 'ref:
         assert_clean(env);
     });
 }
+
+/// Session-13 attack J4: `.envrc` staged with `--cacheinfo` (no file on disk, no flag): the
+/// user's "discard the agent's changes" (`git checkout .`) wrote it from the index, and `git
+/// commit` would commit it. Named, with how to drop it.
+#[test]
+fn a_protected_file_staged_without_a_file_is_named() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repositories(env, &["j4"]);
+        let script = r#"cd j4; e=$(printf 'touch pwned\n' | git hash-object -w --stdin)
+git update-index --add --cacheinfo 100644,$e,.envrc && echo edit >> README"#;
+        let err = stderr(&agent(env, script));
+        let index = format!("{}/j4/.git/index: .envrc;", work.display());
+        assert!(
+            err.contains("the launch staged files host tools run") && err.contains(&index),
+            "{}: {err}",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}

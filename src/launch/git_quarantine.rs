@@ -32,6 +32,8 @@ pub struct Quarantine {
     pub incomplete: Vec<String>,
     /// Index entries the launch hid from `git status`, by index file (named only).
     pub hidden: Vec<(PathBuf, Vec<String>)>,
+    /// Protected paths the launch staged, by index file.
+    pub staged: Vec<(PathBuf, Vec<String>)>,
     /// Why everything was judged (the inventory was no baseline: attack3-1).
     pub distrusted: Option<String>,
     /// The git dirs whose refs gained object names: their commits are read by [`commits`].
@@ -286,6 +288,7 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
         unrewritten: rewritten,
         incomplete: scan.incomplete,
         hidden: scan.hidden,
+        staged: scan.staged,
         distrusted: before.distrusted().map(str::to_string),
         moved_refs: scan.moved_refs,
         new_packs: scan.new_packs,
@@ -329,6 +332,18 @@ impl Quarantine {
             };
             out.push_str(&format!(
                 "ags: warning: the launch hid files from `git status` and `git diff` in the index {}: {}{more}; review them before you commit, push or run them (show one with `git update-index --no-skip-worktree --no-assume-unchanged -- FILE`)\n",
+                crate::text::escape_line(&index.display().to_string()),
+                shown.join(", ")
+            ));
+        }
+        for (index, paths) in &self.staged {
+            let shown: Vec<String> = paths
+                .iter()
+                .take(20)
+                .map(|p| crate::text::escape_line(p))
+                .collect();
+            out.push_str(&format!(
+                "ags: warning: the launch staged files host tools run in the index {}: {}; `git checkout .`, `git restore .` and `git commit` take them from there even when the file is not on disk: review with `git diff --cached`, drop with `git restore --staged -- FILE`\n",
                 crate::text::escape_line(&index.display().to_string()),
                 shown.join(", ")
             ));

@@ -86,6 +86,8 @@ pub struct Scan {
     pub incomplete: Vec<String>,
     /// Index entries the launch hid from `git status`, by index file.
     pub hidden: Vec<(PathBuf, Vec<String>)>,
+    /// Protected paths the launch staged (new entries or other content), by index file.
+    pub staged: Vec<(PathBuf, Vec<String>)>,
     /// Indexes the launch changed, to be written back without what git trusts blindly.
     pub index_rewrites: Vec<IndexRewrite>,
     /// Pack indexes the launch made (`GIT_DIR/objects/pack/pack-*.idx`), to be verified.

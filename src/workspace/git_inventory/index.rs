@@ -37,6 +37,27 @@ pub fn hidden(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
     Ok(out)
 }
 
+/// Index entries for protected paths (`workspace::protected`, at any depth), as `"PATH"` with
+/// their mode and object name: what `git checkout .`, `git restore .` and `git commit` take
+/// from the index whether or not the file is on disk (session-13 attack J4).
+pub fn staged_protected(bytes: &[u8]) -> Result<BTreeSet<(String, String)>, String> {
+    let index = Parsed::new(bytes)?;
+    let mut out = BTreeSet::new();
+    for e in &index.entries {
+        let name = String::from_utf8_lossy(&e.path);
+        if crate::workspace::git_commits::who_runs(&name, &[]).is_some() {
+            // Its mode and object name, not its stat data (a refresh rewrites that).
+            let mode = &bytes[e.start + 24..e.start + 28];
+            let oid = &bytes[e.start + 40..e.start + 40 + index.hash];
+            out.insert((
+                name.into_owned(),
+                format!("{} {}", hex::encode(mode), hex::encode(oid)),
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// One entry's place and what it says.
 pub(super) struct Entry {
     /// Offset of its first byte (its stat data).

@@ -32,6 +32,8 @@ pub(super) struct IndexState {
     hidden: BTreeSet<String>,
     /// Its entries ([`keys`]).
     keys: BTreeSet<Key>,
+    /// Its entries for protected paths ([`super::index::staged_protected`]).
+    staged: BTreeSet<(String, String)>,
 }
 
 /// An index the launch changed, and what to write in its place.
@@ -64,8 +66,14 @@ impl Walk<'_> {
             let bytes = bytes.unwrap_or_default();
             let hidden = super::index::hidden(&bytes).unwrap_or_default();
             let keys = keys(&bytes).unwrap_or_default();
-            self.indexes
-                .insert(path.into(), IndexState { digest, hidden, keys });
+            let staged = super::index::staged_protected(&bytes).unwrap_or_default();
+            let state = IndexState {
+                digest,
+                hidden,
+                keys,
+                staged,
+            };
+            self.indexes.insert(path.into(), state);
             return;
         };
         let was = before.get(path).filter(|_| !self.full);
@@ -83,6 +91,16 @@ impl Walk<'_> {
                 .collect();
             if !new.is_empty() {
                 self.out.hidden.push((path.into(), new));
+            }
+        }
+        if let Ok(now) = super::index::staged_protected(&bytes) {
+            let new: Vec<String> = now
+                .into_iter()
+                .filter(|e| !was.is_some_and(|w| w.staged.contains(e)))
+                .map(|(name, _)| name)
+                .collect();
+            if !new.is_empty() {
+                self.out.staged.push((path.into(), new));
             }
         }
         let empty = BTreeSet::new();
