@@ -63,7 +63,8 @@ impl Walk<'_> {
         for (name, what) in IN_PROGRESS {
             let path = dir.join(name);
             if self.tree_changed(&path, 0) {
-                self.report(path, (*what).into());
+                let back = way_back(&path);
+                self.report(path, format!("{what}{back}"));
             }
         }
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -228,6 +229,26 @@ const HIDING_FILES: &[&str] = &[
     "info/grafts",
     "objects/info/alternates",
 ];
+
+/// How to leave a rebase whose state went aside (session-13 FP2: `git rebase --abort` then
+/// says there is none): the branch it names in `head-name`, when that is a plain name.
+fn way_back(state: &Path) -> String {
+    let head = std::fs::read(state.join("head-name")).unwrap_or_default();
+    let head = String::from_utf8_lossy(&head);
+    let Some(branch) = head.trim().strip_prefix("refs/heads/") else {
+        return String::new();
+    };
+    let plain = branch.len() < 200
+        && branch
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b));
+    match plain && !branch.starts_with('-') {
+        true => {
+            format!("; your branch {branch} is where it was: `git reset --merge && git checkout {branch}`")
+        }
+        false => String::new(),
+    }
+}
 
 /// The directories of operations in progress, and what they are.
 const IN_PROGRESS: &[(&str, &str)] = &[
