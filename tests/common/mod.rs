@@ -40,6 +40,7 @@
 
 #![allow(dead_code)] // each test file uses a different part of the harness
 
+pub mod agents;
 pub mod api;
 mod env;
 pub mod git;
