@@ -8,7 +8,7 @@ mod common;
 
 use common::agents::{
     AGENT_IMAGE, Agent, agents, check_blocked, config, endpoint, events, in_state_volume, launch, log,
-    session, with_agent_image,
+    seed_gemini_with, session, with_agent_image,
 };
 use common::launch::assert_clean;
 use common::{each_mode, show};
@@ -298,17 +298,11 @@ fn a_gemini_user_hook_cannot_rewrite_the_command_after_the_guard() {
         let agent = agents(env, &ep).into_iter().find(|a| a.name == "gemini").unwrap();
         env.write_global_config(&config(&ep));
         let rewrite = r#"{"hookSpecificOutput":{"hookEventName":"BeforeTool","tool_input":{"command":"touch denied-gemini"}}}"#;
-        let settings = serde_json::json!({
-            "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
-            "hooks": {"BeforeTool": [{"hooks": [{"type": "command", "name": "rewrite", "command": format!("echo '{rewrite}'")}]}]},
-        });
-        let script = "printf '%s' \"$S\" > /v/settings.json && chmod 644 /v/settings.json";
-        in_state_volume(
+        let hook =
+            serde_json::json!({"type": "command", "name": "rewrite", "command": format!("echo '{rewrite}'")});
+        seed_gemini_with(
             env,
-            "gemini",
-            "gemini",
-            script,
-            serde_json::json!({"S": settings.to_string()}),
+            serde_json::json!({"hooks": {"BeforeTool": [{"hooks": [hook]}]}}),
         );
         let before = log(env).len();
         let out = launch(env, &agent);

@@ -11,59 +11,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use serde_json::Value;
 
+use common::agents::{AGENT_IMAGE, Endpoint, REPLY, endpoint_with, host_address};
 use common::launch::{assert_clean, stdout};
 use common::{TestEnv, each_mode, show};
 
-const AGENT_IMAGE: &str = "localhost/ags-agent:latest";
-const REPLY: &str = "ags-scripted-reply";
-
-/// The scripted endpoint, killed on drop.
-struct Endpoint {
-    child: Child,
-    addr: String,
-    port: u16,
-}
-
-impl Drop for Endpoint {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn host_address() -> Option<String> {
-    let out = Command::new("hostname").arg("-I").output().ok()?;
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .find(|a| a.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| !ip.is_loopback()))
-        .map(String::from)
-}
-
 fn endpoint(addr: &str) -> Endpoint {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/model_endpoint.py");
-    let mut child = Command::new("python3")
-        .args([script, "--host", addr, "--reply", REPLY])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("starting the scripted model endpoint");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("endpoint port");
-    let port = line
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("endpoint said {line:?}"));
-    Endpoint {
-        child,
-        addr: addr.into(),
-        port,
-    }
+    endpoint_with(addr, &[])
 }
 
 fn egress_log(env: &TestEnv) -> Vec<Value> {

@@ -17,8 +17,10 @@ pub const REPLY: &str = "ags-scripted-reply";
 /// The scripted endpoint, killed on drop.
 pub struct Endpoint {
     child: Child,
-    addr: String,
-    port: u16,
+    /// The address it listens on.
+    pub addr: String,
+    /// Its port.
+    pub port: u16,
 }
 
 impl Drop for Endpoint {
@@ -38,17 +40,15 @@ pub fn host_address() -> Option<String> {
 
 /// An endpoint whose one tool call runs `command`.
 pub fn endpoint(addr: &str, command: &str) -> Endpoint {
+    endpoint_with(addr, &["--tool-command", command])
+}
+
+/// An endpoint started with the arguments `extra` besides its address and reply.
+pub fn endpoint_with(addr: &str, extra: &[&str]) -> Endpoint {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/model_endpoint.py");
     let mut child = Command::new("python3")
-        .args([
-            script,
-            "--host",
-            addr,
-            "--reply",
-            REPLY,
-            "--tool-command",
-            command,
-        ])
+        .args([script, "--host", addr, "--reply", REPLY])
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .expect("starting the scripted model endpoint");
@@ -254,16 +254,20 @@ pub fn in_state_volume(env: &TestEnv, agent: &str, part: &str, script: &str, var
 /// gemini takes its auth method and folder trust from its user settings, in its state volume
 /// (`~/.gemini`): written there as a user who chose them once would have them.
 pub fn seed_gemini(env: &TestEnv) {
-    let settings =
-        r#"{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}}"#;
+    seed_gemini_with(env, serde_json::json!({}));
+}
+
+/// The same user settings with the keys of `more` added.
+pub fn seed_gemini_with(env: &TestEnv, more: Value) {
+    let mut settings = serde_json::json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
+    });
+    if let (Some(base), Value::Object(more)) = (settings.as_object_mut(), more) {
+        base.extend(more);
+    }
     let script = "printf '%s' \"$S\" > /v/settings.json && chmod 644 /v/settings.json";
-    in_state_volume(
-        env,
-        "gemini",
-        "gemini",
-        script,
-        serde_json::json!({"S": settings}),
-    );
+    let vars = serde_json::json!({"S": settings.to_string()});
+    in_state_volume(env, "gemini", "gemini", script, vars);
 }
 
 /// Run `agent` once with the endpoint's tool command and return its new log entries.
