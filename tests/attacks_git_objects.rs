@@ -85,6 +85,12 @@ git commit-graph write --reachable && perl cglie.pl $(git rev-parse dev) $(git r
             "{}: {err}",
             env.mode()
         );
+        // A cache git rebuilds: a note (session-13 FP1), apart from the planted state.
+        assert!(
+            err.contains("a cache git rebuilds by itself"),
+            "{}: {err}",
+            env.mode()
+        );
         assert_clean(env);
     });
 }

@@ -306,7 +306,13 @@ impl Quarantine {
     /// The stderr report (empty when there is nothing to say).
     pub fn message(&self) -> String {
         let mut out = self.restored.concat();
-        if !self.moved.is_empty() {
+        // Caches git rebuilds (an agent's `git gc` writes a commit-graph): a note, not an alarm
+        // (session-13 FP1).
+        let (caches, planted): (Vec<_>, Vec<_>) = self
+            .moved
+            .iter()
+            .partition(|(f, to)| to.is_ok() && f.what.starts_with(git_inventory::CACHE_WHAT));
+        if !planted.is_empty() {
             out.push_str("ags: warning: the launch left git state that would run programs or bring in commits nobody reviewed when git runs on this host (your `git status` included); moved aside:\n");
             if let Some(why) = &self.distrusted {
                 out.push_str(&format!(
@@ -314,8 +320,17 @@ impl Quarantine {
                     crate::text::escape_line(why)
                 ));
             }
-            for (f, to) in &self.moved {
+            for (f, to) in planted {
                 out.push_str(&moved_line(f, to));
+            }
+        }
+        for (f, to) in caches {
+            if let Ok(to) = to {
+                out.push_str(&format!(
+                    "ags: note: the launch rewrote {}, a cache git rebuilds by itself (a forged one could hide commits from `git log`); moved aside, delete it: rm -r {}\n",
+                    crate::text::escape_line(&f.path.display().to_string()),
+                    shell_word(&crate::text::escape_line(&to.display().to_string())),
+                ));
             }
         }
         for (index, entries) in &self.hidden {

@@ -54,6 +54,7 @@ use crate::config::git_config_keys::risky_keys;
 use crate::config::git_config_text;
 use index_recheck::IndexState;
 pub use index_recheck::{IndexRewrite, sha1};
+pub use judge::CACHE_WHAT;
 pub use objects::loose_matches;
 pub use refs::MovedRefs;
 use refs::Tips;

@@ -159,8 +159,7 @@ impl Walk<'_> {
                 continue;
             };
             if self.changed(Seen::Piece, &path, observe(&path, &meta).0) {
-                let what =
-                    format!("a cache git trusts over the objects it indexes ({rel}), rebuilt by `git gc`");
+                let what = format!("{CACHE_WHAT} ({rel}), rebuilt by `git gc`");
                 self.report(path, what);
             }
         }
@@ -211,6 +210,9 @@ impl Walk<'_> {
         (!inside).then(|| format!("core.worktree naming {} outside the workspace", real.display()))
     }
 }
+
+/// How a cache of [`CACHES`] is named: the report tells it from planted state by this.
+pub const CACHE_WHAT: &str = "a cache git trusts over the objects it indexes";
 
 /// The files of a git dir that change what git shows without running anything.
 /// Object-store caches a launch may not leave changed: commit-graphs (parents, generations),
