@@ -267,6 +267,7 @@ fn jam(socket: &Path) -> usize {
 /// command the guard blocks. The old dispatcher answered, then hung in `connect` until the
 /// agent's own timeout (600 s), after which claude ran the blocked command. Now it exits with
 /// the block within its send timeout (the container's `timeout 30` only catches the old hang).
+/// And a command the guard allows is blocked too: it would run unrecorded (session-12 F7).
 #[test]
 fn a_jammed_record_socket_neither_holds_nor_undoes_a_block() {
     each_mode(|env| {
@@ -299,6 +300,8 @@ fn a_jammed_record_socket_neither_holds_nor_undoes_a_block() {
             call("claude", "PreToolUse", CLAUDE_PUSH),
             "echo '== pi'".to_string(),
             call("pi", "tool_call", r#"{"type":"tool_call","toolName":"bash","toolCallId":"c","input":{"command":"git push --force x"}}"#),
+            "echo '== allowed'".to_string(),
+            call("claude", "PreToolUse", CLAUDE_LS),
             "echo '== end'".to_string(),
         ]
         .join("\n");
@@ -310,10 +313,15 @@ fn a_jammed_record_socket_neither_holds_nor_undoes_a_block() {
         assert!(err.contains("matches the deny pattern"), "{err}");
         let pi = text.split("== pi\n").nth(1).unwrap_or_default();
         assert!(
-            pi.starts_with("{\"decision\":\"block\",") && pi.contains("\nrc=0\n== end"),
+            pi.starts_with("{\"decision\":\"block\",") && pi.contains("\nrc=0\n== allowed"),
             "{}: {text}",
             env.mode()
         );
+        // Session-12 attack F7: a call the guard allows, made while the socket is jammed, would
+        // run with no record of it; it is blocked instead.
+        let allowed = text.split("== allowed\n").nth(1).unwrap_or_default();
+        assert!(allowed.starts_with("rc=2\n"), "{}: {text}\n{err}", env.mode());
+        assert!(err.contains("could not be written within 2 s"), "{err}");
         drop(listener);
         env.assert_no_leftovers();
     });

@@ -21,6 +21,9 @@ pub struct Answer {
     pub stderr: String,
 }
 
+/// Why a call the hooks allowed is blocked after all: its record could not be written.
+pub const UNRECORDED: &str = "ags agent hooks: the record of this call could not be written within 2 s (the record socket is jammed), so the tool call is blocked; try again";
+
 /// The answer to `agent` for a decision: `block` is `Some(reason)` when a `pre_tool` call is
 /// blocked.
 pub fn answer(agent: &str, block: Option<&str>) -> Answer {

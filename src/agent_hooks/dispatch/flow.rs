@@ -25,6 +25,9 @@ pub struct Dispatched {
     pub records: Vec<String>,
     /// The block reason, if the call was blocked.
     pub blocked: Option<String>,
+    /// Whether the answer lets a tool call run (a `pre_tool` not blocked): it is given only
+    /// once the records are delivered (session-12 attack F7).
+    pub allows_call: bool,
 }
 
 /// Dispatch `agent`'s `native` event with `input` against `handlers` (or the error reading
@@ -107,6 +110,7 @@ pub fn dispatch(
     Dispatched {
         answer: answer::answer(agent, blocked.as_deref()),
         records: lines,
+        allows_call: can_block && blocked.is_none(),
         blocked,
     }
 }

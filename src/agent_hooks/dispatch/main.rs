@@ -80,12 +80,25 @@ fn main() -> ExitCode {
         .ok()
         .map(|p| p.to_string_lossy().into_owned());
     let d = flow::dispatch(&agent, &event, &input, &handlers, cwd);
-    // The answer first: the records must not delay or lose it.
-    let _ = std::io::stdout().write_all(d.answer.stdout.as_bytes());
+    if !d.allows_call {
+        // The answer first: the records must not delay or lose it.
+        write_answer(&d.answer);
+        send::send(&socket_path, &d.records);
+        return ExitCode::from(d.answer.exit_code);
+    }
+    // A call that runs is recorded first, or does not run (session-12 attack F7).
+    let answer = match send::send(&socket_path, &d.records) {
+        send::Sent::Delivered | send::Sent::NoSocket => d.answer,
+        send::Sent::Lost => answer::answer(&agent, Some(answer::UNRECORDED)),
+    };
+    write_answer(&answer);
+    ExitCode::from(answer.exit_code)
+}
+
+fn write_answer(a: &answer::Answer) {
+    let _ = std::io::stdout().write_all(a.stdout.as_bytes());
     let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().write_all(d.answer.stderr.as_bytes());
-    send::send(&socket_path, &d.records);
-    ExitCode::from(d.answer.exit_code)
+    let _ = std::io::stderr().write_all(a.stderr.as_bytes());
 }
 
 fn read(path: &str) -> Result<Vec<u8>, String> {

@@ -1,9 +1,11 @@
 //! Records for the host (the wire format of `agent_hooks::record`, AGENT_HOOKS_CONTRACT): one
-//! JSON object per line, written to the per-launch socket in one connection. Sending fails
-//! open for the record and closed for the decision: a missing, stuck or jammed socket (a full
-//! backlog makes `connect` block) costs at most [`SEND_TIMEOUT`] in all and loses only the
-//! records (their absence shows in the log), never the answer to the agent, which is written
-//! before and whose exit status the dispatcher still returns.
+//! JSON object per line, written to the per-launch socket in one connection. Sending costs at
+//! most [`SEND_TIMEOUT`] in all, whatever the socket does (a full backlog makes `connect`
+//! block). A block, and every event that cannot block, is answered before the records are
+//! sent: they cannot delay or lose it. A `pre_tool` call the hooks allow is answered only once
+//! its records are delivered, and blocked when the socket is there but does not take them:
+//! jamming the socket around one call no longer runs it unrecorded (session-12 attack F7).
+//! With no socket at all (a launch without a record, a Kubernetes pod) nothing waits.
 
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -68,22 +70,39 @@ pub fn line(n: &Normalised, r: &Record<'_>) -> String {
     s
 }
 
-/// Write `lines` to the socket at `path`, waiting at most [`SEND_TIMEOUT`]; errors are ignored
-/// (fail open for recording). Std has no connect timeout: the send runs on a thread of its
-/// own, which a dispatcher done waiting leaves behind (its exit ends it).
-pub fn send(path: &str, lines: &[String]) {
-    let (done, finished) = mpsc::channel::<()>();
+/// Whether the records reached the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// Written to the socket in full.
+    Delivered,
+    /// No socket at the path: this launch has no record.
+    NoSocket,
+    /// The socket is there but did not take them in time.
+    Lost,
+}
+
+/// Write `lines` to the socket at `path`, waiting at most [`SEND_TIMEOUT`]. Std has no connect
+/// timeout: the send runs on a thread of its own, which a dispatcher done waiting leaves behind
+/// (its exit ends it).
+pub fn send(path: &str, lines: &[String]) -> Sent {
+    let (done, finished) = mpsc::channel::<Sent>();
     let path = path.to_owned();
     let data = lines.concat();
     let sender = std::thread::Builder::new().spawn(move || {
-        if let Ok(mut stream) = UnixStream::connect(&path) {
-            let _ = stream.set_write_timeout(Some(SEND_TIMEOUT));
-            let _ = stream.write_all(data.as_bytes());
-            let _ = stream.shutdown(std::net::Shutdown::Write);
-        }
-        let _ = done.send(());
+        let sent = match UnixStream::connect(&path) {
+            Ok(mut stream) => {
+                let _ = stream.set_write_timeout(Some(SEND_TIMEOUT));
+                let written = stream.write_all(data.as_bytes()).is_ok()
+                    && stream.shutdown(std::net::Shutdown::Write).is_ok();
+                if written { Sent::Delivered } else { Sent::Lost }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Sent::NoSocket,
+            Err(_) => Sent::Lost,
+        };
+        let _ = done.send(sent);
     });
-    if sender.is_ok() {
-        let _ = finished.recv_timeout(SEND_TIMEOUT);
+    match sender {
+        Ok(_) => finished.recv_timeout(SEND_TIMEOUT).unwrap_or(Sent::Lost),
+        Err(_) => Sent::Lost,
     }
 }
