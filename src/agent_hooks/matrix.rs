@@ -196,8 +196,10 @@ pub const MATRIX: &[AgentHooks] = &[
                   shadowed by an empty read-only file, the workdir's `.gemini/` is protected. \
                   A `BeforeTool` hook in user or workspace settings that rewrites the tool input \
                   (attack F8) runs before ags's: its `sequential` definition makes gemini run \
-                  them in turn, so the guard judges the command that will run. Open: an \
-                  extension's hooks (`~/.gemini/extensions`, the state volume) run after it.",
+                  them in turn, so the guard judges the command that will run. An extension's \
+                  hooks run after ags's: the user extensions (`~/.gemini/extensions`, the state \
+                  volume) are an empty read-only tmpfs, so none loads; install what you need in \
+                  a custom image.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),

@@ -67,6 +67,10 @@ pub const CODEX_DOTENV: &str = "/home/dev/.codex/.env";
 /// the workdir's `.env` is switched off in the system settings (`advanced.ignoreLocalEnv`), its
 /// `.gemini/.env` is a protected path (`workspace::protected`).
 pub const GEMINI_DOTENV: &str = "/home/dev/.gemini/.env";
+/// gemini's user extensions (the state volume): an extension's hooks run after the settings'
+/// ones, ags's included, so one could rewrite a command the guard allowed. Shadowed empty and
+/// read-only; the workdir's `.gemini/` is protected.
+pub const GEMINI_EXTENSIONS: &str = "/home/dev/.gemini/extensions";
 /// What the shadowing `.env` files say.
 const DOTENV_SHADOW: &str = "# Shadowed by ags while agent hooks are wired (docs/agent-hooks.md).\n";
 
@@ -138,7 +142,7 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
                 file(GEMINI_DOTENV, DOTENV_SHADOW.to_string()),
             ],
             args: vec![],
-            empty_dirs: vec![],
+            empty_dirs: vec![GEMINI_EXTENSIONS],
         },
         (_, Mechanism::OpencodePlugin) => Wiring {
             files: vec![

@@ -66,6 +66,7 @@ fn each_agent_gets_its_own_locations() {
         OPENCODE_PLUGIN_DIRS
     );
     assert_eq!(generate("claude", "t").unwrap().empty_dirs, [CLAUDE_DROP_INS]);
+    assert_eq!(generate("gemini", "t").unwrap().empty_dirs, [GEMINI_EXTENSIONS]);
     assert!(generate("shell", "t").is_none());
     assert!(generate("vim", "t").is_none());
 }
