@@ -198,8 +198,7 @@ pub const MATRIX: &[AgentHooks] = &[
                   (attack F8) runs before ags's: its `sequential` definition makes gemini run \
                   them in turn, so the guard judges the command that will run. An extension's \
                   hooks run after ags's: the user extensions (`~/.gemini/extensions`, the state \
-                  volume) are an empty read-only tmpfs, so none loads; install what you need in \
-                  a custom image.",
+                  volume) are an empty read-only tmpfs, so none loads.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),
