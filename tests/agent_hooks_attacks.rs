@@ -7,8 +7,8 @@
 mod common;
 
 use common::agents::{
-    AGENT_IMAGE, Agent, agents, check_blocked, config, endpoint, events, in_state_volume, launch, log,
-    seed_gemini_with, session, with_agent_image,
+    AGENT_IMAGE, Agent, agents, check_blocked, config, endpoint, endpoint_with, events, in_state_volume,
+    launch, log, seed_gemini_with, session, with_agent_image,
 };
 use common::launch::assert_clean;
 use common::{each_mode, show};
@@ -351,6 +351,39 @@ fn a_gemini_extension_in_the_state_volume_does_not_load() {
             "the extension's hook rewrote the command: {what}"
         );
         assert!(work.join("benign-gemini").exists(), "{what}");
+        common::api::cleanup_state_volumes_under(env.mode(), &work);
+        assert_clean(env);
+    });
+}
+
+/// Session-12 attack F4 on codex: its tool hooks fire for `exec_command` only, so a command
+/// typed into an interactive shell through `write_stdin` reached neither the guard nor the
+/// record. ags's requirements pin `unified_exec` off, which takes `write_stdin` away while
+/// `exec_command` stays hooked; neither `--enable unified_exec` nor the user config in the state
+/// volume brings it back. The scripted endpoint logs the tools codex offers the model.
+#[test]
+fn codex_offers_no_write_stdin_tool() {
+    with_agent_image(|env, addr| {
+        let work = env.work_dir();
+        let plant = "printf '[features]\\nunified_exec = true\\n' > /v/config.toml";
+        in_state_volume(env, "codex", "codex", plant, serde_json::json!({}));
+        let log = work.join("requests.log");
+        let log_arg = log.display().to_string();
+        let ep = endpoint_with(addr, &["--tool-command", "touch ran-codex", "--log", &log_arg]);
+        let mut agent = agents(env, &ep).into_iter().find(|a| a.name == "codex").unwrap();
+        agent
+            .args
+            .splice(1..1, ["--enable".to_string(), "unified_exec".to_string()]);
+        let (out, entries) = session(env, &agent, &ep);
+        let requests = std::fs::read_to_string(&log).unwrap_or_default();
+        let what = format!("{}\n{requests}\n{entries:#?}", show(&out));
+        assert!(requests.contains("\"exec_command\""), "{what}");
+        assert!(
+            !requests.contains("\"write_stdin\""),
+            "codex offers write_stdin: {what}"
+        );
+        assert!(work.join("ran-codex").exists(), "{what}");
+        assert!(!events(&entries, "pre_tool").is_empty(), "{what}");
         common::api::cleanup_state_volumes_under(env.mode(), &work);
         assert_clean(env);
     });

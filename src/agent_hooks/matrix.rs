@@ -149,16 +149,18 @@ pub const MATRIX: &[AgentHooks] = &[
         agent: "codex",
         mechanism: Mechanism::Command,
         wiring: "`/etc/codex/hooks.json` (the system hooks file) plus `/etc/codex/requirements.toml` \
-                 pinning `[features] hooks = true` (managed requirements win over user and \
-                 project config and `--disable hooks`)",
+                 pinning `[features] hooks = true` and `unified_exec = false` (managed \
+                 requirements win over user and project config and `--disable hooks`)",
         silence: "No while the requirements file pins the feature: `[features] hooks = false` and \
                   `--disable hooks` are overruled. A custom image whose own \
                   `/etc/codex/requirements.toml` matters is shadowed by ags's. `~/.codex/.env` (the \
                   state volume), which codex loads over the launch's environment, is shadowed by \
                   an empty read-only file: no `LD_PRELOAD` or `BASH_ENV` the agent wrote reaches \
-                  the shell that runs the hooks (session-12 attack F1). Open (attack F4): codex's \
-                  tool hooks fire for `exec_command` only, so commands typed into an interactive \
-                  shell through `write_stdin` reach neither the guard nor the record.",
+                  the shell that runs the hooks (session-12 attack F1). Its tool hooks fire for \
+                  `exec_command` only, so a command typed into a running shell through \
+                  `write_stdin` reached neither the guard nor the record (attack F4): the \
+                  requirements also pin `unified_exec` off, which takes `write_stdin` away \
+                  (`--enable unified_exec` and user config included).",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),

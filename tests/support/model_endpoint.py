@@ -198,8 +198,9 @@ def main():
             path = self.path.split("?")[0]
             if args.log:
                 with open(args.log, "a") as f:
+                    offered = [n for n, _ in tool_list(req)] if isinstance(req, dict) else []
                     f.write(json.dumps({"method": "POST", "path": path, "host": self.headers.get("Host"),
-                                        "tool_call": call[0] if call else None}) + "\n")
+                                        "tool_call": call[0] if call else None, "tools": offered}) + "\n")
             ctype = "text/event-stream"
             if path.endswith(":streamGenerateContent") or path.endswith(":generateContent"):
                 stream = path.endswith(":streamGenerateContent")
