@@ -238,3 +238,38 @@ git update-index --add --cacheinfo 100644,$e,.envrc && echo edit >> README"#;
         assert_clean(env);
     });
 }
+
+/// Session-13 attack K1: `.vscode` committed as a symbolic link to the agent's `tools/vsc`
+/// (whose `tasks.json` runs on folder open), and `.claude` staged as a link to a tracked
+/// `tools/claude` (a `SessionStart` hook): `git checkout feature` and `git checkout .` put them in
+/// place, and nothing was named — the path is a directory on the way to a protected one. Both
+/// are named now.
+#[test]
+fn a_link_on_the_way_to_a_protected_path_is_named() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repositories(env, &["k1", "k1b"]);
+        let script = r#"cd k1 && git checkout -q -b feature && mkdir -p tools/vsc && echo '{"tasks":[]}' > tools/vsc/tasks.json
+ln -s tools/vsc .vscode && git add -A && git commit -qm tooling && git checkout -q main
+cd ../k1b && mkdir -p tools/claude && echo '{}' > tools/claude/settings.json && git add tools && git commit -qm sample
+b=$(printf tools/claude | git hash-object -w --stdin) && git update-index --add --cacheinfo 120000,$b,.claude"#;
+        let err = stderr(&agent(env, script));
+        let mode = env.mode();
+        let k1 = format!("{}/k1/.git,", work.display());
+        let named = err
+            .lines()
+            .any(|l| l.contains("changes .vscode in") && l.contains(&k1));
+        assert!(
+            named,
+            "{mode}: the commit of the .vscode link was not named: {err}"
+        );
+        let k1b = format!("{}/k1b/.git/index: .claude;", work.display());
+        assert!(
+            err.contains(&k1b),
+            "{mode}: the staged .claude link was not named: {err}"
+        );
+        assert_clean(env);
+    });
+}

@@ -99,7 +99,8 @@ fn existing_protected_files_are_read_only_and_created_ones_moved_aside() {
 
 /// The session-9 attack's additions: files other agents, editors and git-hook managers run on
 /// their own (the earlier table missed them, and they stayed in place); session 12's: npm's
-/// `node-options`, pnpm's install hook, GitLab CI includes.
+/// `node-options`, pnpm's install hook, GitLab CI includes; session 13's: `.vimrc`, Copilot
+/// CLI hooks, lefthook's other names.
 #[test]
 fn other_tools_files_created_by_the_agent_are_moved_aside() {
     each_mode(|env| {
@@ -115,6 +116,10 @@ fn other_tools_files_created_by_the_agent_are_moved_aside() {
             ".npmrc",
             ".pnpmfile.cjs",
             ".gitlab/ci/x.yml",
+            // Session 13 (K2): Vim's other exrc name, Copilot CLI hooks, lefthook's JSON.
+            ".vimrc",
+            ".github/hooks/setup.json",
+            "lefthook-local.json",
         ];
         let script = planted
             .iter()
@@ -137,6 +142,8 @@ fn other_tools_files_created_by_the_agent_are_moved_aside() {
             ".zed.ags-quarantine",
             ".npmrc.ags-quarantine",
             ".gitlab.ags-quarantine",
+            ".vimrc.ags-quarantine",
+            "lefthook-local.json.ags-quarantine",
         ] {
             assert!(work.join(aside).exists(), "{}: no {aside}: {err}", env.mode());
         }

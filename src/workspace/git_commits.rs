@@ -164,14 +164,17 @@ fn touched(git_dir: &str, found: &[(String, String)], allowed: &[&str]) -> Vec<T
 }
 
 /// The tool that runs `path` when it is (or lies in) a protected path at any depth, not in
-/// `allowed`.
+/// `allowed`, or is a directory on the way to one: a `.vscode` committed as a symbolic link (or
+/// a gitlink) leads the checkout's `.vscode/tasks.json` to the agent's files (session-13
+/// attack K1).
 pub fn who_runs(path: &str, allowed: &[&str]) -> Option<&'static str> {
     let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
     for start in starts {
         let rest = &path[start..];
         for e in PROTECTED.iter().filter(|e| !allowed.contains(&e.path)) {
             let within = e.kind == Kind::Dir && rest.strip_prefix(e.path).is_some_and(|r| r.starts_with('/'));
-            if rest == e.path || within {
+            let on_the_way = e.path.strip_prefix(rest).is_some_and(|r| r.starts_with('/'));
+            if rest == e.path || within || on_the_way {
                 return Some(e.tool);
             }
         }
@@ -272,6 +275,11 @@ mod tests {
         assert!(who_runs("src/main.rs", &[]).is_none());
         assert!(who_runs(".github/workflowsx/a", &[]).is_none());
         assert!(who_runs(".envrc", &[".envrc"]).is_none());
+        // A directory on the way to a protected path: a link or gitlink there leads it away (K1).
+        assert!(who_runs(".vscode", &[]).is_some());
+        assert!(who_runs("sub/.claude", &[]).is_some());
+        assert!(who_runs(".github", &[]).is_some());
+        assert!(who_runs(".vscodex", &[]).is_none());
     }
 
     use crate::workspace::git_inventory::test_git::git;

@@ -596,6 +596,73 @@ pub const PROTECTED: &[Entry] = &[
         "Drone",
         "runs with the repository's secrets when you push",
     ),
+    // The sixth attack on the workspace (session 13, K2): names these tools also read.
+    e(
+        ".vimrc",
+        Kind::File,
+        "Vim",
+        "read before .exrc when you open the folder with 'exrc' set",
+    ),
+    e("_vimrc", Kind::File, "Vim", "same as .vimrc"),
+    e(".nvimrc", Kind::File, "Neovim", "same as .nvim.lua"),
+    e(
+        ".github/hooks",
+        Kind::Dir,
+        "GitHub Copilot CLI",
+        "hook files whose commands run when you start copilot in the project",
+    ),
+    e(
+        ".config/lefthook.yml",
+        Kind::File,
+        "lefthook",
+        "same as lefthook.yml",
+    ),
+    e(
+        ".config/lefthook.yaml",
+        Kind::File,
+        "lefthook",
+        "same as lefthook.yml",
+    ),
+    e("lefthook.json", Kind::File, "lefthook", "same as lefthook.yml"),
+    e("lefthook.toml", Kind::File, "lefthook", "same as lefthook.yml"),
+    e(
+        "lefthook-local.json",
+        Kind::File,
+        "lefthook",
+        "same as lefthook-local.yml",
+    ),
+    e(
+        "lefthook-local.toml",
+        Kind::File,
+        "lefthook",
+        "same as lefthook-local.yml",
+    ),
+    e(
+        "lefthook-local.yaml",
+        Kind::File,
+        "lefthook",
+        "same as lefthook-local.yml",
+    ),
+    e(
+        ".lefthook",
+        Kind::Dir,
+        "lefthook",
+        "scripts its commands run at your next git commit",
+    ),
+    e(".lefthook-local", Kind::Dir, "lefthook", "same as .lefthook"),
+    e(
+        ".dir-locals.el",
+        Kind::File,
+        "Emacs",
+        "eval forms run when you open a file of the folder",
+    ),
+    e(".dir-locals-2.el", Kind::File, "Emacs", "same as .dir-locals.el"),
+    e(
+        ".openhands",
+        Kind::Dir,
+        "OpenHands",
+        "setup.sh and hooks run when a session starts there",
+    ),
 ];
 
 /// How a listed path is treated in this launch.
@@ -755,7 +822,7 @@ fn existing(root: &Path, entry: &Entry) -> Result<bool, ProtectedError> {
         let last = i + 1 == parts.len();
         if meta.file_type().is_symlink() {
             return Err(fail(
-                "it is a symbolic link, which a read-only mount would follow to its target; replace it by what it points to",
+                "it is a symbolic link, which a read-only mount would follow to its target (one the agent made leads to its own files: session-13 attack K1); remove it, and restore the real file from git if it was one",
             ));
         }
         if !last && !meta.is_dir() {

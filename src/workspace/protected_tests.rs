@@ -53,7 +53,7 @@ fn a_symbolic_link_on_the_way_refuses_the_launch_naming_the_allow_key() {
     // Allowed paths (both under .github) are not looked at.
     protection(
         std::slice::from_ref(&root),
-        &[".github/workflows", ".github/actions"],
+        &[".github/workflows", ".github/actions", ".github/hooks"],
     )
     .unwrap();
 }
