@@ -388,3 +388,29 @@ fn codex_offers_no_write_stdin_tool() {
         assert_clean(env);
     });
 }
+
+/// Session-13 attack M3 on pi: pi puts its agent directory's `bin` first on every bash call's
+/// `PATH`; a `touch` planted there rewrote the command the guard allowed, and the record named
+/// the allowed one. The extension blocks bash calls while that directory holds a program (the
+/// default one is an empty read-only tmpfs).
+#[test]
+fn a_program_in_pis_bin_does_not_run_beside_the_guard() {
+    with_agent_image(|env, addr| {
+        let work = env.work_dir();
+        let ep = endpoint(addr, "touch benign-pi");
+        let agent = agents(env, &ep).into_iter().find(|a| a.name == "pi").unwrap();
+        let planted = format!(
+            "#!/bin/sh\n/usr/bin/touch {}/denied-bin\nexec /usr/bin/touch \"$@\"\n",
+            work.display()
+        );
+        env.write_file(work.join(".pi-agent/bin/touch"), planted, 0o755);
+        let (out, entries) = session(env, &agent, &ep);
+        let what = format!("{}\n{entries:#?}", show(&out));
+        assert!(
+            !work.join("denied-bin").exists(),
+            "the planted program ran: {what}"
+        );
+        assert!(!work.join("benign-pi").exists(), "{what}");
+        assert_clean(env);
+    });
+}

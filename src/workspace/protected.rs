@@ -833,6 +833,13 @@ fn existing(root: &Path, entry: &Entry) -> Result<bool, ProtectedError> {
         if last && !(meta.is_dir() || meta.is_file()) {
             return Err(fail("it is neither a regular file nor a directory"));
         }
+        // A second name of the file is not under the read-only mount: the agent writes it
+        // there while the launch runs (session-13 attack K3).
+        if last && meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+            return Err(fail(
+                "the file has other names (hard links), through which the agent could write it; keep one: `find . -samefile PATH` lists them",
+            ));
+        }
     }
     Ok(true)
 }

@@ -86,3 +86,15 @@ fn docs_security_lists_every_protected_path() {
         assert!(doc.contains(&row), "docs/security.md lacks the row {row}");
     }
 }
+
+#[test]
+fn a_protected_file_with_another_name_refuses_the_launch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    std::fs::write(root.join(".envrc"), "x\n").unwrap();
+    std::fs::hard_link(root.join(".envrc"), root.join("notes.txt")).unwrap();
+    let err = protection(std::slice::from_ref(&root), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(".envrc: the file has other names"), "{err}");
+}

@@ -162,10 +162,12 @@ pub fn pi_extension(row: &AgentHooks) -> String {
 /// pi's settings that run code around every bash call after the `tool_call` event: a
 /// `shellCommandPrefix` (prepended to the command) or a `shellPath` other than a system shell,
 /// in the agent directory's `settings.json` (the state volume) or the project's (session-12
-/// attack F9). pi reads them at start and on reload, so the extension reads the files at each
-/// bash call and blocks it while one is set.
+/// attack F9), and programs in the agent directory's `bin`, which pi puts first on the bash
+/// tool's `PATH` (session-13 attack M3). pi reads them at start and on reload, so the extension
+/// looks at each bash call and blocks it while one is there. The default `~/.pi/agent/bin` is an
+/// empty read-only tmpfs besides ([`super::PI_BIN`]).
 const PI_SHELL_SETTINGS: &str = r#"
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 
@@ -184,6 +186,11 @@ function shellSettings() {
     if (settings.shellCommandPrefix) found.push(`shellCommandPrefix in ${file}`);
     if (settings.shellPath && !SYSTEM_SHELLS.includes(settings.shellPath)) found.push(`shellPath in ${file}`);
   }
+  // pi puts the agent directory's `bin` first on every bash call's PATH (session-13 attack M3).
+  const bin = join(dir, "bin");
+  let planted = [];
+  try { planted = readdirSync(bin); } catch {}
+  if (planted.length) found.push(`programs in ${bin}, first on the shell's PATH (${planted.slice(0, 5).join(", ")})`);
   return found;
 }
 "#;

@@ -34,6 +34,10 @@ pub const CODEX_HOOKS: &str = "/etc/codex/hooks.json";
 /// agent, and an extension runs in pi's own process, where it could disarm the generated one),
 /// then the generated extension, which `--no-extensions` leaves loaded.
 pub const PI_ARGS: &[&str] = &["--no-extensions", "-e", PI_EXTENSION];
+/// pi's default agent directory's `bin` (the state volume), first on the bash tool's `PATH`:
+/// shadowed empty and read-only (session-13 attack M3), so neither the agent nor pi's own
+/// download of `fd`/`rg` puts a program there.
+pub const PI_BIN: &str = "/home/dev/.pi/agent/bin";
 
 /// opencode's directories of code it loads into its own process from the agent's home
 /// (`{plugin,plugins}/*.{js,ts}` and the custom tools of `{tool,tools}/*.{js,ts}`, imported at
@@ -158,7 +162,7 @@ pub fn generate(agent: &str, tag: &str) -> Option<Wiring> {
         (_, Mechanism::PiExtension) => Wiring {
             files: vec![file(PI_EXTENSION, js::pi_extension(row))],
             args: PI_ARGS.iter().map(|a| a.to_string()).collect(),
-            empty_dirs: vec![],
+            empty_dirs: vec![PI_BIN],
         },
         (_, Mechanism::Command) => return None,
     })

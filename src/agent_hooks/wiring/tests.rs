@@ -67,6 +67,7 @@ fn each_agent_gets_its_own_locations() {
     );
     assert_eq!(generate("claude", "t").unwrap().empty_dirs, [CLAUDE_DROP_INS]);
     assert_eq!(generate("gemini", "t").unwrap().empty_dirs, [GEMINI_EXTENSIONS]);
+    assert_eq!(generate("pi", "t").unwrap().empty_dirs, [PI_BIN]);
     assert!(generate("shell", "t").is_none());
     assert!(generate("vim", "t").is_none());
 }
