@@ -130,7 +130,10 @@ pub const MATRIX: &[AgentHooks] = &[
                   `allowManagedHooksOnly` keeps user and project hooks from running beside the \
                   guard (one could rewrite the input it allowed). The agent, uid 0 in a \
                   rootful launch, cannot add a managed drop-in with `disableAllHooks`: the \
-                  directory is read-only and empty.",
+                  directory is read-only and empty. A settings `env` (user or project) naming \
+                  what changes the Bash tool's shell after the guard (`CLAUDE_ENV_FILE`, \
+                  `BASH_ENV`, `PATH`, `LD_*`, an exported `BASH_FUNC_*`, …: session-13 attack \
+                  M1) makes the dispatcher block every tool call, saying which to remove.",
         cells: [
             n("SessionStart"),
             nn(
@@ -160,7 +163,10 @@ pub const MATRIX: &[AgentHooks] = &[
                   `exec_command` only, so a command typed into a running shell through \
                   `write_stdin` reached neither the guard nor the record (attack F4): the \
                   requirements also pin `unified_exec` off, which takes `write_stdin` away \
-                  (`--enable unified_exec` and user config included).",
+                  (`--enable unified_exec` and user config included). A \
+                  `[shell_environment_policy]` in its `config.toml` (it sets the environment of \
+                  every command: session-13 attack M2) makes the dispatcher block every tool \
+                  call, saying so.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),

@@ -15,6 +15,7 @@ use super::handlers::Handlers;
 use super::input::{self, Normalised};
 use super::run::{self, Outcome};
 use super::send::{self, Record};
+use super::settings;
 
 /// What one invocation produces.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +59,10 @@ pub fn dispatch(
         Ok(h) => {
             if can_block {
                 guard(&n, h, &mut lines, &mut blocked);
+            }
+            // Settings that change what the shell runs after this check (session-13 M1, M2).
+            if can_block && blocked.is_none() {
+                blocked = settings::tampered(agent, n.cwd.as_deref());
             }
             let payload = n.to_handler_json();
             for handler in h.handlers.iter().filter(|h| h.matches(&n)) {

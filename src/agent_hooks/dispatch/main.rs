@@ -34,6 +34,8 @@ mod json;
 mod run;
 #[allow(dead_code)]
 mod send;
+#[allow(dead_code)]
+mod settings;
 
 use interface::{Event, HANDLERS_PATH, SOCKET_PATH};
 

@@ -19,6 +19,7 @@ pub mod input;
 pub mod json;
 pub mod run;
 pub mod send;
+pub mod settings;
 
 // What the modules above reach as `super::…`, here and in `main.rs`.
 use super::{Event, matrix};
