@@ -14,7 +14,8 @@ use super::json;
 /// Largest settings file read.
 const MAX_BYTES: u64 = 1024 * 1024;
 
-/// Environment names that change what a shell runs (exact), and prefixes.
+/// Environment names that change what a shell runs (exact), and prefixes. claude's
+/// `CLAUDE_CODE_SHELL_PREFIX` is not among them: its managed settings pin it empty.
 const NAMES: &[&str] = &[
     "PATH",
     "BASH_ENV",
@@ -29,7 +30,6 @@ const NAMES: &[&str] = &[
     "IFS",
     "CDPATH",
     "CLAUDE_CODE_SHELL",
-    "CLAUDE_CODE_SHELL_PREFIX",
 ];
 const PREFIXES: &[&str] = &["LD_", "BASH_FUNC_", "DYLD_"];
 
