@@ -7,8 +7,8 @@
 mod common;
 
 use common::agents::{
-    AGENT_IMAGE, Agent, agents, check_blocked, config, endpoint, endpoint_with, events, in_state_volume,
-    launch, log, seed_gemini_with, session, with_agent_image,
+    AGENT_IMAGE, Agent, agents, blocked_with, check_blocked, config, endpoint, endpoint_with, events,
+    in_state_volume, launch, log, seed_gemini_with, session, with_agent_image,
 };
 use common::launch::assert_clean;
 use common::{each_mode, show};
@@ -312,12 +312,7 @@ fn a_gemini_user_hook_cannot_rewrite_the_command_after_the_guard() {
             !work.join("denied-gemini").exists(),
             "the rewritten command ran: {what}"
         );
-        let judged = events(&entries, "pre_tool").into_iter().any(|e| {
-            e["decision"] == "block"
-                && e["tool_input_summary"]
-                    .as_str()
-                    .is_some_and(|s| s.contains("touch denied-gemini"))
-        });
+        let judged = blocked_with(&entries, "tool_input_summary", "touch denied-gemini");
         assert!(judged, "the guard did not see the rewritten command: {what}");
         common::api::cleanup_state_volumes_under(env.mode(), &work);
         assert_clean(env);
@@ -433,12 +428,7 @@ fn codex_config_cannot_set_the_shells_environment() {
             !work.join("denied-codex").exists(),
             "the planted environment rewrote the command: {what}"
         );
-        let said = events(&entries, "pre_tool").into_iter().any(|e| {
-            e["decision"] == "block"
-                && e["reason"]
-                    .as_str()
-                    .is_some_and(|r| r.contains("shell_environment_policy in"))
-        });
+        let said = blocked_with(&entries, "reason", "shell_environment_policy in");
         assert!(said, "{what}");
         common::api::cleanup_state_volumes_under(env.mode(), &work);
         assert_clean(env);
@@ -470,12 +460,7 @@ fn claude_settings_env_cannot_change_what_the_shell_runs() {
             !work.join("denied-claude").exists(),
             "the env file rewrote the command: {what}"
         );
-        let said = events(&entries, "pre_tool").into_iter().any(|e| {
-            e["decision"] == "block"
-                && e["reason"]
-                    .as_str()
-                    .is_some_and(|r| r.contains("env CLAUDE_ENV_FILE in"))
-        });
+        let said = blocked_with(&entries, "reason", "env CLAUDE_ENV_FILE in");
         assert!(said, "{what}");
         std::fs::remove_dir_all(&dir).expect("removing the claude config dir");
         assert_clean(env);

@@ -160,13 +160,7 @@ echo PLANTED"#,
 #[test]
 fn index_entries_hidden_from_git_status_are_named() {
     each_mode(|env| {
-        const IMAGE: &str = "localhost/ags-git:latest";
-        if !common::api::image_exists(&env.mode().socket(), IMAGE).unwrap_or(false) {
-            assert!(
-                std::env::var_os("AGS_TEST_GIT_IMAGE").is_none(),
-                "{IMAGE} is missing"
-            );
-            eprintln!("SKIP {}: no {IMAGE}", env.mode());
+        if !common::git::has_image(env) {
             return;
         }
         let work = env.work_dir().canonicalize().unwrap();
@@ -174,24 +168,12 @@ fn index_entries_hidden_from_git_status_are_named() {
         git_ok(env, &work, &["init", "-q", "-b", "main"]);
         git_ok(env, &work, &["add", "Makefile"]);
         git_ok(env, &work, &["commit", "-q", "-m", "one"]);
-        let script = r#"git config --global --add safe.directory '*' && git config --global user.name a && git config --global user.email a@x
-printf 'all:\n\t@touch /tmp/pwned\n' > Makefile && git update-index --skip-worktree Makefile
+        let out = common::git::agent(
+            env,
+            r#"printf 'all:\n\t@touch /tmp/pwned\n' > Makefile && git update-index --skip-worktree Makefile
 b=$(printf 'touch /tmp/pwned\n' | git hash-object -w --stdin) && git update-index --add --cacheinfo "100644,$b,.envrc" && git update-index --skip-worktree .envrc
-git commit -qm docs && echo PLANTED"#;
-        let label = env.label();
-        let out = env.run([
-            "--tty=false",
-            "--image",
-            IMAGE,
-            "--label",
-            &label,
-            "--",
-            "sh",
-            "-c",
-            script,
-        ]);
-        assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
-        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+git commit -qm docs"#,
+        );
         let err = stderr(&out);
         assert!(
             err.contains("hid files from `git status`"),

@@ -13,7 +13,7 @@ mod common;
 
 use serde_json::Value;
 
-use common::agents::{AGENT_IMAGE, Endpoint, REPLY, endpoint_with, host_address};
+use common::agents::{AGENT_IMAGE, Endpoint, REPLY, codex_provider, endpoint_with, host_address};
 use common::launch::{assert_clean, stdout};
 use common::{TestEnv, each_mode, show};
 
@@ -142,24 +142,12 @@ fn claude_opencode_and_codex_reach_a_listed_endpoint_and_only_that() {
             &["OPENCODE_DISABLE_MODELS_FETCH=1".into()],
             &["run", "say hi"],
         );
-        let provider = |k: &str, v: &str| format!("model_providers.scripted.{k}={v:?}");
-        let codex_args = [
-            "exec".to_string(),
-            "--skip-git-repo-check".into(),
-            "-c".into(),
-            "model_provider=scripted".into(),
-            "-c".into(),
-            provider("name", "scripted"),
-            "-c".into(),
-            provider("base_url", &format!("{base}/v1")),
-            "-c".into(),
-            provider("wire_api", "responses"),
-            "-c".into(),
-            provider("env_key", "SCRIPTED_KEY"),
-            "-c".into(),
-            "model=\"m\"".into(),
-            "say hi".into(),
-        ];
+        let codex_args: Vec<String> = ["exec", "--skip-git-repo-check"]
+            .into_iter()
+            .map(String::from)
+            .chain(codex_provider(&base))
+            .chain(["say hi".to_string()])
+            .collect();
         let codex_args: Vec<&str> = codex_args.iter().map(String::as_str).collect();
         check(env, &ep, "codex", &["SCRIPTED_KEY=test".into()], &codex_args);
     });

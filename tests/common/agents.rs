@@ -103,7 +103,6 @@ pub struct Agent {
 pub fn agents(env: &TestEnv, ep: &Endpoint) -> Vec<Agent> {
     let base = format!("http://{}:{}", ep.addr, ep.port);
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let provider = |k: &str, v: &str| format!("model_providers.scripted.{k}={v:?}");
     let pi_dir = env.mkdir(env.work_dir().join(".pi-agent"), 0o755);
     let models = serde_json::json!({"providers": {"scripted": {
         "baseUrl": format!("{base}/v1"), "api": "openai-completions", "apiKey": "test",
@@ -136,24 +135,16 @@ pub fn agents(env: &TestEnv, ep: &Endpoint) -> Vec<Agent> {
         Agent {
             name: "codex",
             env: vec!["SCRIPTED_KEY=test".into()],
-            args: vec![
-                "exec".into(),
-                "--dangerously-bypass-approvals-and-sandbox".into(),
-                "--skip-git-repo-check".into(),
-                "-c".into(),
-                "model_provider=scripted".into(),
-                "-c".into(),
-                provider("name", "scripted"),
-                "-c".into(),
-                provider("base_url", &format!("{base}/v1")),
-                "-c".into(),
-                provider("wire_api", "responses"),
-                "-c".into(),
-                provider("env_key", "SCRIPTED_KEY"),
-                "-c".into(),
-                "model=\"m\"".into(),
-                "run the command".into(),
-            ],
+            args: [
+                "exec",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--skip-git-repo-check",
+            ]
+            .into_iter()
+            .map(String::from)
+            .chain(codex_provider(&base))
+            .chain(["run the command".to_string()])
+            .collect(),
         },
         Agent {
             name: "pi",
@@ -389,4 +380,26 @@ pub fn with_agent_image(check: impl Fn(&TestEnv, &str)) {
 
 pub fn run_for(name: &str) {
     with_agent_image(|env, addr| check_agent(env, addr, name));
+}
+
+/// codex's `-c` arguments that make the scripted endpoint at `base` (`http://ADDR:PORT`) its
+/// model provider (key in `SCRIPTED_KEY`).
+pub fn codex_provider(base: &str) -> Vec<String> {
+    let provider = |k: &str, v: &str| format!("model_providers.scripted.{k}={v:?}");
+    let settings = [
+        "model_provider=scripted".to_string(),
+        provider("name", "scripted"),
+        provider("base_url", &format!("{base}/v1")),
+        provider("wire_api", "responses"),
+        provider("env_key", "SCRIPTED_KEY"),
+        "model=\"m\"".to_string(),
+    ];
+    settings.into_iter().flat_map(|s| ["-c".to_string(), s]).collect()
+}
+
+/// Whether a `pre_tool` record of `entries` is a block whose `key` holds `needle`.
+pub fn blocked_with(entries: &[Value], key: &str, needle: &str) -> bool {
+    events(entries, "pre_tool")
+        .into_iter()
+        .any(|e| e["decision"] == "block" && e[key].as_str().is_some_and(|s| s.contains(needle)))
 }
