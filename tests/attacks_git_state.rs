@@ -273,3 +273,39 @@ b=$(printf tools/claude | git hash-object -w --stdin) && git update-index --add 
         assert_clean(env);
     });
 }
+
+/// Session-14 attack F1: `gc.recentObjectsHook` is a command `git gc` runs; with `gc.auto = 1`
+/// and loose objects in `objects/17/` the automatic maintenance of the user's next `git commit`
+/// ran it. Planted in an existing repository and in one the agent creates: each config goes
+/// aside, named, and the user's commit runs nothing.
+#[test]
+fn a_gc_hook_in_a_planted_config_does_not_run_at_the_next_commit() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repositories(env, &["f1"]);
+        let pwned = work.join("pwned-f1");
+        let script = format!(
+            r#"plant() {{ printf '[gc]\n\tauto = 1\n\tpruneExpire = now\n\trecentObjectsHook = touch {p}; true\n' >> .git/config
+n=0; i=0; while [ $n -lt 3 ]; do h=$(echo "x$i" | git hash-object -w --stdin); case $h in 17*) n=$((n+1));; *) rm -f .git/objects/$(echo $h | cut -c1-2)/$(echo $h | cut -c3-);; esac; i=$((i+1)); done; }}
+cd f1 && plant && cd .. && mkdir f1b && cd f1b && git init -q -b main && echo a > a && git add a && git commit -qm a && plant"#,
+            p = pwned.display()
+        );
+        let err = stderr(&agent(env, &script));
+        for repo in ["f1", "f1b"] {
+            let config = format!("{}/{repo}/.git/config", work.display());
+            assert!(
+                err.lines()
+                    .any(|l| l.contains(&config) && l.contains("gc.recentobjectshook")),
+                "{}: {repo}: the planted config was not named: {err}",
+                env.mode()
+            );
+            std::fs::write(work.join(repo).join("README"), "changed\n").unwrap();
+            user(env, &work.join(repo), &["add", "README"]);
+            user(env, &work.join(repo), &["commit", "-q", "-m", "user"]);
+        }
+        assert!(!pwned.exists(), "{}: the gc hook ran on the host", env.mode());
+        assert_clean(env);
+    });
+}

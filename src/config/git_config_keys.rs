@@ -127,7 +127,68 @@ pub fn harmless(key: &str) -> bool {
         ("extensions", None) => name != "partialclone",
         ("user", None) => matches!(name, "name" | "email"),
         ("init", None) => name == "defaultbranch",
-        ("index" | "gc" | "pack" | "status" | "advice" | "color" | "feature" | "clone", None) => true,
+        // Whole sections only where every name picks a message or a colour; elsewhere names
+        // one by one, so a name git adds later counts as running programs until listed here
+        // (`gc.recentObjectsHook` is a command `git gc --auto` runs: session-14 attack F1).
+        ("advice" | "color", None) => true,
+        ("index", None) => matches!(
+            name,
+            "recordendofindexentries" | "recordoffsettable" | "sparse" | "threads" | "version" | "skiphash"
+        ),
+        ("gc", None) => matches!(
+            name,
+            "aggressivedepth"
+                | "aggressivewindow"
+                | "auto"
+                | "autopacklimit"
+                | "autodetach"
+                | "bigpackthreshold"
+                | "writecommitgraph"
+                | "logexpiry"
+                | "packrefs"
+                | "cruftpacks"
+                | "prunepackedobjects"
+                | "pruneexpire"
+                | "worktreepruneexpire"
+                | "reflogexpire"
+                | "reflogexpireunreachable"
+                | "rerereresolved"
+                | "rerereunresolved"
+        ),
+        ("pack", None) => matches!(
+            name,
+            "window"
+                | "depth"
+                | "windowmemory"
+                | "compression"
+                | "threads"
+                | "indexversion"
+                | "packsizelimit"
+                | "usebitmaps"
+                | "usesparse"
+                | "writebitmaps"
+                | "writebitmaphashcache"
+                | "writereverseindex"
+                | "readreverseindex"
+                | "allowpackreuse"
+                | "deltacachesize"
+                | "deltacachelimit"
+        ),
+        ("status", None) => matches!(
+            name,
+            "relativepaths"
+                | "short"
+                | "branch"
+                | "aheadbehind"
+                | "displaycommentprefix"
+                | "renamelimit"
+                | "renames"
+                | "showstash"
+                | "showuntrackedfiles"
+                | "submodulesummary"
+        ),
+        ("feature", None) => matches!(name, "experimental" | "manyfiles"),
+        ("clone", None) => matches!(name, "defaultremotename" | "rejectshallow" | "filtersubmodules"),
         ("lfs", None) => name == "repositoryformatversion",
         ("pull", None) => matches!(name, "rebase" | "ff"),
         ("push", None) => matches!(name, "default" | "autosetupremote"),
@@ -432,6 +493,17 @@ mod tests {
                 "diff.x.textconv",
                 "filter.lfs.clean"
             ]
+        );
+    }
+
+    #[test]
+    fn gc_settings_are_named_one_by_one_so_its_hook_is_risky() {
+        // Session-14 attack F1: the command `git gc --auto` runs, reached from `git commit`.
+        let planted = "[gc]\n\tauto = 1\n\tpruneExpire = now\n\trecentObjectsHook = touch x\n\trepackFilterTo = /x\n\
+            [pack]\n\twindow = 9\n\tfutureKey = 1\n[advice]\n\tdetachedHead = false\n";
+        assert_eq!(
+            risky_keys(planted.as_bytes()),
+            ["gc.recentobjectshook", "gc.repackfilterto", "pack.futurekey"]
         );
     }
 }
