@@ -309,3 +309,54 @@ cd f1 && plant && cd .. && mkdir f1b && cd f1b && git init -q -b main && echo a 
         assert_clean(env);
     });
 }
+
+/// Session-14 attack F2: the user's hook is a link to a tracked script, and the user's config
+/// runs a tracked script as a clean filter. The agent rewrote both scripts (ordinary worktree
+/// files; the hook and the config stayed as they were), and the user's next `git add` and `git
+/// commit` ran them. Both go aside, named as programs git runs; nothing runs.
+#[test]
+fn scripts_a_users_hook_or_filter_runs_are_compared() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repositories(env, &["f2"]);
+        let repo = work.join("f2");
+        env.write_file("work/f2/scripts/pre-commit", "#!/bin/sh\necho lint ok\n", 0o755);
+        env.write_file("work/f2/tools/clean.sh", "#!/bin/sh\ncat\n", 0o755);
+        env.write_file("work/f2/.gitattributes", "*.txt filter=tidy\n", 0o644);
+        git_ok(env, &repo, &["add", "-A"]);
+        git_ok(env, &repo, &["commit", "-q", "-m", "tooling"]);
+        git_ok(env, &repo, &["config", "filter.tidy.clean", "./tools/clean.sh"]);
+        std::os::unix::fs::symlink("../../scripts/pre-commit", repo.join(".git/hooks/pre-commit")).unwrap();
+        let pwned = work.join("pwned-f2");
+        let script = format!(
+            "cd f2 && printf '#!/bin/sh\\ntouch {p}.hook\\n' > scripts/pre-commit && printf '#!/bin/sh\\ntouch {p}.filter; cat\\n' > tools/clean.sh",
+            p = pwned.display()
+        );
+        let err = stderr(&agent(env, &script));
+        for (file, why) in [
+            ("scripts/pre-commit", "hook pre-commit links to it"),
+            ("tools/clean.sh", "filter.tidy.clean names it"),
+        ] {
+            let path = format!("{}/{file}", repo.display());
+            assert!(
+                err.lines().any(|l| l.contains(&path) && l.contains(why)),
+                "{}: {file} was not named: {err}",
+                env.mode()
+            );
+        }
+        env.write_file("work/f2/a.txt", "text\n", 0o644);
+        user(env, &repo, &["add", "a.txt"]);
+        user(env, &repo, &["commit", "-q", "-m", "user"]);
+        for kind in ["hook", "filter"] {
+            let marker = pwned.with_extension(kind);
+            assert!(
+                !marker.exists(),
+                "{}: the {kind} script ran on the host",
+                env.mode()
+            );
+        }
+        assert_clean(env);
+    });
+}

@@ -42,6 +42,7 @@ mod index;
 mod index_recheck;
 mod judge;
 mod objects;
+mod programs;
 mod refs;
 mod state;
 #[cfg(test)]
@@ -51,7 +52,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::git_config_keys::risky_keys;
-use crate::config::git_config_text;
 use index_recheck::IndexState;
 pub use index_recheck::{IndexRewrite, sha1};
 pub use judge::CACHE_WHAT;
@@ -402,6 +402,7 @@ impl<'a> Walk<'a> {
         }
         self.commondir(dir);
         self.hooks(&dir.join("hooks"));
+        self.hook_programs(&dir.join("hooks"), top);
         // Remotes of old: git fetches from and pushes to a URL in `remotes/NAME` or
         // `branches/NAME` when the config has no such remote (`git remote -v` shows none).
         for kind in ["remotes", "branches"] {
@@ -457,41 +458,6 @@ impl<'a> Walk<'a> {
         };
         self.report(path.into(), what);
     }
-
-    /// A configuration file — yours, unchanged or read-only to the launch — may name files the
-    /// launch could change: an `include.path`/`includeIf.*.path` or a `core.hooksPath` inside the
-    /// walked trees (a tracked `../.gitconfig`, husky's `.husky/_`). Those are compared too.
-    fn named_by(&mut self, path: &Path, bytes: &[u8], top: &Path, nesting: usize) {
-        let base = path.parent().unwrap_or(Path::new("/"));
-        for (key, value) in git_config_text::entries(&String::from_utf8_lossy(bytes)) {
-            let include = key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
-            if include {
-                if let Some(p) =
-                    self.inside(expand_home(&value).map_or_else(|| base.join(&value), Into::into))
-                {
-                    self.config(&p, top, nesting + 1);
-                }
-            } else if key == "core.hookspath" {
-                let named = expand_home(&value).map_or_else(|| top.join(&value), Into::into);
-                if let Some(p) = self.inside(named) {
-                    self.hooks(&p);
-                }
-            }
-        }
-    }
-
-    /// `path` (its directory resolved, as the kernel does for git) when it lies in one of the
-    /// walked trees.
-    fn inside(&self, path: PathBuf) -> Option<PathBuf> {
-        let real = path.parent()?.canonicalize().ok()?.join(path.file_name()?);
-        self.roots.iter().any(|r| real.starts_with(r)).then_some(real)
-    }
-}
-
-/// `~/REST` with the home directory, as git expands configured paths.
-fn expand_home(value: &str) -> Option<PathBuf> {
-    let rest = value.strip_prefix("~/")?;
-    Some(PathBuf::from(std::env::var_os("HOME")?).join(rest))
 }
 
 #[cfg(test)]
