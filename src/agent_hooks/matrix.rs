@@ -193,10 +193,11 @@ pub const MATRIX: &[AgentHooks] = &[
                   the agent can still silence the hooks of its own running session. \
                   `hooksConfig.enabled = true` is pinned (the system file wins). \
                   `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (it moves the system file) is refused in the \
-                  launch's environment. Under rootless Podman (`keep-id`), or a rootful \
-                  service used by a non-root user, gemini skips the system file because uid 0 \
-                  does not own it: `ags` refuses gemini there when a guard or handler is \
-                  configured, else warns. Noticed by the missing records (a \
+                  launch's environment. gemini skips a system file that uid 0 does not own \
+                  (with every directory above it): under rootless Podman (`keep-id`), or a \
+                  rootful service used by a non-root user, `ags` stages it owned by uid 0 in \
+                  the launch's staging volume and sets that variable itself. Noticed by the \
+                  missing records (a \
                   session without `session_start`, tool calls without `pre_tool`). No `.env` the \
                   agent wrote is loaded (session-12 attack F2: an `LD_PRELOAD` there reached the \
                   shell that runs the hooks): the workdir's is ignored (`advanced.ignoreLocalEnv` \

@@ -574,17 +574,28 @@ pub(super) async fn prepare_hooks(
 }
 
 fn staging_archive(plan: &LaunchPlan, secrets: &stage::Secrets) -> Result<Option<Bytes>, Error> {
-    if plan.staging.is_none() {
+    let Some(staging) = &plan.staging else {
         return Ok(None);
-    }
-    let (uid, gid) = user_ids();
+    };
     // For a remote service the generated files travel in the archive too (in volume mode the
     // plan gives them no host file).
     let files: Vec<&[u8]> = match plan.files_in_volume() {
         true => plan.files.iter().map(|f| f.content.expose().as_bytes()).collect(),
         false => Vec::new(),
     };
-    let tar = stage::archive(&stage::env_file(plan, secrets), &files, uid, gid)
-        .map_err(launch::LaunchError::Stage)?;
+    let root_files: Vec<(&str, &[u8])> = staging
+        .root_files
+        .iter()
+        .map(|f| {
+            let name = f
+                .destination
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            (name, f.content.as_bytes())
+        })
+        .collect();
+    let env = stage::env_file(plan, secrets);
+    let tar = stage::archive(&env, &files, &root_files, user_ids()).map_err(launch::LaunchError::Stage)?;
     Ok(Some(Bytes::from_owner(stage::ClearOnDrop(tar))))
 }

@@ -89,15 +89,23 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// A tar archive for the root of the staging volume: the directory itself (owner-only), the
+/// A tar archive for the root of the staging volume: the directory itself (uid 0's, 0711), the
 /// env file (0400) and, for a remote service, the generated files (`files/<n>`, 0400, in an
-/// owner-only directory; see [`crate::plan::staged_file_path`]), owned by the container user.
-/// Allocated once with room to spare, so the env file's bytes are not left behind by a
-/// reallocation; see [`ClearOnDrop`] for the buffer's end.
-pub fn archive(env_file: &[u8], files: &[&[u8]], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> {
-    let room = env_file.len() + files.iter().map(|f| f.len() + 2 * 512).sum::<usize>() + 8 * 1024;
+/// owner-only directory; see [`crate::plan::staged_file_path`]), owned by the container user;
+/// then the plan's [`crate::plan::RootFile`]s (`root/<name>`, 0444, in a 0755 directory),
+/// owned by uid 0 (`root_files`: name and content). Allocated once with room to spare, so the
+/// env file's bytes are not left behind by a reallocation; see [`ClearOnDrop`] for the
+/// buffer's end.
+pub fn archive(
+    env_file: &[u8],
+    files: &[&[u8]],
+    root_files: &[(&str, &[u8])],
+    (uid, gid): (u32, u32),
+) -> std::io::Result<Vec<u8>> {
+    let sizes = files.iter().copied().chain(root_files.iter().map(|(_, c)| *c));
+    let room = env_file.len() + sizes.map(|f| f.len() + 2 * 512).sum::<usize>() + 8 * 1024;
     let mut builder = tar::Builder::new(Vec::with_capacity(room));
-    let header = |kind, mode, size: usize| {
+    let owned = |kind, mode, size: usize, (uid, gid): (u32, u32)| {
         let mut h = tar::Header::new_ustar();
         h.set_entry_type(kind);
         h.set_mode(mode);
@@ -106,11 +114,11 @@ pub fn archive(env_file: &[u8], files: &[&[u8]], uid: u32, gid: u32) -> std::io:
         h.set_size(size as u64);
         h
     };
-    builder.append_data(
-        &mut header(tar::EntryType::Directory, 0o500, 0),
-        "./",
-        std::io::empty(),
-    )?;
+    let header = |kind, mode, size| owned(kind, mode, size, (uid, gid));
+    // The volume's root: uid 0's, which the agent can pass but not list (an agent that trusts
+    // a file only when root owns it and every directory above it checks this one too).
+    let mut root = owned(tar::EntryType::Directory, 0o711, 0, (0, 0));
+    builder.append_data(&mut root, "./", std::io::empty())?;
     builder.append_data(
         &mut header(tar::EntryType::Regular, 0o400, env_file.len()),
         "env",
@@ -131,6 +139,16 @@ pub fn archive(env_file: &[u8], files: &[&[u8]], uid: u32, gid: u32) -> std::io:
             path,
             *content,
         )?;
+    }
+    if !root_files.is_empty() {
+        let dir = format!("{}/", crate::plan::STAGED_ROOT_DIR);
+        let mut h = owned(tar::EntryType::Directory, 0o755, 0, (0, 0));
+        builder.append_data(&mut h, dir, std::io::empty())?;
+    }
+    for (name, content) in root_files {
+        let path = format!("{}/{name}", crate::plan::STAGED_ROOT_DIR);
+        let mut h = owned(tar::EntryType::Regular, 0o444, content.len(), (0, 0));
+        builder.append_data(&mut h, path, *content)?;
     }
     let out = builder.into_inner()?;
     debug_assert!(out.len() <= room, "the staging archive was reallocated");
@@ -284,7 +302,7 @@ mod tests {
 
     #[test]
     fn archive_has_dir_and_private_env() {
-        let tar = archive(b"export A='1'\n", &[], 1000, 1000).unwrap();
+        let tar = archive(b"export A='1'\n", &[], &[], (1000, 1000)).unwrap();
         let mut ar = tar::Archive::new(&tar[..]);
         let entries: Vec<_> = ar
             .entries()
@@ -298,12 +316,12 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(entries, [("./".into(), 0o500, 1000), ("env".into(), 0o400, 1000)]);
+        assert_eq!(entries, [("./".into(), 0o711, 0), ("env".into(), 0o400, 1000)]);
     }
 
     #[test]
     fn archive_carries_generated_files_for_a_remote_service() {
-        let tar = archive(b"", &[b"one", b"two\n"], 1000, 1001).unwrap();
+        let tar = archive(b"", &[b"one", b"two\n"], &[], (1000, 1001)).unwrap();
         let mut ar = tar::Archive::new(&tar[..]);
         let mut entries = Vec::new();
         for e in ar.entries().unwrap() {
@@ -318,11 +336,34 @@ mod tests {
         assert_eq!(
             entries,
             [
-                row("./", 0o500, ""),
+                ("./".to_string(), 0o711, 0, String::new()),
                 row("env", 0o400, ""),
                 row("files/", 0o500, ""),
                 row("files/0", 0o400, "one"),
                 row("files/1", 0o400, "two\n"),
+            ]
+        );
+    }
+
+    #[test]
+    fn root_files_are_uid_0s_and_readable_by_all() {
+        let tar = archive(b"", &[], &[("gemini-settings.json", b"{}")], (1000, 1001)).unwrap();
+        let mut ar = tar::Archive::new(&tar[..]);
+        let entries: Vec<_> = ar
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                let path = e.path().unwrap().display().to_string();
+                (path, h.mode().unwrap(), h.uid().unwrap(), h.gid().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            entries[2..],
+            [
+                ("root/".to_string(), 0o755, 0, 0),
+                ("root/gemini-settings.json".to_string(), 0o444, 0, 0),
             ]
         );
     }

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::PlanError;
-use super::types::{AgentHookWiring, MountKind, Origin, PlanFile, PlanMount};
+use super::types::{
+    AgentHookWiring, EnvSource, MountKind, Origin, PlanEnv, PlanFile, PlanMount, RootFile, STAGED_ROOT_DIR,
+    STAGING_MOUNT,
+};
 use crate::agent_hooks::wiring::{self, SwitchOff};
 use crate::agent_hooks::{DISPATCHER_PATH, HANDLERS_PATH, dispatch};
 use crate::config::Config;
@@ -30,17 +33,10 @@ pub fn check_env<'a>(agent: &str, names: impl IntoIterator<Item = &'a str>) -> R
     sort(wiring::check_env(agent, names)).map(|_| ())
 }
 
-/// The owner of the wiring files against the agent (gemini ignores a system file that uid 0 does
-/// not own inside, as under rootless `keep-id`; `not_root`): refused
-/// when `config` has a guard or handlers, else a warning; plus the warning about what no
-/// setting closes (opencode's user-config plugins).
-pub fn check_user_namespace(config: &Config, agent: &str, not_root: bool) -> Result<Vec<String>, PlanError> {
-    let handlers = !config.agent_hooks.is_empty();
-    sort(
-        wiring::check_user_namespace(agent, not_root, handlers)
-            .into_iter()
-            .chain(wiring::check_agent(agent, handlers)),
-    )
+/// What no setting closes for `agent` (opencode's user-config plugins): a warning when
+/// `config` has a guard or handlers.
+pub fn check_agent(config: &Config, agent: &str) -> Result<Vec<String>, PlanError> {
+    sort(wiring::check_agent(agent, !config.agent_hooks.is_empty()))
 }
 
 /// The first refusal as an error, else the warnings.
@@ -79,16 +75,32 @@ pub fn handlers_json(config: &Config) -> String {
 /// Size of each empty read-only tmpfs that shadows a plugin directory.
 const EMPTY_DIR_BYTES: u64 = 4096;
 
-/// The hook wiring of `agent` (none when it has no wiring), its generated files (the wiring
-/// and the handlers file), the dispatcher's read-only bind and the empty read-only tmpfs over
-/// each plugin directory the agent would discover in its state. `tag` is the launch's random
-/// suffix; `warnings` come from [`check_args`].
+/// The wiring of one launch as the plan places it.
+pub struct WiringPlan {
+    /// What the plan shows.
+    pub wiring: AgentHookWiring,
+    /// Generated files, bind-mounted read-only.
+    pub files: Vec<PlanFile>,
+    /// The dispatcher and the shadowing empty directories.
+    pub mounts: Vec<PlanMount>,
+    /// Files staged owned by uid 0 (see [`wiring::ROOT_OWNED`]).
+    pub root_files: Vec<RootFile>,
+    /// The variables that point the agent at them.
+    pub env: Vec<PlanEnv>,
+}
+
+/// The plan's part of `agent`'s wiring (none for an agent without one): the wiring files,
+/// the handlers file, the dispatcher and the shadowing mounts. `tag` is the launch's random
+/// suffix; `warnings` come from [`check_args`]. `not_root`: the launch's files are not uid 0's
+/// inside the container (rootless `keep-id`, or a rootful service used by another user), so
+/// a file the agent trusts only when root owns it is staged owned by uid 0.
 pub fn wiring(
     config: &Config,
     agent: &str,
     tag: &str,
+    not_root: bool,
     warnings: Vec<String>,
-) -> Option<(AgentHookWiring, Vec<PlanFile>, Vec<PlanMount>)> {
+) -> Option<WiringPlan> {
     let w = wiring::generate(agent, tag)?;
     let file = |destination: &str, content: String| PlanFile {
         destination: destination.into(),
@@ -97,11 +109,34 @@ pub fn wiring(
         origin: Origin::AgentHooks,
         host_path: PathBuf::new(),
     };
-    let mut files: Vec<PlanFile> = w
-        .files
-        .iter()
-        .map(|f| file(f.destination, f.content.clone()))
-        .collect();
+    let root_owned = |f: &wiring::WiringFile| {
+        not_root
+            .then(|| wiring::ROOT_OWNED.iter().find(|(path, _)| *path == f.destination))
+            .flatten()
+    };
+    let (mut root_files, mut env) = (Vec::new(), Vec::new());
+    let mut files = Vec::new();
+    for f in &w.files {
+        let Some((path, variable)) = root_owned(f) else {
+            files.push(file(f.destination, f.content.clone()));
+            continue;
+        };
+        let name = format!("{agent}-{}", path.rsplit('/').next().unwrap_or(path));
+        let destination = format!("{STAGING_MOUNT}/{STAGED_ROOT_DIR}/{name}");
+        env.push(PlanEnv {
+            key: variable.to_string(),
+            source: EnvSource::Plain {
+                value: destination.clone(),
+            },
+            origin: Origin::AgentHooks,
+        });
+        root_files.push(RootFile {
+            destination: destination.into(),
+            bytes: f.content.len(),
+            content: f.content.clone(),
+            origin: Origin::AgentHooks,
+        });
+    }
     files.push(file(HANDLERS_PATH, handlers_json(config)));
     let dispatcher = dispatcher_host_path(config);
     let mut mounts = vec![PlanMount {
@@ -120,7 +155,7 @@ pub fn wiring(
         read_only: true,
         origin: Origin::AgentHooks,
     }));
-    let plan = AgentHookWiring {
+    let wiring = AgentHookWiring {
         files: w.files.iter().map(|f| PathBuf::from(f.destination)).collect(),
         args: w.args,
         warnings,
@@ -129,5 +164,11 @@ pub fn wiring(
         handlers: config.agent_hooks.handlers.clone(),
         guard: config.agent_hooks.guard.clone(),
     };
-    Some((plan, files, mounts))
+    Some(WiringPlan {
+        wiring,
+        files,
+        mounts,
+        root_files,
+        env,
+    })
 }

@@ -160,30 +160,28 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let wiring = match run.agent_hooks && !input.remote {
         true => {
             let mut warnings = check_agent_hook_args(run)?;
-            // The staged wiring files are the invoking user's: uid 0 inside only when that
-            // user is root on a rootful service.
+            warnings.extend(agent_hooks::check_agent(input.config, &run.agent)?);
+            // The launch's files are the invoking user's: uid 0 inside only when that user is
+            // root on a rootful service.
             let not_root = input.rootless || input.user.0 != 0;
-            warnings.extend(agent_hooks::check_user_namespace(
-                input.config,
-                &run.agent,
-                not_root,
-            )?);
-            agent_hooks::wiring(input.config, &run.agent, &input.identity.suffix, warnings)
+            let tag = &input.identity.suffix;
+            agent_hooks::wiring(input.config, &run.agent, tag, not_root, warnings)
         }
         false => None,
     };
     let mut command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
-    if let Some((w, _, _)) = &wiring {
+    if let Some(w) = &wiring {
         let at = profile.command.len().min(command.len());
-        command.splice(at..at, w.args.iter().cloned());
+        command.splice(at..at, w.wiring.args.iter().cloned());
     }
     let egress = network::plan(input.config, run.network, profile, input.host_stage_dir);
     if !ports.is_empty() && egress.mode == crate::config::Network::None {
         return Err(PlanError::PublishWithoutNetwork);
     }
     let mut env = build_env(input, hook_env)?;
-    if wiring.is_some() {
+    if let Some(w) = &wiring {
         agent_hooks::check_env(&run.agent, env.iter().map(|e| e.key.as_str()))?;
+        env.extend(w.env.iter().cloned());
     }
     // The proxy variables are ags's own in allowlist mode: they replace any other value.
     let proxy_env = egress_entries::env(&egress);
@@ -195,21 +193,23 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let generated: Vec<PlanFile> = hook_files
         .iter()
         .cloned()
-        .chain(wiring.iter().flat_map(|(_, files, _)| files.iter().cloned()))
+        .chain(wiring.iter().flat_map(|w| w.files.iter().cloned()))
         .collect();
     let in_volume = input.remote && !generated.is_empty();
     let files = match in_volume {
         true => generated,
         false => place_files(&generated, input.host_stage_dir),
     };
-    let staging = (staged || in_volume).then(|| Staging {
+    let root_files = wiring.as_ref().map(|w| w.root_files.clone()).unwrap_or_default();
+    let staging = (staged || in_volume || !root_files.is_empty()).then(|| Staging {
         volume: format!("ags-stage-{}", input.identity.suffix),
         mount_point: STAGING_MOUNT.into(),
+        root_files,
     });
     let record = agent_record::plan(input.config, run.agent_hooks, input.remote, input.host_stage_dir);
     let extra = egress_entries::mounts(&egress)
         .into_iter()
-        .chain(wiring.iter().flat_map(|(_, _, mounts)| mounts.iter().cloned()))
+        .chain(wiring.iter().flat_map(|w| w.mounts.iter().cloned()))
         .chain(record.iter().map(agent_record::mount))
         .collect();
     let mounts = build_mounts(input, hook_mounts, &files, staging.as_ref(), extra)?;
@@ -260,7 +260,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         annotations: annotations(input, host_stage_dir.as_deref()),
         host_stage_dir,
         files,
-        agent_hook_wiring: wiring.map(|(w, _, _)| w),
+        agent_hook_wiring: wiring.map(|w| w.wiring),
         agent_hook_record: record,
         op_secret_sets: run.op_secret_sets.clone(),
         labels: build_labels(input)?,

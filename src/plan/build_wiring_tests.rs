@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::tests::{config, identity};
 use super::*;
 use crate::agent_hooks::wiring;
+use crate::agent_hooks::wiring::GEMINI_SYSTEM;
 
 fn run(agent: &str, command: &[&str], agent_hooks: bool) -> RunSettings {
     RunSettings {
@@ -210,7 +211,8 @@ fn the_handlers_file_and_the_dispatcher_are_read_only_and_shown_in_the_plan() {
     assert!(h.block_on_failure && h.timeout_seconds == 10);
     assert_eq!(parsed.guard.deny, ["git push --force*"]);
     assert_eq!(parsed.guard.protect, [".git/hooks"]);
-    // gemini ignores its wiring under keep-id: refused with handlers (issue 23 item 5).
+    // gemini ignores a system file uid 0 does not own: under keep-id it is staged owned by
+    // uid 0, and gemini is pointed at it (issue 23 item 5).
     let gemini = build(&PlanInput {
         run: &run("gemini", &[], true),
         host_memory: None,
@@ -222,8 +224,36 @@ fn the_handlers_file_and_the_dispatcher_are_read_only_and_shown_in_the_plan() {
         user: (1000, 1000),
         host_stage_dir: Path::new("/run/user/1000/ags/stage-abc123"),
         hooks: &HookLayer::default(),
-    });
-    assert!(matches!(gemini, Err(PlanError::WiringSwitchedOff(m)) if m.contains("uid 0")));
+    })
+    .unwrap();
+    let staged = "/run/ags/root/gemini-settings.json";
+    let root_files = &gemini.staging.as_ref().expect("a staging volume").root_files;
+    assert_eq!(root_files.len(), 1);
+    assert_eq!(root_files[0].destination, Path::new(staged));
+    assert!(root_files[0].content.contains("BeforeTool"));
+    let env = gemini
+        .env
+        .iter()
+        .find(|e| e.key == "GEMINI_CLI_SYSTEM_SETTINGS_PATH");
+    assert!(matches!(&env.unwrap().source, EnvSource::Plain { value } if value == staged));
+    let bound =
+        |p: &crate::plan::LaunchPlan| p.mounts.iter().any(|m| m.destination == Path::new(GEMINI_SYSTEM));
+    assert!(!bound(&gemini), "{:?}", gemini.mounts);
+    // As root on a rootful service the file is root's already: bound as before.
+    let as_root = build(&PlanInput {
+        run: &run("gemini", &[], true),
+        host_memory: None,
+        config: &cfg,
+        identity: &identity(),
+        rootless: false,
+        selinux: false,
+        remote: false,
+        user: (0, 0),
+        host_stage_dir: Path::new("/run/ags/stage-abc123"),
+        hooks: &HookLayer::default(),
+    })
+    .unwrap();
+    assert!(bound(&as_root) && as_root.staging.is_none_or(|s| s.root_files.is_empty()));
     let m = p
         .mounts
         .iter()

@@ -322,6 +322,27 @@ pub struct Staging {
     pub volume: String,
     /// Mount point inside the container.
     pub mount_point: PathBuf,
+    /// Files staged owned by uid 0 inside the container, in [`STAGED_ROOT_DIR`]: what an
+    /// agent trusts only when root owns it, when the launch's own files are not root's there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub root_files: Vec<RootFile>,
+}
+
+/// The directory of the staging volume that holds [`RootFile`]s (owned by uid 0, 0755).
+pub const STAGED_ROOT_DIR: &str = "root";
+
+/// A file of `ags`'s own making (no secret in it) staged owned by uid 0, mode 0444.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RootFile {
+    /// Its path inside the container (in [`STAGED_ROOT_DIR`] of the staging mount).
+    pub destination: PathBuf,
+    /// Its content.
+    #[serde(skip)]
+    pub content: String,
+    /// Size in bytes.
+    pub bytes: usize,
+    /// Where it came from.
+    pub origin: Origin,
 }
 
 /// An agent state volume, created with its labels before the container when it does not exist

@@ -246,10 +246,14 @@ impl Client {
     }
 
     /// Extract `tar` into the container at directory `path`. Works on a created container, and
-    /// into a read-only named volume once the container is initialised.
+    /// into a read-only named volume once the container is initialised. The entries keep the
+    /// owners the archive gives them (in the container's user namespace): the libpod route
+    /// would otherwise give every entry to the container's user (`copyUIDGID` defaults to
+    /// true there), and a file an agent trusts only when uid 0 owns it could not be staged.
     pub async fn put_archive(&self, id: &str, path: &str, tar: Bytes) -> Result<()> {
         let req = Request::new(Method::PUT, container(id, "/archive"))
             .query("path", path)
+            .query("copyUIDGID", "false")
             .tar(tar);
         self.call(req).await.map(drop)
     }

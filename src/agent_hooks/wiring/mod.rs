@@ -7,7 +7,7 @@
 mod js;
 mod switches;
 
-pub use switches::{SWITCH_OFF_ENV, SwitchOff, check_agent, check_args, check_env, check_user_namespace};
+pub use switches::{SWITCH_OFF_ENV, SwitchOff, check_agent, check_args, check_env};
 
 use serde_json::{Value, json};
 
@@ -82,6 +82,12 @@ const DOTENV_SHADOW: &str = "# Shadowed by ags while agent hooks are wired (docs
 pub const CODEX_REQUIREMENTS: &str = "/etc/codex/requirements.toml";
 /// gemini's system settings.
 pub const GEMINI_SYSTEM: &str = "/etc/gemini-cli/settings.json";
+/// Wiring files an agent loads only when uid 0 owns them and their directory inside the
+/// container, each with the variable that points the agent at another place for it. The
+/// launch's own files are the invoking user's: not uid 0 inside under rootless `keep-id`, or on
+/// a rootful service used by another user. Those launches stage such a file owned by uid 0
+/// instead (`plan::agent_hooks`), and ags sets the variable (which the launch may not set).
+pub const ROOT_OWNED: &[(&str, &str)] = &[(GEMINI_SYSTEM, "GEMINI_CLI_SYSTEM_SETTINGS_PATH")];
 /// opencode's system config.
 pub const OPENCODE_SYSTEM: &str = "/etc/opencode/opencode.json";
 

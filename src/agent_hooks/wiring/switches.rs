@@ -105,28 +105,3 @@ pub fn check_agent(agent: &str, handlers: bool) -> Option<SwitchOff> {
         )
     })
 }
-
-/// gemini loads its system settings only when the file and its directory are owned by uid 0
-/// and not writable by group or others. ags's wiring files belong to the user running ags: under
-/// a rootless `keep-id` user namespace, or a rootful service used by a user other than root,
-/// that is not uid 0 inside the container (`not_root`), so gemini skips it: refused when a guard
-/// or handler is configured, else warned (only the records are lost).
-pub fn check_user_namespace(agent: &str, not_root: bool, handlers: bool) -> Option<SwitchOff> {
-    if agent != "gemini" || !not_root {
-        return None;
-    }
-    let why = "ags's wiring file /etc/gemini-cli/settings.json is not owned by uid 0 inside the \
-               container (rootless Podman maps your uid with keep-id; a rootful service keeps \
-               the uid of a non-root user running ags), and gemini ignores a system settings \
-               file that root does not own";
-    Some(match handlers {
-        true => SwitchOff::Refuse(format!(
-            "--agent gemini: {why}, so the [agent_guard] and [[agent_hook]]s would not run; \
-             launch gemini as root on a rootful Podman service (--url), or remove [agent_guard] and \
-             [[agent_hook]] from the config to run it unguarded"
-        )),
-        false => SwitchOff::Warn(format!(
-            "--agent gemini: {why}: this launch records no agent hook events"
-        )),
-    })
-}

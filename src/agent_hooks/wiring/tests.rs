@@ -152,17 +152,7 @@ fn variables_that_drop_the_wiring_are_refused_for_their_agent() {
 }
 
 #[test]
-fn gemini_under_keep_id_is_refused_with_handlers_and_warned_without() {
-    assert!(matches!(
-        check_user_namespace("gemini", true, true),
-        Some(SwitchOff::Refuse(_))
-    ));
-    assert!(matches!(
-        check_user_namespace("gemini", true, false),
-        Some(SwitchOff::Warn(_))
-    ));
-    assert!(check_user_namespace("gemini", false, true).is_none());
-    assert!(check_user_namespace("claude", true, true).is_none());
+fn opencode_with_handlers_is_warned_about_its_user_config_plugins() {
     assert!(matches!(check_agent("opencode", true), Some(SwitchOff::Warn(_))));
     assert!(check_agent("opencode", false).is_none());
 }
