@@ -139,6 +139,41 @@ fn a_report_through_a_planted_directory_link_is_refused() {
     });
 }
 
+/// Session-14 attack F3: the agent writes a forged report at the report path and makes its
+/// directory read-only; `ags` cannot write, and the forged file stayed, unremarked, for a CI
+/// step that uploads it. Rootless (where the host user is the directory's owner inside too),
+/// the failure now says the file there is not ags's; rootful, ags (root on the host) writes
+/// its report over the forged one.
+#[test]
+fn a_forged_report_left_where_ags_cannot_write_is_called_so() {
+    each_mode(|env| {
+        env.mkdir("work/out", 0o755);
+        env.write_file("work/out/r.json", "{\"from\": \"the previous launch\"}\n", 0o644);
+        let script = r#"echo '{"forged": true, "exit_code": 0}' > out/r.json; chmod 555 out; exit 3"#;
+        let out = run_agent(env, &["--report", "out/r.json"], &["sh", "-c", script]);
+        let report = std::fs::read_to_string(env.work_dir().join("out/r.json")).unwrap_or_default();
+        let _ = std::fs::set_permissions(
+            env.work_dir().join("out"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        );
+        match out.status.code() {
+            Some(3) => assert!(report.contains("\"exit_code\": 3"), "{report}"),
+            _ => {
+                assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+                assert!(
+                    stderr(&out).contains("the file there now is not ags's report"),
+                    "{}",
+                    show(&out)
+                );
+            }
+        }
+        if env.mode() == common::Mode::Rootless {
+            assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        }
+        assert_clean(env);
+    });
+}
+
 #[test]
 fn an_env_file_in_a_running_launchs_workdir_through_its_planted_link_is_refused() {
     each_mode(|env| {

@@ -71,8 +71,9 @@ fn launch(global: &GlobalArgs, args: &RunArgs, facts: &mut Facts) -> Result<u8, 
     let settings = settings(args, &config, &mut rules, launch::terminal::both_are_terminals())?;
     facts.writable = rules.writable_roots().to_vec();
     if let Some(report) = args.report.as_deref().filter(|r| *r != std::path::Path::new("-")) {
-        // Refused before anything runs; checked again when it is written.
-        launch::report::check_path(report, &facts.writable)?;
+        // Refused before anything runs (and a previous report removed); checked again when
+        // it is written.
+        launch::report::clear_path(report, &facts.writable).map_err(launch::LaunchError::from)?;
     }
     let image = settings.image.as_deref().unwrap_or(&config.image);
     plan::check::check_image_ref(image)?;

@@ -47,6 +47,15 @@ pub enum ReportError {
     /// The path is refused or changed (a symlink an agent could have planted on the way).
     #[error(transparent)]
     Path(#[from] UserPathError),
+    /// Writing failed and a file is at the path: not this launch's report (the one there
+    /// before was removed when the launch began), so possibly the agent's.
+    #[error(
+        "--report {}: {source}; the file there now is not ags's report (ags removed the old one \
+         when the launch began, and the agent may have written this one): delete it, and give \
+         a path outside the directories the agent can write",
+        path.display()
+    )]
+    NotOurs { path: PathBuf, source: Box<ReportError> },
 }
 
 impl Destination {
@@ -76,6 +85,20 @@ impl Destination {
 pub fn check_path(path: &Path, writable: &[WritableRoot]) -> Result<CheckedHostPath, UserPathError> {
     let what = format!("--report {}", crate::safepath::display(path));
     user_paths::check_new_file(&what, path, writable)
+}
+
+/// Check `path` before the launch and remove the report a previous launch left there, so that
+/// whatever is at the path after a failed write is known not to be this launch's
+/// ([`ReportError::NotOurs`]: the agent can write a report path inside the workspace).
+pub fn clear_path(path: &Path, writable: &[WritableRoot]) -> Result<(), ReportError> {
+    let checked = check_path(path, writable)?;
+    match std::fs::remove_file(checked.physical()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(ReportError::Write {
+            path: path.into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// What the launch learns as it goes, for the report.
@@ -215,7 +238,17 @@ impl Report {
         let mut json = serde_json::to_vec_pretty(self).expect("a report serializes");
         json.push(b'\n');
         match dest {
-            Destination::File(path) => Ok(check_path(path, writable)?.write_atomic(&json, 0o644)?),
+            Destination::File(path) => {
+                let written = check_path(path, writable).and_then(|c| c.write_atomic(&json, 0o644));
+                match written {
+                    Ok(()) => Ok(()),
+                    Err(e) if std::fs::symlink_metadata(path).is_ok() => Err(ReportError::NotOurs {
+                        path: path.into(),
+                        source: Box::new(e.into()),
+                    }),
+                    Err(e) => Err(e.into()),
+                }
+            }
             Destination::Stdout => {
                 use std::io::Write;
                 let mut out = std::io::stdout().lock();
