@@ -360,3 +360,34 @@ fn scripts_a_users_hook_or_filter_runs_are_compared() {
         assert_clean(env);
     });
 }
+
+/// Session-14 attack A (on F2's fix): the script the user's hook links to, replaced by a link
+/// to a file outside the workspace (the agent's state volume, whose host path the container's
+/// mountinfo shows). Only the link's end was compared, and it lay outside: nothing was named.
+/// The named path itself is a piece now: its change of type is named.
+#[test]
+fn a_hook_script_turned_into_a_link_out_of_the_workspace_is_named() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repositories(env, &["a1"]);
+        let repo = work.join("a1");
+        env.write_file("work/a1/scripts/pre-commit", "#!/bin/sh\necho lint ok\n", 0o755);
+        git_ok(env, &repo, &["add", "-A"]);
+        git_ok(env, &repo, &["commit", "-q", "-m", "tooling"]);
+        std::os::unix::fs::symlink("../../scripts/pre-commit", repo.join(".git/hooks/pre-commit")).unwrap();
+        let err = stderr(&agent(
+            env,
+            "cd a1 && rm scripts/pre-commit && ln -s /etc/hostname scripts/pre-commit",
+        ));
+        let path = format!("{}/scripts/pre-commit", repo.display());
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&path) && l.contains("hook pre-commit links to it")),
+            "{}: the link was not named: {err}",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}

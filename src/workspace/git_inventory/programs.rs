@@ -19,6 +19,8 @@ use crate::config::git_config_text;
 
 /// Largest hook text read for the paths it names.
 const MAX_HOOK_BYTES: u64 = 1024 * 1024;
+/// Links followed from a named path.
+const MAX_LINKS: usize = 8;
 
 impl Walk<'_> {
     /// A configuration file — yours, unchanged or read-only to the launch — may name files the
@@ -72,7 +74,7 @@ impl Walk<'_> {
             } else if meta.is_file() && meta.len() <= MAX_HOOK_BYTES {
                 let text = std::fs::read(&path).unwrap_or_default();
                 let text = String::from_utf8_lossy(&text);
-                for word in words(&text).filter(|w| w.contains('/')) {
+                for word in words(&uncommented(&text)).filter(|w| w.contains('/')) {
                     self.program(&resolve(word, top), &format!("hook {name} names it"));
                 }
             }
@@ -89,22 +91,52 @@ impl Walk<'_> {
         }
     }
 
-    /// `path` (links resolved) as a piece when it is a regular file inside the walked trees;
-    /// aside when the launch changed it.
+    /// `path` as named (its directory resolved, itself not followed) when it lies inside the
+    /// walked trees, and each link on from it that does: each compared by state, aside when the
+    /// launch changed it. A named script the agent replaced by a link (to a file in its state
+    /// volume, outside the trees) is a change of the named path (session-14 attack A).
     fn program(&mut self, path: &Path, why: &str) {
-        let Ok(real) = path.canonicalize() else {
-            return;
-        };
-        if !self.roots.iter().any(|r| real.starts_with(r)) {
+        let mut next = self.inside(path.to_path_buf());
+        for _ in 0..MAX_LINKS {
+            let Some(named) = next.take() else {
+                return;
+            };
+            let Ok(meta) = std::fs::symlink_metadata(&named) else {
+                return;
+            };
+            if !meta.is_file() && !meta.file_type().is_symlink() {
+                return;
+            }
+            self.program_piece(&named, &meta, why);
+            if let Ok(target) = std::fs::read_link(&named) {
+                let base = named.parent().unwrap_or(Path::new("/"));
+                next = self.inside(base.join(target));
+            }
+        }
+    }
+
+    fn program_piece(&mut self, path: &Path, meta: &std::fs::Metadata, why: &str) {
+        let now = observe(path, meta).0;
+        if !self.changed(Seen::Piece, path, now.clone()) {
             return;
         }
-        let Ok(meta) = std::fs::symlink_metadata(&real) else {
+        // Over the digest limit a file is never proven unchanged: the same file is named as
+        // not compared rather than moved aside after every launch (session-14 attack D).
+        let key = (Seen::Piece, path.to_path_buf());
+        let same = self
+            .before
+            .and_then(|b| b.get(&key))
+            .is_some_and(|b| b.same_file(&now));
+        if now.unproven() && same && !self.full {
+            let what = format!(
+                "{}: a program git runs ({why}) too big to compare",
+                path.display()
+            );
+            self.incomplete(what);
             return;
-        };
-        if meta.is_file() && self.changed(Seen::Piece, &real, observe(&real, &meta).0) {
-            let what = format!("a program git runs ({why}) that the launch changed");
-            self.report(real, what);
         }
+        let what = format!("a program git runs ({why}) that the launch changed");
+        self.report(path.into(), what);
     }
 }
 
@@ -127,6 +159,19 @@ fn names_a_command(key: &str, value: &str) -> bool {
     }
 }
 
+/// A shell text without its comments (from a `#` that starts a word to the end of the line):
+/// a path a comment mentions is not a program (session-14 attack C).
+fn uncommented(text: &str) -> String {
+    let line = |l: &str| {
+        let cut = l
+            .char_indices()
+            .find(|&(i, c)| c == '#' && (i == 0 || l[..i].ends_with(char::is_whitespace)))
+            .map_or(l.len(), |(i, _)| i);
+        l[..cut].to_string()
+    };
+    text.lines().map(line).collect::<Vec<_>>().join("\n")
+}
+
 /// The words of a shell text, split at blanks and shell punctuation, quotes dropped.
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| c.is_whitespace() || ";&|()<>=`$\"'".contains(c))
@@ -147,6 +192,14 @@ fn expand_home(value: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_name_no_program() {
+        let text = "#!/bin/sh\n# keep docs/usage.md in sync\nexec ./tools/lint # not ./x/y\necho a#b/c\n";
+        let text = uncommented(text);
+        let w: Vec<_> = words(&text).filter(|w| w.contains('/')).collect();
+        assert_eq!(w, ["./tools/lint", "a#b/c"]);
+    }
 
     #[test]
     fn commands_are_known_by_their_keys() {

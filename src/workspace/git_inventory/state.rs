@@ -39,6 +39,11 @@ impl State {
     pub(super) fn unproven(&self) -> bool {
         self.content == Content::Unproven
     }
+
+    /// Whether `other` is the same file (device, inode, mode), whatever its content.
+    pub(super) fn same_file(&self, other: &State) -> bool {
+        (self.dev, self.ino, self.mode) == (other.dev, other.ino, other.mode)
+    }
 }
 
 /// What a path held besides its identity and mode.
