@@ -391,3 +391,58 @@ fn a_hook_script_turned_into_a_link_out_of_the_workspace_is_named() {
         assert_clean(env);
     });
 }
+
+/// Session-14 second attacker's B: the files a user's hook reaches without naming them from
+/// the top — a file the named script sources (`. "$(dirname "$0")/common.sh"`), a program run
+/// after `cd tools &&`, the scripts a glob (`checks/*.sh`) finds, a file sourced without a `/`.
+/// The agent rewrote each, and the user's next `git commit` ran them. Each goes aside, named;
+/// nothing runs.
+#[test]
+fn files_a_users_hook_reaches_through_scripts_cd_and_globs_are_compared() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = repositories(env, &["b1"]);
+        let repo = work.join("b1");
+        let hook = "#!/bin/sh\nsh scripts/check\n(cd tools && ./lint)\nfor f in checks/*.sh; do sh \"$f\"; done\n. env.sh\n";
+        env.write_file(
+            "work/b1/scripts/check",
+            "#!/bin/sh\n. \"$(dirname \"$0\")/common.sh\"\n",
+            0o755,
+        );
+        env.write_file("work/b1/scripts/common.sh", "echo common\n", 0o644);
+        env.write_file("work/b1/tools/lint", "#!/bin/sh\necho lint\n", 0o755);
+        env.write_file("work/b1/checks/a.sh", "echo a\n", 0o644);
+        env.write_file("work/b1/env.sh", "true\n", 0o644);
+        git_ok(env, &repo, &["add", "-A"]);
+        git_ok(env, &repo, &["commit", "-q", "-m", "tooling"]);
+        env.write_file("work/b1/.git/hooks/pre-commit", hook, 0o755);
+        let pwned = work.join("pwned-b1");
+        let script = format!(
+            "cd b1 && for f in scripts/common.sh tools/lint checks/a.sh env.sh; do printf 'touch {p}.%s\\n' \"${{f%%/*}}\" >> \"$f\"; done",
+            p = pwned.display()
+        );
+        let err = stderr(&agent(env, &script));
+        for file in ["scripts/common.sh", "tools/lint", "checks/a.sh", "env.sh"] {
+            let path = format!("{}/{file}", repo.display());
+            assert!(
+                err.lines()
+                    .any(|l| l.contains(&path) && l.contains("a program git runs")),
+                "{}: {file} was not named: {err}",
+                env.mode()
+            );
+        }
+        env.write_file("work/b1/a.txt", "text\n", 0o644);
+        user(env, &repo, &["add", "a.txt"]);
+        user(env, &repo, &["commit", "-q", "-m", "user"]);
+        let ran: Vec<_> = std::fs::read_dir(&work)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("pwned-b1"))
+            .collect();
+        assert!(ran.is_empty(), "{}: ran on the host: {ran:?}", env.mode());
+        assert_clean(env);
+    });
+}

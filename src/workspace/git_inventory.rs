@@ -190,6 +190,8 @@ struct Walk<'a> {
     tips_before: Option<&'a HashMap<PathBuf, Tips>>,
     /// The `objects` directories of the git dirs seen (`objects`).
     object_dirs: std::collections::HashSet<PathBuf>,
+    /// The programs git runs seen in this walk (`programs`), each compared once.
+    programs: std::collections::HashSet<PathBuf>,
     out: Scan,
 }
 
@@ -211,6 +213,7 @@ impl<'a> Walk<'a> {
             tips: HashMap::new(),
             tips_before: None,
             object_dirs: Default::default(),
+            programs: Default::default(),
             out: Scan::default(),
         }
     }

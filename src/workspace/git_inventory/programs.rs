@@ -7,9 +7,14 @@
 //! too: compared by state, and aside when the launch changed it.
 //!
 //! What counts as naming a file: a hook's link target; a word of a hook's text that holds a
-//! `/`; any word of a config value that git runs as a command. Words are taken relative to the
-//! worktree's top, where git runs hooks and commands. A script that builds a path at run time
-//! is not followed (docs/security.md).
+//! `/`, or follows a command that runs or reads its argument (`.`, `source`, `sh`, …); any word
+//! of a config value that git runs as a command. Words are taken relative to the worktree's
+//! top (where git runs hooks and commands), to the script's own directory, and to each
+//! directory a `cd` in the text names; a `*`, `?` or `[…]` in a word's last component stands
+//! for every file of that directory it matches. A named file the launch left unchanged is read
+//! in turn, to [`MAX_DEPTH`] levels, for the files it sources or runs (session-14 second
+//! attacker's B). A path a script builds from variables at run time is not followed
+//! (docs/security.md).
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +26,12 @@ use crate::config::git_config_text;
 const MAX_HOOK_BYTES: u64 = 1024 * 1024;
 /// Links followed from a named path.
 const MAX_LINKS: usize = 8;
+/// Levels of scripts read for the files they name: hook → script → sourced file → …
+pub(super) const MAX_DEPTH: usize = 4;
+/// Commands whose next word is a file they run or read, so named without a `/` too.
+const RUNNERS: &[&str] = &[
+    ".", "source", "sh", "bash", "dash", "zsh", "exec", "node", "python", "python3", "perl", "ruby",
+];
 
 impl Walk<'_> {
     /// A configuration file — yours, unchanged or read-only to the launch — may name files the
@@ -70,13 +81,10 @@ impl Walk<'_> {
                 continue;
             }
             if meta.file_type().is_symlink() {
-                self.program(&path, &format!("hook {name} links to it"));
-            } else if meta.is_file() && meta.len() <= MAX_HOOK_BYTES {
-                let text = std::fs::read(&path).unwrap_or_default();
-                let text = String::from_utf8_lossy(&text);
-                for word in words(&uncommented(&text)).filter(|w| w.contains('/')) {
-                    self.program(&resolve(word, top), &format!("hook {name} names it"));
-                }
+                self.program(&path, &format!("hook {name} links to it"), top, 0);
+            } else if meta.is_file() && !self.changed(Seen::Piece, &path, observe(&path, &meta).0) {
+                // A changed hook is named itself; its new text names nothing to compare.
+                self.script_programs(&path, top, &format!("hook {name} names it"), 1);
             }
         }
     }
@@ -87,38 +95,73 @@ impl Walk<'_> {
             return;
         }
         for word in words(value.strip_prefix('!').unwrap_or(value)) {
-            self.program(&resolve(word, top), &format!("{key} names it"));
+            for path in expand(&resolve(word, top)) {
+                self.program(&path, &format!("{key} names it"), top, 1);
+            }
+        }
+    }
+
+    /// The files the shell text of `script` (a hook, or a file one names) sources or runs,
+    /// `depth` levels below the hook or config that named the first.
+    fn script_programs(&mut self, script: &Path, top: &Path, why: &str, depth: usize) {
+        let Ok(meta) = std::fs::metadata(script) else {
+            return;
+        };
+        if !meta.is_file() || meta.len() > MAX_HOOK_BYTES {
+            return;
+        }
+        let text = std::fs::read(script).unwrap_or_default();
+        let dir = script.parent().unwrap_or(top);
+        for path in named_paths(&String::from_utf8_lossy(&text), top, dir) {
+            self.program(&path, why, top, depth);
         }
     }
 
     /// `path` as named (its directory resolved, itself not followed) when it lies inside the
     /// walked trees, and each link on from it that does: each compared by state, aside when the
     /// launch changed it. A named script the agent replaced by a link (to a file in its state
-    /// volume, outside the trees) is a change of the named path (session-14 attack A).
-    fn program(&mut self, path: &Path, why: &str) {
+    /// volume, outside the trees) is a change of the named path (session-14 attack A). A file
+    /// at the end that the launch left as it was is read for the files it names in turn.
+    fn program(&mut self, path: &Path, why: &str, top: &Path, depth: usize) {
         let mut next = self.inside(path.to_path_buf());
+        let mut unchanged = true;
+        let mut end = None;
         for _ in 0..MAX_LINKS {
             let Some(named) = next.take() else {
-                return;
+                break;
             };
-            let Ok(meta) = std::fs::symlink_metadata(&named) else {
+            if !self.programs.insert(named.clone()) {
                 return;
+            }
+            let Ok(meta) = std::fs::symlink_metadata(&named) else {
+                break;
             };
             if !meta.is_file() && !meta.file_type().is_symlink() {
-                return;
+                break;
             }
-            self.program_piece(&named, &meta, why);
-            if let Ok(target) = std::fs::read_link(&named) {
-                let base = named.parent().unwrap_or(Path::new("/"));
-                next = self.inside(base.join(target));
+            unchanged &= self.program_piece(&named, &meta, why);
+            match std::fs::read_link(&named) {
+                Ok(target) => {
+                    let base = named.parent().unwrap_or(Path::new("/"));
+                    next = self.inside(base.join(target));
+                }
+                Err(_) => end = Some(named),
             }
+        }
+        if let Some(file) = end
+            && unchanged
+            && depth < MAX_DEPTH
+        {
+            let why = format!("{why}, through {}", file.display());
+            self.script_programs(&file, top, &why, depth + 1);
         }
     }
 
-    fn program_piece(&mut self, path: &Path, meta: &std::fs::Metadata, why: &str) {
+    /// Whether the piece at `path` is as the inventory holds it; named when not.
+    fn program_piece(&mut self, path: &Path, meta: &std::fs::Metadata, why: &str) -> bool {
         let now = observe(path, meta).0;
         if !self.changed(Seen::Piece, path, now.clone()) {
-            return;
+            return true;
         }
         // Over the digest limit a file is never proven unchanged: the same file is named as
         // not compared rather than moved aside after every launch (session-14 attack D).
@@ -133,10 +176,11 @@ impl Walk<'_> {
                 path.display()
             );
             self.incomplete(what);
-            return;
+            return false;
         }
         let what = format!("a program git runs ({why}) that the launch changed");
         self.report(path.into(), what);
+        false
     }
 }
 
@@ -175,12 +219,107 @@ fn uncommented(text: &str) -> String {
 /// The words of a shell text, split at blanks and shell punctuation, quotes dropped.
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| c.is_whitespace() || ";&|()<>=`$\"'".contains(c))
-        .filter(|w| !w.is_empty() && *w != "." && *w != "..")
+        .filter(|w| !w.is_empty())
 }
 
 /// `word` as git would find the file: absolute, under home (`~/`), or from `top`.
 fn resolve(word: &str, top: &Path) -> PathBuf {
     expand_home(word).unwrap_or_else(|| top.join(word))
+}
+
+/// The paths a script's `text` names: each word that holds a `/` or follows one of
+/// [`RUNNERS`], from `top`, from the script's directory `dir` (`"$(dirname "$0")/x"` leaves
+/// the word `/x`) and from each directory a `cd` or `pushd` names; globs expanded.
+fn named_paths(text: &str, top: &Path, dir: &Path) -> Vec<PathBuf> {
+    let text = uncommented(text);
+    let words: Vec<&str> = words(&text).collect();
+    let mut bases = vec![top.to_path_buf(), dir.to_path_buf()];
+    for pair in words.windows(2) {
+        if pair[0] == "cd" || pair[0] == "pushd" {
+            bases.push(resolve(pair[1], top));
+        }
+    }
+    let mut out = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let runs = i > 0 && RUNNERS.contains(&words[i - 1]);
+        if !word.contains('/') && !runs {
+            continue;
+        }
+        for base in &bases {
+            let path = expand_home(word).unwrap_or_else(|| base.join(word.trim_start_matches('/')));
+            out.extend(expand(&path));
+        }
+        if word.starts_with('/') {
+            out.extend(expand(Path::new(word)));
+        }
+    }
+    out
+}
+
+/// `path` itself, or with a `*`, `?` or `[…]` in its last component every entry of its
+/// directory that matches (a class counts as any one character: more is compared, not less).
+fn expand(path: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return vec![path.to_path_buf()];
+    };
+    if !name.contains(['*', '?', '[']) {
+        return vec![path.to_path_buf()];
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| matches(name.as_bytes(), n.as_bytes()))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Whether `name` matches the shell pattern `pat` (`*`, `?`, a `[…]` class as any one byte),
+/// in time linear in both (a star backtracks only to the last star).
+fn matches(pat: &[u8], name: &[u8]) -> bool {
+    #[derive(PartialEq)]
+    enum Tok {
+        Star,
+        One,
+        Byte(u8),
+    }
+    let mut toks = Vec::new();
+    let mut i = 0;
+    while i < pat.len() {
+        toks.push(match pat[i] {
+            b'*' => Tok::Star,
+            b'?' => Tok::One,
+            b'[' => {
+                i += pat[i..].iter().position(|&c| c == b']').unwrap_or(0);
+                Tok::One
+            }
+            c => Tok::Byte(c),
+        });
+        i += 1;
+    }
+    let (mut p, mut n, mut star, mut mark) = (0, 0, None, 0);
+    while n < name.len() {
+        if p < toks.len() && (toks[p] == Tok::One || toks[p] == Tok::Byte(name[n])) {
+            p += 1;
+            n += 1;
+        } else if p < toks.len() && toks[p] == Tok::Star {
+            star = Some(p);
+            mark = n;
+            p += 1;
+        } else if let Some(s) = star {
+            p = s + 1;
+            mark += 1;
+            n = mark;
+        } else {
+            return false;
+        }
+    }
+    toks[p..].iter().all(|t| *t == Tok::Star)
 }
 
 /// `~/REST` with the home directory, as git expands configured paths.
@@ -199,6 +338,45 @@ mod tests {
         let text = uncommented(text);
         let w: Vec<_> = words(&text).filter(|w| w.contains('/')).collect();
         assert_eq!(w, ["./tools/lint", "a#b/c"]);
+    }
+
+    #[test]
+    fn scripts_name_files_after_cd_beside_themselves_in_globs_and_after_runners() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        for f in [
+            "web/lint",
+            "checks/a.sh",
+            "checks/b.sh",
+            "checks/c.txt",
+            "scripts/common.sh",
+        ] {
+            std::fs::create_dir_all(top.join(f).parent().unwrap()).unwrap();
+            std::fs::write(top.join(f), "").unwrap();
+        }
+        let text = "cd web && ./lint\nfor f in checks/*.sh; do sh \"$f\"; done\n. \"$(dirname \"$0\")/common.sh\"\nsource env.sh\n";
+        let named = named_paths(text, top, &top.join("scripts"));
+        for want in [
+            "web/lint",
+            "checks/a.sh",
+            "checks/b.sh",
+            "scripts/common.sh",
+            "env.sh",
+        ] {
+            assert!(named.contains(&top.join(want)), "{want} not named: {named:?}");
+        }
+        assert!(!named.contains(&top.join("checks/c.txt")));
+    }
+
+    #[test]
+    fn patterns_match_as_the_shell_does_in_linear_time() {
+        assert!(matches(b"*.sh", b"a.sh"));
+        assert!(matches(b"pre-commit.d*", b"pre-commit.d"));
+        assert!(matches(b"a?[xy]c*", b"abxcdef"));
+        assert!(!matches(b"*.sh", b"a.txt"));
+        assert!(!matches(b"a", b""));
+        let long = vec![b'a'; 5000];
+        assert!(!matches(b"*a*a*a*a*a*a*a*a*b", &long));
     }
 
     #[test]
@@ -221,6 +399,7 @@ mod tests {
                 "--config",
                 "./c.toml",
                 "cd",
+                "..",
                 "sh",
                 "a",
                 "b"
