@@ -55,7 +55,7 @@ pub fn risky_keys(text: &[u8]) -> Vec<String> {
 }
 
 /// Keys whose value is a URL git fetches from or pushes to.
-fn is_url(key: &str) -> bool {
+pub fn is_url(key: &str) -> bool {
     let remote = key.starts_with("remote.") && (key.ends_with(".url") || key.ends_with(".pushurl"));
     remote || (key.starts_with("submodule.") && key.ends_with(".url"))
 }

@@ -451,7 +451,7 @@ impl<'a> Walk<'a> {
                 Err(e) => format!("git configuration that cannot be read ({e})"),
                 Ok(text) => {
                     let mut risky = risky_keys(&text);
-                    risky.extend(self.worktree_outside(path, &text));
+                    risky.extend(self.outside(path, &text));
                     if risky.is_empty() {
                         return;
                     }

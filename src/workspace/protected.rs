@@ -663,6 +663,18 @@ pub const PROTECTED: &[Entry] = &[
         "OpenHands",
         "setup.sh and hooks run when a session starts there",
     ),
+    e(
+        ".hg/hgrc",
+        Kind::File,
+        "Mercurial",
+        "[hooks] and aliases run by your next hg command there (a prompt showing hg status too)",
+    ),
+    e(
+        ".jj/repo/config.toml",
+        Kind::File,
+        "Jujutsu",
+        "aliases, diff and merge tools, fsmonitor run by your next jj command there",
+    ),
 ];
 
 /// How a listed path is treated in this launch.

@@ -37,6 +37,54 @@ pub fn hidden(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
     Ok(out)
 }
 
+/// Index entries git itself would refuse to add (its `verify_path`): a component that is
+/// `.git` (any case, trailing dots or spaces, or `git~1`), `.` or `..`, an empty component, a
+/// leading `/`, a backslash, or `.gitmodules` and its kin as a symbolic link. git does not
+/// check the entries it reads back, so `git restore .` or `git checkout .` writes such a path
+/// into the git dir (`.git/hooks/pre-commit`) or outside the worktree (`../../.bashrc`)
+/// (session-15 attack R8-2, R8-3).
+pub fn refused(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let index = Parsed::new(bytes)?;
+    let mut out = Vec::new();
+    for e in &index.entries {
+        let m = &bytes[e.start + 24..e.start + 28];
+        let mode = u32::from_be_bytes([m[0], m[1], m[2], m[3]]);
+        let sparse_dir = mode & 0o170000 == 0o040000;
+        let path = match sparse_dir {
+            true => e.path.strip_suffix(b"/").unwrap_or(&e.path),
+            false => &e.path,
+        };
+        let link = mode & 0o170000 == 0o120000;
+        if git_refuses(path, link) {
+            out.push(crate::text::escape_line(&String::from_utf8_lossy(&e.path)));
+        }
+    }
+    Ok(out)
+}
+
+fn git_refuses(path: &[u8], link: bool) -> bool {
+    if path.is_empty() || path[0] == b'/' || path.contains(&b'\\') {
+        return true;
+    }
+    let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    parts.iter().enumerate().any(|(i, part)| {
+        let lower = part.to_ascii_lowercase();
+        let end = lower
+            .iter()
+            .rposition(|&b| b != b'.' && b != b' ')
+            .map_or(0, |p| p + 1);
+        let name = &lower[..end];
+        let last = i + 1 == parts.len();
+        let special = [&b".gitmodules"[..], b".gitattributes", b".gitignore", b".mailmap"];
+        part.is_empty()
+            || *part == b"."
+            || *part == b".."
+            || name == b".git"
+            || name == b"git~1"
+            || (link && last && special.contains(&name))
+    })
+}
+
 /// Index entries for protected paths (`workspace::protected`, at any depth), as `"PATH"` with
 /// their mode and object name: what `git checkout .`, `git restore .` and `git commit` take
 /// from the index whether or not the file is on disk (session-13 attack J4).
@@ -252,6 +300,32 @@ mod tests {
             got.iter().any(|e| e.starts_with("sub/ (a sparse directory")),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn paths_git_refuses_are_found() {
+        for bad in [
+            ".git/hooks/pre-commit",
+            "../../home/.bashrc",
+            "a/.GIT./config",
+            "a//b",
+            "/etc/x",
+            "a\\b",
+            "sub/git~1/config",
+            ".",
+        ] {
+            assert!(git_refuses(bad.as_bytes(), false), "{bad}");
+        }
+        assert!(git_refuses(b".gitmodules", true));
+        for good in [
+            "src/main.rs",
+            ".github/workflows/ci.yml",
+            ".gitmodules",
+            "a/.gitx",
+            "..a/b",
+        ] {
+            assert!(!git_refuses(good.as_bytes(), false), "{good}");
+        }
     }
 
     #[test]

@@ -84,6 +84,15 @@ impl Walk<'_> {
             Ok(b) => b,
             Err(e) => return self.report(path.into(), format!("a git index ags cannot read ({e})")),
         };
+        if let Ok(bad) = super::index::refused(&bytes)
+            && !bad.is_empty()
+        {
+            let what = format!(
+                "a git index with entries git would refuse to add ({}): `git restore .` or `git checkout .` would write them into the git dir or outside the worktree; `git reset` makes a new index from HEAD",
+                bad.join(", ")
+            );
+            return self.report(path.into(), what);
+        }
         if let Ok(now) = super::index::hidden(&bytes) {
             let new: Vec<String> = now
                 .into_iter()

@@ -1,6 +1,7 @@
-//! What the walk judges beyond a config's keys: a `core.worktree` naming a directory outside
-//! the walked trees ([`Walk::worktree_outside`]: git checks files out and runs that
-//! repository's hooks there), and an operation the launch left in progress in a git dir —
+//! What the walk judges beyond a config's keys: a `core.worktree`, or a remote's or
+//! submodule's local-path URL, naming a directory outside the walked trees
+//! ([`Walk::outside`]: git checks files out, or pushes, and runs that repository's hooks
+//! there), and an operation the launch left in progress in a git dir —
 //! `rebase-merge/`, `rebase-apply/`, `sequencer/`, `BISECT_*`, `MERGE_AUTOSTASH` — whatever it
 //! holds ([`Walk::in_progress`]). Also the files that change what git shows you or puts in your
 //! commits ([`Walk::shown_differently`]).
@@ -196,18 +197,56 @@ impl Walk<'_> {
         }
     }
 
-    /// A `core.worktree` of the config at `path` naming a directory outside the walked trees:
-    /// git would check files out and run the repository's hooks there.
-    pub(super) fn worktree_outside(&self, path: &Path, text: &[u8]) -> Option<String> {
-        let dir = path.parent()?;
-        let entries = crate::config::git_config_keys::entries(text).ok()?;
-        let value = entries.into_iter().rev().find(|(k, _)| k == "core.worktree")?.1?;
-        let named = dir.join(OsStr::from_bytes(&value));
-        let real = named
-            .canonicalize()
-            .unwrap_or_else(|_| crate::safepath::normalize(&named));
-        let inside = self.roots.iter().any(|r| real.starts_with(r));
-        (!inside).then(|| format!("core.worktree naming {} outside the workspace", real.display()))
+    /// The settings of the config at `path` naming a directory outside the walked trees where
+    /// git would run programs of that directory: `core.worktree` (git checks files out and runs
+    /// the repository's hooks there), and a remote's or submodule's URL that is a local path or
+    /// `file://` (`git push` runs the hooks of the repository it names: a bare repository the
+    /// agent built in its state volume, session-15 attack R8-1). Relative paths are taken from
+    /// the directory that holds the git dir.
+    pub(super) fn outside(&self, path: &Path, text: &[u8]) -> Vec<String> {
+        let Some(dir) = path.parent() else {
+            return Vec::new();
+        };
+        let entries = crate::config::git_config_keys::entries(text).unwrap_or_default();
+        let base = dir.parent().unwrap_or(dir);
+        let mut out = Vec::new();
+        for (key, value) in entries {
+            let Some(value) = value else { continue };
+            let named = if key == "core.worktree" {
+                dir.join(OsStr::from_bytes(&value))
+            } else if crate::config::git_config_keys::is_url(&key)
+                && let Some(local) = local_path(&value)
+            {
+                base.join(local)
+            } else {
+                continue;
+            };
+            let real = named
+                .canonicalize()
+                .unwrap_or_else(|_| crate::safepath::normalize(&named));
+            if !self.roots.iter().any(|r| real.starts_with(r)) {
+                let shown = crate::text::escape_line(&real.display().to_string());
+                out.push(format!("{key} naming {shown} outside the workspace"));
+            }
+        }
+        out
+    }
+}
+
+/// The path a URL names when git reaches it on this machine: `file://PATH`, or a value with
+/// no scheme (`://`) and no `host:` before its first `/` (git's scp-like ssh form).
+fn local_path(url: &[u8]) -> Option<std::path::PathBuf> {
+    let text = std::str::from_utf8(url).ok()?;
+    if let Some(rest) = text.strip_prefix("file://") {
+        return Some(rest.strip_prefix("localhost").unwrap_or(rest).into());
+    }
+    let scp_host = text.split('/').next().is_some_and(|head| head.contains(':'));
+    if text.contains("://") || scp_host || text.is_empty() {
+        return None;
+    }
+    match text.strip_prefix("~/") {
+        Some(rest) => Some(std::path::PathBuf::from(std::env::var_os("HOME")?).join(rest)),
+        None => Some(text.into()),
     }
 }
 
