@@ -130,10 +130,15 @@ pub const MATRIX: &[AgentHooks] = &[
                   `allowManagedHooksOnly` keeps user and project hooks from running beside the \
                   guard (one could rewrite the input it allowed). The agent, uid 0 in a \
                   rootful launch, cannot add a managed drop-in with `disableAllHooks`: the \
-                  directory is read-only and empty. A settings `env` (user or project) naming \
-                  what changes the Bash tool's shell after the guard (`CLAUDE_ENV_FILE`, \
-                  `BASH_ENV`, `PATH`, `LD_*`, an exported `BASH_FUNC_*`, …: session-13 attack \
-                  M1) makes the dispatcher block every tool call, saying which to remove.",
+                  directory is read-only and empty. A settings `env` (user or project) can \
+                  change the Bash tool's shell after the guard (`CLAUDE_ENV_FILE`, \
+                  `BASH_ENV`, `SHELL`, `PATH`, …: session-13 attack M1, session-15 N1): while \
+                  one names anything but claude's own and its providers' settings \
+                  (`ANTHROPIC_*`, `CLAUDE_CODE_*` but the shell ones, `DISABLE_*`, `MCP_*`, \
+                  `OTEL_*`, the proxy variables, …), or a settings file cannot be checked (not \
+                  strict JSON, over 1 MiB), the dispatcher blocks every tool call, saying what \
+                  to remove. It reads the files where the plan put claude's state and the \
+                  workdir, not where a settings `CLAUDE_CONFIG_DIR` points.",
         cells: [
             n("SessionStart"),
             nn(
@@ -165,8 +170,9 @@ pub const MATRIX: &[AgentHooks] = &[
                   requirements also pin `unified_exec` off, which takes `write_stdin` away \
                   (`--enable unified_exec` and user config included). A \
                   `[shell_environment_policy]` in its `config.toml` (it sets the environment of \
-                  every command: session-13 attack M2) makes the dispatcher block every tool \
-                  call, saying so.",
+                  every command: session-13 attack M2), in any spelling of the key (`\\u` \
+                  escapes decoded: session-15 N2), or a `config.toml` over 1 MiB makes the \
+                  dispatcher block every tool call, saying so.",
         cells: [
             n("SessionStart"),
             n("SessionEnd"),
@@ -191,7 +197,9 @@ pub const MATRIX: &[AgentHooks] = &[
                   `ags` names its hooks per launch (`ags-<random launch suffix>-<event>`), so a \
                   list written in an earlier session or shipped in a repository does not match; \
                   the agent can still silence the hooks of its own running session. \
-                  `hooksConfig.enabled = true` is pinned (the system file wins). \
+                  `hooksConfig.enabled = true` is pinned (the system file wins), and so is \
+                  `security.folderTrust.enabled = false`: in a folder its user settings call \
+                  untrusted gemini drops every hook, the system file's too (session-15 N3). \
                   `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (it moves the system file) is refused in the \
                   launch's environment. gemini skips a system file that uid 0 does not own \
                   (with every directory above it): under rootless Podman (`keep-id`), or a \

@@ -22,6 +22,7 @@ pub mod matrix;
 #[cfg(test)]
 #[path = "matrix_tests.rs"]
 mod matrix_tests;
+pub mod outside;
 pub mod record;
 pub mod wiring;
 

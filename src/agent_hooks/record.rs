@@ -338,6 +338,29 @@ pub struct Incomplete {
     pub missing: Vec<String>,
 }
 
+/// The tag of an [`Unguarded`] entry (`"kind": "unguarded"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnguardedKind {
+    /// The only value.
+    Unguarded,
+}
+
+/// The programs the agent's configuration starts outside any tool call, read before the
+/// container started (`agent_hooks::outside`): written by `ags`, never taken from the container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unguarded {
+    /// Format version, [`RECORD_VERSION`].
+    pub v: u32,
+    /// Always `unguarded`.
+    pub kind: UnguardedKind,
+    /// The launch's agent.
+    pub agent: String,
+    /// `FILE: KEY: COMMAND`, one per program.
+    pub programs: Vec<String>,
+}
+
 /// What a log line holds besides its stamp.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -348,6 +371,8 @@ pub enum Line {
     Invalid(Invalid),
     /// The launch ended with its record incomplete.
     Incomplete(Incomplete),
+    /// Programs the agent's configuration starts outside tool calls.
+    Unguarded(Unguarded),
 }
 
 /// One line of the host log: the record (or the invalid line) with the host's stamp, as one
@@ -368,7 +393,7 @@ impl Entry {
     pub fn record(&self) -> Option<&Record> {
         match &self.line {
             Line::Record(r) => Some(r),
-            Line::Invalid(_) | Line::Incomplete(_) => None,
+            Line::Invalid(_) | Line::Incomplete(_) | Line::Unguarded(_) => None,
         }
     }
 }

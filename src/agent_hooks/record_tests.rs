@@ -277,6 +277,7 @@ fn the_examples_of_the_docs_are_valid() {
             Line::Record(_) => "record",
             Line::Invalid(_) => "invalid",
             Line::Incomplete(_) => "incomplete",
+            Line::Unguarded(_) => "unguarded",
         });
         if let Line::Invalid(i) = &e.line {
             // The error is what the host writes for that many bytes of garbage.
@@ -285,5 +286,5 @@ fn the_examples_of_the_docs_are_valid() {
             assert_eq!(i.error, parse_line(garbage.as_bytes()).unwrap_err().to_string());
         }
     }
-    assert_eq!(kinds, ["record", "invalid", "incomplete"]);
+    assert_eq!(kinds, ["record", "invalid", "incomplete", "unguarded"]);
 }

@@ -60,6 +60,7 @@ impl Filter {
         let agent = match &e.line {
             Line::Record(r) => Some(&r.agent),
             Line::Incomplete(i) => Some(&i.agent),
+            Line::Unguarded(u) => Some(&u.agent),
             Line::Invalid(_) => None,
         };
         let agent_ok = match (&self.agent, agent) {
@@ -203,6 +204,18 @@ pub fn render(e: &Entry) -> String {
             "-",
             "-",
             i.missing.iter().map(|m| esc(m)).collect::<Vec<_>>().join("; ")
+        ),
+        Line::Unguarded(u) => format!(
+            "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} programs the agent's configuration starts outside tool calls (no hook sees them): {}",
+            e.time,
+            esc(&e.launch_id),
+            esc(&u.agent),
+            "-",
+            "-",
+            "unguarded",
+            "-",
+            "-",
+            u.programs.iter().map(|m| esc(m)).collect::<Vec<_>>().join("; ")
         ),
     }
 }

@@ -79,6 +79,11 @@ impl RecordServer {
         &self.dir
     }
 
+    /// Record the programs the agent's configuration starts outside tool calls.
+    pub fn unguarded(&self, programs: Vec<String>) {
+        self.sink.unguarded(programs);
+    }
+
     /// Stop serving once the agent exited with `exit` (`None`: unknown): read open connections
     /// to their end, record what was dropped and what the record lacks, remove the socket
     /// directory. Returns what was dropped and lacking.

@@ -27,7 +27,8 @@ use tokio::task::JoinSet;
 use super::complete::Completeness;
 use super::scrub::Scrubber;
 use crate::agent_hooks::record::{
-    Entry, Incomplete, IncompleteKind, Invalid, Line, MAX_LINE_BYTES, RECORD_VERSION, RecordError, parse_line,
+    Entry, Incomplete, IncompleteKind, Invalid, Line, MAX_LINE_BYTES, RECORD_VERSION, RecordError, Unguarded,
+    UnguardedKind, parse_line,
 };
 use crate::logfile::{Budget, LaunchLog};
 
@@ -143,7 +144,7 @@ impl Sink {
     fn write(&self, line: Line, note: bool) {
         let kind = match &line {
             Line::Record(_) => RECORDS,
-            Line::Invalid(_) | Line::Incomplete(_) => INVALID,
+            Line::Invalid(_) | Line::Incomplete(_) | Line::Unguarded(_) => INVALID,
         };
         let entry = Entry {
             time: crate::time::rfc3339(SystemTime::now()),
@@ -158,6 +159,18 @@ impl Sink {
                 self.log.write(kind, &bytes);
             }
         }
+    }
+
+    /// Before the container starts: record the programs the agent's configuration starts
+    /// outside tool calls (`agent_hooks::outside`).
+    pub fn unguarded(&self, programs: Vec<String>) {
+        let entry = Unguarded {
+            v: RECORD_VERSION,
+            kind: UnguardedKind::Unguarded,
+            agent: self.agent.clone(),
+            programs,
+        };
+        self.write(Line::Unguarded(entry), true);
     }
 
     /// At the end of the launch: record how many lines were dropped, if any, and what the

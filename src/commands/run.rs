@@ -383,7 +383,17 @@ async fn launch_async(
     let taken_inventory = taken_inventory.map(|i| launch::git_quarantine::against(i, &running));
     before.distrust_against(&running);
     crate::trace::mark("git inventory");
-    let result = lifecycle::run(&client, &plan, &locks, stage, &mut signals, &mut cleanup, started).await;
+    let result = lifecycle::run(
+        &client,
+        &plan,
+        &locks,
+        stage,
+        &mut signals,
+        &mut cleanup,
+        started,
+        records.as_ref(),
+    )
+    .await;
     let ended = std::time::Instant::now();
     crate::trace::mark("exit code known");
     let _ = std::io::stdout().flush();

@@ -18,7 +18,8 @@ use crate::podman::{AttachOptions, Client, spec_from_plan};
 /// `stage` is the tar archive for the staging volume (required when the plan stages anything).
 /// `started` fires with the container id once the agent runs, so work that must not delay the
 /// launch (started hooks, the leftover sweep) can begin then. `locks` is the directory of the
-/// host-side service locks ([`super::service_lock`]).
+/// host-side service locks ([`super::service_lock`]). `record`: the launch's agent-hook record,
+/// which gets the programs the agent's configuration starts outside tool calls.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     client: &Client,
@@ -28,6 +29,7 @@ pub async fn run(
     signals: &mut SignalWatch,
     cleanup: &mut Cleanup,
     started: tokio::sync::oneshot::Sender<String>,
+    record: Option<&crate::agent_log::RecordServer>,
 ) -> Result<u8, LaunchError> {
     let in_volume = plan.files_in_volume();
     if in_volume {
@@ -91,6 +93,8 @@ pub async fn run(
         client.put_archive(&id, STAGING_MOUNT, tar).await?;
         crate::trace::mark("staged");
     }
+    // The agent's configuration at rest, before anything it runs could change it.
+    super::outside::record(client, &id, plan, record).await?;
     let _raw = if plan.tty {
         Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?)
     } else {

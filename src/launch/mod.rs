@@ -13,6 +13,7 @@ mod io;
 pub mod lifecycle;
 pub mod login;
 pub mod notices;
+mod outside;
 pub mod remote;
 pub mod report;
 mod seccomp;

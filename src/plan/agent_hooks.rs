@@ -60,16 +60,48 @@ pub fn dispatcher_host_path(config: &Config) -> PathBuf {
         .join(dispatch::INSTALLED_NAME)
 }
 
-/// The handlers file of `config` (format: `agent_hooks::dispatch::handlers`).
-pub fn handlers_json(config: &Config) -> String {
+/// The handlers file of `config` for `agent` (format: `agent_hooks::dispatch::handlers`).
+pub fn handlers_json(config: &Config, agent: &str) -> String {
     let mut s = serde_json::to_string_pretty(&json!({
         "v": 1,
         "handlers": config.agent_hooks.handlers,
         "guard": config.agent_hooks.guard,
+        "settings": settings_files(config, agent),
     }))
     .expect("handlers serialize");
     s.push('\n');
     s
+}
+
+/// The settings files of `agent` whose `env` or shell policy changes what its shell tool runs
+/// (`agent_hooks::dispatch::settings`), in its state directory (where the profile points the
+/// agent) and in the workdir: the dispatcher checks them whatever its own environment says.
+fn settings_files(config: &Config, agent: &str) -> Vec<String> {
+    let dir = |var: &str| {
+        crate::agents::find(agent)
+            .and_then(|p| p.env.iter().find(|(k, _)| *k == var))
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let work = |rel: &str| config.workdir.join(rel);
+    let files = match agent {
+        "claude" => {
+            let mut f = vec![work(".claude/settings.json"), work(".claude/settings.local.json")];
+            if let Some(d) = dir("CLAUDE_CONFIG_DIR") {
+                f.extend([d.join("settings.json"), d.join("settings.local.json")]);
+            }
+            f
+        }
+        "codex" => {
+            let mut f = vec![
+                work(".codex/config.toml"),
+                config.project.join(".codex/config.toml"),
+            ];
+            f.extend(dir("CODEX_HOME").map(|d| d.join("config.toml")));
+            f
+        }
+        _ => Vec::new(),
+    };
+    files.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// Size of each empty read-only tmpfs that shadows a plugin directory.
@@ -137,7 +169,7 @@ pub fn wiring(
             origin: Origin::AgentHooks,
         });
     }
-    files.push(file(HANDLERS_PATH, handlers_json(config)));
+    files.push(file(HANDLERS_PATH, handlers_json(config, agent)));
     let dispatcher = dispatcher_host_path(config);
     let mut mounts = vec![PlanMount {
         destination: DISPATCHER_PATH.into(),

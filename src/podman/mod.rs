@@ -21,6 +21,7 @@
 //! run. Why an own client: `docs/decisions/0001-own-libpod-client.md`.
 
 mod api;
+mod archive;
 mod attach;
 mod build;
 mod connections;
@@ -37,6 +38,7 @@ mod tunnel;
 mod version;
 
 pub use api::local_memory_total;
+pub use archive::ContainerFile;
 pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
 pub use build::{BuildOptions, BuildOutcome, ImageSummary};
 pub use connections::{Connection, Sources as ConnectionSources};

@@ -62,7 +62,7 @@ pub fn dispatch(
             }
             // Settings that change what the shell runs after this check (session-13 M1, M2).
             if can_block && blocked.is_none() {
-                blocked = settings::tampered(agent, n.cwd.as_deref());
+                blocked = settings::tampered(agent, n.cwd.as_deref(), &h.settings);
             }
             let payload = n.to_handler_json();
             for handler in h.handlers.iter().filter(|h| h.matches(&n)) {

@@ -6,8 +6,13 @@
 //!  "handlers": [{"name": "audit", "event": "pre_tool", "tool": "shell" | null,
 //!                "command": ["/bin/sh", "-c", "…"], "timeout_seconds": 10,
 //!                "on_failure": "ignore" | "block", "scope": "global"}],
-//!  "guard": {"deny": ["git push --force*"], "protect": [".git/hooks"]}}
+//!  "guard": {"deny": ["git push --force*"], "protect": [".git/hooks"]},
+//!  "settings": ["/home/dev/.claude/settings.json", "/work/proj/.claude/settings.json"]}
 //! ```
+//!
+//! `settings`: the agent's settings files the plan knows of (its state directory's and the
+//! workdir's), checked at each `pre_tool` whatever the dispatcher's own environment says
+//! (`settings::tampered`).
 
 use super::guard::{self, Guard};
 use super::input::{Normalised, ToolKind};
@@ -54,6 +59,8 @@ pub struct Handlers {
     pub handlers: Vec<Handler>,
     /// The built-in guard.
     pub guard: Guard,
+    /// The agent's settings files to check (absolute paths).
+    pub settings: Vec<String>,
 }
 
 /// Parse the handlers file.
@@ -109,5 +116,6 @@ pub fn parse(bytes: &[u8]) -> Result<Handlers, String> {
             deny: strings(g.get("deny"), "guard.deny")?,
             protect: strings(g.get("protect"), "guard.protect")?,
         },
+        settings: strings(v.get("settings"), "settings")?,
     })
 }

@@ -321,6 +321,7 @@ fn dispatch_records_every_handler_and_never_loses_a_block() {
             handler("other-event", "stop", "true"),
         ],
         guard: Guard::default(),
+        settings: Vec::new(),
     });
     let d = dispatch("claude", "PreToolUse", CLAUDE_PRE.as_bytes(), &hs, None);
     assert_eq!(d.answer.exit_code, 2);
@@ -359,6 +360,7 @@ fn dispatch_records_every_handler_and_never_loses_a_block() {
         &Ok(Handlers {
             handlers: vec![strict],
             guard: Guard::default(),
+            settings: Vec::new(),
         }),
         None,
     );
@@ -373,6 +375,7 @@ fn dispatch_records_every_handler_and_never_loses_a_block() {
             deny: vec!["git push --force*".into()],
             protect: vec![],
         },
+        settings: Vec::new(),
     });
     let d = dispatch(
         "gemini",
@@ -432,6 +435,7 @@ fn records_parse_as_the_hosts_record_type() {
             deny: vec!["nothing*".into()],
             protect: vec![],
         },
+        settings: Vec::new(),
     });
     // Long values are cut to the host's limits rather than refused.
     let long = CLAUDE_PRE

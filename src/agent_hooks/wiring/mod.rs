@@ -215,8 +215,9 @@ fn claude(row: &AgentHooks) -> Value {
     v
 }
 
-/// gemini's system settings: hooks named per launch, hooks pinned enabled (the system file is
-/// merged last, so `hooksConfig.enabled = false` elsewhere loses). Timeouts are milliseconds.
+/// gemini's system settings: hooks named per launch, hooks pinned enabled and folder trust
+/// pinned off (the system file is merged last, so `hooksConfig.enabled = false` or
+/// `security.folderTrust.enabled = true` elsewhere loses). Timeouts are milliseconds.
 fn gemini(row: &AgentHooks, tag: &str) -> Value {
     let mut hooks = serde_json::Map::new();
     for (_, native) in row.wired() {
@@ -238,7 +239,10 @@ fn gemini(row: &AgentHooks, tag: &str) -> Value {
     // No project `.env` (the workdir's is the agent's to write): gemini loads one into its own
     // environment, and so into the shell that runs each hook (session-12 attack F2).
     let advanced = json!({ "ignoreLocalEnv": true });
-    json!({ "hooksConfig": { "enabled": true }, "hooks": hooks, "advanced": advanced })
+    // Folder trust off: in a folder its user settings call untrusted, gemini drops every hook,
+    // the system file's too; the agent can write those settings (session-15 attack N3).
+    let security = json!({ "folderTrust": { "enabled": false } });
+    json!({ "hooksConfig": { "enabled": true }, "hooks": hooks, "advanced": advanced, "security": security })
 }
 
 #[cfg(test)]

@@ -1,0 +1,232 @@
+//! Programs an agent's own configuration starts outside any tool call (session-13 attack M4;
+//! [decision 0007](../../docs/decisions/0007-programs-outside-tool-calls.md)): MCP servers,
+//! claude's `apiKeyHelper` and `statusLine`, codex's `notify`, gemini's tool discovery and user
+//! hooks, opencode's plugins, a `!command` value in pi's `models.json`. No agent's hooks see
+//! them, so neither the guard nor the record does. They run in the same container, under the
+//! same containment, and the agent can write the files that name them (its state volume).
+//!
+//! `ags` does not switch them off (MCP servers are a daily tool); it makes them visible: before
+//! the container starts, the launch reads these files through Podman (the state at rest, before
+//! anything the agent runs could change it), and the record gets one `unguarded` entry listing
+//! each program with the file and key that name it. Pure: bytes in, descriptions out.
+
+use serde_json::Value;
+
+/// How one file names programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// claude's `.claude.json`: `mcpServers`, and each project's.
+    ClaudeState,
+    /// claude's user settings: helpers and the status line.
+    ClaudeSettings,
+    /// codex's `config.toml`: `notify`, `mcp_servers`.
+    CodexConfig,
+    /// gemini's user settings: `mcpServers`, tool discovery, user hooks.
+    GeminiSettings,
+    /// opencode's user config: local `mcp` servers, `plugin`.
+    OpencodeConfig,
+    /// pi's `models.json`: any `!command` value.
+    PiModels,
+}
+
+/// Largest file read; a larger one is listed as not read.
+pub const MAX_BYTES: usize = 1024 * 1024;
+
+/// The files of `agent`'s state (paths inside the container) that can name such programs.
+pub fn files(agent: &str) -> &'static [(&'static str, Format)] {
+    match agent {
+        "claude" => &[
+            ("/home/dev/.claude/.claude.json", Format::ClaudeState),
+            ("/home/dev/.claude/settings.json", Format::ClaudeSettings),
+            ("/home/dev/.claude/settings.local.json", Format::ClaudeSettings),
+        ],
+        "codex" => &[("/home/dev/.codex/config.toml", Format::CodexConfig)],
+        "gemini" => &[("/home/dev/.gemini/settings.json", Format::GeminiSettings)],
+        "opencode" => &[
+            ("/home/dev/.config/opencode/opencode.json", Format::OpencodeConfig),
+            ("/home/dev/.config/opencode/config.json", Format::OpencodeConfig),
+        ],
+        "pi" => &[("/home/dev/.pi/agent/models.json", Format::PiModels)],
+        _ => &[],
+    }
+}
+
+/// The programs the file `path` (its `bytes`, in `format`) starts, as `PATH: KEY: COMMAND`
+/// (escaped, each command at most 200 characters); a file that cannot be parsed is one line
+/// saying so.
+pub fn programs(path: &str, format: Format, bytes: &[u8]) -> Vec<String> {
+    let parsed = match format {
+        Format::CodexConfig => std::str::from_utf8(bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|t| toml::from_str::<toml::Value>(t).map_err(|e| e.message().to_string()))
+            .and_then(|t| serde_json::to_value(t).map_err(|e| e.to_string())),
+        _ => serde_json::from_slice::<Value>(bytes).map_err(|e| e.to_string()),
+    };
+    let v = match parsed {
+        Ok(v) => v,
+        Err(e) => return vec![shown(path, "(the whole file)", &format!("not read: {e}"))],
+    };
+    let mut found: Vec<(String, String)> = Vec::new();
+    match format {
+        Format::ClaudeState => {
+            servers(&v["mcpServers"], "mcpServers", &mut found);
+            for (project, p) in v["projects"].as_object().into_iter().flatten() {
+                servers(
+                    &p["mcpServers"],
+                    &format!("projects.{project}.mcpServers"),
+                    &mut found,
+                );
+            }
+        }
+        Format::ClaudeSettings => {
+            for key in [
+                "apiKeyHelper",
+                "awsAuthRefresh",
+                "awsCredentialExport",
+                "otelHeadersHelper",
+            ] {
+                text(&v[key], key, &mut found);
+            }
+            text(&v["statusLine"]["command"], "statusLine.command", &mut found);
+        }
+        Format::CodexConfig => {
+            text(&v["notify"], "notify", &mut found);
+            servers(&v["mcp_servers"], "mcp_servers", &mut found);
+        }
+        Format::GeminiSettings => {
+            servers(&v["mcpServers"], "mcpServers", &mut found);
+            text(
+                &v["tools"]["discoveryCommand"],
+                "tools.discoveryCommand",
+                &mut found,
+            );
+            text(&v["tools"]["callCommand"], "tools.callCommand", &mut found);
+            for (event, groups) in v["hooks"].as_object().into_iter().flatten() {
+                for group in groups.as_array().into_iter().flatten() {
+                    for hook in group["hooks"].as_array().into_iter().flatten() {
+                        text(&hook["command"], &format!("hooks.{event}"), &mut found);
+                    }
+                }
+            }
+        }
+        Format::OpencodeConfig => {
+            servers(&v["mcp"], "mcp", &mut found);
+            text(&v["plugin"], "plugin", &mut found);
+        }
+        Format::PiModels => bang_values(&v, "", &mut found),
+    }
+    found
+        .into_iter()
+        .map(|(key, command)| shown(path, &key, &command))
+        .collect()
+}
+
+/// Each server of the table `v` that starts a local program (`command`, with its `args`).
+fn servers(v: &Value, key: &str, found: &mut Vec<(String, String)>) {
+    for (name, server) in v.as_object().into_iter().flatten() {
+        let mut command = match &server["command"] {
+            Value::Null => continue,
+            c => words(c),
+        };
+        if let Some(args) = server["args"].as_array() {
+            command.push(' ');
+            command.push_str(&words(&Value::Array(args.clone())));
+        }
+        found.push((format!("{key}.{name}"), command));
+    }
+}
+
+/// `v` when it is a string or an array of strings.
+fn text(v: &Value, key: &str, found: &mut Vec<(String, String)>) {
+    if !v.is_null() {
+        found.push((key.to_string(), words(v)));
+    }
+}
+
+/// Every string value under `v` that starts with `!`: pi runs it as a shell command.
+fn bang_values(v: &Value, key: &str, found: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) if s.starts_with('!') => found.push((key.to_string(), s.clone())),
+        Value::Object(m) => {
+            for (k, v) in m {
+                let sub = if key.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{key}.{k}")
+                };
+                bang_values(v, &sub, found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                bang_values(v, &format!("{key}[{i}]"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A string, or the strings of an array joined by spaces, or the JSON text of anything else.
+fn words(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+fn shown(path: &str, key: &str, command: &str) -> String {
+    let command: String = command.chars().take(200).collect();
+    crate::text::escape_line(&format!("{path}: {key}: {command}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_agents_programs_are_named_with_their_key() {
+        let claude = br#"{"mcpServers":{"x":{"type":"stdio","command":"sh","args":["-c","touch y"]}},"projects":{"/w":{"mcpServers":{"p":{"command":"node"}}}}}"#;
+        let got = programs("/c.json", Format::ClaudeState, claude);
+        assert_eq!(
+            got,
+            [
+                "/c.json: mcpServers.x: sh -c touch y",
+                "/c.json: projects./w.mcpServers.p: node"
+            ]
+        );
+        let settings = br#"{"apiKeyHelper":"echo k","statusLine":{"type":"command","command":"s"}}"#;
+        assert_eq!(programs("/s", Format::ClaudeSettings, settings).len(), 2);
+        let codex =
+            b"notify = [\"touch\", \"n\"]\n[mcp_servers.m]\ncommand = \"sh\"\nargs = [\"-c\", \"x\"]\n";
+        assert_eq!(
+            programs("/t", Format::CodexConfig, codex),
+            ["/t: notify: touch n", "/t: mcp_servers.m: sh -c x"]
+        );
+        let gemini = br#"{"tools":{"discoveryCommand":"d"},"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"h"}]}]}}"#;
+        assert_eq!(programs("/g", Format::GeminiSettings, gemini).len(), 2);
+        let opencode = br#"{"mcp":{"x":{"type":"local","command":["sh","-c","y"]}},"plugin":["p"]}"#;
+        assert_eq!(programs("/o", Format::OpencodeConfig, opencode).len(), 2);
+        let pi = br#"{"providers":{"a":{"apiKey":"!touch k; echo t","headers":{"h":"plain"}}}}"#;
+        assert_eq!(
+            programs("/p", Format::PiModels, pi),
+            ["/p: providers.a.apiKey: !touch k; echo t"]
+        );
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_named_and_text_is_escaped() {
+        assert_eq!(programs("/x", Format::ClaudeSettings, b"{").len(), 1);
+        let got = programs(
+            "/x",
+            Format::ClaudeSettings,
+            b"{\"apiKeyHelper\":\"a\\u001b]0;x\"}",
+        );
+        assert!(!got[0].contains('\u{1b}'), "{got:?}");
+        assert!(programs("/x", Format::ClaudeSettings, b"{}").is_empty());
+    }
+}

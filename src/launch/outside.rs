@@ -1,0 +1,47 @@
+//! Before the agent starts: the programs its configuration starts outside tool calls
+//! (`agent_hooks::outside`), read from the created container through Podman and recorded in
+//! the launch's agent-hook record; with a guard or handlers configured, also said on stderr.
+
+use crate::agent_hooks::outside;
+use crate::agent_log::RecordServer;
+use crate::plan::LaunchPlan;
+use crate::podman::{Client, ContainerFile};
+
+/// Read, record and (when something decides tool calls) warn. A file Podman cannot serve is
+/// named as not read; an API error ends the launch like any other.
+pub async fn record(
+    client: &Client,
+    id: &str,
+    plan: &LaunchPlan,
+    record: Option<&RecordServer>,
+) -> crate::podman::Result<()> {
+    let (Some(record), Some(wiring)) = (record, &plan.agent_hook_wiring) else {
+        return Ok(());
+    };
+    let mut programs = Vec::new();
+    for (path, format) in outside::files(&plan.agent) {
+        match client.read_file(id, path, outside::MAX_BYTES).await? {
+            ContainerFile::Missing => {}
+            ContainerFile::Content(bytes) => programs.extend(outside::programs(path, *format, &bytes)),
+            ContainerFile::NotRead(why) => programs.push(crate::text::escape_line(&format!(
+                "{path}: (the whole file): not read: {why}"
+            ))),
+        }
+    }
+    if programs.is_empty() {
+        return Ok(());
+    }
+    let decides =
+        !wiring.guard.deny.is_empty() || !wiring.guard.protect.is_empty() || !wiring.handlers.is_empty();
+    if decides {
+        eprintln!(
+            "ags: warning: {}'s configuration starts programs outside tool calls, which no hook, handler or guard sees (docs/agent-hooks.md):",
+            plan.agent
+        );
+        for p in &programs {
+            eprintln!("ags:   {p}");
+        }
+    }
+    record.unguarded(programs);
+    Ok(())
+}
