@@ -9,8 +9,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::{git_host, host_paths, launch_input};
 use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
 use crate::config::{self, Config, LoadOptions};
@@ -327,7 +325,7 @@ async fn launch_async(
     facts.image = Some(plan.image.clone());
     let secrets = lookup_secrets(config, &plan, &signals, &running).await?;
     crate::trace::mark("secrets");
-    let stage = staging_archive(&plan, &secrets)?;
+    let stage = stage::staging_archive(&plan, &secrets, user_ids()).map_err(launch::LaunchError::Stage)?;
     // The agent hook record is scrubbed of every staged value: its own copies, zeroed at the end.
     let staged = match plan.agent_hook_record {
         Some(_) => crate::agent_log::Scrubber::new(stage::staged_values(&plan, &secrets)),
@@ -582,31 +580,4 @@ pub(super) async fn prepare_hooks(
         containment,
     };
     Ok(prepare::prepare(input).await?)
-}
-
-fn staging_archive(plan: &LaunchPlan, secrets: &stage::Secrets) -> Result<Option<Bytes>, Error> {
-    let Some(staging) = &plan.staging else {
-        return Ok(None);
-    };
-    // For a remote service the generated files travel in the archive too (in volume mode the
-    // plan gives them no host file).
-    let files: Vec<&[u8]> = match plan.files_in_volume() {
-        true => plan.files.iter().map(|f| f.content.expose().as_bytes()).collect(),
-        false => Vec::new(),
-    };
-    let root_files: Vec<(&str, &[u8])> = staging
-        .root_files
-        .iter()
-        .map(|f| {
-            let name = f
-                .destination
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            (name, f.content.as_bytes())
-        })
-        .collect();
-    let env = stage::env_file(plan, secrets);
-    let tar = stage::archive(&env, &files, &root_files, user_ids()).map_err(launch::LaunchError::Stage)?;
-    Ok(Some(Bytes::from_owner(stage::ClearOnDrop(tar))))
 }

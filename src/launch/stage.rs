@@ -88,6 +88,39 @@ pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
+/// The staging volume's archive for `plan` (none when it stages nothing): the env file, the
+/// generated files when they travel in the volume (a remote service), and the files staged
+/// owned by uid 0, for the user `ids`. Cleared from memory when dropped.
+pub fn staging_archive(
+    plan: &LaunchPlan,
+    secrets: &Secrets,
+    ids: (u32, u32),
+) -> std::io::Result<Option<bytes::Bytes>> {
+    let Some(staging) = &plan.staging else {
+        return Ok(None);
+    };
+    // For a remote service the generated files travel in the archive too (in volume mode the
+    // plan gives them no host file).
+    let files: Vec<&[u8]> = match plan.files_in_volume() {
+        true => plan.files.iter().map(|f| f.content.expose().as_bytes()).collect(),
+        false => Vec::new(),
+    };
+    let root_files: Vec<(&str, &[u8])> = staging
+        .root_files
+        .iter()
+        .map(|f| {
+            let name = f
+                .destination
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            (name, f.content.as_bytes())
+        })
+        .collect();
+    let env = env_file(plan, secrets);
+    let tar = archive(&env, &files, &root_files, ids)?;
+    Ok(Some(bytes::Bytes::from_owner(ClearOnDrop(tar))))
+}
 
 /// A tar archive for the root of the staging volume: the directory itself (uid 0's, 0711), the
 /// env file (0400) and, for a remote service, the generated files (`files/<n>`, 0400, in an
