@@ -58,9 +58,17 @@ impl Fake {
         OpEnv::from_vars(vars)
     }
 
+    /// The fake `op`, copied out of the source tree: `ags` passes over an `op` inside a
+    /// directory an earlier launch could write, and a machine where `ags` was launched in its
+    /// own checkout (the README's first command does that) has the tree on that list.
     fn cli(&self) -> OpCli {
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/op");
-        OpCli::new(self.env_with_path(&format!("{}:/usr/bin:/bin", fixture.display())))
+        let bin = self.path("bin");
+        if !bin.join("op").exists() {
+            std::fs::create_dir_all(&bin).unwrap();
+            let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/op/op");
+            std::fs::copy(fixture, bin.join("op")).unwrap();
+        }
+        OpCli::new(self.env_with_path(&format!("{}:/usr/bin:/bin", bin.display())))
     }
 
     /// Every logged invocation: `{"argv": [...], "stdin": "..."}`.
