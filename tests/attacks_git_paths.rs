@@ -190,3 +190,157 @@ fn mercurial_and_jujutsu_configs_are_protected() {
         assert_clean(env);
     });
 }
+
+/// S15-G1 (on R8-2's fix): git takes an index entry's name length from its flags and reads
+/// that many bytes; the check read each name up to its NUL. A forged pair of entries read as
+/// two junk names to the check and as `.git/hooks/pre-commit` to git
+/// (`tests/support/forge/index-name-length.pl`, the attacker's). The index goes aside as one
+/// the check cannot read; `git restore .` writes no hook.
+#[test]
+fn an_index_whose_name_lengths_disagree_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let top = repository(env, "g1");
+        let forge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/forge/index-name-length.pl");
+        env.write_file("work/forge.pl", std::fs::read(forge).unwrap(), 0o644);
+        let pwned = env.root().join("pwned-g1");
+        let script = format!(
+            "cd g1 && perl ../forge.pl .git/hooks/pre-commit .gis '#!/bin/sh\ntouch {}' && rm ../forge.pl",
+            pwned.display()
+        );
+        let err = stderr(&agent(env, &script));
+        let index = format!("{}/.git/index", top.display());
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&index) && l.contains("name length")),
+            "{}: the forged index was not named: {err}",
+            env.mode()
+        );
+        let out = user(env, &top, &["restore", "."]);
+        assert!(
+            !top.join(".git/hooks/pre-commit").exists(),
+            "{}: a hook was written: {out}",
+            env.mode()
+        );
+        user(env, &top, &["commit", "-q", "--allow-empty", "-m", "user"]);
+        assert!(!pwned.exists(), "{}: the forged hook ran", env.mode());
+        assert_clean(env);
+    });
+}
+
+/// S15-G2 (on R8-1's fix): three more spellings of a push target outside the workspace —
+/// `branch.main.pushremote` naming a path (git takes a name no remote has for a URL),
+/// `file://HOST/PATH` (git drops the host), and `~user/..PATH` (git expands another user's
+/// home). Each config goes aside, named; no push runs a hook.
+#[test]
+fn push_targets_outside_in_every_spelling_go_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let top = repository(env, "g2");
+        git_ok(env, env.root(), &["init", "-q", "--bare", "evil.git"]);
+        let evil = env.root().join("evil.git");
+        let pwned = env.root().join("pwned-g2");
+        env.write_file(
+            "evil.git/hooks/pre-receive",
+            format!("#!/bin/sh\ntouch {}\n", pwned.display()),
+            0o755,
+        );
+        let forms = [
+            (
+                "a",
+                format!("[branch \"main\"]\\n\\tpushremote = {}", evil.display()),
+            ),
+            (
+                "b",
+                format!("[remote \"origin\"]\\n\\tpushurl = file://x{}", evil.display()),
+            ),
+            (
+                "c",
+                format!("[remote \"origin\"]\\n\\tpushurl = ~sys/..{}", evil.display()),
+            ),
+        ];
+        let mut script = String::new();
+        for (name, plant) in &forms {
+            env.mkdir(format!("work/g2/{name}"), 0o755);
+            env.write_file(format!("work/g2/{name}/a"), "a\n", 0o644);
+            let lib = top.join(name);
+            git_ok(env, &lib, &["init", "-q", "-b", "main"]);
+            git_ok(env, &lib, &["add", "a"]);
+            git_ok(env, &lib, &["commit", "-q", "-m", "a"]);
+            git_ok(
+                env,
+                &lib,
+                &["remote", "add", "origin", "https://example.invalid/lib.git"],
+            );
+            script.push_str(&format!("printf '{plant}\\n' >> g2/{name}/.git/config\n"));
+        }
+        let err = stderr(&agent(env, &script));
+        for (name, _) in &forms {
+            let config = format!("{}/{name}/.git/config", top.display());
+            assert!(
+                err.lines().any(|l| l.contains(&config)),
+                "{}: the config of {name} was not named: {err}",
+                env.mode()
+            );
+            user(env, &top.join(name), &["push", "-q", "origin", "main"]);
+            user(env, &top.join(name), &["push", "-q"]);
+        }
+        assert!(
+            !pwned.exists(),
+            "{}: the pre-receive hook ran on the host",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// S15-G3 (b) (on the session-14 A fix): the user's hook runs `tools/lint.sh`; the agent
+/// replaced the directory `tools` by a link to a directory outside the workspace (its state
+/// volume in the attack) holding its own `lint.sh`. The named path resolved out of the walked
+/// trees and nothing was compared. The link on the way is a piece: it goes aside, named.
+#[test]
+fn a_named_scripts_directory_turned_into_a_link_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let top = repository(env, "g3");
+        env.write_file("work/g3/tools/lint.sh", "#!/bin/sh\necho lint\n", 0o755);
+        git_ok(env, &top, &["add", "tools"]);
+        git_ok(env, &top, &["commit", "-q", "-m", "tools"]);
+        env.write_file(
+            "work/g3/.git/hooks/pre-commit",
+            "#!/bin/sh\nexec tools/lint.sh\n",
+            0o755,
+        );
+        let pwned = env.root().join("pwned-g3");
+        env.write_file(
+            "vol/lint.sh",
+            format!("#!/bin/sh\ntouch {}\n", pwned.display()),
+            0o755,
+        );
+        let script = format!(
+            "cd g3 && rm -rf tools && ln -s {} tools",
+            env.root().join("vol").display()
+        );
+        let err = stderr(&agent(env, &script));
+        let link = format!("{}/tools", top.display());
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&link) && l.contains("a directory on its way")),
+            "{}: the link was not named: {err}",
+            env.mode()
+        );
+        user(env, &top, &["commit", "-q", "-am", "user"]);
+        assert!(
+            !pwned.exists(),
+            "{}: the agent's script ran on the host",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}

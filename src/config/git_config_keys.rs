@@ -54,10 +54,12 @@ pub fn risky_keys(text: &[u8]) -> Vec<String> {
     }
 }
 
-/// Keys whose value is a URL git fetches from or pushes to.
+/// Keys whose value is a URL git fetches from or pushes to — a remote's name too: git takes a
+/// name that no remote has for a URL (`branch.main.pushremote = /elsewhere/repo.git`).
 pub fn is_url(key: &str) -> bool {
     let remote = key.starts_with("remote.") && (key.ends_with(".url") || key.ends_with(".pushurl"));
-    remote || (key.starts_with("submodule.") && key.ends_with(".url"))
+    let named = key.starts_with("branch.") && (key.ends_with(".remote") || key.ends_with(".pushremote"));
+    remote || named || key == "remote.pushdefault" || (key.starts_with("submodule.") && key.ends_with(".url"))
 }
 
 /// Whether git runs a program of its own choosing for the URL `url`: `<helper>::<address>`

@@ -168,6 +168,13 @@ impl<'a> Parsed<'a> {
                 r.take((8 - len % 8) % 8)?;
                 path
             };
+            // git takes a name's length from the flags (below 0xFFF) and reads that many
+            // bytes, whatever follows; a name that ends elsewhere reads as another path to git
+            // than to this parser (session-15 attack S15-G1).
+            let named = usize::from(flags & 0x0FFF);
+            if named < 0x0FFF && named != path.len() {
+                return Err("an entry whose name length (in its flags) is not its name's".into());
+            }
             previous.clone_from(&path);
             entries.push(Entry {
                 start,

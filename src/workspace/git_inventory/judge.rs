@@ -217,6 +217,11 @@ impl Walk<'_> {
             } else if crate::config::git_config_keys::is_url(&key)
                 && let Some(local) = local_path(&value)
             {
+                if local.as_os_str().as_bytes().first() == Some(&b'~') {
+                    // `~user/…`: git expands another user's home.
+                    out.push(format!("{key} naming a home directory outside the workspace"));
+                    continue;
+                }
                 base.join(local)
             } else {
                 continue;
@@ -233,12 +238,14 @@ impl Walk<'_> {
     }
 }
 
-/// The path a URL names when git reaches it on this machine: `file://PATH`, or a value with
-/// no scheme (`://`) and no `host:` before its first `/` (git's scp-like ssh form).
+/// The path a URL names when git reaches it on this machine: `file://[HOST]/PATH` (git drops
+/// the host and decodes `%XX`), or a value with no scheme (`://`) and no `host:` before its
+/// first `/` (git's scp-like ssh form). `~/` is expanded; `~user/` is left as it is.
 fn local_path(url: &[u8]) -> Option<std::path::PathBuf> {
     let text = std::str::from_utf8(url).ok()?;
     if let Some(rest) = text.strip_prefix("file://") {
-        return Some(rest.strip_prefix("localhost").unwrap_or(rest).into());
+        let path = rest.find('/').map_or("/", |at| &rest[at..]);
+        return Some(OsStr::from_bytes(&percent_decoded(path)).into());
     }
     let scp_host = text.split('/').next().is_some_and(|head| head.contains(':'));
     if text.contains("://") || scp_host || text.is_empty() {
@@ -248,6 +255,27 @@ fn local_path(url: &[u8]) -> Option<std::path::PathBuf> {
         Some(rest) => Some(std::path::PathBuf::from(std::env::var_os("HOME")?).join(rest)),
         None => Some(text.into()),
     }
+}
+
+/// `text` with each `%XX` decoded, as git decodes a `file://` URL.
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// How a cache of [`CACHES`] is named: the report tells it from planted state by this.

@@ -123,6 +123,12 @@ impl Walk<'_> {
     /// volume, outside the trees) is a change of the named path (session-14 attack A). A file
     /// at the end that the launch left as it was is read for the files it names in turn.
     fn program(&mut self, path: &Path, why: &str, top: &Path, depth: usize) {
+        if let Some(link) = self.link_on_the_way(path)
+            && let Ok(meta) = std::fs::symlink_metadata(&link)
+            && self.programs.insert(link.clone())
+        {
+            self.program_piece(&link, &meta, &format!("{why}; a directory on its way"));
+        }
         let mut next = self.inside(path.to_path_buf());
         let mut unchanged = true;
         let mut end = None;
@@ -155,6 +161,22 @@ impl Walk<'_> {
             let why = format!("{why}, through {}", file.display());
             self.script_programs(&file, top, &why, depth + 1);
         }
+    }
+
+    /// The first symbolic link on the way from a walked root to `path`, taken as written: a
+    /// named script's directory replaced by a link leads out of the trees, where [`Self::inside`]
+    /// finds nothing to compare (session-15 attack S15-G3). The link is a piece itself.
+    fn link_on_the_way(&self, path: &Path) -> Option<PathBuf> {
+        let lexical = crate::safepath::normalize(path);
+        let root = self.roots.iter().find(|r| lexical.starts_with(r))?;
+        let mut at = root.clone();
+        for part in lexical.strip_prefix(root).ok()?.parent()?.components() {
+            at.push(part);
+            if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Some(at);
+            }
+        }
+        None
     }
 
     /// Whether the piece at `path` is as the inventory holds it; named when not.
