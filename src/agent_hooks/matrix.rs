@@ -138,7 +138,9 @@ pub const MATRIX: &[AgentHooks] = &[
                   `OTEL_*`, the proxy variables, …), or a settings file cannot be checked (not \
                   strict JSON, over 1 MiB), the dispatcher blocks every tool call, saying what \
                   to remove. It reads the files where the plan put claude's state and the \
-                  workdir, not where a settings `CLAUDE_CONFIG_DIR` points.",
+                  workdir, not where a settings `CLAUDE_CONFIG_DIR` points. A skill's or slash \
+                  command's `!` lines, which run inside the `Skill` tool where no shell hook \
+                  sees them, are off (`disableSkillShellExecution` pinned: session-15 S15-A2).",
         cells: [
             n("SessionStart"),
             nn(
@@ -170,8 +172,8 @@ pub const MATRIX: &[AgentHooks] = &[
                   requirements also pin `unified_exec` off, which takes `write_stdin` away \
                   (`--enable unified_exec` and user config included). A \
                   `[shell_environment_policy]` in its `config.toml` (it sets the environment of \
-                  every command: session-13 attack M2), in any spelling of the key (`\\u` \
-                  escapes decoded: session-15 N2), or a `config.toml` over 1 MiB makes the \
+                  every command: session-13 attack M2), in any spelling of the key (`\\x`, \
+                  `\\u`, `\\U` escapes decoded: session-15 N2, S15-A1), or a `config.toml` over 1 MiB makes the \
                   dispatcher block every tool call, saying so.",
         cells: [
             n("SessionStart"),

@@ -37,6 +37,8 @@ pub fn files(agent: &str) -> &'static [(&'static str, Format)] {
     match agent {
         "claude" => &[
             ("/home/dev/.claude/.claude.json", Format::ClaudeState),
+            // The legacy name claude reads when `.claude.json` is missing (S15-A3).
+            ("/home/dev/.claude/.config.json", Format::ClaudeState),
             ("/home/dev/.claude/settings.json", Format::ClaudeSettings),
             ("/home/dev/.claude/settings.local.json", Format::ClaudeSettings),
         ],
@@ -45,8 +47,17 @@ pub fn files(agent: &str) -> &'static [(&'static str, Format)] {
         "opencode" => &[
             ("/home/dev/.config/opencode/opencode.json", Format::OpencodeConfig),
             ("/home/dev/.config/opencode/config.json", Format::OpencodeConfig),
+            // opencode writes this one itself (S15-A5).
+            (
+                "/home/dev/.config/opencode/opencode.jsonc",
+                Format::OpencodeConfig,
+            ),
         ],
-        "pi" => &[("/home/dev/.pi/agent/models.json", Format::PiModels)],
+        "pi" => &[
+            ("/home/dev/.pi/agent/models.json", Format::PiModels),
+            // pi runs a `!command` key here too (S15-A7).
+            ("/home/dev/.pi/agent/auth.json", Format::PiModels),
+        ],
         _ => &[],
     }
 }
@@ -60,6 +71,9 @@ pub fn programs(path: &str, format: Format, bytes: &[u8]) -> Vec<String> {
             .map_err(|e| e.to_string())
             .and_then(|t| toml::from_str::<toml::Value>(t).map_err(|e| e.message().to_string()))
             .and_then(|t| serde_json::to_value(t).map_err(|e| e.to_string())),
+        Format::OpencodeConfig => {
+            serde_json::from_slice::<Value>(&uncommented_json(bytes)).map_err(|e| e.to_string())
+        }
         _ => serde_json::from_slice::<Value>(bytes).map_err(|e| e.to_string()),
     };
     let v = match parsed {
@@ -88,6 +102,17 @@ pub fn programs(path: &str, format: Format, bytes: &[u8]) -> Vec<String> {
                 text(&v[key], key, &mut found);
             }
             text(&v["statusLine"]["command"], "statusLine.command", &mut found);
+            // Plugins bring MCP servers and skills of their own (S15-A4).
+            for (plugin, on) in v["enabledPlugins"].as_object().into_iter().flatten() {
+                if on.as_bool() != Some(false) {
+                    found.push(("enabledPlugins".into(), plugin.clone()));
+                }
+            }
+            text(
+                &v["env"]["CLAUDE_CODE_PLUGIN_DIRS"],
+                "env.CLAUDE_CODE_PLUGIN_DIRS",
+                &mut found,
+            );
         }
         Format::CodexConfig => {
             text(&v["notify"], "notify", &mut found);
@@ -179,6 +204,49 @@ fn words(v: &Value) -> String {
     }
 }
 
+/// JSON with comments (`//`, `/* */`) and trailing commas, as opencode reads its `.jsonc`,
+/// made plain JSON: comments become blanks, a comma before `}` or `]` is dropped. Strings are
+/// left as they are.
+fn uncommented_json(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut i, mut in_string) = (0, false);
+    while i < bytes.len() {
+        let (c, next) = (bytes[i], bytes.get(i + 1).copied());
+        if in_string {
+            out.push(c);
+            if c == b'\\' {
+                out.extend(next);
+                i += 1;
+            } else if c == b'"' {
+                in_string = false;
+            }
+        } else if c == b'/' && next == Some(b'/') {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        } else if c == b'/' && next == Some(b'*') {
+            i += 2;
+            while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                i += 1;
+            }
+            i += 2;
+            out.push(b' ');
+            continue;
+        } else if c == b',' {
+            let rest = bytes[i + 1..].iter().find(|b| !b.is_ascii_whitespace());
+            if !matches!(rest, Some(b'}' | b']')) {
+                out.push(c);
+            }
+        } else {
+            in_string = c == b'"';
+            out.push(c);
+        }
+        i += 1;
+    }
+    out
+}
+
 fn shown(path: &str, key: &str, command: &str) -> String {
     let command: String = command.chars().take(200).collect();
     crate::text::escape_line(&format!("{path}: {key}: {command}"))
@@ -215,6 +283,16 @@ mod tests {
         assert_eq!(
             programs("/p", Format::PiModels, pi),
             ["/p: providers.a.apiKey: !touch k; echo t"]
+        );
+    }
+
+    #[test]
+    fn jsonc_comments_and_trailing_commas_are_read() {
+        let jsonc =
+            b"{ // c\n \"mcp\": {\"x\": {\"type\": \"local\", /* y */ \"command\": [\"a//b\", \"c\"],},}, }";
+        assert_eq!(
+            programs("/o", Format::OpencodeConfig, jsonc),
+            ["/o: mcp.x: a//b c"]
         );
     }
 

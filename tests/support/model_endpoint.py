@@ -12,11 +12,14 @@ agent CLIs of the agent image use (REFERENCE.md section 4):
 Every reply is one assistant text turn whose text is $REPLY (default "ags-scripted-reply"). With
 --tool-command CMD, a request that offers a shell tool and carries no tool result yet gets one call
 of that tool running CMD instead (the tool is found by name among the request's tools; its
-arguments follow the tool's parameter schema), and the request after it the text turn. Other
+arguments follow the tool's parameter schema), and the request after it the text turn. With
+--tool-call NAME=JSON, such a request that offers the tool NAME gets one call of it with the
+arguments JSON instead (claude's `Skill {"skill": "x"}`, say). Other
 requests get 404. Prints the port on stdout once listening, and appends one
 JSON line per request (method, path, proxy-visible headers only: no bodies) to --log FILE.
 
-usage: model_endpoint.py [--host H] [--port P] [--reply TEXT] [--tool-command CMD] [--log FILE]
+usage: model_endpoint.py [--host H] [--port P] [--reply TEXT] [--tool-command CMD]
+                         [--tool-call NAME=JSON] [--log FILE]
 """
 import argparse
 import http.server
@@ -180,6 +183,7 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--reply", default="ags-scripted-reply")
     ap.add_argument("--tool-command")
+    ap.add_argument("--tool-call")
     ap.add_argument("--log")
     args = ap.parse_args()
 
@@ -195,6 +199,10 @@ def main():
                 req = {}
             model = req.get("model", "scripted") if isinstance(req, dict) else "scripted"
             call = shell_call(req, args.tool_command) if isinstance(req, dict) else None
+            if args.tool_call and isinstance(req, dict) and not has_tool_result(req):
+                name, arguments = args.tool_call.split("=", 1)
+                if name in dict(tool_list(req)):
+                    call = (name, json.loads(arguments))
             path = self.path.split("?")[0]
             if args.log:
                 with open(args.log, "a") as f:

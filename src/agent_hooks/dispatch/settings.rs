@@ -9,8 +9,8 @@
 //! Fails closed (session-15 attacks N1, N2): a settings file that cannot be read whole, is
 //! over [`MAX_BYTES`], or is not strict JSON (a duplicate key: the agent's own parser takes
 //! the last) blocks; claude's `env` may hold only names of [`CLAUDE_ENV_ALLOWED`] (a list of
-//! names to refuse kept missing some: `SHELL`); codex's file is searched after its `\u`
-//! escapes are decoded (a quoted key `"shell_environment\u005Fpolicy"` is the same key). The
+//! names to refuse kept missing some: `SHELL`); codex's file is searched after its `\x`, `\u`
+//! and `\U` escapes are decoded (a quoted key `"shell_environment\u005Fpolicy"` is the same key). The
 //! files come from the handlers file (the plan knows the state directory and the workdir),
 //! not from this process's environment, which the settings `env` itself sets
 //! (`CLAUDE_CONFIG_DIR` pointed the check elsewhere).
@@ -124,8 +124,9 @@ fn codex_policy(file: &Path, bytes: &[u8]) -> Vec<String> {
     }
 }
 
-/// `text` with each `\uXXXX` and `\UXXXXXXXX` (TOML's escapes that can spell a letter)
-/// decoded wherever it stands.
+/// `text` with each `\xXX`, `\uXXXX` and `\UXXXXXXXX` (TOML's escapes that can spell a
+/// letter; `\x` is TOML 1.1's, which codex reads: session-15 attack S15-A1) decoded wherever it
+/// stands.
 fn unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -133,6 +134,7 @@ fn unescape(text: &str) -> String {
         out.push_str(&rest[..at]);
         let after = &rest[at + 1..];
         let digits = match after.chars().next() {
+            Some('x') => 2,
             Some('u') => 4,
             Some('U') => 8,
             _ => 0,
@@ -234,6 +236,6 @@ mod tests {
 
     #[test]
     fn escapes_are_decoded() {
-        assert_eq!(unescape(r"a\u005Fb\U0000005Fc\n\u00"), r"a_b_c\n\u00");
+        assert_eq!(unescape(r"a\u005Fb\U0000005Fc\x5Fd\n\u00"), r"a_b_c_d\n\u00");
     }
 }

@@ -212,6 +212,10 @@ fn claude(row: &AgentHooks) -> Value {
     // run beside the guard and could rewrite the input it allowed (`updatedInput`, session-12
     // attack F8), or start commands no record sees (F10).
     v["allowManagedHooksOnly"] = json!(true);
+    // A skill's or slash command's `!`command` lines run in a shell inside the `Skill` tool,
+    // which no shell-tool hook sees: the agent plants one in its state volume's
+    // `~/.claude/skills` and the guard never judges it (session-15 attack S15-A2).
+    v["disableSkillShellExecution"] = json!(true);
     v
 }
 
