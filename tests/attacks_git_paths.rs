@@ -40,6 +40,15 @@ fn user(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
     format!("{out:?}")
 }
 
+/// Some line of the launch's `err` names `path` with `what`; else fail saying `failure`.
+fn assert_named(env: &TestEnv, err: &str, path: &str, what: &str, failure: &str) {
+    assert!(
+        err.lines().any(|l| l.contains(path) && l.contains(what)),
+        "{}: {failure}: {err}",
+        env.mode()
+    );
+}
+
 /// R8-1: the push URL of a repository nested in the workspace, rewritten to a bare repository
 /// outside it with a `pre-receive` hook (the attacker built it in the agent's state volume,
 /// whose host path the container's mountinfo shows; here the test builds it beside the
@@ -77,11 +86,12 @@ fn a_push_url_naming_a_repository_outside_goes_aside() {
         );
         let err = stderr(&agent(env, &script));
         let config = format!("{}/.git/config", lib.display());
-        assert!(
-            err.lines()
-                .any(|l| l.contains(&config) && l.contains("remote.origin.pushurl naming")),
-            "{}: the push URL was not named: {err}",
-            env.mode()
+        assert_named(
+            env,
+            &err,
+            &config,
+            "remote.origin.pushurl naming",
+            "the push URL was not named",
         );
         user(env, &lib, &["push", "-q", "origin", "main"]);
         assert!(
@@ -127,11 +137,12 @@ fn index_entries_git_would_refuse_go_aside() {
         );
         let err = stderr(&agent(env, &script));
         let index = format!("{}/.git/index", top.display());
-        assert!(
-            err.lines()
-                .any(|l| l.contains(&index) && l.contains("entries git would refuse")),
-            "{}: the forged index was not named: {err}",
-            env.mode()
+        assert_named(
+            env,
+            &err,
+            &index,
+            "entries git would refuse",
+            "the forged index was not named",
         );
         let out = user(env, &top, &["checkout", "."]);
         let outside = top.parent().unwrap().join("outside-r3");
@@ -212,12 +223,7 @@ fn an_index_whose_name_lengths_disagree_goes_aside() {
         );
         let err = stderr(&agent(env, &script));
         let index = format!("{}/.git/index", top.display());
-        assert!(
-            err.lines()
-                .any(|l| l.contains(&index) && l.contains("name length")),
-            "{}: the forged index was not named: {err}",
-            env.mode()
-        );
+        assert_named(env, &err, &index, "name length", "the forged index was not named");
         let out = user(env, &top, &["restore", "."]);
         assert!(
             !top.join(".git/hooks/pre-commit").exists(),
@@ -329,11 +335,12 @@ fn a_named_scripts_directory_turned_into_a_link_goes_aside() {
         );
         let err = stderr(&agent(env, &script));
         let link = format!("{}/tools", top.display());
-        assert!(
-            err.lines()
-                .any(|l| l.contains(&link) && l.contains("a directory on its way")),
-            "{}: the link was not named: {err}",
-            env.mode()
+        assert_named(
+            env,
+            &err,
+            &link,
+            "a directory on its way",
+            "the link was not named",
         );
         user(env, &top, &["commit", "-q", "-am", "user"]);
         assert!(
