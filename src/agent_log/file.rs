@@ -193,31 +193,39 @@ pub fn render(e: &Entry) -> String {
             i.bytes,
             esc(&i.error)
         ),
-        Line::Incomplete(i) => format!(
-            "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} the record of this launch is incomplete: {}",
-            e.time,
-            esc(&e.launch_id),
-            esc(&i.agent),
-            "-",
-            "-",
+        Line::Incomplete(i) => host_row(
+            e,
+            &i.agent,
             "incomplete",
-            "-",
-            "-",
-            i.missing.iter().map(|m| esc(m)).collect::<Vec<_>>().join("; ")
+            "the record of this launch is incomplete",
+            &i.missing,
         ),
-        Line::Unguarded(u) => format!(
-            "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} programs the agent's configuration starts outside tool calls (no hook sees them): {}",
-            e.time,
-            esc(&e.launch_id),
-            esc(&u.agent),
-            "-",
-            "-",
+        Line::Unguarded(u) => host_row(
+            e,
+            &u.agent,
             "unguarded",
-            "-",
-            "-",
-            u.programs.iter().map(|m| esc(m)).collect::<Vec<_>>().join("; ")
+            "programs the agent's configuration starts outside tool calls (no hook sees them)",
+            &u.programs,
         ),
     }
+}
+
+/// A row of an entry the host writes about a launch: its `kind` in the outcome column, then
+/// `what` and the `items`, escaped.
+fn host_row(e: &Entry, agent: &str, kind: &str, what: &str, items: &[String]) -> String {
+    let esc = |s: &str| crate::text::escape_line(s);
+    format!(
+        "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} {what}: {}",
+        e.time,
+        esc(&e.launch_id),
+        esc(agent),
+        "-",
+        "-",
+        kind,
+        "-",
+        "-",
+        items.iter().map(|m| esc(m)).collect::<Vec<_>>().join("; ")
+    )
 }
 
 /// The snake_case word serde writes for an enum value.

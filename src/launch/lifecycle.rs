@@ -94,7 +94,7 @@ pub async fn run(
         crate::trace::mark("staged");
     }
     // The agent's configuration at rest, before anything it runs could change it.
-    super::outside::record(client, &id, plan, record).await?;
+    super::outside::record(client, &id, plan, record).await;
     let _raw = if plan.tty {
         Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?)
     } else {

@@ -7,29 +7,27 @@ use crate::agent_log::RecordServer;
 use crate::plan::LaunchPlan;
 use crate::podman::{Client, ContainerFile};
 
-/// Read, record and (when something decides tool calls) warn. A file Podman cannot serve is
-/// named as not read; an API error ends the launch like any other.
-pub async fn record(
-    client: &Client,
-    id: &str,
-    plan: &LaunchPlan,
-    record: Option<&RecordServer>,
-) -> crate::podman::Result<()> {
+/// Read, record and (when something decides tool calls) warn. A file Podman cannot serve, or
+/// fails on, is named as not read.
+pub async fn record(client: &Client, id: &str, plan: &LaunchPlan, record: Option<&RecordServer>) {
     let (Some(record), Some(wiring)) = (record, &plan.agent_hook_wiring) else {
-        return Ok(());
+        return;
     };
     let mut programs = Vec::new();
     for (path, format) in outside::files(&plan.agent) {
-        match client.read_file(id, path, outside::MAX_BYTES).await? {
-            ContainerFile::Missing => {}
-            ContainerFile::Content(bytes) => programs.extend(outside::programs(path, *format, &bytes)),
-            ContainerFile::NotRead(why) => programs.push(crate::text::escape_line(&format!(
-                "{path}: (the whole file): not read: {why}"
-            ))),
+        // A file Podman fails to serve is named as not read: what the agent planted in its own
+        // volume must not stop every later launch.
+        let not_read =
+            |why: String| crate::text::escape_line(&format!("{path}: (the whole file): not read: {why}"));
+        match client.read_file(id, path, outside::MAX_BYTES).await {
+            Ok(ContainerFile::Missing) => {}
+            Ok(ContainerFile::Content(bytes)) => programs.extend(outside::programs(path, *format, &bytes)),
+            Ok(ContainerFile::NotRead(why)) => programs.push(not_read(why)),
+            Err(e) => programs.push(not_read(e.to_string())),
         }
     }
     if programs.is_empty() {
-        return Ok(());
+        return;
     }
     let decides =
         !wiring.guard.deny.is_empty() || !wiring.guard.protect.is_empty() || !wiring.handlers.is_empty();
@@ -43,5 +41,4 @@ pub async fn record(
         }
     }
     record.unguarded(programs);
-    Ok(())
 }
