@@ -28,6 +28,11 @@ const MAX_HOOK_BYTES: u64 = 1024 * 1024;
 const MAX_LINKS: usize = 8;
 /// Levels of scripts read for the files they name: hook → script → sourced file → …
 pub(super) const MAX_DEPTH: usize = 4;
+/// Directories a script's words are taken from, at most (the top, its own, its `cd`s): a text
+/// the agent wrote in an earlier launch must not make the check slow.
+const MAX_BASES: usize = 16;
+/// Paths one script names, at most.
+const MAX_NAMED: usize = 4096;
 /// Commands whose next word is a file they run or read, so named without a `/` too.
 const RUNNERS: &[&str] = &[
     ".", "source", "sh", "bash", "dash", "zsh", "exec", "node", "python", "python3", "perl", "ruby",
@@ -257,12 +262,15 @@ fn named_paths(text: &str, top: &Path, dir: &Path) -> Vec<PathBuf> {
     let words: Vec<&str> = words(&text).collect();
     let mut bases = vec![top.to_path_buf(), dir.to_path_buf()];
     for pair in words.windows(2) {
-        if pair[0] == "cd" || pair[0] == "pushd" {
+        if (pair[0] == "cd" || pair[0] == "pushd") && bases.len() < MAX_BASES {
             bases.push(resolve(pair[1], top));
         }
     }
     let mut out = Vec::new();
     for (i, word) in words.iter().enumerate() {
+        if out.len() >= MAX_NAMED {
+            break;
+        }
         let runs = i > 0 && RUNNERS.contains(&words[i - 1]);
         if !word.contains('/') && !runs {
             continue;
@@ -388,6 +396,13 @@ mod tests {
             assert!(named.contains(&top.join(want)), "{want} not named: {named:?}");
         }
         assert!(!named.contains(&top.join("checks/c.txt")));
+    }
+
+    #[test]
+    fn a_huge_script_names_a_bounded_number_of_paths() {
+        let text = "cd d\n".repeat(100) + &"a/b ".repeat(100_000);
+        let named = named_paths(&text, Path::new("/t"), Path::new("/t/s"));
+        assert!(named.len() <= MAX_NAMED + MAX_BASES, "{}", named.len());
     }
 
     #[test]
