@@ -122,7 +122,7 @@ load_cargo() {
 
 # install_missing PACKAGE...: install the Debian packages among PACKAGE that are not installed, as
 # root or through sudo. For a script's own tools beyond scripts/setup-podman's PACKAGES
-# (tests/script_tools.rs checks that every command a script calls is installed by someone).
+# (tests/offline/script_tools.rs checks that every command a script calls is installed by someone).
 install_missing() {
     local missing=() p
     for p in "$@"; do

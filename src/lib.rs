@@ -24,7 +24,7 @@
 //! `ssh_agent` (the filter in front of the forwarded ssh-agent).
 //! `spool` holds what crash recovery needs (docs/lifecycle.md).
 //!
-//! `tests/architecture.rs` checks this shape on every `cargo test`: it reads `src/`, resolves
+//! `tests/offline/architecture.rs` checks this shape on every `cargo test`: it reads `src/`, resolves
 //! every `crate::`/`super::`/`self::` path to the module file it names, and fails on any import
 //! cycle between module files and on any module importing a later layer of its `LAYERS` table
 //! (printing the offending edge with file and line).

@@ -3,7 +3,7 @@
 //! stays empty; per agent, where `ags` puts its wiring and whether the agent can still silence
 //! it. `docs/agent-hooks.md` is rendered from this table ([`render_markdown`]; a test fails when
 //! the page differs), the per-agent wiring files are generated from it (`wiring`), the
-//! dispatcher maps native names back with [`normalise`], and `tests/agent_hooks_cli.rs` checks
+//! dispatcher maps native names back with [`normalise`], and `tests/live/agent_hooks_cli.rs` checks
 //! every claimed native event against the pinned CLI in the agent image.
 
 use super::Event;

@@ -3,7 +3,7 @@
 //!
 //! Part of stage 4 (`podman`); the socket I/O itself is set up in `transport.rs`.
 //!
-//! Observed on Podman 4.3.1 (tests in `tests/podman_client.rs`):
+//! Observed on Podman 4.3.1 (tests in `tests/live/podman_client.rs`):
 //! - Attaching to a created container initialises it, so the decided flow is
 //!   create → attach → resize → start → poll inspect → delete, and no output is lost.
 //! - Without a tty the output is multiplexed: each frame is an 8-byte header

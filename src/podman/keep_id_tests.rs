@@ -1,5 +1,5 @@
 //! Unit tests of `keep_id`: Podman's arithmetic and rules, reproduced. (That a real service
-//! builds the same container from the result is `tests/keep_id.rs`.)
+//! builds the same container from the result is `tests/live/keep_id.rs`.)
 
 use super::*;
 use crate::podman::{Mount, NamedVolume};

@@ -4,7 +4,7 @@
 //! JSON shape. Podman silently ignores unknown or misspelled fields (another client once sent
 //! `no_new_privilages`, and containers ran without the bit), so every field here was checked on
 //! a real Podman 4.3.1 service by inspecting the created container and the process's view of
-//! itself: see `spec_fields_take_effect` in `tests/podman_client.rs`.
+//! itself: see `spec_fields_take_effect` in `tests/live/podman_client.rs`.
 //! Ref: <https://docs.podman.io/en/latest/_static/api.html#tag/containers/operation/ContainerCreateLibpod>
 
 use std::collections::BTreeMap;
@@ -114,7 +114,7 @@ pub struct SpecGenerator {
 }
 
 /// `{"driver": "none"}`: the container's log driver (checked on a real service by
-/// `tests/output_logs.rs`: inspect shows `LogConfig.Type` `none`, attach still streams).
+/// `tests/live/output_logs.rs`: inspect shows `LogConfig.Type` `none`, attach still streams).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LogConfig {
     /// `none` keeps nothing (attach still streams the output); `k8s-file` and `journald`

@@ -1,4 +1,4 @@
-//! The agent-hook tests' harness (`tests/agent_hooks_e2e.rs`, `tests/agent_hooks_attacks.rs`):
+//! The agent-hook tests' harness (`tests/live/agent_hooks_e2e.rs`, `tests/live/agent_hooks_attacks.rs`):
 //! the scripted model endpoint (`tests/support/model_endpoint.py`), each real agent CLI of the
 //! agent image pointed at it headless, the host record read back, and the checks that a
 //! session is recorded whole and a denied command blocked.

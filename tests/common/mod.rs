@@ -1,4 +1,5 @@
-//! The shared harness of the integration tests: every `tests/*.rs` says `mod common;`.
+//! The shared harness of the integration tests: `tests/live/main.rs` and `tests/offline/main.rs`
+//! declare it, every test module says `use crate::common;`.
 //!
 //! It answers three questions for a test: which Podman services to run against ([`modes`]), how
 //! to run the real `ags` binary in an isolated, clean environment as the right user
@@ -19,8 +20,7 @@
 //! removes the temporary directory and every container/volume labelled [`TestEnv::label`]):
 //!
 //! ```ignore
-//! mod common;
-//! use common::{each_mode, show};
+//! use crate::common::{each_mode, show};
 //!
 //! #[test]
 //! fn exit_code_passes_through() {
@@ -49,12 +49,13 @@ mod process;
 pub mod pty;
 pub mod sshd;
 
+use std::cell::Cell;
 use std::fmt;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 // Not every test file uses every re-export.
@@ -205,6 +206,7 @@ pub fn each_mode(f: impl Fn(&TestEnv)) {
 /// [`each_mode`] with each fresh [`TestEnv`] passed through `adjust` first (e.g.
 /// [`TestEnv::runtime_on_disk`]).
 pub fn each_mode_with(adjust: impl Fn(TestEnv) -> TestEnv, f: impl Fn(&TestEnv)) {
+    let _shared = shared();
     for mode in modes() {
         let _turn = (mode == Mode::Rootless).then(rootless_turn);
         let env = adjust(TestEnv::new(mode));
@@ -221,6 +223,38 @@ pub fn each_mode_with(adjust: impl Fn(TestEnv) -> TestEnv, f: impl Fn(&TestEnv))
 pub fn rootless_turn() -> std::sync::MutexGuard<'static, ()> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
     TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Launches of all live tests share the services; a test that looks at what a SIGKILLed `ags` left
+/// behind holds them alone ([`exclusive`]), since every launch sweeps the orphans of the whole
+/// service. (Before the tests were one binary, cargo ran the files one after another.)
+static SERVICE_WIDE: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    static EXCLUSIVE_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Held by a test that must be the only one launching on the services (see [`SERVICE_WIDE`]).
+pub struct Exclusive(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        EXCLUSIVE_HERE.with(|c| c.set(false));
+    }
+}
+
+/// Wait until no other test runs [`each_mode`], and keep them out until the guard drops. Take it
+/// before [`each_mode`] (its shared turn is then skipped on this thread).
+pub fn exclusive() -> Exclusive {
+    let guard = SERVICE_WIDE.write().unwrap_or_else(PoisonError::into_inner);
+    EXCLUSIVE_HERE.with(|c| c.set(true));
+    Exclusive(guard)
+}
+
+/// The shared turn of [`each_mode`]: taken before [`rootless_turn`], so the two locks always come
+/// in the same order.
+fn shared() -> Option<RwLockReadGuard<'static, ()>> {
+    (!EXCLUSIVE_HERE.with(Cell::get)).then(|| SERVICE_WIDE.read().unwrap_or_else(PoisonError::into_inner))
 }
 
 fn services() -> &'static Services {

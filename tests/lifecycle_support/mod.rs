@@ -1,4 +1,4 @@
-//! Shared helpers of the lifecycle-event tests (`tests/lifecycle_events.rs`, `tests/oci_hooks.rs`):
+//! Shared helpers of the lifecycle-event tests (`tests/live/lifecycle_events.rs`, `tests/live/oci_hooks.rs`):
 //! hook scripts and configs, approval as the mode's user, reading the JSON lines hooks write,
 //! running `ags` so that it can be SIGKILLed, and a separate Podman service with storage of its
 //! own whose containers.conf may carry ags's OCI hooks (installed with `ags setup oci-hooks`).

@@ -1,4 +1,4 @@
-//! Support of tests/script_tools.rs: the shell lexer, the sources it reads, and its table.
+//! Support of tests/offline/script_tools.rs: the shell lexer, the sources it reads, and its table.
 
 pub mod lexer;
 pub mod shell_words;

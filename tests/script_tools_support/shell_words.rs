@@ -5,7 +5,7 @@
 //! string given to `sh -c` / `bash -c`. Other quoted text is data (awk and jq programs);
 //! here-document bodies and arithmetic are skipped; functions the script defines are not commands.
 //! Not a shell parser: it only needs to be right for the way this repository writes scripts, and
-//! the unit tests in tests/script_tools.rs pin that down.
+//! the unit tests in tests/offline/script_tools.rs pin that down.
 
 use super::lexer::{Tok, lex};
 use std::collections::BTreeSet;

@@ -1,4 +1,4 @@
-//! What tests/script_tools.rs reads: the repository's scripts and hooks, the programs its Rust
+//! What tests/offline/script_tools.rs reads: the repository's scripts and hooks, the programs its Rust
 //! code spawns, the packages scripts install, and dpkg's view of this machine.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,4 +1,4 @@
-//! The table of tests/script_tools.rs: each external command the scripts call and the Debian
+//! The table of tests/offline/script_tools.rs: each external command the scripts call and the Debian
 //! package that provides it, and the exceptions (not from Debian, optional, implied, indirect).
 
 /// command, the Debian package that owns it, and the package that installs it ("" = the same).
@@ -118,17 +118,17 @@ pub const OPTIONAL: &[(&str, &str, &str)] = &[
         "the commit id in the report, else 'unknown'",
     ),
     (
-        "tests/daily_git.rs",
+        "tests/live/daily_git.rs",
         "ssh-add",
         "only when /usr/sbin/sshd exists (openssh-server, which scripts/test installs, depends on openssh-client); else the ssh-agent tests skip",
     ),
     (
-        "tests/daily_git.rs",
+        "tests/live/daily_git.rs",
         "ssh-agent",
         "only when /usr/sbin/sshd exists (openssh-server, which scripts/test installs, depends on openssh-client); else the ssh-agent tests skip",
     ),
     (
-        "tests/daily_git.rs",
+        "tests/live/daily_git.rs",
         "ssh-keygen",
         "only when /usr/sbin/sshd exists (openssh-server, which scripts/test installs, depends on openssh-client); else the ssh-agent tests skip",
     ),

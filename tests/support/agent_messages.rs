@@ -1,4 +1,4 @@
-//! ssh-agent protocol messages the tests send raw from a container (tests/daily_git.rs): an
+//! ssh-agent protocol messages the tests send raw from a container (tests/live/daily_git.rs): an
 //! `ADD_IDENTITY` carrying a real key, a sign request, and the protocol's strings.
 
 /// The base64 of OpenSSH files (padding and line breaks ignored).

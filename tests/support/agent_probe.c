@@ -2,7 +2,7 @@
  * asks for the identities (SSH_AGENTC_REQUEST_IDENTITIES) and prints `IDENTITIES <n>`.
  * `agent_probe send HEX...` instead sends each HEX (a message: type byte and payload) as one
  * framed message on one connection and prints `REPLY <type>` for each answer (`REPLY closed`
- * when the connection ends). Built statically by tests/daily_git.rs. */
+ * when the connection ends). Built statically by tests/live/daily_git.rs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

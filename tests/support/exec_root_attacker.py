@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Another local user who owns the victim's $XDG_RUNTIME_DIR (as after `su` from that user's
 session, which keeps the variable) attacks the `ags` execution copies and their crash sweep in
-`$XDG_RUNTIME_DIR/ags` (tests/attacks_exec_root.rs). Run as the attacker until SECONDS pass:
+`$XDG_RUNTIME_DIR/ags` (tests/offline/attacks_exec_root.rs). Run as the attacker until SECONDS pass:
 
   - one process swaps DIR/ags (the victim's own 0700 directory, which the attacker may rename:
     it owns DIR) with DIR/decoy, a symlink to DIR/evil, in a tight loop (renameat2

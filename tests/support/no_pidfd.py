@@ -2,7 +2,7 @@
 
 Usage: no_pidfd.py PROGRAM [ARG...]. Installs a seccomp filter (x86_64 only; it survives the
 execve and is inherited by every thread and child) and then executes PROGRAM. Used by
-tests/attacks_supervisor.rs to exercise the supervisor's fallback without a pidfd.
+tests/offline/attacks_supervisor.rs to exercise the supervisor's fallback without a pidfd.
 """
 
 import ctypes

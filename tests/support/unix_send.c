@@ -2,7 +2,7 @@
  * (busybox's nc has none): `unix_send PATH < data`. Writes everything, half-closes, then waits
  * for the server to close its end (the ags record server does once it has recorded every line)
  * and prints `SENT <bytes>`. Exit 3 when it cannot connect (errno printed).
- * Built statically by tests/agent_log.rs. */
+ * Built statically by tests/live/agent_log.rs. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

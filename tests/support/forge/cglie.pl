@@ -1,5 +1,5 @@
 # cglie.pl CHILD NEWPARENT : in .git/objects/info/commit-graph make CHILD's second parent NEWPARENT
-# From the session-12 attack (tests/attacks_git_objects.rs): forges a commit-graph entry.
+# From the session-12 attack (tests/live/attacks_git_objects.rs): forges a commit-graph entry.
 use strict; use Digest::SHA qw(sha1);
 my ($child,$np)=@ARGV; my $f='.git/objects/info/commit-graph';
 open my $fh,'<:raw',$f or die; local $/; my $d=<$fh>; close $fh;
