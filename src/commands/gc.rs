@@ -44,28 +44,7 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
             return Err(e);
         }
     };
-    crate::hooks::prepare::sweep_exec_dirs(&paths);
-    let host: Vec<_> = paths
-        .stage_roots()
-        .iter()
-        .flat_map(|root| launch::gc::sweep_host(root))
-        .collect();
-    for dir in &host {
-        println!("removed host staging directory {}", dir.display());
-    }
-    for c in &report.containers {
-        println!("removed container {c}");
-    }
-    for v in &report.volumes {
-        println!("removed volume {v}");
-    }
-    let removed = host.len() + report.containers.len() + report.volumes.len();
-    if removed == 0 && recovered.is_empty() && report.errors.is_empty() {
-        println!("nothing to clean up: no leftovers of ags processes that are gone");
-    }
-    for line in &recovered {
-        eprintln!("{}", crate::text::escape_controls(&format!("ags: {line}")));
-    }
+    say_swept(&paths, &report, &recovered);
     let mut errors = report.errors;
     let state = match (args.state, candidates) {
         (false, _) => Ok(StateReport::default()),
@@ -89,6 +68,33 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     } else {
         crate::error::EXIT_AGS_FAILURE
     })
+}
+
+/// The host's own leftovers swept (prepare-hook exec directories, staging directories), and
+/// what was removed and recovered said.
+fn say_swept(paths: &crate::config::Paths, report: &launch::gc::GcReport, recovered: &[String]) {
+    crate::hooks::prepare::sweep_exec_dirs(paths);
+    let host: Vec<_> = paths
+        .stage_roots()
+        .iter()
+        .flat_map(|root| launch::gc::sweep_host(root))
+        .collect();
+    for dir in &host {
+        println!("removed host staging directory {}", dir.display());
+    }
+    for c in &report.containers {
+        println!("removed container {c}");
+    }
+    for v in &report.volumes {
+        println!("removed volume {v}");
+    }
+    let removed = host.len() + report.containers.len() + report.volumes.len();
+    if removed == 0 && recovered.is_empty() && report.errors.is_empty() {
+        println!("nothing to clean up: no leftovers of ags processes that are gone");
+    }
+    for line in recovered {
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: {line}")));
+    }
 }
 
 /// List the state volumes of vanished projects, ask (unless `yes`), remove, and say what was

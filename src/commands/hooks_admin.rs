@@ -89,7 +89,19 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
             agent,
         )
     });
-    let mut containment = super::host_paths::base_rules(&config, super::chosen_url(global).as_deref());
+    test_prepare(global, &config, decl, context, cwd)
+}
+
+/// Run prepare hook `decl` with `context` as a launch would (approval first) and print its
+/// contribution, values redacted.
+fn test_prepare(
+    global: &GlobalArgs,
+    config: &Config,
+    decl: HookDecl,
+    context: HookContext,
+    cwd: PathBuf,
+) -> Result<u8, Error> {
+    let mut containment = super::host_paths::base_rules(config, super::chosen_url(global).as_deref());
     containment.writable(crate::containment::WritableRoot {
         path: context.workdir.clone(),
         owner: "the workdir".into(),

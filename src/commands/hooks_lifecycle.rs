@@ -73,16 +73,13 @@ fn test_facts(config: &Config, agent: Option<String>) -> LaunchFacts {
     }
 }
 
-/// Approve (asking when possible) and run one started/finished hook with `context` or a made-up
-/// one (no container: id of zeros, name `ags-hooks-test`; finished: exit 0 after 0 ms), in `cwd`.
-pub(super) fn test(
-    config: &Config,
-    decl: HookDecl,
+/// The context `decl` gets: the `--context` file's, when it is for the hook's event, or one
+/// made up from `facts`.
+fn context_bytes(
+    decl: &HookDecl,
     context: Option<TestContext>,
-    agent: Option<String>,
-    cwd: PathBuf,
-) -> Result<u8, Error> {
-    let facts = test_facts(config, agent);
+    facts: &LaunchFacts,
+) -> Result<Vec<u8>, Error> {
     let bytes = match (decl.event, context) {
         (HookEvent::Started, Some(TestContext::Started(c))) => serde_json::to_vec(&c),
         (HookEvent::Finished, Some(TestContext::Finished(c))) => serde_json::to_vec(&c),
@@ -103,6 +100,20 @@ pub(super) fn test(
             serde_json::to_vec(&FinishedContext::new(facts.clone(), ending))
         }
     };
+    Ok(bytes.expect("contexts serialize"))
+}
+
+/// Approve (asking when possible) and run one started/finished hook with `context` or a made-up
+/// one (no container: id of zeros, name `ags-hooks-test`; finished: exit 0 after 0 ms), in `cwd`.
+pub(super) fn test(
+    config: &Config,
+    decl: HookDecl,
+    context: Option<TestContext>,
+    agent: Option<String>,
+    cwd: PathBuf,
+) -> Result<u8, Error> {
+    let facts = test_facts(config, agent);
+    let bytes = context_bytes(&decl, context, &facts)?;
     let store = TrustStore::open(&config.paths, Some(&config.project)).map_err(HookError::from)?;
     let hooks = events::load_approved(
         &store,
@@ -119,7 +130,7 @@ pub(super) fn test(
             hooks,
             launch_id: facts.launch_id.clone(),
             workdir: cwd,
-            context: Arc::from(bytes.expect("contexts serialize")),
+            context: Arc::from(bytes),
             interrupt: Interrupt::on_signals().map_err(Error::Signals)?,
             stderr: stderr_to_terminal(),
             limits: Limits::default(),

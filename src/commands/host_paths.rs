@@ -105,55 +105,9 @@ pub(super) async fn check_late(
     prepared: &Prepared,
     url: Option<&str>,
 ) -> Result<Vec<WritableRoot>, Error> {
-    let mut rules = base_rules(config, url);
-    if !settings.mounts.is_empty() || !prepared.mount_sources.is_empty() {
-        // `GET /info` is slow (~150 ms): asked only when more than the workdir is mounted. The
-        // default storage locations are protected either way.
-        if let Ok(dirs) = client.storage_dirs().await {
-            rules.protect(
-                dirs.into_iter()
-                    .map(|d| Protected::overlap("Podman storage", d, Class::Podman)),
-            );
-        }
-    }
-    let label = format!("{LABEL_MANAGED}=true");
-    let neighbours = client.live_neighbours(&label).await?;
-    for n in &neighbours {
-        for (source, _, _) in n.binds.iter().filter(|(_, _, rw)| *rw) {
-            rules.writable(WritableRoot {
-                path: source.clone(),
-                owner: format!("running ags container {}", n.container),
-                running: true,
-            });
-        }
-    }
-    // The git data outside the read-write mounts (`workspace::git_layout`) must still be
-    // proven now that the running launches' read-write mounts are known.
+    let (mut rules, neighbours) = late_rules(client, config, settings, prepared, url).await?;
     let roots = super::git_host::git_roots(config, &settings.mounts);
-    let running: Vec<RunningLaunch> = neighbours
-        .iter()
-        .map(|n| RunningLaunch {
-            container: n.container.clone(),
-            binds: n.binds.clone(),
-        })
-        .collect();
-    super::git_host::recheck(
-        config,
-        &roots,
-        &settings.git_guards,
-        &rules,
-        &running,
-        settings.lockdown,
-    )?;
-    super::guard_neighbours::check(&settings.git_guards, &neighbours)
-        .map_err(crate::config::ConfigError::from)?;
-    // The protected project files' mounts are bound the same way.
-    super::guard_neighbours::check(&settings.protected.mounts, &neighbours).map_err(|e| {
-        crate::workspace::protected::ProtectedError::Neighbour {
-            path: e.path,
-            reason: e.reason,
-        }
-    })?;
+    recheck_git(config, settings, &roots, &rules, &neighbours)?;
     check_workdir(config, &config.workdir, &rules, false)?;
     add_own_roots(&mut rules, &config.workdir, &settings.mounts);
     // The git data mounted outside the workdir (`workspace::git_layout`): still acceptable, and
@@ -188,6 +142,79 @@ pub(super) async fn check_late(
         file.recheck(rules.writable_roots())?;
     }
     Ok(rules.writable_roots().to_vec())
+}
+
+/// The rules of [`check_late`]: the base ones, Podman's storage when more than the workdir is
+/// mounted, and the read-write mounts of the running `ags` containers (returned too).
+async fn late_rules(
+    client: &podman::Client,
+    config: &Config,
+    settings: &RunSettings,
+    prepared: &Prepared,
+    url: Option<&str>,
+) -> Result<(Rules, Vec<podman::Neighbour>), Error> {
+    let mut rules = base_rules(config, url);
+    if !settings.mounts.is_empty() || !prepared.mount_sources.is_empty() {
+        // `GET /info` is slow (~150 ms): asked only when more than the workdir is mounted. The
+        // default storage locations are protected either way.
+        if let Ok(dirs) = client.storage_dirs().await {
+            rules.protect(
+                dirs.into_iter()
+                    .map(|d| Protected::overlap("Podman storage", d, Class::Podman)),
+            );
+        }
+    }
+    let label = format!("{LABEL_MANAGED}=true");
+    let neighbours = client.live_neighbours(&label).await?;
+    for n in &neighbours {
+        for (source, _, _) in n.binds.iter().filter(|(_, _, rw)| *rw) {
+            rules.writable(WritableRoot {
+                path: source.clone(),
+                owner: format!("running ags container {}", n.container),
+                running: true,
+            });
+        }
+    }
+    Ok((rules, neighbours))
+}
+
+/// The git data outside the read-write mounts (`workspace::git_layout`) proven again now that the
+/// running launches' read-write mounts are known; no running launch mounts this launch's git
+/// guards or protected files read-write.
+fn recheck_git(
+    config: &Config,
+    settings: &RunSettings,
+    roots: &[PathBuf],
+    rules: &Rules,
+    neighbours: &[podman::Neighbour],
+) -> Result<(), Error> {
+    // The git data outside the read-write mounts (`workspace::git_layout`) must still be
+    // proven now that the running launches' read-write mounts are known.
+    let running: Vec<RunningLaunch> = neighbours
+        .iter()
+        .map(|n| RunningLaunch {
+            container: n.container.clone(),
+            binds: n.binds.clone(),
+        })
+        .collect();
+    super::git_host::recheck(
+        config,
+        roots,
+        &settings.git_guards,
+        rules,
+        &running,
+        settings.lockdown,
+    )?;
+    super::guard_neighbours::check(&settings.git_guards, neighbours)
+        .map_err(crate::config::ConfigError::from)?;
+    // The protected project files' mounts are bound the same way.
+    super::guard_neighbours::check(&settings.protected.mounts, neighbours).map_err(|e| {
+        crate::workspace::protected::ProtectedError::Neighbour {
+            path: e.path,
+            reason: e.reason,
+        }
+    })?;
+    Ok(())
 }
 
 fn check_workdir(config: &Config, named: &Path, rules: &Rules, note: bool) -> Result<(), Error> {

@@ -1,4 +1,5 @@
-//! The host inputs of a launch that the user names, resolved before any hook runs: the
+//! The command line of a launch checked and resolved into [`RunSettings`] before any hook runs:
+//! values that need nothing else first ([`check_args`]), then the host inputs the user names: the
 //! environment from the host (`--env`, `--env-file`, passthrough, `[agent.NAME] env`) and the
 //! user's bind mounts (`--add-dir PATH[:ro]`, `[[mount]]`). Mount sources obey the containment
 //! rules (`crate::containment`); env values the rules of `plan::host_env`.
@@ -6,14 +7,18 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::Error;
-use crate::cli::RunArgs;
-use crate::config::{AgentSettings, Config};
+use super::git_host;
+use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
+use crate::config::{self, AgentSettings, Config};
 use crate::containment::{self, Role, Rules, WritableRoot};
 use crate::hooks::policy::HostSource;
+use crate::op::SecretSetName;
+use crate::plan::RunSettings;
 use crate::plan::{self, Origin, UserMount, host_env};
 use crate::safepath::{self, Missing};
+use crate::workspace::protected;
 use crate::workspace::user_paths::{self, CheckedHostPath};
+use crate::{Error, podman};
 
 /// `--env`, `--env-file`, `[sandbox] env_passthrough` and `[agent.NAME] env`, resolved
 /// (plan::host_env), and the env files as checked. Env files are checked against the writable
@@ -148,6 +153,125 @@ pub(super) fn checked_source(path: &Path, role: &Role, rules: &Rules) -> Result<
     let text = checked.path.to_str().unwrap_or_default();
     HostSource::try_from(text).map_err(|e| Error::Usage(format!("{}: the path {e}", role.describe(path))))?;
     Ok(checked.path)
+}
+
+/// Check the values of the command line that need nothing else (agent, labels, name, ports,
+/// image syntax, URL, workdir): before the configuration (and its overlay trust prompt), the
+/// hooks, `op` and Podman, so a typo costs nothing. `--env`, `--env-file` and `--add-dir` are
+/// checked by [`settings`], still before any hook runs.
+pub(super) fn check_args(global: &GlobalArgs, args: &RunArgs) -> Result<(), Error> {
+    if let Some(url) = &global.url {
+        podman::Endpoint::parse_from(url, "--url")?;
+    }
+    if let Some(dir) = &args.workdir
+        && !dir.is_dir()
+    {
+        return Err(Error::Usage(format!(
+            "--workdir {}: not an existing directory",
+            dir.display()
+        )));
+    }
+    plan::check::find_agent(&args.agent)?;
+    for label in &args.labels {
+        plan::check::parse_label(label)?;
+    }
+    if let Some(name) = &args.name {
+        plan::check::check_name(name)?;
+    }
+    for p in &args.publish {
+        plan::check::parse_publish(p)?;
+    }
+    if let Some(image) = &args.image {
+        plan::check::check_image_ref(image)?;
+    }
+    Ok(())
+}
+
+/// Resolve the launch options: terminal detection, the user's mounts (checked with `rules`,
+/// which then hold the read-write ones) and the environment from the host (`launch_input`).
+pub(super) fn settings(
+    args: &RunArgs,
+    config: &Config,
+    rules: &mut Rules,
+    terminals: bool,
+) -> Result<RunSettings, Error> {
+    secret_set_names(&args.op_secret_sets)?;
+    let mounts = user_mounts(args, config, rules)?;
+    // After the mounts: their read-write ones are writable roots for the env files' check.
+    let (host_env, env_files) = host_env(args, config, rules)?;
+    let roots = git_host::git_roots(config, &mounts);
+    let git_guards = git_host::guards(config, &roots, rules, args.lockdown)?;
+    let primary = config.primary.clone().unwrap_or_default();
+    let allowed = protected::check_allow(&primary, &config.user.protect_allow)?;
+    let protected = protected::protection(&roots, &allowed)?;
+    let agent = agent_settings(args, config)?;
+    let ssh_agent = git_host::ssh_agent(args, config, rules)?;
+    let git_identity = git_host::identity(config, ssh_agent.is_some());
+    let settings = RunSettings {
+        agent: args.agent.clone(),
+        command: args.command.clone(),
+        tty: match args.tty {
+            TtyMode::Auto => terminals,
+            TtyMode::True => true,
+            TtyMode::False => false,
+        },
+        term: Some(host_term()),
+        image: args.image.clone(),
+        env: host_env.cli,
+        env_files,
+        config_env: host_env.config,
+        mounts,
+        git_guards,
+        protected,
+        git_identity,
+        ssh_agent,
+        labels: args.labels.clone(),
+        op_secret_sets: args.op_secret_sets.clone(),
+        lockdown: args.lockdown,
+        network: args.network.map(network_mode),
+        skip_permissions: args.yolo || agent.skip_permissions,
+        agent_args: agent.args,
+        name: args.name.clone(),
+        timeout: args.timeout,
+        publish: args.publish.clone(),
+        no_init: args.no_init,
+        limits: crate::limits::LimitSettings {
+            memory: args.memory.unwrap_or(config.user.limits.memory),
+            cpus: args.cpus.or(config.user.limits.cpus),
+            ..config.user.limits
+        },
+        // Always on where the agent has wiring (docs/agent-hook-handlers.md): the dispatcher
+        // and the handlers file are mounted with it, and no config switch turns recording off.
+        // Every launch serves the record socket (`shell` included).
+        agent_hooks: true,
+    };
+    // Refused before any hook or `op` runs (the plan checks again).
+    plan::check_agent_hook_args(&settings)?;
+    Ok(settings)
+}
+
+/// `TERM` for the container: the host's, or `xterm`.
+fn host_term() -> String {
+    std::env::var("TERM")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "xterm".into())
+}
+
+/// `--network MODE` as the config's network mode.
+fn network_mode(mode: NetworkMode) -> config::Network {
+    match mode {
+        NetworkMode::Open => config::Network::Open,
+        NetworkMode::Allowlist => config::Network::Allowlist,
+        NetworkMode::None => config::Network::None,
+    }
+}
+
+/// Parse `--op-secret-set VAULT/ITEM` values (checked before anything runs).
+pub(super) fn secret_set_names(sets: &[String]) -> Result<Vec<SecretSetName>, Error> {
+    sets.iter()
+        .map(|s| SecretSetName::try_from(s.as_str()).map_err(Error::from))
+        .collect()
 }
 
 #[cfg(test)]

@@ -10,9 +10,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{GlobalArgs, LoginArgs, LoginCommand, LoginImportArgs, RunArgs, TtyMode};
+use crate::config::Config;
 use crate::containment::WritableRoot;
 use crate::launch::identity;
-use crate::plan::HookLayer;
+use crate::plan::{HookLayer, LaunchPlan, StateVolume};
 use crate::safepath::ResolveError;
 use crate::secret::Secret;
 use crate::workspace::user_paths::{self, UserPathError};
@@ -29,15 +30,7 @@ pub fn login(global: &GlobalArgs, args: &LoginArgs) -> Result<u8, Error> {
 }
 
 fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
-    crate::plan::check::find_agent(&args.agent)?;
-    let profile =
-        agents::find(&args.agent).ok_or_else(|| Error::Usage(format!("unknown agent {}", args.agent)))?;
-    let Some(login_file) = profile.login_file else {
-        return Err(Error::Usage(format!(
-            "ags login import {}: this agent keeps no login file ags knows; give it an API key instead (docs/agents.md, \"Credentials\")",
-            args.agent
-        )));
-    };
+    let (profile, login_file) = login_profile(&args.agent)?;
     let run = RunArgs {
         agent: args.agent.clone(),
         workdir: args.workdir.clone(),
@@ -45,12 +38,12 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
         tty: TtyMode::False,
         ..RunArgs::default()
     };
-    super::run::check_args(global, &run)?;
+    super::launch_input::check_args(global, &run)?;
     let config = super::run::load_config(global, run.workdir.clone())?;
     let named = super::host_paths::named_workdir(run.workdir.as_deref());
     let service_url = super::chosen_url(global);
     let mut rules = super::host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
-    let settings = super::run::settings(&run, &config, &mut rules, false)?;
+    let settings = super::launch_input::settings(&run, &config, &mut rules, false)?;
     let source = args
         .from
         .clone()
@@ -66,18 +59,7 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
         crate::launch::lifecycle::preflight(&client, image, None).await?;
         let service = super::run::service_facts(&client).await?;
         let plan = super::run::build_plan(&config, &settings, &identity, service, &HookLayer::default())?;
-        let per_project = (!config.user.shared_state).then_some(config.workdir.as_path());
-        let volume_name = profile.state_volume(&dir.to_string_lossy(), per_project);
-        let volume = plan
-            .state_volumes
-            .iter()
-            .find(|v| v.name == volume_name)
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "the launch of {} mounts no state volume {volume_name}",
-                    args.agent
-                ))
-            })?;
+        let volume = state_volume(&plan, &config, profile, &dir, &args.agent)?;
         crate::launch::login::import(&client, &plan, volume, &dir, &name, content.expose().as_bytes())
             .await?;
         Ok::<_, Error>(volume.name.clone())
@@ -93,6 +75,39 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
         args.agent
     );
     Ok(0)
+}
+
+/// The agent's profile and the login file it keeps in its home.
+fn login_profile(agent: &str) -> Result<(&'static agents::AgentProfile, &'static str), Error> {
+    crate::plan::check::find_agent(agent)?;
+    let profile = agents::find(agent).ok_or_else(|| Error::Usage(format!("unknown agent {agent}")))?;
+    let Some(login_file) = profile.login_file else {
+        return Err(Error::Usage(format!(
+            "ags login import {agent}: this agent keeps no login file ags knows; give it an API key instead (docs/agents.md, \"Credentials\")"
+        )));
+    };
+    Ok((profile, login_file))
+}
+
+/// The state volume of the launch's `plan` that holds the agent's directory `dir`.
+fn state_volume<'p>(
+    plan: &'p LaunchPlan,
+    config: &Config,
+    profile: &agents::AgentProfile,
+    dir: &Path,
+    agent: &str,
+) -> Result<&'p StateVolume, Error> {
+    let per_project = (!config.user.shared_state).then_some(config.workdir.as_path());
+    let volume_name = profile.state_volume(&dir.to_string_lossy(), per_project);
+    plan.state_volumes
+        .iter()
+        .find(|v| v.name == volume_name)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "the launch of {} mounts no state volume {volume_name}",
+                agent
+            ))
+        })
 }
 
 /// The host login file: a regular file (a symbolic link is followed: dotfile managers make

@@ -14,6 +14,61 @@ use crate::{Error, podman};
 
 /// Print the plan as text, JSON or Kubernetes manifests.
 pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
+    let (format, git) = check_plan_args(args)?;
+    super::launch_input::check_args(global, &args.run)?;
+    let config = super::run::load_config(global, args.run.workdir.clone())?;
+    let named = super::host_paths::named_workdir(args.run.workdir.as_deref());
+    let service_url = super::chosen_url(global);
+    let mut rules = super::host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
+    let terminals = crate::launch::terminal::both_are_terminals();
+    let mut settings = super::launch_input::settings(&args.run, &config, &mut rules, terminals)?;
+    // A Pod has no `ags` process beside it and no copy of the dispatcher: no agent hooks.
+    settings.agent_hooks &= format != PlanFormat::Kube;
+    let image = settings.image.clone().unwrap_or_else(|| config.image.clone());
+    crate::plan::check::check_image_ref(&image)?;
+    if format == PlanFormat::Kube {
+        kube_checks(&config, &settings, git.is_some())?;
+        if !args.no_hooks {
+            eprintln!(
+                "ags: --format kube runs the prepare hooks and 1Password lookups like a launch: their values go into the Secret printed on standard output (nothing is written to disk)"
+            );
+        }
+    }
+    let rt = super::runtime()?;
+    let mut service = rt.block_on(service(
+        super::target_for(global, Some(&config), Vec::new()),
+        &image,
+        settings.name.as_deref(),
+    ));
+    // A Pod gets generated files through its Secret, wherever the service is.
+    service.remote &= format != PlanFormat::Kube;
+    let kube_secrets = format == PlanFormat::Kube && !args.no_hooks;
+    let built = rt.block_on(build(
+        &config,
+        &settings,
+        rules,
+        service,
+        !args.no_hooks,
+        kube_secrets,
+    ));
+    super::finish(rt);
+    let (plan, secrets) = built?;
+    match format {
+        PlanFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&plan).expect("a plan always serializes")
+        ),
+        PlanFormat::Text => print!("{}", crate::plan::text::render(&plan)),
+        PlanFormat::Kube => {
+            let cgroup_v1 = rootless_cgroup_v1(service_url.as_deref());
+            print_kube(plan, secrets, git.as_ref(), cgroup_v1, args.no_hooks)?;
+        }
+    }
+    Ok(0)
+}
+
+/// The output format, and `--workspace-from-git` parsed; `--report` refused.
+fn check_plan_args(args: &PlanArgs) -> Result<(PlanFormat, Option<GitSource>), Error> {
     if args.run.report.is_some() {
         return Err(Error::Usage(
             "--report describes a launch; `ags plan` launches nothing (its --json output is the plan)".into(),
@@ -33,84 +88,66 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
         Some(arg) => Some(GitSource::parse(arg).map_err(PlanError::from)?),
         None => None,
     };
-    super::run::check_args(global, &args.run)?;
-    let config = super::run::load_config(global, args.run.workdir.clone())?;
-    let named = super::host_paths::named_workdir(args.run.workdir.as_deref());
-    let service_url = super::chosen_url(global);
-    let mut rules = super::host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
-    let terminals = crate::launch::terminal::both_are_terminals();
-    let mut settings = super::run::settings(&args.run, &config, &mut rules, terminals)?;
-    // A Pod has no `ags` process beside it and no copy of the dispatcher: no agent hooks.
-    settings.agent_hooks &= format != PlanFormat::Kube;
-    let image = settings.image.clone().unwrap_or_else(|| config.image.clone());
-    crate::plan::check::check_image_ref(&image)?;
-    let redact = std::io::stdout().is_terminal();
-    if format == PlanFormat::Kube {
-        kube_checks(&config, &settings, git.is_some())?;
-        if !args.no_hooks {
-            eprintln!(
-                "ags: --format kube runs the prepare hooks and 1Password lookups like a launch: their values go into the Secret printed on standard output (nothing is written to disk)"
-            );
-        }
-    }
+    Ok((format, git))
+}
+
+/// The plan, after the prepare hooks (`hooks`), and the 1Password values a Kubernetes Secret
+/// carries (`secrets`; otherwise none are looked up).
+async fn build(
+    config: &Config,
+    settings: &RunSettings,
+    rules: crate::containment::Rules,
+    service: Service,
+    hooks: bool,
+    secrets: bool,
+) -> Result<(LaunchPlan, stage::Secrets), Error> {
     let identity = identity::current();
-    let rt = super::runtime()?;
-    let mut service = rt.block_on(service(
-        super::target_for(global, Some(&config), Vec::new()),
-        &image,
-        settings.name.as_deref(),
-    ));
-    // A Pod gets generated files through its Secret, wherever the service is.
-    service.remote &= format != PlanFormat::Kube;
-    let built = rt.block_on(async {
-        let signals = SignalWatch::install().map_err(Error::Signals)?;
-        let prepared = match args.no_hooks {
-            true => None,
-            false => Some(super::run::prepare_hooks(&config, &settings, &identity, &signals, rules).await?),
-        };
-        let hooks = prepared
-            .as_ref()
-            .map(crate::plan::from_hooks::hook_layer)
-            .unwrap_or_default();
-        let plan = super::run::build_plan(&config, &settings, &identity, service, &hooks)?;
-        let secrets = match (format, &prepared) {
-            (PlanFormat::Kube, Some(_)) => {
-                let running = podman::local_running_roots(None).await;
-                super::run::lookup_secrets(&config, &plan, &signals, &running).await?
-            }
-            _ => stage::Secrets::default(),
-        };
-        Ok::<_, Error>((plan, secrets))
-    });
-    super::finish(rt);
-    let (plan, secrets) = built?;
-    match format {
-        PlanFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&plan).expect("a plan always serializes")
-        ),
-        PlanFormat::Text => print!("{}", render(&plan)),
-        PlanFormat::Kube => {
-            let env_file = plan.staging.is_some().then(|| stage::env_file(&plan, &secrets));
-            drop(secrets);
-            let plan = without_unenforceable_limits(plan, rootless_cgroup_v1(service_url.as_deref()));
-            let export = kube::export(&KubeInput {
-                plan: &plan,
-                env_file: env_file.as_deref().map(Vec::as_slice),
-                workspace_from_git: git.as_ref(),
-                redact,
-            })
-            .map_err(PlanError::from)?;
-            if export.secret.is_some() {
-                secret_notice(args.no_hooks, redact);
-            }
-            let text = export.render();
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes()).map_err(Error::Output)?;
-            out.flush().map_err(Error::Output)?;
+    let signals = SignalWatch::install().map_err(Error::Signals)?;
+    let prepared = match hooks {
+        true => Some(super::run::prepare_hooks(config, settings, &identity, &signals, rules).await?),
+        false => None,
+    };
+    let layer = prepared
+        .as_ref()
+        .map(crate::plan::from_hooks::hook_layer)
+        .unwrap_or_default();
+    let plan = super::run::build_plan(config, settings, &identity, service, &layer)?;
+    let secrets = match secrets {
+        true => {
+            let running = podman::local_running_roots(None).await;
+            super::run::lookup_secrets(config, &plan, &signals, &running).await?
         }
+        false => stage::Secrets::default(),
+    };
+    Ok((plan, secrets))
+}
+
+/// The Kubernetes manifests of `plan` on standard output (values redacted on a terminal).
+fn print_kube(
+    plan: LaunchPlan,
+    secrets: stage::Secrets,
+    git: Option<&GitSource>,
+    cgroup_v1: bool,
+    no_hooks: bool,
+) -> Result<(), Error> {
+    let redact = std::io::stdout().is_terminal();
+    let env_file = plan.staging.is_some().then(|| stage::env_file(&plan, &secrets));
+    drop(secrets);
+    let plan = without_unenforceable_limits(plan, cgroup_v1);
+    let export = kube::export(&KubeInput {
+        plan: &plan,
+        env_file: env_file.as_deref().map(Vec::as_slice),
+        workspace_from_git: git,
+        redact,
+    })
+    .map_err(PlanError::from)?;
+    if export.secret.is_some() {
+        secret_notice(no_hooks, redact);
     }
-    Ok(0)
+    let text = export.render();
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).map_err(Error::Output)?;
+    out.flush().map_err(Error::Output)
 }
 
 /// `plan` without its memory and CPU limits when `drop` (with a note): a rootless Podman on
@@ -194,153 +231,4 @@ async fn service(target: podman::Target, image: &str, name: Option<&str>) -> Ser
         remote: false,
         memory: crate::podman::local_memory_total(),
     }
-}
-
-/// A plan enum as the bare word it serializes to (`default`, `keep-id`), not as a JSON string.
-fn word<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
-fn render(plan: &LaunchPlan) -> String {
-    let mut out = String::new();
-    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<16}{v}\n"));
-    line("launch id", plan.launch_id.clone());
-    line("container", plan.container_name.clone());
-    line("image", plan.image.clone());
-    line("agent", plan.agent.clone());
-    line("command", format!("{:?}", plan.command));
-    line("workdir", plan.workdir.display().to_string());
-    line("tty", plan.tty.to_string());
-    line("user namespace", word(&plan.user_namespace));
-    line("user", plan.user.clone().unwrap_or_default());
-    line(
-        "network",
-        format!("{} from {}", word(&plan.network), plan.egress.mode_origin),
-    );
-    for a in &plan.egress.allow {
-        let ports = a
-            .entry
-            .ports
-            .iter()
-            .map(u16::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        line(
-            "allow",
-            format!("{} ports {ports} from {}", a.entry.entry, a.origin),
-        );
-    }
-    line(
-        "security",
-        format!(
-            "cap-drop={} no-new-privileges={} pids-limit={}",
-            plan.security.cap_drop.join(","),
-            plan.security.no_new_privileges,
-            plan.security.pids_limit
-        ),
-    );
-    line(
-        "limits",
-        format!(
-            "memory={} cpus={}",
-            plan.security
-                .memory_limit
-                .map_or("none".into(), crate::limits::show_size),
-            plan.security.cpus.map_or("none".into(), |c| c.to_string())
-        ),
-    );
-    line("lockdown", plan.lockdown.to_string());
-    line("skip prompts", plan.skip_permissions.to_string());
-    line("init", plan.init.to_string());
-    if let Some(t) = plan.timeout_seconds {
-        line("timeout", format!("{t} s"));
-    }
-    for p in &plan.ports {
-        let ip = p.host_ip.map(|ip| format!("{ip}:")).unwrap_or_default();
-        line(
-            "publish",
-            format!("{ip}{}:{}/{:?}", p.host_port, p.container_port, p.protocol).to_lowercase(),
-        );
-    }
-    for m in &plan.mounts {
-        let what = match &m.kind {
-            crate::plan::MountKind::Bind { source } => format!("bind {}", source.display()),
-            crate::plan::MountKind::Tmpfs { size } => {
-                format!("tmpfs size={}", crate::limits::show_size(*size))
-            }
-            crate::plan::MountKind::Volume { name } => format!("volume {name}"),
-            crate::plan::MountKind::StagedFile { volume, path } => format!("volume {volume}, {path}"),
-        };
-        let mode = if m.read_only { "ro" } else { "rw" };
-        line(
-            "mount",
-            format!("{} <- {what} ({mode}) [{}]", m.destination.display(), m.origin),
-        );
-    }
-    let protected = &plan.protected.paths;
-    let count = |h| protected.iter().filter(|p| p.handling == h).count();
-    use crate::workspace::protected::Handling;
-    if !protected.is_empty() {
-        let (ro, watched) = (count(Handling::ReadOnly), count(Handling::Watched));
-        line(
-            "protected",
-            format!("{ro} read-only, {watched} watched (docs/security.md)"),
-        );
-    }
-    for p in protected.iter().filter(|p| p.handling == Handling::Allowed) {
-        line("protected", format!("{} allowed to change", p.path().display()));
-    }
-    for e in &plan.env {
-        let how = match &e.source {
-            crate::plan::EnvSource::Plain { value } => format!("= {value}"),
-            crate::plan::EnvSource::Staged { .. } => "= <redacted> (staged)".into(),
-            crate::plan::EnvSource::OpRef { reference } => format!("<- {reference} (1Password)"),
-        };
-        line("env", format!("{} {how} [{}]", e.key, e.origin));
-    }
-    for f in &plan.files {
-        line(
-            "file",
-            format!(
-                "{} ({} bytes, read-only) [{}]",
-                f.destination.display(),
-                f.bytes,
-                f.origin
-            ),
-        );
-    }
-    if let Some(w) = &plan.agent_hook_wiring {
-        for h in &w.handlers {
-            let tool = h.tool.as_ref().map(|t| format!(" tool {t}")).unwrap_or_default();
-            line(
-                "agent hook",
-                format!(
-                    "{} on {}{tool}: {:?} (timeout {} s, on_failure {}) [{}]",
-                    h.name,
-                    h.event,
-                    h.command,
-                    h.timeout_seconds,
-                    word(&h.on_failure),
-                    h.scope
-                ),
-            );
-        }
-        for d in &w.guard.deny {
-            line("agent guard", format!("deny {d:?}"));
-        }
-        for p in &w.guard.protect {
-            line("agent guard", format!("protect {p:?}"));
-        }
-    }
-    for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
-        line("warning", w.clone());
-    }
-    for s in &plan.op_secret_sets {
-        line("op secret set", s.clone());
-    }
-    out
 }

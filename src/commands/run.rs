@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{git_host, host_paths, launch_input};
-use crate::cli::{GlobalArgs, NetworkMode, RunArgs, TtyMode};
+use crate::cli::{GlobalArgs, RunArgs};
 use crate::config::{self, Config, LoadOptions};
 use crate::containment::{Rules, WritableRoot};
 use crate::hooks::policy::OpRef;
@@ -18,17 +18,18 @@ use crate::hooks::prepare::{self, PrepareInput, Prepared};
 use crate::hooks::protocol::HookContext;
 use crate::hooks::resolve::LaunchOverrides;
 use crate::hooks::runner::Interrupt;
-use crate::launch::cleanup::{Cleanup, Resource};
+use crate::launch::cleanup::{Cleanup, CleanupError, Resource};
+use crate::launch::host_services::HostServices;
 use crate::launch::report::{Destination, Facts, Report};
 use crate::launch::signals::SignalWatch;
 use crate::launch::sweep_gate::OwnerMark;
+use crate::launch::watch::{Settled, Watch};
 use crate::launch::{self, gc, identity, lifecycle, stage};
-use crate::op::{OpCli, OpEnv, OpError, OpPolicy, SecretSetName};
+use crate::op::{OpCli, OpEnv, OpError, OpPolicy};
 use crate::plan::{
     self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT,
 };
 use crate::session;
-use crate::workspace::{git_inventory, protected, protected_state};
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code; with `--report`, write the launch report after it
@@ -60,13 +61,13 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
 }
 
 fn launch(global: &GlobalArgs, args: &RunArgs, facts: &mut Facts) -> Result<u8, Error> {
-    check_args(global, args)?;
+    launch_input::check_args(global, args)?;
     let config = load_config(global, args.workdir.clone())?;
     facts.paths = Some(config.paths.clone());
     let named = host_paths::named_workdir(args.workdir.as_deref());
     let service_url = super::chosen_url(global);
     let mut rules = host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
-    let settings = settings(args, &config, &mut rules, launch::terminal::both_are_terminals())?;
+    let settings = launch_input::settings(args, &config, &mut rules, launch::terminal::both_are_terminals())?;
     facts.writable = rules.writable_roots().to_vec();
     if let Some(report) = args.report.as_deref().filter(|r| *r != std::path::Path::new("-")) {
         // Refused before anything runs (and a previous report removed); checked again when
@@ -93,109 +94,6 @@ pub(super) fn load_config(global: &GlobalArgs, workdir: Option<PathBuf>) -> Resu
         eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {w}")));
     }
     Ok(config)
-}
-
-/// Check the values of the command line that need nothing else (agent, labels, name, ports,
-/// image syntax, URL, workdir): before the configuration (and its overlay trust prompt), the
-/// hooks, `op` and Podman, so a typo costs nothing. `--env`, `--env-file` and `--add-dir` are
-/// checked by [`settings`], still before any hook runs.
-pub(super) fn check_args(global: &GlobalArgs, args: &RunArgs) -> Result<(), Error> {
-    if let Some(url) = &global.url {
-        podman::Endpoint::parse_from(url, "--url")?;
-    }
-    if let Some(dir) = &args.workdir
-        && !dir.is_dir()
-    {
-        return Err(Error::Usage(format!(
-            "--workdir {}: not an existing directory",
-            dir.display()
-        )));
-    }
-    plan::check::find_agent(&args.agent)?;
-    for label in &args.labels {
-        plan::check::parse_label(label)?;
-    }
-    if let Some(name) = &args.name {
-        plan::check::check_name(name)?;
-    }
-    for p in &args.publish {
-        plan::check::parse_publish(p)?;
-    }
-    if let Some(image) = &args.image {
-        plan::check::check_image_ref(image)?;
-    }
-    Ok(())
-}
-
-/// Resolve the launch options: terminal detection, the user's mounts (checked with `rules`,
-/// which then hold the read-write ones) and the environment from the host (`launch_input`).
-pub(super) fn settings(
-    args: &RunArgs,
-    config: &Config,
-    rules: &mut Rules,
-    terminals: bool,
-) -> Result<RunSettings, Error> {
-    secret_set_names(&args.op_secret_sets)?;
-    let mounts = launch_input::user_mounts(args, config, rules)?;
-    // After the mounts: their read-write ones are writable roots for the env files' check.
-    let (host_env, env_files) = launch_input::host_env(args, config, rules)?;
-    let roots = git_host::git_roots(config, &mounts);
-    let git_guards = git_host::guards(config, &roots, rules, args.lockdown)?;
-    let primary = config.primary.clone().unwrap_or_default();
-    let allowed = protected::check_allow(&primary, &config.user.protect_allow)?;
-    let protected = protected::protection(&roots, &allowed)?;
-    let agent = launch_input::agent_settings(args, config)?;
-    let ssh_agent = git_host::ssh_agent(args, config, rules)?;
-    let git_identity = git_host::identity(config, ssh_agent.is_some());
-    let tty = match args.tty {
-        TtyMode::Auto => terminals,
-        TtyMode::True => true,
-        TtyMode::False => false,
-    };
-    let settings = RunSettings {
-        agent: args.agent.clone(),
-        command: args.command.clone(),
-        tty,
-        term: std::env::var("TERM")
-            .ok()
-            .filter(|t| !t.is_empty())
-            .or(Some("xterm".into())),
-        image: args.image.clone(),
-        env: host_env.cli,
-        env_files,
-        config_env: host_env.config,
-        mounts,
-        git_guards,
-        protected,
-        git_identity,
-        ssh_agent,
-        labels: args.labels.clone(),
-        op_secret_sets: args.op_secret_sets.clone(),
-        lockdown: args.lockdown,
-        network: args.network.map(|m| match m {
-            NetworkMode::Open => config::Network::Open,
-            NetworkMode::Allowlist => config::Network::Allowlist,
-            NetworkMode::None => config::Network::None,
-        }),
-        skip_permissions: args.yolo || agent.skip_permissions,
-        agent_args: agent.args,
-        name: args.name.clone(),
-        timeout: args.timeout,
-        publish: args.publish.clone(),
-        no_init: args.no_init,
-        limits: crate::limits::LimitSettings {
-            memory: args.memory.unwrap_or(config.user.limits.memory),
-            cpus: args.cpus.or(config.user.limits.cpus),
-            ..config.user.limits
-        },
-        // Always on where the agent has wiring (docs/agent-hook-handlers.md): the dispatcher
-        // and the handlers file are mounted with it, and no config switch turns recording off.
-        // Every launch serves the record socket (`shell` included).
-        agent_hooks: true,
-    };
-    // Refused before any hook or `op` runs (the plan checks again).
-    plan::check_agent_hook_args(&settings)?;
-    Ok(settings)
 }
 
 /// The invoking user's uid and gid.
@@ -264,66 +162,124 @@ async fn launch_async(
     global: &GlobalArgs,
     config: &Config,
     settings: &RunSettings,
-    mut rules: Rules,
+    rules: Rules,
     facts: &mut Facts,
 ) -> Result<u8, Error> {
     let mut signals = SignalWatch::install().map_err(Error::Signals)?;
+    let ready = prepare(global, config, settings, rules, facts, &signals).await?;
+    let (client, plan) = (&ready.client, &ready.plan);
+    let owner = OwnerMark::write(&config.paths, &ready.identity, client.url());
+    let services = start_services(config, plan, ready.staged, client)?;
+    let session = session::Session::begin(config, plan, &ready.identity, ready.lifecycle_hooks);
+    // Started hooks and the reconciliation of other launches' leftovers run once the agent has
+    // started: off the path to the agent's first instruction, their output held back.
+    let (started, on_start) = tokio::sync::oneshot::channel();
+    let background = tokio::spawn(session.after_start(client.clone(), on_start));
+    let mut cleanup = Cleanup::default();
+    for dir in services.dirs() {
+        cleanup.push(Resource::HostDir(dir));
+    }
+    let locks = config.paths.state_dir().join("locks");
+    let settled = ready.watch.settle(client, &settings.protected).await;
+    let (records, stage) = (services.records.as_ref(), ready.stage);
+    let result = lifecycle::run(
+        client,
+        plan,
+        &locks,
+        stage,
+        &mut signals,
+        &mut cleanup,
+        started,
+        records,
+    )
+    .await;
+    let ended = std::time::Instant::now();
+    crate::trace::mark("exit code known");
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    let (errors, background) = tokio::join!(cleanup.run(client), background);
+    facts.agent_hook_record = services.stop(result.as_ref().ok().copied()).await;
+    if !errors.is_empty() {
+        owner.keep(); // the next launch after this process is gone sweeps
+    }
+    let unmoved = report_after(config, settings, settled, errors, facts).await;
+    let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    session
+        .finish(background, result.as_ref().ok().copied(), ended, &signals)
+        .await;
+    let code = result?;
+    if unmoved > 0 {
+        return Err(crate::workspace::quarantine::LeftInPlace { count: unmoved }.into());
+    }
+    Ok(code)
+}
+
+/// The cleanup's errors (each a leftover of the report) and the workspace checks, said at once:
+/// nothing is printed until both have run (`notices::say`, attack2-2). How many planted pieces
+/// stayed in place.
+async fn report_after(
+    config: &Config,
+    settings: &RunSettings,
+    settled: Settled,
+    errors: Vec<CleanupError>,
+    facts: &mut Facts,
+) -> usize {
+    let mut report = String::new();
+    for e in errors {
+        report.push_str(&crate::text::escape_controls(&format!("ags: {e}\n")));
+        facts.leftovers.push((&e).into());
+    }
+    crate::trace::mark("cleaned up");
+    let (git, guards) = (&config.user.git, settings.git_guards.clone());
+    let unmoved = settled
+        .check(git, guards, &facts.writable, &settings.protected, &mut report)
+        .await;
+    launch::notices::say(&report);
+    unmoved
+}
+
+/// What [`prepare`] hands to the run.
+struct Ready {
+    client: podman::Client,
+    identity: LaunchIdentity,
+    plan: LaunchPlan,
+    /// The staging archive (values in RAM only), when the plan stages anything.
+    stage: Option<bytes::Bytes>,
+    staged: crate::agent_log::Scrubber,
+    watch: Watch,
+    lifecycle_hooks: session::LifecycleHooks,
+}
+
+/// Everything before the container: the service checked, the prepare hooks run, the plan built,
+/// the secrets looked up into the staging archive, the host paths checked again.
+async fn prepare(
+    global: &GlobalArgs,
+    config: &Config,
+    settings: &RunSettings,
+    mut rules: Rules,
+    facts: &mut Facts,
+    signals: &SignalWatch,
+) -> Result<Ready, Error> {
     let identity = identity::current();
     facts.launch_id = Some(identity.launch_id.clone());
     let target = super::target_for(global, Some(config), rules.writable_roots().to_vec());
     let client = podman::connect(&target).await?;
     crate::trace::mark("connected");
-    let image = settings.image.as_deref().unwrap_or(&config.image);
-    // The read-write mounts of every running launch of this machine: no host program (`op`,
-    // the hooks' `PATH`) comes from them. Only prepare hooks and `--op-secret-set` run one.
-    let runs_programs = !config.prepare_hooks.is_empty() || !settings.op_secret_sets.is_empty();
-    let running = async {
-        Ok::<_, Error>(match runs_programs {
-            true => podman::local_running_roots(Some(&client)).await,
-            false => Vec::new(),
-        })
-    };
-    let (service, (), running) = tokio::try_join!(
-        service_facts(&client),
-        async {
-            lifecycle::preflight(&client, image, settings.name.as_deref()).await?;
-            if client.is_remote() {
-                // The workdir is a path on the service's machine (docs/remote.md).
-                launch::remote::check_workdir(&client, image, &config.workdir, &identity, &settings.labels)
-                    .await?;
-            }
-            Ok::<(), Error>(())
-        },
-        running
-    )?;
+    let (service, running) = check_service(&client, config, settings, &identity).await?;
     running.iter().cloned().for_each(|root| rules.writable(root));
     let lifecycle_hooks = session::approve(config)?;
-    let prepared = prepare_hooks(config, settings, &identity, &signals, rules).await?;
+    let prepared = prepare_hooks(config, settings, &identity, signals, rules).await?;
     let hooks = plan::from_hooks::hook_layer(&prepared);
     crate::trace::mark("hooks done");
     // The git metadata as the approved hooks left it, recorded while the launch is prepared;
     // what differs once the container is gone is the launch's (`workspace::git_inventory`).
-    let pending_inventory = config.user.protect_git.then(|| {
-        let guards = &settings.git_guards;
-        launch::git_quarantine::begin(git_host::scan_roots(
-            &git_host::git_roots(config, &settings.mounts),
-            guards,
-        ))
-    });
+    let roots = git_host::git_roots(config, &settings.mounts);
+    let watch =
+        Watch::begin((config.user.protect_git).then(|| git_host::scan_roots(&roots, &settings.git_guards)));
     let plan = build_plan(config, settings, &identity, service, &hooks)?;
-    for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
-        eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {w}")));
-    }
-    if service.remote && settings.agent_hooks && !config.agent_hooks.is_empty() {
-        eprintln!(
-            "ags: warning: agent hooks: a remote Podman service cannot run this host's dispatcher, so the [[agent_hook]] handlers and the [agent_guard] do not run in this launch (docs/agent-hook-handlers.md)"
-        );
-    }
-    if let Some(w) = &plan.agent_hook_wiring {
-        crate::agent_hooks::install::install(&w.dispatcher)?;
-    }
+    warn_about_wiring(config, settings, &plan, service)?;
     facts.image = Some(plan.image.clone());
-    let secrets = lookup_secrets(config, &plan, &signals, &running).await?;
+    let secrets = lookup_secrets(config, &plan, signals, &running).await?;
     crate::trace::mark("secrets");
     let stage = stage::staging_archive(&plan, &secrets, user_ids()).map_err(launch::LaunchError::Stage)?;
     // The agent hook record is scrubbed of every staged value: its own copies, zeroed at the end.
@@ -339,131 +295,92 @@ async fn launch_async(
     for root in config.paths.stage_roots() {
         gc::sweep_host(&root);
     }
-    let owner = OwnerMark::write(&config.paths, &identity, client.url());
-    // Allowlist mode: the proxy serves from this process for the whole session; its private
-    // socket directory is removed with the launch's other resources (and swept after a crash).
+    Ok(Ready {
+        client,
+        identity,
+        plan,
+        stage,
+        staged,
+        watch,
+        lifecycle_hooks,
+    })
+}
+
+/// The service's facts, the image and name checked (and a remote workdir), and the read-write
+/// mounts of every running launch of this machine when a host program will run: no host
+/// program (`op`, the hooks' `PATH`) comes from them. Only prepare hooks and `--op-secret-set`
+/// run one.
+async fn check_service(
+    client: &podman::Client,
+    config: &Config,
+    settings: &RunSettings,
+    identity: &LaunchIdentity,
+) -> Result<(Service, Vec<WritableRoot>), Error> {
+    let image = settings.image.as_deref().unwrap_or(&config.image);
+    let runs_programs = !config.prepare_hooks.is_empty() || !settings.op_secret_sets.is_empty();
+    let running = async {
+        Ok::<_, Error>(match runs_programs {
+            true => podman::local_running_roots(Some(client)).await,
+            false => Vec::new(),
+        })
+    };
+    let checks = async {
+        lifecycle::preflight(client, image, settings.name.as_deref()).await?;
+        if client.is_remote() {
+            // The workdir is a path on the service's machine (docs/remote.md).
+            launch::remote::check_workdir(client, image, &config.workdir, identity, &settings.labels).await?;
+        }
+        Ok::<(), Error>(())
+    };
+    let (service, (), running) = tokio::try_join!(service_facts(client), checks, running)?;
+    Ok((service, running))
+}
+
+/// The plan's agent-hook warnings, and the dispatcher installed where the plan mounts it.
+fn warn_about_wiring(
+    config: &Config,
+    settings: &RunSettings,
+    plan: &LaunchPlan,
+    service: Service,
+) -> Result<(), Error> {
+    for w in plan.agent_hook_wiring.iter().flat_map(|w| &w.warnings) {
+        eprintln!("{}", crate::text::escape_controls(&format!("ags: warning: {w}")));
+    }
+    if service.remote && settings.agent_hooks && !config.agent_hooks.is_empty() {
+        eprintln!(
+            "ags: warning: agent hooks: a remote Podman service cannot run this host's dispatcher, so the [[agent_hook]] handlers and the [agent_guard] do not run in this launch (docs/agent-hook-handlers.md)"
+        );
+    }
+    if let Some(w) = &plan.agent_hook_wiring {
+        crate::agent_hooks::install::install(&w.dispatcher)?;
+    }
+    Ok(())
+}
+
+/// The host-side services of the launch (each only when the plan asks for it), served from this
+/// process for the whole session; their private socket directories are removed with the
+/// launch's other resources (and swept after a crash).
+fn start_services(
+    config: &Config,
+    plan: &LaunchPlan,
+    staged: crate::agent_log::Scrubber,
+    client: &podman::Client,
+) -> Result<HostServices, Error> {
     let remote = (!client.is_unix()).then(|| client.url());
-    // Agent hooks: the record socket is served the same way (its directory removed when the
-    // server is dropped, so it goes first).
-    let records = crate::agent_log::start(&plan, staged, remote)?;
-    // One writer of the egress log for the launch (the proxy's records and the ssh-agent
-    // filter's refusals share its budgets).
+    // The record server goes first: its directory is removed when it is dropped.
+    let records = crate::agent_log::start(plan, staged, remote)?;
     let egress_log = Arc::new(crate::egress::log::EgressLog::new(
         config.paths.egress_log(),
         plan.launch_id.clone(),
     ));
     let egress = crate::egress::start(&plan.egress, egress_log.clone(), remote)?;
     let ssh_filter = crate::ssh_agent::start(plan.ssh_agent.as_ref(), egress_log.clone(), remote)?;
-    let session = session::Session::begin(config, &plan, &identity, lifecycle_hooks);
-    // Started hooks and the reconciliation of other launches' leftovers run once the agent has
-    // started: off the path to the agent's first instruction, their output held back.
-    let (started, on_start) = tokio::sync::oneshot::channel();
-    let background = tokio::spawn(session.after_start(client.clone(), on_start));
-    let mut cleanup = Cleanup::default();
-    for dir in [
-        egress.as_ref().map(|e| e.dir()),
-        records.as_ref().map(|r| r.dir()),
-        ssh_filter.as_ref().map(|s| s.dir()),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        cleanup.push(Resource::HostDir(dir.to_path_buf()));
-    }
-    let locks = config.paths.state_dir().join("locks");
-    let mut before = protected_state::inventory(&settings.protected);
-    let taken_inventory = match pending_inventory {
-        Some(pending) => Some(pending.finish().await),
-        None => None,
-    };
-    // Asked after both inventories: a launch running now could have planted what they hold.
-    let running = podman::local_running_roots(Some(&client)).await;
-    let taken_inventory = taken_inventory.map(|i| launch::git_quarantine::against(i, &running));
-    before.distrust_against(&running);
-    crate::trace::mark("git inventory");
-    let result = lifecycle::run(
-        &client,
-        &plan,
-        &locks,
-        stage,
-        &mut signals,
-        &mut cleanup,
-        started,
-        records.as_ref(),
-    )
-    .await;
-    let ended = std::time::Instant::now();
-    crate::trace::mark("exit code known");
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    let (errors, background) = tokio::join!(cleanup.run(&client), background);
-    if let Some(e) = egress {
-        e.stop().await;
-    }
-    if let Some(s) = ssh_filter {
-        s.stop().await;
-    }
-    egress_log.finish();
-    if let Some(r) = records {
-        facts.agent_hook_record = Some(r.stop(result.as_ref().ok().copied()).await);
-    }
-    if !errors.is_empty() {
-        owner.keep(); // the next launch after this process is gone sweeps
-    }
-    // Nothing is printed until both checks below have run (`notices::say`, attack2-2).
-    let mut report = String::new();
-    for e in errors {
-        report.push_str(&crate::text::escape_controls(&format!("ags: {e}\n")));
-        facts.leftovers.push((&e).into());
-    }
-    crate::trace::mark("cleaned up");
-    let writable = facts.writable.iter().chain(&running).cloned().collect();
-    let reading = launch::git_quarantine::CommitReading::new(&config.user.git, writable, &settings.protected);
-    let unmoved = check_after(
-        taken_inventory,
-        settings.git_guards.clone(),
-        before,
-        reading,
-        &mut report,
-    )
-    .await;
-    launch::notices::say(&report);
-    let background = background.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-    let exit_code = result.as_ref().ok().copied();
-    session.finish(background, exit_code, ended, &signals).await;
-    let code = result?;
-    if unmoved > 0 {
-        return Err(crate::workspace::quarantine::LeftInPlace { count: unmoved }.into());
-    }
-    Ok(code)
-}
-
-/// After the container is gone (nothing can write the workspace behind these checks, and the
-/// finished hooks, which may call git, run after them): the git check, the commits of the
-/// launch, and the project files host tools run on their own (`workspace::protected`), reported
-/// into `report`. How many planted pieces could not be moved aside.
-async fn check_after(
-    git_inventory: Option<git_inventory::Inventory>,
-    guards: Vec<crate::config::git_guard::GitGuard>,
-    before: protected_state::Inventory,
-    reading: launch::git_quarantine::CommitReading,
-    report: &mut String,
-) -> usize {
-    let mut unmoved = 0;
-    if let Some(inventory) = git_inventory {
-        let mut found = tokio::task::spawn_blocking(move || launch::git_quarantine::run(&inventory, &guards))
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-        report.push_str(&found.message());
-        report.push_str(&launch::git_quarantine::commits(&mut found, &reading).await);
-        unmoved += found.unmoved();
-        crate::trace::mark("git checked");
-    }
-    let settled = tokio::task::spawn_blocking(move || protected_state::settle(&before))
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-    report.push_str(&settled.message());
-    unmoved + settled.unmoved()
+    Ok(HostServices {
+        records,
+        egress_log,
+        egress,
+        ssh_filter,
+    })
 }
 
 /// The final handoff: resolve the surviving 1Password references in one `op inject` batch and
@@ -485,7 +402,7 @@ pub(super) async fn lookup_secrets(
     let references = op
         .resolve_refs(refs.iter().map(|(k, r)| (*k, r)), &interrupt)
         .await?;
-    let names = secret_set_names(sets)?;
+    let names = launch_input::secret_set_names(sets)?;
     let loaded = op.load_secret_sets(&names, &interrupt).await?;
     for set in &loaded {
         for field in &set.skipped {
@@ -535,13 +452,6 @@ fn op_policy(config: &Config, plan: &LaunchPlan, running: &[WritableRoot]) -> Op
         configured: config.user.op_path.clone(),
         agent_writable: own.chain(running.iter().cloned()).collect(),
     }
-}
-
-/// Parse `--op-secret-set VAULT/ITEM` values (checked before anything runs).
-pub(super) fn secret_set_names(sets: &[String]) -> Result<Vec<SecretSetName>, Error> {
-    sets.iter()
-        .map(|s| SecretSetName::try_from(s.as_str()).map_err(Error::from))
-        .collect()
 }
 
 /// Run the prepare phase for a launch (also used by `ags plan`).

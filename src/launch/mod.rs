@@ -8,6 +8,7 @@ pub mod cleanup;
 pub mod gc;
 mod git_guard;
 pub mod git_quarantine;
+pub mod host_services;
 pub mod identity;
 mod io;
 pub mod lifecycle;
@@ -23,6 +24,7 @@ pub mod stage;
 pub mod state_gc;
 pub mod sweep_gate;
 pub mod terminal;
+pub mod watch;
 
 use crate::exit::{EXIT_AGS_FAILURE, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
 use crate::podman::{ExecFailure, PodmanError};

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::build::HookLayer;
+use super::input::HookLayer;
 use super::types::{EnvSource, MountKind, Origin, PlanFile, PlanMount};
 use crate::hooks::prepare::Prepared;
 use crate::hooks::protocol::MountMode;

@@ -13,14 +13,15 @@ mod egress_entries;
 pub mod from_hooks;
 pub mod git;
 pub mod host_env;
+mod input;
 pub mod kube;
+mod mounts;
 pub mod network;
+pub mod text;
 mod types;
 
-pub use build::{
-    HookLayer, LaunchIdentity, PlanInput, RunSettings, UserMount, build, check_agent_hook_args,
-    container_name, slug,
-};
+pub use build::{build, check_agent_hook_args, container_name, slug};
+pub use input::{HookLayer, LaunchIdentity, PlanInput, RunSettings, UserMount};
 pub use types::*;
 
 /// Errors of the plan stage.

@@ -278,12 +278,29 @@ impl TestEnv {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        self.spawn_pty_typed_ahead(program, args, rows, cols, b"")
+    }
+
+    /// [`Self::spawn_pty_program`] with `typed` already waiting in the terminal's input
+    /// ([`PtySession::spawn_typed_ahead`]).
+    pub fn spawn_pty_typed_ahead<I, S>(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: I,
+        rows: u16,
+        cols: u16,
+        typed: &[u8],
+    ) -> PtySession
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let mut cmd = Command::new(tool("setsid"));
         cmd.args(["--ctty", "-w"]).arg(program).args(args);
         self.prepare(&mut cmd);
         cmd.env("TERM", "xterm");
         let owner = self.switch_user.then(|| (self.uid(), self.gid()));
-        PtySession::spawn(cmd, rows, cols, owner).expect("spawning on a pty")
+        PtySession::spawn_typed_ahead(cmd, rows, cols, owner, typed).expect("spawning on a pty")
     }
 
     /// [`Self::spawn_pty_program`] for `ags args…`.

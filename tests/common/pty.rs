@@ -67,11 +67,37 @@ impl PtySession {
     /// Spawn `cmd` (which must make itself the session leader with the terminal as controlling
     /// terminal, e.g. `setsid --ctty -w …`) on a new terminal of `rows` x `cols`. With `owner`,
     /// the slave device is given to that uid/gid first, as login does for a user's terminal.
-    pub fn spawn(mut cmd: Command, rows: u16, cols: u16, owner: Option<(u32, u32)>) -> std::io::Result<Self> {
-        let (master, slave_path, slave) = open_pair()?;
+    pub fn spawn(cmd: Command, rows: u16, cols: u16, owner: Option<(u32, u32)>) -> std::io::Result<Self> {
+        Self::spawn_typed_ahead(cmd, rows, cols, owner, b"")
+    }
+
+    /// [`Self::spawn`] with `typed` already in the terminal's input queue when the child starts,
+    /// as keys a user typed before the program ran. The child is spawned only once the line
+    /// discipline holds every byte (`FIONREAD` on the slave): a pty master's write reaches it
+    /// through a kernel work queue, which under load can run after the child's first read.
+    pub fn spawn_typed_ahead(
+        mut cmd: Command,
+        rows: u16,
+        cols: u16,
+        owner: Option<(u32, u32)>,
+        typed: &[u8],
+    ) -> std::io::Result<Self> {
+        let (mut master, slave_path, slave) = open_pair()?;
         set_size(&slave_path, rows, cols)?;
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::fchown(&slave, Some(uid), Some(gid))?;
+        }
+        if !typed.is_empty() {
+            master.write_all(typed)?;
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while (rustix::io::ioctl_fionread(&slave)? as usize) < typed.len() {
+                if Instant::now() > deadline {
+                    return Err(std::io::Error::other(
+                        "typed-ahead input never reached the terminal",
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
         }
         cmd.stdin(Stdio::from(slave.try_clone()?))
             .stdout(Stdio::from(slave.try_clone()?))

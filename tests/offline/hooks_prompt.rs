@@ -250,9 +250,9 @@ fn input_typed_before_the_prompt_does_not_answer_it() {
     let marker = env.root().join("ran");
     let h = marking_hook(&env, "h", &marker);
     env.write_global_config(&decl("h", &h, &[], ""));
-    let mut s = env.spawn_pty(["plan"], 24, 120);
-    // Typed ahead, long before `ags` has read the config, hashed the hook and asked.
-    s.write(b"y\n");
+    // Typed ahead: in the terminal's input before `ags` starts, as a user's keys typed while a
+    // slow command ran (deterministic: waiting in the line discipline, not still on its way).
+    let mut s = env.spawn_pty_typed_ahead(common::ags_bin(), ["plan"], 24, 120, b"y\n");
     assert!(s.wait_for(PROMPT, WAIT), "no prompt: {}", s.output());
     s.write(b"n\n");
     let status = s.wait(WAIT).expect("ags exits");

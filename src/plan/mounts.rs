@@ -1,0 +1,188 @@
+//! The plan's mounts: the agent's state, the workdir, the user's mounts (destinations checked),
+//! git guards, hooks' mounts and generated files; equal or nested destinations refused.
+
+use std::path::Path;
+
+use super::PlanError;
+use super::input::*;
+use super::types::*;
+use crate::agents;
+
+/// Every mount of the launch, in order, checked: no user destination on a reserved path, no two
+/// bind mounts at equal or nested destinations.
+pub(super) fn build_mounts(
+    input: &PlanInput<'_>,
+    hook_mounts: &[PlanMount],
+    files: &[PlanFile],
+    staging: Option<&Staging>,
+    extra: Vec<PlanMount>,
+) -> Result<Vec<PlanMount>, PlanError> {
+    let bind = |path: &Path, origin: Origin, read_only: bool| PlanMount {
+        destination: path.into(),
+        kind: MountKind::Bind { source: path.into() },
+        read_only,
+        origin,
+    };
+    let mut mounts = vec![bind(&input.config.workdir, Origin::Default, false)];
+    for m in &input.run.mounts {
+        check_user_destination(m)?;
+        mounts.push(PlanMount {
+            destination: m.destination.clone(),
+            kind: MountKind::Bind {
+                source: m.source.clone(),
+            },
+            read_only: m.read_only,
+            origin: m.origin.clone(),
+        });
+    }
+    // Per-agent state volumes (kept across launches); not with --lockdown, which mounts no
+    // agent configuration.
+    if let (false, Some(profile)) = (input.run.lockdown, agents::find(&input.run.agent)) {
+        let per_project = (!input.config.user.shared_state).then_some(input.config.workdir.as_path());
+        mounts.extend(profile.state.iter().map(|dir| PlanMount {
+            destination: dir.into(),
+            kind: MountKind::Volume {
+                name: profile.state_volume(dir, per_project),
+            },
+            read_only: false,
+            origin: Origin::Default,
+        }));
+    }
+    mounts.extend(hook_mounts.iter().cloned());
+    // Generated files: read-only binds of private host files, or for a remote service of their
+    // copies in the staging volume. A bind mount point cannot be written, unlinked or replaced
+    // from inside the container (docs/decisions/0002).
+    mounts.extend(files.iter().enumerate().map(|(i, f)| PlanMount {
+        destination: f.destination.clone(),
+        kind: match (input.remote, staging) {
+            (true, Some(s)) => MountKind::StagedFile {
+                volume: s.volume.clone(),
+                path: staged_file_path(i),
+            },
+            _ => MountKind::Bind {
+                source: f.host_path.clone(),
+            },
+        },
+        read_only: true,
+        origin: f.origin.clone(),
+    }));
+    mounts.extend(extra);
+    let ssh = input.run.ssh_agent.as_ref();
+    let ssh = ssh.map(|s| super::git::ssh_plan(s, input.host_stage_dir));
+    mounts.extend(ssh.iter().flat_map(super::git::ssh_mounts));
+    check_overlaps(&mounts)?;
+    // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.
+    mounts.extend(input.run.git_guards.iter().map(|g| PlanMount {
+        destination: g.path.clone(),
+        kind: MountKind::Bind {
+            source: g.path.clone(),
+        },
+        read_only: g.read_only,
+        origin: Origin::Default,
+    }));
+    // The same for the protected project files (read-only, their directories pinned).
+    mounts.extend(input.run.protected.mounts.iter().map(|g| PlanMount {
+        destination: g.path.clone(),
+        kind: MountKind::Bind {
+            source: g.path.clone(),
+        },
+        read_only: g.read_only,
+        origin: Origin::Default,
+    }));
+    if input.run.lockdown {
+        let size = input.run.limits.tmpfs_size;
+        for (dest, size) in [
+            ("/tmp", size),
+            ("/var/tmp", size),
+            ("/run", crate::limits::RUN_TMPFS_SIZE),
+        ] {
+            let kind = MountKind::Tmpfs { size };
+            mounts.push(PlanMount {
+                destination: dest.into(),
+                kind,
+                read_only: false,
+                origin: Origin::Default,
+            });
+        }
+    }
+    if let Some(s) = staging {
+        mounts.push(PlanMount {
+            destination: s.mount_point.clone(),
+            kind: MountKind::Volume {
+                name: s.volume.clone(),
+            },
+            read_only: true,
+            origin: Origin::Default,
+        });
+    }
+    Ok(mounts)
+}
+
+/// Container paths a user mount may not equal, enter or contain: the kernel's file systems and
+/// `ags`'s staging mount. (Other plan mounts are caught by [`check_overlaps`].)
+const RESERVED_DESTINATIONS: &[&str] = &["/proc", "/sys", "/dev", STAGING_MOUNT];
+
+/// A user mount's destination: absolute, normalized, not `/` and clear of
+/// [`RESERVED_DESTINATIONS`].
+fn check_user_destination(m: &UserMount) -> Result<(), PlanError> {
+    let bad = |rule| PlanError::BadMount {
+        what: match m.origin {
+            Origin::Cli => format!("--add-dir {}", m.source.display()),
+            _ => format!("[[mount]] target {}", m.destination.display()),
+        },
+        rule,
+    };
+    let d = &m.destination;
+    let text = d.to_string_lossy();
+    if !d.is_absolute() {
+        return Err(bad("the container path must be absolute"));
+    }
+    if d == Path::new("/") {
+        return Err(bad("the container path must not be /"));
+    }
+    if text[1..]
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return Err(bad(
+            "the container path must be normalized (no //, ., .. or trailing /)",
+        ));
+    }
+    if RESERVED_DESTINATIONS
+        .iter()
+        .any(|r| d.starts_with(r) || Path::new(r).starts_with(d))
+    {
+        return Err(bad(
+            "the container path must stay clear of /proc, /sys, /dev and /run/ags; choose another target",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse equal or nested destinations among bind mounts (tmpfs system mounts are exempt, and
+/// so are the agent hooks' mounts inside a state volume: the empty read-only tmpfs over a
+/// plugin directory, the empty read-only file over a `.env`).
+fn check_overlaps(mounts: &[PlanMount]) -> Result<(), PlanError> {
+    let shadows = |inner: &PlanMount, outer: &PlanMount| {
+        inner.origin == Origin::AgentHooks
+            && matches!(outer.kind, MountKind::Volume { .. })
+            && inner.destination != outer.destination
+            && inner.destination.starts_with(&outer.destination)
+    };
+    for (i, a) in mounts.iter().enumerate() {
+        for b in &mounts[i + 1..] {
+            if shadows(a, b) || shadows(b, a) {
+                continue;
+            }
+            if a.destination.starts_with(&b.destination) || b.destination.starts_with(&a.destination) {
+                return Err(PlanError::MountOverlap {
+                    a: a.destination.display().to_string(),
+                    a_origin: a.origin.to_string(),
+                    b: b.destination.display().to_string(),
+                    b_origin: b.origin.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
