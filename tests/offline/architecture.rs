@@ -11,7 +11,9 @@
 //! 2. each top-level module has a layer in [`LAYERS`]; an edge between two top-level modules
 //!    must go from a later layer to an earlier-or-equal one, a leaf/data module (layer 0) imports
 //!    only leaf/data modules, and the graph between top-level modules has no cycle either
-//!    (`stages_import_only_earlier_stages`).
+//!    (`stages_import_only_earlier_stages`);
+//! 3. the README's Layout block names every top-level module of `src/`, and no other
+//!    (`the_readme_layout_names_every_top_level_module`).
 //!
 //! Each failure prints the offending edge with the file and line of the reference. A new
 //! top-level module must be added to [`LAYERS`] (the test says so). `AGS_ARCH_DUMP=1` prints the
@@ -688,4 +690,50 @@ fn the_checks_find_planted_problems() {
     };
     let refs: Vec<String> = references(&f).into_iter().map(|(p, _)| p.join("::")).collect();
     assert_eq!(refs, ["a::b", "c", "c::d", "m::x::y", "m::n"]);
+}
+
+/// Every `src/NAME` and `src/NAME.rs` the README's Layout block names.
+fn readme_layout_names() -> BTreeSet<String> {
+    let readme = fs::read_to_string(src_dir().join("../README.md")).expect("README.md");
+    let start = readme
+        .find("## Layout")
+        .expect("README.md has a ## Layout section");
+    let block = &readme[start..];
+    let open = block.find("```").expect("the Layout section has a code block") + 3;
+    let close = open + block[open..].find("```").expect("the code block ends");
+    let mut names = BTreeSet::new();
+    for (i, _) in block[open..close].match_indices("src/") {
+        let rest = &block[open + i + 4..close];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(rest.len());
+        names.insert(rest[..end].trim_end_matches('.').to_string());
+    }
+    names
+}
+
+/// The README's Layout block names every top-level module of `src/` (a directory or a `.rs`
+/// file; `lib.rs`, `main.rs` and test files aside), and nothing that is not there.
+#[test]
+fn the_readme_layout_names_every_top_level_module() {
+    let mut actual = BTreeSet::new();
+    for entry in fs::read_dir(src_dir()).expect("src/") {
+        let name = entry
+            .expect("a src/ entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let test = name.ends_with("_tests.rs") || name == "tests.rs";
+        if !test && name != "lib.rs" && name != "main.rs" {
+            actual.insert(name);
+        }
+    }
+    let named = readme_layout_names();
+    let missing: Vec<_> = actual.difference(&named).collect();
+    let stale: Vec<_> = named.difference(&actual).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "README.md's Layout: add a line for {missing:?} (src/NAME or src/NAME.rs, what it owns); \
+         remove {stale:?}, which src/ does not have"
+    );
 }
