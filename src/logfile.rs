@@ -1,6 +1,6 @@
-//! The host's append-only JSONL logs that launches write into (the agent hook record,
-//! `agent_log`; the egress log, `egress::log`): how a line is appended and rotated, and how
-//! much one launch may append (issue 22, finding 6).
+//! The host's append-only JSONL logs (the prepare-hook run log, `hooks::log`; the agent hook
+//! record, `agent_log`; the egress log, `egress::log`): how a line is appended and rotated, how
+//! records are read back, and how much one launch may append (issue 22, finding 6).
 //!
 //! Appending: each line is one `write` on an `O_APPEND` descriptor held under an exclusive
 //! `flock`, so the lines of concurrent launches never interleave and only one of them rotates:
@@ -20,6 +20,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::de::DeserializeOwned;
 
 /// Rotate a log to `NAME.1` once it is larger than this (10 MiB).
 pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
@@ -53,6 +55,44 @@ pub fn rotated(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".1");
     PathBuf::from(s)
+}
+
+/// The records of `bytes`, one JSON value a line; lines that do not parse (torn, foreign or
+/// damaged by hand) are skipped.
+pub fn parse_lines<T: DeserializeOwned>(bytes: &[u8]) -> Vec<T> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
+}
+
+/// The records of one file (none when it does not exist).
+pub fn read_file<T: DeserializeOwned>(path: &Path) -> io::Result<Vec<T>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(parse_lines(&bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every record of the rotated file, then of the current one, oldest first.
+pub fn read_all<T: DeserializeOwned>(path: &Path) -> io::Result<Vec<T>> {
+    let mut records = read_file(&rotated(path))?;
+    records.extend(read_file(path)?);
+    Ok(records)
+}
+
+/// The last `n` records, oldest first (the rotated file read only when the current one holds
+/// fewer).
+pub fn read_last<T: DeserializeOwned>(path: &Path, n: usize) -> io::Result<Vec<T>> {
+    let mut records = read_file(path)?;
+    if records.len() < n {
+        let mut older = read_file(&rotated(path))?;
+        older.append(&mut records);
+        records = older;
+    }
+    let skip = records.len().saturating_sub(n);
+    Ok(records.split_off(skip))
 }
 
 /// The bytes one kind of line of one launch may take, and what was dropped past them.

@@ -24,24 +24,7 @@ pub fn append(path: &Path, entry: &Entry) -> io::Result<()> {
 /// Every entry of the rotated file, then of the current one, oldest first. Lines that do not
 /// parse (a file damaged by hand) are skipped.
 pub fn read_all(path: &Path) -> io::Result<Vec<Entry>> {
-    let mut entries = read_file(&rotated(path))?;
-    entries.extend(read_file(path)?);
-    Ok(entries)
-}
-
-fn read_file(path: &Path) -> io::Result<Vec<Entry>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(parse_lines(&bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e),
-    }
-}
-
-fn parse_lines(bytes: &[u8]) -> Vec<Entry> {
-    bytes
-        .split(|b| *b == b'\n')
-        .filter_map(|line| serde_json::from_slice(line).ok())
-        .collect()
+    crate::logfile::read_all(path)
 }
 
 /// Which entries `ags log` shows.
@@ -117,7 +100,7 @@ impl Follower {
                 f.read_to_end(&mut self.partial)?;
             }
             if let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') {
-                out.extend(parse_lines(&self.partial[..end]));
+                out.extend(crate::logfile::parse_lines::<Entry>(&self.partial[..end]));
                 self.partial.drain(..=end);
             }
             // Rotated (or created): switch once the old file is read to its end.

@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use crate::logfile::ROTATE_BYTES;
-use crate::logfile::{Budget, LaunchLog, rotated};
+use crate::logfile::{Budget, LaunchLog};
 
 /// Bytes of allowed and failed connections one launch may append (5 MiB).
 pub const MAX_LAUNCH_CONNECTION_BYTES: u64 = 5 * 1024 * 1024;
@@ -188,26 +188,7 @@ fn line(record: &EgressRecord) -> Vec<u8> {
 /// The last `n` records, oldest first (reading the rotated file too when needed); lines that do
 /// not parse are skipped.
 pub fn read_last(path: &Path, n: usize) -> io::Result<Vec<EgressRecord>> {
-    let mut records = read_all(path)?;
-    if records.len() < n {
-        let mut older = read_all(&rotated(path))?;
-        older.append(&mut records);
-        records = older;
-    }
-    let skip = records.len().saturating_sub(n);
-    Ok(records.split_off(skip))
-}
-
-fn read_all(path: &Path) -> io::Result<Vec<EgressRecord>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    Ok(bytes
-        .split(|b| *b == b'\n')
-        .filter_map(|line| serde_json::from_slice(line).ok())
-        .collect())
+    crate::logfile::read_last(path, n)
 }
 
 /// One line of text for `ags log --egress`.
@@ -279,7 +260,7 @@ mod tests {
         let f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
         f.set_len(ROTATE_BYTES + 1).unwrap();
         log.append(&log.record("http", "b.example", 4, Decision::Allowed, "ok".into()));
-        assert!(rotated(&path).exists());
+        assert!(crate::logfile::rotated(&path).exists());
         let got = read_last(&path, 2).unwrap();
         assert_eq!(got.iter().map(|r| r.port).collect::<Vec<_>>(), [3, 4]);
         use std::os::unix::fs::PermissionsExt;

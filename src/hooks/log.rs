@@ -3,13 +3,14 @@
 //! Input: one [`Record`] per hook execution, built from a runner [`HookReport`] plus the
 //! contributed keys and destinations named by the caller. Output: appended lines, the last N
 //! records for `ags hooks log`, and a one-line text rendering. I/O: that file (0600, directory
-//! 0700), rotated to `hooks.jsonl.1` once it passes 10 MiB.
+//! 0700), appended and rotated to `hooks.jsonl.1` past 10 MiB by `crate::logfile`, like the other
+//! host logs.
 //!
 //! The log never holds values or content: no env values, file contents, stdout or stderr —
 //! only names, hashes, sizes, timings, outcomes, env keys and destination paths.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -20,9 +21,6 @@ use crate::config::{HookDecl, HookEvent, HookScope, Paths};
 use crate::fsutil::{self, PrivateDirError};
 use crate::text::escape_controls;
 use crate::time::rfc3339;
-
-/// Rotate the log to `hooks.jsonl.1` once it is larger than this (10 MiB).
-pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
 
 /// One hook execution.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,7 +191,8 @@ impl RunLog {
         Self::append_all(paths, std::slice::from_ref(record))
     }
 
-    /// Append records, one JSON line each, rotating first when the log is over 10 MiB.
+    /// Append records, one JSON line each (`crate::logfile`: one write under a lock, rotated
+    /// past 10 MiB). An existing log that is not private to you is refused.
     pub fn append_all(paths: &Paths, records: &[Record]) -> Result<(), LogError> {
         let path = paths.hook_log();
         let dir = paths.state_dir();
@@ -202,13 +201,15 @@ impl RunLog {
             path: path.clone(),
             source,
         };
-        rotate_if_large(&path).map_err(io_err)?;
-        let mut file = fsutil::open_private_append(&path).map_err(io_err)?;
-        check_private(&path, &file.metadata().map_err(io_err)?)?;
+        match fs::symlink_metadata(&path) {
+            Ok(meta) => check_private(&path, &meta)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(e)),
+        }
         for record in records {
             let mut line = serde_json::to_vec(record).expect("a log record serializes");
             line.push(b'\n');
-            file.write_all(&line).map_err(io_err)?; // one write per line: O_APPEND keeps it whole
+            crate::logfile::append_line(&path, &line).map_err(io_err)?;
         }
         Ok(())
     }
@@ -217,38 +218,16 @@ impl RunLog {
     /// do not parse (a torn or foreign line) are skipped.
     pub fn read_last(paths: &Paths, n: usize) -> Result<Vec<Record>, LogError> {
         let path = paths.hook_log();
-        let mut records = read_records(&path)?;
-        if records.len() < n {
-            let mut older = read_records(&rotated(&path))?;
-            older.append(&mut records);
-            records = older;
-        }
-        let skip = records.len().saturating_sub(n);
-        Ok(records.split_off(skip))
+        crate::logfile::read_last(&path, n).map_err(|source| LogError::Io { path, source })
     }
 
     /// Every record of launch `launch_id`, oldest first (the rotated file included).
     pub fn for_launch(paths: &Paths, launch_id: &str) -> Result<Vec<Record>, LogError> {
         let path = paths.hook_log();
-        let mut records = read_records(&rotated(&path))?;
-        records.append(&mut read_records(&path)?);
+        let mut records: Vec<Record> =
+            crate::logfile::read_all(&path).map_err(|source| LogError::Io { path, source })?;
         records.retain(|r| r.launch_id == launch_id);
         Ok(records)
-    }
-}
-
-fn rotated(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".1");
-    PathBuf::from(s)
-}
-
-fn rotate_if_large(path: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_file() && meta.len() > ROTATE_BYTES => fs::rename(path, rotated(path)),
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
     }
 }
 
@@ -263,21 +242,4 @@ fn check_private(path: &Path, meta: &fs::Metadata) -> Result<(), LogError> {
         });
     }
     Ok(())
-}
-
-fn read_records(path: &Path) -> Result<Vec<Record>, LogError> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(LogError::Io {
-                path: path.into(),
-                source,
-            });
-        }
-    };
-    Ok(bytes
-        .split(|b| *b == b'\n')
-        .filter_map(|line| serde_json::from_slice(line).ok())
-        .collect())
 }
