@@ -9,7 +9,10 @@ use crate::{
     config::ConfigError, hooks::HookError, launch::LaunchError, plan::PlanError, podman::PodmanError,
 };
 
+mod command;
+
 pub use crate::exit::{EXIT_AGS_FAILURE, EXIT_CANNOT_INVOKE, EXIT_NOT_FOUND};
+pub use command::CommandError;
 
 /// Any failure of an `ags` invocation.
 #[derive(Debug, thiserror::Error)]
@@ -69,9 +72,9 @@ pub enum Error {
     /// This launch's read-write directories could not be remembered (`workspace::written`).
     #[error(transparent)]
     Written(#[from] crate::workspace::written::RecordError),
-    /// A command-line value is invalid.
-    #[error("{0}")]
-    Usage(String),
+    /// A subcommand refused a value or could not read what it was given.
+    #[error(transparent)]
+    Command(#[from] CommandError),
     /// The async runtime could not be started.
     #[error("starting the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -130,5 +133,4 @@ fn chain(err: &dyn std::error::Error) -> String {
 }
 
 #[cfg(test)]
-#[path = "error_tests.rs"]
 mod tests;

@@ -2,6 +2,7 @@
 //! launches still owe (crash recovery, docs/lifecycle.md); with `--state`, also the agents'
 //! state volumes of projects that are gone, once listed and confirmed (`launch::state_gc`).
 
+use crate::error::CommandError;
 use std::path::PathBuf;
 
 use crate::cli::{GcArgs, GlobalArgs};
@@ -115,11 +116,11 @@ fn state_step(
     }
     if !yes {
         if !prompt::has_terminal() {
-            return Err(Error::Usage(
-                "ags gc --state: no terminal to ask on: rerun on a terminal, or pass --yes to remove \
-                 these state volumes"
-                    .into(),
-            ));
+            return Err(CommandError::NoTerminal {
+                command: "ags gc --state",
+                consent: "remove these state volumes",
+            }
+            .into());
         }
         let question = format!("Remove these {} state volumes?", found.len());
         let text = "\nA project on a disk that is not mounted now looks gone too: answer no if so.\n";
@@ -136,7 +137,7 @@ fn state_step(
                     ..StateReport::default()
                 });
             }
-            Err(e) => return Err(Error::Usage(format!("cannot ask: {e}"))),
+            Err(e) => return Err(CommandError::CannotAsk(e).into()),
         }
     }
     let report = rt.block_on(state_gc::remove(client, found));
@@ -170,12 +171,10 @@ fn refuse_remote_state(global: &GlobalArgs) -> Result<(), Error> {
 }
 
 fn remote_state_error() -> Error {
-    Error::Usage(
-        "ags gc --state: the Podman service is on another machine; its state volumes name that \
-         machine's project directories, which cannot be checked from here. Run it there, or \
-         remove a volume with `podman volume rm`"
-            .into(),
-    )
+    let rule = "the Podman service is on another machine; its state volumes name that machine's project \
+                directories, which cannot be checked from here. Run it there, or remove a volume with \
+                `podman volume rm`";
+    CommandError::invalid("ags gc --state", rule).into()
 }
 
 /// `ags gc --forget DIR…` (`workspace::written`).

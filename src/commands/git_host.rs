@@ -6,6 +6,7 @@
 //! (again at the late check, with the running launches' read-write mounts) and checked by the
 //! containment rules.
 
+use crate::error::CommandError;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -213,7 +214,7 @@ pub(super) fn ssh_agent(args: &RunArgs, config: &Config, rules: &Rules) -> Resul
     if !(args.ssh_agent || config.user.git.ssh_agent) {
         return Ok(None);
     }
-    let fail = |what: &str| Error::Usage(format!("--ssh-agent: {what}"));
+    let fail = |what: &str| CommandError::invalid("--ssh-agent", what);
     let named = std::env::var_os("SSH_AUTH_SOCK")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -244,7 +245,7 @@ pub(super) fn ssh_agent(args: &RunArgs, config: &Config, rules: &Rules) -> Resul
                 true => Ok(()),
                 false => Err("it is not a regular file".into()),
             })
-            .map_err(|e| Error::Usage(format!("[git] known_hosts: {e}")))
+            .map_err(|e| CommandError::invalid("[git] known_hosts", e))
         })
         .transpose()?;
     let keys = config.user.git.ssh_keys.clone();

@@ -1,6 +1,7 @@
 //! `ags hooks …`: describe, schema and validate are inert; test, list, revoke and log work with
 //! declarations, approvals and the run log.
 
+use crate::error::CommandError;
 use std::io::Read;
 use std::path::Path;
 
@@ -47,7 +48,7 @@ fn validate(file: &Path) -> Result<u8, Error> {
     } else {
         std::fs::File::open(file).and_then(|f| f.take(limit).read_to_end(&mut bytes))
     };
-    read.map_err(|e| Error::Usage(format!("{}: {e}", file.display())))?;
+    read.map_err(CommandError::io(file.display().to_string()))?;
     match summary::validate_and_summarize(&bytes) {
         Ok(summary) => {
             println!("{}: valid prepare response", file.display());

@@ -1,6 +1,7 @@
 //! `ags hooks test|list|revoke|log`: the subcommands that work with declarations, approvals and
 //! the run log (`approve`, which needs no run: [`super::hooks_approve`]).
 
+use crate::error::CommandError;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -67,11 +68,12 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
         None => None,
         Some(TestContext::Prepare(c)) if decl.event == HookEvent::Prepare => Some(c),
         Some(other) if decl.event == HookEvent::Prepare => {
-            return Err(Error::Usage(format!(
-                "--context holds a {} context, but hook {} is a prepare hook",
+            let rule = format!(
+                "holds a {} context, but hook {} is a prepare hook",
                 other.event(),
                 decl.name
-            )));
+            );
+            return Err(CommandError::invalid("--context", rule).into());
         }
         Some(other) => {
             return super::hooks_lifecycle::test(&config, decl, Some(other), args.agent.clone(), cwd);
@@ -193,34 +195,37 @@ pub(super) fn select_one(
     matching.dedup_by(|a, b| a.1.is_some() && a.1 == b.1);
     match matching.as_slice() {
         [(one, _)] => Ok((*one).clone()),
-        [] if !named.is_empty() => Err(Error::Usage(format!(
-            "no active hook named {name:?} has an approval hash starting with {:?}; its hashes: {}",
-            hash.unwrap_or_default(),
-            describe(&hashed, hash.is_some_and(crate::hooks::trust::is_hash))
-        ))),
+        [] if !named.is_empty() => Err(CommandError::NoHashMatch {
+            name: name.to_string(),
+            prefix: hash.unwrap_or_default().to_string(),
+            hashes: describe(&hashed, hash.is_some_and(crate::hooks::trust::is_hash)),
+        }
+        .into()),
         [] => {
             let names: Vec<String> = hooks
                 .iter()
                 .map(|h| format!("{} ({})", h.name, h.event))
                 .collect();
-            Err(Error::Usage(format!(
-                "no active {}hook is named {name:?}; declared: {}. Check --config, --workdir and --event",
-                event.map(|e| format!("{e} ")).unwrap_or_default(),
-                if names.is_empty() {
+            Err(CommandError::NoSuchHook {
+                name: name.to_string(),
+                event: event.map(|e| format!("{e} ")).unwrap_or_default(),
+                declared: if names.is_empty() {
                     "none".to_string()
                 } else {
                     names.join(", ")
-                }
-            )))
+                },
+            }
+            .into())
         }
-        many => Err(Error::Usage(format!(
-            "{} active hooks are named {name:?}: {}; pick one with --hash PREFIX (or --event), or give them unique names",
-            many.len(),
-            describe(
+        many => Err(CommandError::AmbiguousHook {
+            name: name.to_string(),
+            count: many.len(),
+            hooks: describe(
                 &many.iter().map(|m| (m.0, m.1.clone())).collect::<Vec<_>>(),
-                false
-            )
-        ))),
+                false,
+            ),
+        }
+        .into()),
     }
 }
 
@@ -230,9 +235,8 @@ fn check_hash_prefix(prefix: &str) -> Result<(), Error> {
         || prefix.len() > 64
         || !prefix.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     {
-        return Err(Error::Usage(format!(
-            "--hash {prefix:?}: expected an approval hash or its start (lowercase hex digits, as `ags hooks list` and `ags hooks log` print)"
-        )));
+        let rule = "expected an approval hash or its start (lowercase hex digits, as `ags hooks list` and `ags hooks log` print)";
+        return Err(CommandError::invalid(format!("--hash {prefix:?}"), rule).into());
     }
     Ok(())
 }
@@ -375,10 +379,11 @@ fn revoke(global: &GlobalArgs, target: &str, workdir: Option<PathBuf>) -> Result
 fn approval_by_prefix(store: &TrustStore, prefix: &str) -> Result<String, Error> {
     let hex = prefix.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     if !hex || prefix.len() < MIN_REVOKE_PREFIX {
-        return Err(Error::Usage(format!(
-            "no active hook is named {prefix:?}, and it is not an approval hash or a prefix of one \
-             (at least {MIN_REVOKE_PREFIX} lowercase hex digits, as `ags hooks log` and `ags hooks list` print)"
-        )));
+        return Err(CommandError::NotARevokeTarget {
+            target: prefix.to_string(),
+            min: MIN_REVOKE_PREFIX,
+        }
+        .into());
     }
     let entries = store.list().map_err(crate::hooks::HookError::from)?;
     let matching: Vec<&str> = entries
@@ -388,14 +393,12 @@ fn approval_by_prefix(store: &TrustStore, prefix: &str) -> Result<String, Error>
         .collect();
     match matching.as_slice() {
         [one] => Ok((*one).to_string()),
-        [] => Err(Error::Usage(format!(
-            "no approval hash starts with {prefix}; `ags hooks list` shows the hashes of the active hooks"
-        ))),
-        many => Err(Error::Usage(format!(
-            "{} approvals start with {prefix} ({}); give more digits",
-            many.len(),
-            many.join(", ")
-        ))),
+        [] => Err(CommandError::NoApproval(prefix.to_string()).into()),
+        many => Err(CommandError::AmbiguousApproval {
+            prefix: prefix.to_string(),
+            hashes: many.iter().map(|h| h.to_string()).collect(),
+        }
+        .into()),
     }
 }
 

@@ -3,6 +3,7 @@
 //! is computed from the declaration and the entrypoint bytes as a launch computes it; any other
 //! hash (a changed entrypoint, arguments, timeout or config) is refused here and at launch.
 
+use crate::error::CommandError;
 use std::path::PathBuf;
 
 use super::hooks_admin::{all_decls, select_one};
@@ -23,24 +24,28 @@ pub fn approve(
     workdir: &Option<PathBuf>,
 ) -> Result<u8, Error> {
     if !is_hash(hash) {
-        return Err(Error::Usage(format!(
-            "--hash {hash:?}: a pinned approval needs the full hash (64 lowercase hex digits, as `ags hooks list` prints); nothing was approved"
-        )));
+        let rule =
+            "a pinned approval needs the full hash (64 lowercase hex digits, as `ags hooks list` prints)";
+        return Err(CommandError::NotApproved(Box::new(CommandError::invalid(
+            format!("--hash {hash:?}"),
+            rule,
+        )))
+        .into());
     }
     let config = load_config(global, workdir.clone())?;
     let decls = all_decls(&config);
     // Fails (naming the current hashes) when no active declaration of that name has this hash.
     let decl = select_one(&decls, name, event, Some(hash)).map_err(|e| match e {
-        Error::Usage(m) => Error::Usage(format!("{m}; nothing was approved")),
+        Error::Command(e) => CommandError::NotApproved(Box::new(e)).into(),
         e => e,
     })?;
     let hook = PreparedHook::load(decl).map_err(HookError::from)?;
     if hook.hash != hash {
         // The entrypoint changed between the two reads.
-        return Err(Error::Usage(format!(
-            "hook {name}: its approval hash is now {}, not the pinned {hash}; nothing was approved",
-            hook.hash
-        )));
+        let rule = format!("its approval hash is now {}, not the pinned {hash}", hook.hash);
+        return Err(
+            CommandError::NotApproved(Box::new(CommandError::invalid(format!("hook {name}"), rule))).into(),
+        );
     }
     let store = TrustStore::open(&config.paths, None).map_err(HookError::from)?;
     let record = ApprovalRecord::new(&hook.decl).with_entrypoint(&hook.entrypoint);

@@ -1,6 +1,7 @@
 //! `ags hooks test` for `started` and `finished` hooks, and the context files `--context` accepts
 //! for every event.
 
+use crate::error::CommandError;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -28,8 +29,7 @@ pub(super) enum TestContext {
 impl TestContext {
     /// Read and strictly validate a context file; its `event` member says which kind it is.
     pub(super) fn read(path: &Path) -> Result<Self, Error> {
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::Usage(format!("--context {}: {e}", path.display())))?;
+        let bytes = std::fs::read(path).map_err(CommandError::io(format!("--context {}", path.display())))?;
         let event = serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
             .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(String::from));
@@ -84,11 +84,12 @@ fn context_bytes(
         (HookEvent::Started, Some(TestContext::Started(c))) => serde_json::to_vec(&c),
         (HookEvent::Finished, Some(TestContext::Finished(c))) => serde_json::to_vec(&c),
         (event, Some(other)) => {
-            return Err(Error::Usage(format!(
-                "--context holds a {} context, but hook {} is a {event} hook",
+            let rule = format!(
+                "holds a {} context, but hook {} is a {event} hook",
                 other.event(),
                 decl.name
-            )));
+            );
+            return Err(CommandError::invalid("--context", rule).into());
         }
         (HookEvent::Started, None) => serde_json::to_vec(&StartedContext::new(facts.clone())),
         (_, None) => {

@@ -10,6 +10,7 @@
 //!   now also against the storage the service reports and the read-write mounts of other live
 //!   `ags` containers; each path must still resolve to what was checked before.
 
+use crate::error::CommandError;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -277,12 +278,12 @@ fn unchanged(what: &str, before: &Path, now: &Path) -> Result<(), Error> {
     if before == now {
         return Ok(());
     }
-    Err(Error::Usage(format!(
-        "{what} {} now resolves to {}: it changed while ags was starting (a symlink was swapped in?); nothing was \
-         created, check the path and launch again",
-        safepath::display(before),
-        safepath::display(now)
-    )))
+    Err(CommandError::PathChanged {
+        what: what.to_string(),
+        before: safepath::display(before).to_string(),
+        now: safepath::display(now).to_string(),
+    }
+    .into())
 }
 
 #[cfg(test)]

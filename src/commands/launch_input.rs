@@ -4,6 +4,7 @@
 //! user's bind mounts (`--add-dir PATH[:ro]`, `[[mount]]`). Mount sources obey the containment
 //! rules (`crate::containment`); env values the rules of `plan::host_env`.
 
+use crate::error::CommandError;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -61,11 +62,12 @@ pub(super) fn host_env(
 pub(super) fn agent_settings(args: &RunArgs, config: &Config) -> Result<AgentSettings, Error> {
     for name in config.user.agents.keys() {
         if crate::agents::find(name).is_none() {
-            return Err(Error::Usage(format!(
-                "config {}: [agent.{name}]: unknown agent; known agents: {}",
-                config.primary.as_deref().unwrap_or(Path::new("?")).display(),
-                crate::agents::names()
-            )));
+            let input = format!(
+                "config {}: [agent.{name}]",
+                config.primary.as_deref().unwrap_or(Path::new("?")).display()
+            );
+            let rule = format!("unknown agent; known agents: {}", crate::agents::names());
+            return Err(CommandError::invalid(input, rule).into());
         }
     }
     Ok(config.user.agents.get(&args.agent).cloned().unwrap_or_default())
@@ -84,8 +86,8 @@ pub(super) fn user_mounts(
     let mut wanted = Vec::new();
     for raw in &args.add_dirs {
         let (path, read_only) = split_mode(raw);
-        let path = std::path::absolute(&path)
-            .map_err(|e| Error::Usage(format!("--add-dir {}: {e}", path.display())))?;
+        let path =
+            std::path::absolute(&path).map_err(CommandError::io(format!("--add-dir {}", path.display())))?;
         wanted.push((path, read_only, Role::AddDir, None, Origin::Cli));
     }
     if !args.lockdown {
@@ -151,7 +153,8 @@ pub(super) fn checked_source(path: &Path, role: &Role, rules: &Rules) -> Result<
         super::host_paths::note_links(&role.describe(path), &checked);
     }
     let text = checked.path.to_str().unwrap_or_default();
-    HostSource::try_from(text).map_err(|e| Error::Usage(format!("{}: the path {e}", role.describe(path))))?;
+    HostSource::try_from(text)
+        .map_err(|e| CommandError::invalid(role.describe(path), format!("the path {e}")))?;
     Ok(checked.path)
 }
 
@@ -166,10 +169,11 @@ pub(super) fn check_args(global: &GlobalArgs, args: &RunArgs) -> Result<(), Erro
     if let Some(dir) = &args.workdir
         && !dir.is_dir()
     {
-        return Err(Error::Usage(format!(
-            "--workdir {}: not an existing directory",
-            dir.display()
-        )));
+        return Err(CommandError::invalid(
+            format!("--workdir {}", dir.display()),
+            "not an existing directory",
+        )
+        .into());
     }
     plan::check::find_agent(&args.agent)?;
     for label in &args.labels {

@@ -3,6 +3,7 @@
 //! egress log (`crate::egress::log`). A closed standard output (`ags log | head`) ends it
 //! quietly.
 
+use crate::error::CommandError;
 use std::io::{self, Write};
 use std::time::Duration;
 
@@ -28,16 +29,11 @@ pub fn log(_global: &GlobalArgs, args: &LogArgs) -> Result<u8, Error> {
 }
 
 fn agent_hooks(args: &LogArgs) -> Result<u8, Error> {
-    if let Some(agent) = &args.agent
-        && crate::agents::find(agent).is_none()
-    {
-        return Err(Error::Usage(format!(
-            "--agent {agent:?}: unknown agent; known agents: {}",
-            crate::agents::names()
-        )));
+    if let Some(agent) = &args.agent {
+        crate::plan::check::find_agent(agent)?;
     }
     let path = Paths::from_env()?.agent_hooks_log();
-    let unreadable = |e: io::Error| Error::Usage(format!("agent hook log {}: {e}", path.display()));
+    let unreadable = |e: io::Error| CommandError::io(format!("agent hook log {}", path.display()))(e);
     let filter = Filter {
         agent: args.agent.clone(),
         launch: args.launch.clone(),
@@ -94,7 +90,7 @@ fn egress(args: &LogArgs) -> Result<u8, Error> {
         None => args.n,
     };
     let mut records =
-        log::read_last(&path, n).map_err(|e| Error::Usage(format!("egress log {}: {e}", path.display())))?;
+        log::read_last(&path, n).map_err(CommandError::io(format!("egress log {}", path.display())))?;
     if let Some(id) = &args.launch {
         records.retain(|r| r.launch_id == *id);
         records = records.split_off(records.len().saturating_sub(args.n));

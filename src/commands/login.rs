@@ -6,6 +6,7 @@
 //! written through the Podman API (`launch::login`): it never passes through a command line, a
 //! log or a temporary file, and the host's agent directory is never mounted.
 
+use crate::error::CommandError;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -79,12 +80,10 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
 
 /// The agent's profile and the login file it keeps in its home.
 fn login_profile(agent: &str) -> Result<(&'static agents::AgentProfile, &'static str), Error> {
-    crate::plan::check::find_agent(agent)?;
-    let profile = agents::find(agent).ok_or_else(|| Error::Usage(format!("unknown agent {agent}")))?;
+    let profile = crate::plan::check::find_agent(agent)?;
     let Some(login_file) = profile.login_file else {
-        return Err(Error::Usage(format!(
-            "ags login import {agent}: this agent keeps no login file ags knows; give it an API key instead (docs/agents.md, \"Credentials\")"
-        )));
+        let rule = "this agent keeps no login file ags knows; give it an API key instead (docs/agents.md, \"Credentials\")";
+        return Err(CommandError::invalid(format!("ags login import {agent}"), rule).into());
     };
     Ok((profile, login_file))
 }
@@ -103,10 +102,8 @@ fn state_volume<'p>(
         .iter()
         .find(|v| v.name == volume_name)
         .ok_or_else(|| {
-            Error::Usage(format!(
-                "the launch of {} mounts no state volume {volume_name}",
-                agent
-            ))
+            let rule = format!("its launch mounts no state volume {volume_name}");
+            CommandError::invalid(format!("ags login import {agent}"), rule).into()
         })
 }
 
@@ -119,19 +116,18 @@ fn read_login(path: &Path, writable: &[WritableRoot]) -> Result<Secret, Error> {
         UserPathError::Resolve {
             source: ResolveError::NotFound(_),
             ..
-        } => Error::Usage(format!(
-            "{what}: does not exist; log in with the agent on this host first, or name the file with --from"
-        )),
+        } => {
+            let rule =
+                "does not exist; log in with the agent on this host first, or name the file with --from";
+            Error::from(CommandError::invalid(what.clone(), rule))
+        }
         e => e.into(),
     })?;
-    let meta =
-        std::fs::symlink_metadata(checked.physical()).map_err(|e| Error::Usage(format!("{what}: {e}")))?;
+    let meta = std::fs::symlink_metadata(checked.physical()).map_err(CommandError::io(what.clone()))?;
     let uid = nix::unistd::getuid().as_raw();
     if meta.uid() != uid {
-        return Err(Error::Usage(format!(
-            "{what}: belongs to uid {}, not to you (uid {uid})",
-            meta.uid()
-        )));
+        let rule = format!("belongs to uid {}, not to you (uid {uid})", meta.uid());
+        return Err(CommandError::invalid(what, rule).into());
     }
     Ok(Secret::new(checked.read_small_text(MAX_LOGIN_BYTES)?))
 }
@@ -145,10 +141,9 @@ fn state_dir_of(profile: &agents::AgentProfile, file: &Path) -> Result<(PathBuf,
         .unwrap_or_default();
     match profile.state.iter().any(|s| Path::new(s) == dir) && !name.is_empty() {
         true => Ok((dir, name)),
-        false => Err(Error::Usage(format!(
-            "the login file {} of {} is not directly in one of its state directories",
-            file.display(),
-            profile.name
-        ))),
+        false => {
+            let input = format!("the login file {} of {}", file.display(), profile.name);
+            Err(CommandError::invalid(input, "not directly in one of its state directories").into())
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! `ags plan`: the effective launch plan, creating nothing; with `--format kube`, the same
 //! launch as Kubernetes manifests (docs/kube.md), whose Secret needs the prepare hooks' values.
 
+use crate::error::CommandError;
 use std::io::{IsTerminal, Write};
 
 use super::run::Service;
@@ -70,19 +71,16 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
 /// The output format, and `--workspace-from-git` parsed; `--report` refused.
 fn check_plan_args(args: &PlanArgs) -> Result<(PlanFormat, Option<GitSource>), Error> {
     if args.run.report.is_some() {
-        return Err(Error::Usage(
-            "--report describes a launch; `ags plan` launches nothing (its --json output is the plan)".into(),
-        ));
+        let rule = "it describes a launch; `ags plan` launches nothing (its --json output is the plan)";
+        return Err(CommandError::invalid("--report", rule).into());
     }
     let format = match (args.json, args.format) {
         (true, _) => PlanFormat::Json,
         (false, format) => format.unwrap_or(PlanFormat::Text),
     };
     if args.workspace_from_git.is_some() && format != PlanFormat::Kube {
-        return Err(Error::Usage(
-            "--workspace-from-git describes the workspace of a Kubernetes Pod; use it with --format kube"
-                .into(),
-        ));
+        let rule = "it describes the workspace of a Kubernetes Pod; use it with --format kube";
+        return Err(CommandError::invalid("--workspace-from-git", rule).into());
     }
     let git = match &args.workspace_from_git {
         Some(arg) => Some(GitSource::parse(arg).map_err(PlanError::from)?),

@@ -1,6 +1,7 @@
 //! `ags setup oci-hooks`: show what installing the OCI hooks changes, ask, write, and say that
 //! the Podman service must be restarted to read its new hooks_dir.
 
+use crate::error::CommandError;
 use std::path::PathBuf;
 
 use crate::cli::{OciHooksArgs, SetupArgs, SetupCommand};
@@ -21,7 +22,7 @@ fn oci_hooks(args: &OciHooksArgs) -> Result<u8, Error> {
     let paths = Paths::from_env()?;
     let kind = ServiceKind::current();
     let program = match &args.hook_program {
-        Some(p) => std::path::absolute(p).map_err(|e| Error::Usage(format!("--hook-program: {e}")))?,
+        Some(p) => std::path::absolute(p).map_err(CommandError::io("--hook-program"))?,
         None => default_program()?,
     };
     let plan = install::plan(&InstallOptions {
@@ -46,13 +47,15 @@ fn oci_hooks(args: &OciHooksArgs) -> Result<u8, Error> {
     }
     if !args.yes {
         if !prompt::has_terminal() {
-            return Err(Error::Usage(
-                "no terminal to ask on: rerun on a terminal, or pass --yes to apply these changes".into(),
-            ));
+            return Err(CommandError::NoTerminal {
+                command: "ags setup oci-hooks",
+                consent: "apply these changes",
+            }
+            .into());
         }
         let question = "Apply these changes?";
         let text = "\nThe hook program runs for every ags container, as the Podman service's user.\n";
-        if !prompt::confirm(text, question).map_err(|e| Error::Usage(format!("cannot ask: {e}")))? {
+        if !prompt::confirm(text, question).map_err(CommandError::CannotAsk)? {
             println!("nothing was changed");
             return Ok(1);
         }
@@ -65,7 +68,7 @@ fn oci_hooks(args: &OciHooksArgs) -> Result<u8, Error> {
 }
 
 fn default_program() -> Result<PathBuf, Error> {
-    let exe = std::env::current_exe().map_err(|e| Error::Usage(format!("locating ags itself: {e}")))?;
+    let exe = std::env::current_exe().map_err(CommandError::io("locating ags itself"))?;
     let program = exe.with_file_name(HOOK_PROGRAM);
     if !program.is_file() {
         return Err(SetupError::Program {

@@ -10,7 +10,7 @@
 //!
 //! Giving the directory to another uid of the container (which the host user could not write
 //! as) is refused in the container (`chown`: no `CAP_CHOWN`); were a piece still unmovable, the
-//! launch ends with 125 (`src/error_tests.rs`).
+//! launch ends with 125 (`src/error/tests.rs`).
 
 use crate::common;
 

@@ -57,6 +57,45 @@ fn completions_mention_every_subcommand_and_launch_option() {
     assert!(check.status.success(), "{}", show(&check));
 }
 
+/// Every visible long option of a command and its subcommands, as `--long`.
+fn longs(cmd: &clap::Command, out: &mut Vec<String>) {
+    let visible = cmd.get_arguments().filter(|a| !a.is_hide_set());
+    out.extend(visible.filter_map(|a| a.get_long().map(|l| format!("--{l}"))));
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        longs(sub, out);
+    }
+}
+
+/// docs/cli.md names every subcommand (`ags hooks approve` in a code block) and every visible
+/// long option, so the page cannot drift from the command line.
+#[test]
+fn the_cli_page_names_every_subcommand_and_option() {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
+    let blocks: String = page.split("```").skip(1).step_by(2).collect();
+    let mut subs = Vec::new();
+    subcommands(&ags::cli::Cli::command(), "ags", &mut subs);
+    let mut missing: Vec<String> = subs
+        .iter()
+        .map(|(parent, sub)| match parent.as_str() {
+            "ags" => format!("ags {sub}"),
+            _ => format!("ags {parent} {sub}"),
+        })
+        .filter(|line| !blocks.contains(line.as_str()) && !line.ends_with(" help"))
+        .collect();
+    let mut options = Vec::new();
+    longs(&ags::cli::Cli::command(), &mut options);
+    missing.extend(
+        options
+            .into_iter()
+            .filter(|o| o != "--help" && !page.contains(o.as_str())),
+    );
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "docs/cli.md does not name: {missing:?} (add them to its synopsis or option table)"
+    );
+}
+
 #[test]
 fn man_page_matches_the_command_line() {
     let env = TestEnv::without_podman();

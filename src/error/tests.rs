@@ -115,7 +115,7 @@ fn every_error() -> Vec<Error> {
             source: io_err(),
         }),
         Error::UserPath(UserPathError::Changed { what: s(), why: s() }),
-        Error::Usage(s()),
+        Error::Command(CommandError::invalid(s(), s())),
         Error::Output(io_err()),
         Error::Runtime(io_err()),
     ]
@@ -136,12 +136,12 @@ fn rendered_errors_hold_no_terminal_control() {
 
 #[test]
 fn escaping_keeps_plain_text_and_line_breaks() {
-    let e = Error::Usage("line one\nline two: é → ok".into());
+    let e = Error::Command(CommandError::invalid("line one\nline two", "é → ok"));
     assert_eq!(render(&e), "line one\nline two: é → ok");
-    let e = Error::Usage(format!("x {NASTY}"));
+    let e = Error::Command(CommandError::invalid("x", NASTY));
     assert_eq!(
         render(&e),
-        "x d\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rforged\\u{9b}31m\\u{202e}txt\\u{2066}"
+        "x: d\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rforged\\u{9b}31m\\u{202e}txt\\u{2066}"
     );
 }
 
