@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 /// Every top-level module of `src/` and its layer. Layer 0: leaf and data modules, importable
 /// by every module, importing only each other. Then the pipeline, in order:
 /// cli → config → hooks → plan → (op, image, spool…) → podman → launch → error → session →
-/// commands. A module may import its own layer and earlier ones (never a cycle).
+/// commands. A module may import its own layer and earlier ones (never a cycle). An entry may
+/// name a path inside a module (`git::model`): that part then has its own layer, the longest
+/// entry wins (docs/decisions/0009-capability-folders.md).
 const LAYERS: &[(&str, u32)] = &[
     // Leaf and data modules.
     ("agents", 0),      // the agent table (CLI, config, hook policy, plan)
@@ -619,10 +621,22 @@ fn no_import_cycles() {
     );
 }
 
-#[test]
-fn stages_import_only_earlier_stages() {
-    let (nodes, edges) = edges();
-    let layer: BTreeMap<&str, u32> = LAYERS.iter().copied().collect();
+/// The unit of `module` in `layers`: the longest entry that is a prefix of its path (so
+/// `git::model` may have another layer than the rest of `git`), else its top-level module.
+fn unit(module: &str, layers: &[(&str, u32)]) -> String {
+    let segs: Vec<&str> = module.split("::").collect();
+    (1..=segs.len())
+        .rev()
+        .map(|n| segs[..n].join("::"))
+        .find(|p| layers.iter().any(|(k, _)| k == p))
+        .unwrap_or_else(|| top(module))
+}
+
+/// The layer rules over the file-level graph: every top-level module has a layer, an edge
+/// between two units goes to an earlier or equal layer, a layer-0 unit imports only layer 0,
+/// and the units' graph has no cycle.
+fn layer_problems(nodes: &[String], edges: &[Edge], layers: &[(&str, u32)]) -> Vec<String> {
+    let layer: BTreeMap<&str, u32> = layers.iter().copied().collect();
     let mut problems = Vec::new();
     let tops: BTreeSet<String> = nodes.iter().filter(|n| *n != "crate").map(|n| top(n)).collect();
     for t in &tops {
@@ -632,13 +646,13 @@ fn stages_import_only_earlier_stages() {
             ));
         }
     }
-    let mut top_edges = BTreeSet::new();
-    for e in &edges {
-        let (a, b) = (top(&e.from), top(&e.to));
+    let mut unit_edges = BTreeSet::new();
+    for e in edges {
+        let (a, b) = (unit(&e.from, layers), unit(&e.to, layers));
         if a == b || e.from == "crate" {
             continue;
         }
-        top_edges.insert((a.clone(), b.clone()));
+        unit_edges.insert((a.clone(), b.clone()));
         let (Some(&la), Some(&lb)) = (layer.get(a.as_str()), layer.get(b.as_str())) else {
             continue;
         };
@@ -654,13 +668,13 @@ fn stages_import_only_earlier_stages() {
             ));
         }
     }
-    let pairs: Vec<_> = top_edges.into_iter().collect();
-    let tops: Vec<String> = tops.into_iter().collect();
-    let comps = cycles(&tops, &pairs);
+    let pairs: Vec<_> = unit_edges.into_iter().collect();
+    let units: BTreeSet<String> = pairs.iter().flat_map(|(a, b)| [a.clone(), b.clone()]).collect();
+    let comps = cycles(&units.into_iter().collect::<Vec<_>>(), &pairs);
     if !comps.is_empty() {
         problems.push(format!(
-            "cycles between top-level modules:\n{}",
-            describe_cycles(&comps, &edges, top)
+            "cycles between units of LAYERS:\n{}",
+            describe_cycles(comps.as_slice(), edges, |m| unit(m, layers))
         ));
     }
     if std::env::var_os("AGS_ARCH_DUMP").is_some() {
@@ -668,6 +682,13 @@ fn stages_import_only_earlier_stages() {
             eprintln!("{a} -> {b}");
         }
     }
+    problems
+}
+
+#[test]
+fn stages_import_only_earlier_stages() {
+    let (nodes, edges) = edges();
+    let problems = layer_problems(&nodes, &edges, LAYERS);
     assert!(
         problems.is_empty(),
         "import rules broken in src/:\n{}",
@@ -675,7 +696,8 @@ fn stages_import_only_earlier_stages() {
     );
 }
 
-/// The checks can fail: a cycle and a backwards import planted in a synthetic graph are found.
+/// The checks can fail: a cycle, a backwards import and an import across per-path layers
+/// planted in a synthetic graph are found.
 #[test]
 fn the_checks_find_planted_problems() {
     let nodes: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
@@ -690,6 +712,24 @@ fn the_checks_find_planted_problems() {
     };
     let refs: Vec<String> = references(&f).into_iter().map(|(p, _)| p.join("::")).collect();
     assert_eq!(refs, ["a::b", "c", "c::d", "m::x::y", "m::n"]);
+    // Per-path layers: `g::model` (layer 0) may not import the rest of `g` (layer 7), which
+    // may import it; without the `g::model` entry, both are one unit and nothing is wrong.
+    let edge = |from: &str, to: &str| Edge {
+        from: from.into(),
+        to: to.into(),
+        at: "planted".into(),
+    };
+    let nodes: Vec<String> = ["g::model", "g::run"].map(String::from).to_vec();
+    let fine = [edge("g::run", "g::model")];
+    let bad = [edge("g::model::rules", "g::run")];
+    let split: &[(&str, u32)] = &[("g", 7), ("g::model", 0)];
+    assert!(layer_problems(&nodes, &fine, split).is_empty());
+    let found = layer_problems(&nodes, &bad, split);
+    assert!(
+        found.len() == 1 && found[0].contains("leaf/data module g::model imports stage g"),
+        "{found:?}"
+    );
+    assert!(layer_problems(&nodes, &bad, &[("g", 7)]).is_empty());
 }
 
 /// Every `src/NAME` and `src/NAME.rs` the README's Layout block names.
