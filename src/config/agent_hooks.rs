@@ -14,7 +14,17 @@ use std::path::{Component, Path};
 use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{ConfigError, Result};
+/// A declaration breaks a rule: `key` inside the file at `path` (wrapped by
+/// `ConfigError::Invalid`, which names the file the same way).
+#[derive(Debug, thiserror::Error)]
+#[error("config {}: {key}: {message}", path.display())]
+pub struct Invalid {
+    pub path: std::path::PathBuf,
+    pub key: String,
+    pub message: String,
+}
+
+type Result<T> = std::result::Result<T, Invalid>;
 use crate::agent_hooks::Event;
 
 /// At most this many `[[agent_hook]]` tables across the global config and the overlay. With
@@ -154,7 +164,7 @@ pub fn resolve(
     let mut out = AgentHookSettings::default();
     for (path, hooks, guard, scope) in files {
         for (i, h) in hooks.iter().enumerate() {
-            let invalid = |field: &str, message: String| ConfigError::Invalid {
+            let invalid = |field: &str, message: String| Invalid {
                 path: (*path).into(),
                 key: format!("agent_hook[{i}].{field}"),
                 message,
@@ -183,7 +193,7 @@ pub fn resolve(
             let (deny, protect) = (&mut out.guard.deny, &mut out.guard.protect);
             for (field, list, entries) in [("deny", deny, &g.deny), ("protect", protect, &g.protect)] {
                 for (i, entry) in entries.iter().enumerate() {
-                    let invalid = |message: String| ConfigError::Invalid {
+                    let invalid = |message: String| Invalid {
                         path: (*path).into(),
                         key: format!("agent_guard.{field}[{i}]"),
                         message,
@@ -207,7 +217,7 @@ pub fn resolve(
 fn resolve_one(
     h: &AgentHookFile,
     scope: &'static str,
-    invalid: &dyn Fn(&str, String) -> ConfigError,
+    invalid: &dyn Fn(&str, String) -> Invalid,
 ) -> Result<AgentHook> {
     if h.name.is_empty()
         || h.name.len() > 64

@@ -432,5 +432,15 @@ pub fn project_root(workdir: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+impl From<agent_hooks::Invalid> for ConfigError {
+    fn from(e: agent_hooks::Invalid) -> Self {
+        ConfigError::Invalid {
+            path: e.path,
+            key: e.key,
+            message: e.message,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

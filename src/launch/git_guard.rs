@@ -8,14 +8,23 @@ use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::LaunchError;
-use crate::config::git_guard::{GitCreate, is_self_commondir};
-use crate::plan::LaunchPlan;
+use crate::config::git_guard::{GitCreate, GitGuard, is_self_commondir};
 
-/// Create what the plan's git guards need and is missing.
-pub fn create_missing(plan: &LaunchPlan) -> Result<(), LaunchError> {
-    for g in &plan.git_guards {
-        let fail = |source| LaunchError::GitGuard {
+/// A missing piece of a guarded git repository could not be created.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "protecting the git repository: {}: {source}; fix it, or set `[sandbox] protect_git = false` in the global config (docs/security.md)",
+    path.display()
+)]
+pub struct CreateError {
+    path: std::path::PathBuf,
+    source: std::io::Error,
+}
+
+/// Create what the git guards need and is missing.
+pub fn create_missing(guards: &[GitGuard]) -> Result<(), CreateError> {
+    for g in guards {
+        let fail = |source| CreateError {
             path: g.path.clone(),
             source,
         };

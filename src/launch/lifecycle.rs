@@ -42,7 +42,7 @@ pub async fn run(
         cleanup.push(Resource::Volume(staging.volume.clone()));
     }
     ensure_state_volumes(client, plan).await?;
-    super::git_guard::create_missing(plan)?;
+    super::git_guard::create_missing(&plan.git_guards)?;
     if let Some(dir) = &plan.host_stage_dir {
         cleanup.push(Resource::HostDir(dir.clone()));
         stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;

@@ -6,7 +6,7 @@
 
 pub mod cleanup;
 pub mod gc;
-mod git_guard;
+pub mod git_guard;
 pub mod git_quarantine;
 pub mod host_services;
 pub mod identity;
@@ -107,14 +107,8 @@ pub enum LaunchError {
     )]
     Seccomp(String),
     /// A missing piece of a guarded git repository could not be created.
-    #[error(
-        "protecting the git repository: {}: {source}; fix it, or set `[sandbox] protect_git = false` in the global config (docs/security.md)",
-        path.display()
-    )]
-    GitGuard {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    GitGuard(#[from] git_guard::CreateError),
     /// Building the staging archive failed.
     #[error("staging: {0}")]
     Stage(std::io::Error),

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::PlanError;
 use super::types::{
     AgentHookWiring, EnvSource, MountKind, Origin, PlanEnv, PlanFile, PlanMount, RootFile, STAGED_ROOT_DIR,
     STAGING_MOUNT,
@@ -17,34 +16,40 @@ use crate::agent_hooks::{DISPATCHER_PATH, HANDLERS_PATH, dispatch};
 use crate::config::Config;
 use crate::secret::Secret;
 
+/// The agent's arguments or environment switch its hook wiring off; the text says which and
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SwitchedOff(pub String);
+
 /// The agent's arguments (`[agent.NAME] args` and those after `--`) against its hook wiring:
 /// an error for a switch that drops every hook (opencode `--pure`), warnings for one that drops
 /// some (claude `--bare`).
 pub fn check_args<'a>(
     agent: &str,
     args: impl IntoIterator<Item = &'a String>,
-) -> Result<Vec<String>, PlanError> {
+) -> Result<Vec<String>, SwitchedOff> {
     sort(wiring::check_args(agent, args))
 }
 
 /// The launch's environment names against the agent's wiring: a variable that switches it off
 /// is refused, whichever source set it.
-pub fn check_env<'a>(agent: &str, names: impl IntoIterator<Item = &'a str>) -> Result<(), PlanError> {
+pub fn check_env<'a>(agent: &str, names: impl IntoIterator<Item = &'a str>) -> Result<(), SwitchedOff> {
     sort(wiring::check_env(agent, names)).map(|_| ())
 }
 
 /// What no setting closes for `agent` (opencode's user-config plugins): a warning when
 /// `config` has a guard or handlers.
-pub fn check_agent(config: &Config, agent: &str) -> Result<Vec<String>, PlanError> {
+pub fn check_agent(config: &Config, agent: &str) -> Result<Vec<String>, SwitchedOff> {
     sort(wiring::check_agent(agent, !config.agent_hooks.is_empty()))
 }
 
 /// The first refusal as an error, else the warnings.
-fn sort(switches: impl IntoIterator<Item = SwitchOff>) -> Result<Vec<String>, PlanError> {
+fn sort(switches: impl IntoIterator<Item = SwitchOff>) -> Result<Vec<String>, SwitchedOff> {
     let mut warnings = Vec::new();
     for s in switches {
         match s {
-            SwitchOff::Refuse(why) => return Err(PlanError::WiringSwitchedOff(why)),
+            SwitchOff::Refuse(why) => return Err(SwitchedOff(why)),
             SwitchOff::Warn(why) => warnings.push(why),
         }
     }

@@ -177,7 +177,10 @@ fn state_volumes(input: &PlanInput<'_>, mounts: &[PlanMount]) -> Vec<StateVolume
 /// some (claude `--bare`). Nothing when the launch wires no agent hooks.
 pub fn check_agent_hook_args(run: &RunSettings) -> Result<Vec<String>, PlanError> {
     match run.agent_hooks {
-        true => agent_hooks::check_args(&run.agent, run.agent_args.iter().chain(&run.command)),
+        true => Ok(agent_hooks::check_args(
+            &run.agent,
+            run.agent_args.iter().chain(&run.command),
+        )?),
         false => Ok(Vec::new()),
     }
 }

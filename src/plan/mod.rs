@@ -67,8 +67,8 @@ pub enum PlanError {
         b_origin: String,
     },
     /// The agent's arguments switch its hook wiring off.
-    #[error("{0}")]
-    WiringSwitchedOff(String),
+    #[error(transparent)]
+    WiringSwitchedOff(#[from] agent_hooks::SwitchedOff),
     /// An `--add-dir` or `[[mount]]` is unusable.
     #[error("{what}: {rule}")]
     BadMount { what: String, rule: &'static str },
