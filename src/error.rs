@@ -43,13 +43,13 @@ pub enum Error {
     Egress(#[from] crate::egress::EgressError),
     /// The agent hook record socket could not be set up.
     #[error(transparent)]
-    AgentLog(#[from] crate::agent_log::AgentLogError),
+    AgentLog(#[from] crate::agent_hooks::log::AgentLogError),
     /// The ssh-agent filter could not be set up.
     #[error(transparent)]
     SshAgent(#[from] crate::ssh_agent::SshAgentError),
     /// `ags setup` refused or failed.
     #[error(transparent)]
-    Setup(#[from] crate::oci_hooks::install::SetupError),
+    Setup(#[from] crate::events::oci::install::SetupError),
     /// A host path may not be mounted (workdir, `--add-dir`).
     #[error(transparent)]
     Containment(#[from] Box<crate::containment::ContainmentError>),

@@ -1,5 +1,5 @@
 //! The host's append-only JSONL logs (the prepare-hook run log, `hooks::log`; the agent hook
-//! record, `agent_log`; the egress log, `egress::log`): how a line is appended and rotated, how
+//! record, `agent_hooks::log`; the egress log, `egress::log`): how a line is appended and rotated, how
 //! records are read back, and how much one launch may append (issue 22, finding 6).
 //!
 //! Appending: each line is one `write` on an `O_APPEND` descriptor held under an exclusive

@@ -1,7 +1,7 @@
 //! `ags-oci-hook`: the OCI hook program of `ags` (poststart and poststop, installed by
 //! `ags setup oci-hooks`). Reads the OCI state on stdin, records the event in the launching
 //! user's spool, removes that launch's staging leftovers. Everything lives in
-//! `ags::oci_hooks::record`; this file only wires stdin, argv and stderr.
+//! `ags::events::oci::record`; this file only wires stdin, argv and stderr.
 //!
 //! It always exits 0: runc kills a container whose poststart hook fails, and recording must never
 //! cost the agent its run. Problems go to stderr, which the runtime or conmon logs.
@@ -10,7 +10,7 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use ags::oci_hooks::record::{self, MAX_STATE_BYTES};
+use ags::events::oci::record::{self, MAX_STATE_BYTES};
 
 fn main() -> ExitCode {
     let stage = std::env::args().nth(1).unwrap_or_default();

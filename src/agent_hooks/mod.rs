@@ -16,13 +16,16 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod config;
 pub mod dispatch;
 pub mod install;
+pub mod log;
 pub mod matrix;
 #[cfg(test)]
 #[path = "matrix_tests.rs"]
 mod matrix_tests;
 pub mod outside;
+pub mod plan;
 pub mod record;
 pub mod wiring;
 

@@ -324,7 +324,7 @@ pub enum IncompleteKind {
 }
 
 /// The host's verdict at the end of a launch whose record lacks events the agent should have
-/// sent (`crate::agent_log::complete`): written by `ags`, never taken from the container.
+/// sent (`crate::agent_hooks::log::complete`): written by `ags`, never taken from the container.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Incomplete {

@@ -1,5 +1,5 @@
 //! The host's git setup a launch hands to the agent, resolved before any hook runs: the git
-//! identity (`config::git_identity`, `[git] identity`) and the forwarded ssh-agent
+//! identity (`git::model::identity`, `[git] identity`) and the forwarded ssh-agent
 //! (`--ssh-agent`, `[git] ssh_agent`): its socket and a known_hosts file, both checked here
 //! (docs/security.md, "Git identity and the ssh-agent"); and the git guards with the git data
 //! the checkout needs outside the workdir (`[git] repository`): proven by `workspace::git_layout`
@@ -14,11 +14,11 @@ use crate::Error;
 use crate::cli::RunArgs;
 use crate::config as cfg;
 use crate::config::Config;
-use crate::config::git_guard::GitGuard;
-use crate::config::git_identity::{self, GitIdentity, Lookup};
 use crate::containment::{self, Role, Rules, WritableRoot};
+use crate::git::model::guard::GitGuard;
+use crate::git::model::identity::{self, GitIdentity, Lookup};
+use crate::git::plan::SshAgent;
 use crate::plan::UserMount;
-use crate::plan::git::SshAgent;
 use crate::safepath::{self, Missing};
 use crate::workspace::git_layout::{self, GitLayoutError, RunningLaunch};
 
@@ -47,7 +47,7 @@ pub(super) fn guards(
     if !config.user.protect_git {
         return Ok(Vec::new());
     }
-    let mut out = cfg::git_guard::guards(roots).map_err(cfg::ConfigError::from)?;
+    let mut out = crate::git::model::guard::guards(roots).map_err(cfg::ConfigError::from)?;
     let outside = outside(config, roots, rules, &[], lockdown);
     for (root, why) in &outside.left_out {
         note_unseen(root, why);
@@ -198,7 +198,7 @@ pub(super) fn identity(config: &Config, ssh_agent: bool) -> Option<GitIdentity> 
         return None;
     }
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let id = git_identity::resolve(
+    let id = identity::resolve(
         &Lookup {
             workdir: &config.workdir,
             home: &config.paths.home,

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::git_guard::{GitGuard, GitGuardError};
+use crate::git::model::guard::{GitGuard, GitGuardError};
 use crate::podman::Neighbour;
 
 /// Refuse a guard that a live neighbour could swap while this launch binds it.

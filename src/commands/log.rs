@@ -1,4 +1,4 @@
-//! `ags log`: the last records of the agent hook log (`crate::agent_log::file`), filtered by
+//! `ags log`: the last records of the agent hook log (`crate::agent_hooks::log::file`), filtered by
 //! agent and launch, as a table or JSON lines, optionally followed; `ags log --egress`: the
 //! egress log (`crate::egress::log`). A closed standard output (`ags log | head`) ends it
 //! quietly.
@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use crate::Error;
-use crate::agent_log::file::{self, Filter, Follower};
+use crate::agent_hooks::log::file::{self, Filter, Follower};
 use crate::cli::{GlobalArgs, LogArgs};
 use crate::config::Paths;
 use crate::egress::log;

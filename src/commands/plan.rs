@@ -177,7 +177,7 @@ fn rootless_cgroup_v1(url: Option<&str>) -> bool {
 /// container name as a Pod name, the labels.
 fn kube_checks(config: &Config, settings: &RunSettings, git: bool) -> Result<(), Error> {
     let profile = crate::plan::check::find_agent(&settings.agent)?;
-    let egress = crate::plan::network::plan(config, settings.network, profile, std::path::Path::new("/"));
+    let egress = crate::egress::plan::plan(config, settings.network, profile, std::path::Path::new("/"));
     let checked = kube::check_network(egress.mode, &egress.mode_origin.to_string(), git)
         .and_then(|()| settings.name.as_deref().map_or(Ok(()), kube::check_pod_name))
         .and_then(|()| {

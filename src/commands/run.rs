@@ -13,6 +13,7 @@ use super::{git_host, host_paths, launch_input};
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::config::{self, Config, LoadOptions};
 use crate::containment::{Rules, WritableRoot};
+use crate::events::session;
 use crate::hooks::policy::OpRef;
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
 use crate::hooks::protocol::HookContext;
@@ -29,7 +30,6 @@ use crate::op::{OpCli, OpEnv, OpError, OpPolicy};
 use crate::plan::{
     self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT,
 };
-use crate::session;
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code; with `--report`, write the launch report after it
@@ -245,7 +245,7 @@ struct Ready {
     plan: LaunchPlan,
     /// The staging archive (values in RAM only), when the plan stages anything.
     stage: Option<bytes::Bytes>,
-    staged: crate::agent_log::Scrubber,
+    staged: crate::agent_hooks::log::Scrubber,
     watch: Watch,
     lifecycle_hooks: session::LifecycleHooks,
 }
@@ -284,8 +284,8 @@ async fn prepare(
     let stage = stage::staging_archive(&plan, &secrets, user_ids()).map_err(launch::LaunchError::Stage)?;
     // The agent hook record is scrubbed of every staged value: its own copies, zeroed at the end.
     let staged = match plan.agent_hook_record {
-        Some(_) => crate::agent_log::Scrubber::new(stage::staged_values(&plan, &secrets)),
-        None => crate::agent_log::Scrubber::default(),
+        Some(_) => crate::agent_hooks::log::Scrubber::new(stage::staged_values(&plan, &secrets)),
+        None => crate::agent_hooks::log::Scrubber::default(),
     };
     drop(secrets); // zeroed now: the archive holds the only copy until it is uploaded
     let service_url = super::chosen_url(global);
@@ -363,12 +363,12 @@ fn warn_about_wiring(
 fn start_services(
     config: &Config,
     plan: &LaunchPlan,
-    staged: crate::agent_log::Scrubber,
+    staged: crate::agent_hooks::log::Scrubber,
     client: &podman::Client,
 ) -> Result<HostServices, Error> {
     let remote = (!client.is_unix()).then(|| client.url());
     // The record server goes first: its directory is removed when it is dropped.
-    let records = crate::agent_log::start(plan, staged, remote)?;
+    let records = crate::agent_hooks::log::start(plan, staged, remote)?;
     let egress_log = Arc::new(crate::egress::log::EgressLog::new(
         config.paths.egress_log(),
         plan.launch_id.clone(),

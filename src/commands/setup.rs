@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use crate::cli::{OciHooksArgs, SetupArgs, SetupCommand};
 use crate::config::Paths;
-use crate::oci_hooks::definitions::HOOK_PROGRAM;
-use crate::oci_hooks::install::{self, InstallOptions, SetupError};
-use crate::oci_hooks::{ConfEnv, ServiceKind};
+use crate::events::oci::definitions::HOOK_PROGRAM;
+use crate::events::oci::install::{self, InstallOptions, SetupError};
+use crate::events::oci::{ConfEnv, ServiceKind};
 use crate::{Error, prompt};
 
 /// Run an `ags setup` subcommand.

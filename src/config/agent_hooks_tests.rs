@@ -1,7 +1,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::*;
+use crate::agent_hooks::Event;
+use crate::agent_hooks::config::*;
+
+type Result<T> = std::result::Result<T, Invalid>;
 use crate::config::{ConfigFile, LoadOptions, Paths, load_with};
 
 fn parse(text: &str) -> std::result::Result<ConfigFile, String> {

@@ -37,14 +37,14 @@ pub struct ConfigFile {
     /// `[ssh]`: how the OpenSSH client of `ssh://` services is found.
     pub ssh: Option<OpFile>,
     /// `[network]`: mode and egress allowlist (an overlay may only narrow it; checked in
-    /// `config::network`).
-    pub network: Option<super::network::NetworkFile>,
+    /// `egress::model`).
+    pub network: Option<crate::egress::model::NetworkFile>,
     /// `[[agent_hook]]`: handlers the dispatcher runs inside the container on the agent's hook
-    /// events (`config::agent_hooks`).
+    /// events (`agent_hooks::config`).
     #[serde(default)]
-    pub agent_hook: Vec<super::agent_hooks::AgentHookFile>,
+    pub agent_hook: Vec<crate::agent_hooks::config::AgentHookFile>,
     /// `[agent_guard]`: the built-in guard's deny patterns and protected paths.
-    pub agent_guard: Option<super::agent_hooks::AgentGuardFile>,
+    pub agent_guard: Option<crate::agent_hooks::config::AgentGuardFile>,
     /// `[protect]`: which protected project files the agent may change (global config only).
     pub protect: Option<ProtectFile>,
 }

@@ -5,14 +5,8 @@
 //! I/O: reads config files and the overlay trust file; may ask on the controlling terminal and
 //! append to the trust file. Nothing here runs a hook or opens the Podman socket.
 
-pub mod agent_hooks;
 mod decls;
 mod file;
-pub mod git_config_keys;
-pub(crate) mod git_config_text;
-pub mod git_guard;
-pub mod git_identity;
-mod network;
 mod overlay;
 mod paths;
 mod safety;
@@ -23,14 +17,14 @@ use std::path::{Path, PathBuf};
 /// The project overlay, relative to the project root.
 const OVERLAY: &str = ".ags/config.toml";
 
+pub use crate::egress::model::{
+    AllowEntry, DEFAULT_PORTS, EgressOrigin, EgressSettings, Network, NetworkFile, Target, canonical,
+    is_internal,
+};
 pub use decls::{
     DEFAULT_TIMEOUT_SECONDS, HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL,
 };
 pub use file::{ConfigFile, HookDeclFile, SandboxFile};
-pub use network::{
-    AllowEntry, DEFAULT_PORTS, EgressOrigin, EgressSettings, Network, NetworkFile, Target, canonical,
-    is_internal,
-};
 pub use paths::Paths;
 pub use safety::{MAX_CONFIG_BYTES, check_not_writable_by_others};
 pub use user::{AgentSettings, ConfigMount, GitSettings, UserSettings, env_name_syntax};
@@ -45,7 +39,7 @@ pub const DEFAULT_PIDS_LIMIT: i64 = 4096;
 pub enum ConfigError {
     /// The workspace's git repository cannot be guarded (`[sandbox] protect_git`).
     #[error(transparent)]
-    GitGuard(#[from] git_guard::GitGuardError),
+    GitGuard(#[from] crate::git::model::guard::GitGuardError),
     #[error("HOME is not set; ags needs it to find its config and state")]
     NoHome,
     #[error("workdir {}: {source}", path.display())]
@@ -147,7 +141,7 @@ pub struct Config {
     /// Environment passthrough, mounts, per-agent and git settings of the global config.
     pub user: UserSettings,
     /// `[[agent_hook]]` handlers and the `[agent_guard]` of the global config and the overlay.
-    pub agent_hooks: agent_hooks::AgentHookSettings,
+    pub agent_hooks: crate::agent_hooks::config::AgentHookSettings,
 }
 
 /// Load the configuration for one invocation.
@@ -219,7 +213,7 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
             )
         })
         .collect();
-    let agent_hooks = agent_hooks::resolve(&agent_hook_files)?;
+    let agent_hooks = crate::agent_hooks::config::resolve(&agent_hook_files)?;
 
     let sandbox = primary
         .as_ref()
@@ -227,7 +221,7 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         .unwrap_or_default();
     let sandbox_network = sandbox.network.clone();
     let (mut image, pids_limit) = sandbox_settings(&primary_path, sandbox)?;
-    let (network, egress) = network::resolve(
+    let (network, egress) = crate::egress::model::resolve(
         (
             primary.as_ref().and_then(|f| f.network.as_ref()),
             sandbox_network.as_deref(),
@@ -432,8 +426,8 @@ pub fn project_root(workdir: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-impl From<agent_hooks::Invalid> for ConfigError {
-    fn from(e: agent_hooks::Invalid) -> Self {
+impl From<crate::agent_hooks::config::Invalid> for ConfigError {
+    fn from(e: crate::agent_hooks::config::Invalid) -> Self {
         ConfigError::Invalid {
             path: e.path,
             key: e.key,
@@ -444,3 +438,8 @@ impl From<agent_hooks::Invalid> for ConfigError {
 
 #[cfg(test)]
 mod tests;
+
+/// `[[agent_hook]]` and `[agent_guard]` as loaded from the config files.
+#[cfg(test)]
+#[path = "agent_hooks_tests.rs"]
+mod agent_hooks_tests;

@@ -81,7 +81,7 @@ impl Paths {
         self.state_home.join("ags")
     }
 
-    /// Launch records and OCI events for crash recovery (see `crate::spool`).
+    /// Launch records and OCI events for crash recovery (see `crate::events::spool`).
     pub fn spool_dir(&self) -> PathBuf {
         self.state_dir().join("spool")
     }

@@ -7,13 +7,15 @@
 //! of every attempt. `forwarder.rs` is the separate program that runs inside the container.
 
 pub mod log;
+pub mod model;
+pub mod plan;
 pub mod proxy;
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::plan::network::{EgressPlan, ProxyPlan};
+use crate::egress::plan::{EgressPlan, ProxyPlan};
 
 /// The statically linked forwarder built by `build.rs`.
 pub const FORWARDER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ags-egress-fwd"));

@@ -24,7 +24,7 @@ fn every_error() -> Vec<Error> {
     let p = nasty_path;
     let s = || NASTY.to_string();
     vec![
-        Error::Config(ConfigError::GitGuard(crate::config::git_guard::GitGuardError {
+        Error::Config(ConfigError::GitGuard(crate::git::model::guard::GitGuardError {
             path: p(),
             reason: s(),
         })),
@@ -85,11 +85,11 @@ fn every_error() -> Vec<Error> {
             path: p(),
             source: io_err(),
         }),
-        Error::AgentLog(crate::agent_log::AgentLogError::Listen {
+        Error::AgentLog(crate::agent_hooks::log::AgentLogError::Listen {
             path: p(),
             source: io_err(),
         }),
-        Error::Setup(crate::oci_hooks::install::SetupError::HooksDir {
+        Error::Setup(crate::events::oci::install::SetupError::HooksDir {
             path: p(),
             reason: s(),
         }),

@@ -2,17 +2,17 @@
 //! `ags` process (same host, pid and start time) is gone. Runs at the start of every launch and
 //! on demand (`ags gc`). Resources of live launches and of other hosts are never touched. What
 //! the removed containers said about their agent ([`SweptContainer`]) is kept for crash recovery
-//! (`session::recover`).
+//! (`events::session::recover`).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
 use super::identity;
+use crate::events::spool;
 use crate::plan::{
     ANNOTATION_SPOOL, LABEL_LAUNCH_ID, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START,
 };
 use crate::podman::{Client, PodmanError};
-use crate::spool;
 
 /// What a sweep removed and what it could not.
 #[derive(Debug, Default)]

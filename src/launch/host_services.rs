@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::agent_log::{RecordServer, RecordSummary};
+use crate::agent_hooks::log::{RecordServer, RecordSummary};
 use crate::egress::Egress;
 use crate::egress::log::EgressLog;
 use crate::ssh_agent::SshFilter;

@@ -29,7 +29,7 @@ pub async fn run(
     signals: &mut SignalWatch,
     cleanup: &mut Cleanup,
     started: tokio::sync::oneshot::Sender<String>,
-    record: Option<&crate::agent_log::RecordServer>,
+    record: Option<&crate::agent_hooks::log::RecordServer>,
 ) -> Result<u8, LaunchError> {
     let in_volume = plan.files_in_volume();
     if in_volume {
@@ -42,7 +42,7 @@ pub async fn run(
         cleanup.push(Resource::Volume(staging.volume.clone()));
     }
     ensure_state_volumes(client, plan).await?;
-    super::git_guard::create_missing(&plan.git_guards)?;
+    crate::git::guard::create_missing(&plan.git_guards)?;
     if let Some(dir) = &plan.host_stage_dir {
         cleanup.push(Resource::HostDir(dir.clone()));
         stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;

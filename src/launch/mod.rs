@@ -6,8 +6,6 @@
 
 pub mod cleanup;
 pub mod gc;
-pub mod git_guard;
-pub mod git_quarantine;
 pub mod host_services;
 pub mod identity;
 mod io;
@@ -108,7 +106,7 @@ pub enum LaunchError {
     Seccomp(String),
     /// A missing piece of a guarded git repository could not be created.
     #[error(transparent)]
-    GitGuard(#[from] git_guard::CreateError),
+    GitGuard(#[from] crate::git::guard::CreateError),
     /// Building the staging archive failed.
     #[error("staging: {0}")]
     Stage(std::io::Error),

@@ -2,8 +2,8 @@
 //! (`agent_hooks::outside`), read from the created container through Podman and recorded in
 //! the launch's agent-hook record; with a guard or handlers configured, also said on stderr.
 
+use crate::agent_hooks::log::RecordServer;
 use crate::agent_hooks::outside;
-use crate::agent_log::RecordServer;
 use crate::plan::LaunchPlan;
 use crate::podman::{Client, ContainerFile};
 

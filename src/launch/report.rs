@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::cleanup::{CleanupError, Resource};
-use crate::agent_log::RecordSummary;
+use crate::agent_hooks::log::RecordSummary;
 use crate::config::Paths;
 use crate::containment::WritableRoot;
 use crate::hooks::log::{Record, RunLog};

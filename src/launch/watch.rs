@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
-use super::git_quarantine::{self, CommitReading, Pending};
 use crate::config::GitSettings;
-use crate::config::git_guard::GitGuard;
 use crate::containment::WritableRoot;
+use crate::git::model::guard::GitGuard;
+use crate::git::quarantine::{self as git_quarantine, CommitReading, Pending};
 use crate::podman;
 use crate::workspace::protected::Protection;
 use crate::workspace::{git_inventory, protected_state};

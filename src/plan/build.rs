@@ -6,8 +6,10 @@ use std::path::Path;
 use super::input::*;
 use super::mounts::build_mounts;
 use super::types::*;
-use super::{PlanError, agent_hooks, agent_record, check, egress_entries, network};
+use super::{PlanError, check, egress_entries};
+use crate::agent_hooks::plan::{self as agent_hooks, record as agent_record};
 use crate::agents;
+use crate::egress::plan as network;
 use crate::secret::Secret;
 
 /// Build the launch plan.
@@ -144,7 +146,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         ssh_agent: run
             .ssh_agent
             .as_ref()
-            .map(|s| super::git::ssh_plan(s, input.host_stage_dir)),
+            .map(|s| crate::git::plan::ssh_plan(s, input.host_stage_dir)),
         staging,
         lockdown: run.lockdown,
         skip_permissions: run.skip_permissions,
@@ -252,11 +254,15 @@ fn build_env(
             },
         );
     }
-    let git_env = input.run.git_identity.iter().flat_map(super::git::identity_env);
+    let git_env = input
+        .run
+        .git_identity
+        .iter()
+        .flat_map(crate::git::plan::identity_env);
     let ssh_env = input.run.ssh_agent.iter().map(|_| {
         (
             "SSH_AUTH_SOCK".to_string(),
-            super::git::SSH_AUTH_SOCK_PATH.to_string(),
+            crate::git::plan::SSH_AUTH_SOCK_PATH.to_string(),
         )
     });
     for (key, value) in git_env.chain(ssh_env) {

@@ -396,7 +396,7 @@ fn agents_get_home_their_env_and_state_volumes() {
 
 #[test]
 fn git_guards_are_nested_binds_of_themselves() {
-    use crate::config::git_guard::{GitCreate, GitGuard};
+    use crate::git::model::guard::{GitCreate, GitGuard};
     let git = PathBuf::from("/src/My Project/sub/.git");
     let run = RunSettings {
         git_guards: vec![

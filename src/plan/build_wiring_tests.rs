@@ -174,7 +174,7 @@ fn the_handlers_file_and_the_dispatcher_are_read_only_and_shown_in_the_plan() {
          [agent_guard]\ndeny = [\"git push --force*\"]\nprotect = [\".git/hooks\"]\n",
     )
     .unwrap();
-    cfg.agent_hooks = crate::config::agent_hooks::resolve(&[(
+    cfg.agent_hooks = crate::agent_hooks::config::resolve(&[(
         Path::new("/c"),
         &file.agent_hook,
         file.agent_guard.as_ref(),

@@ -2,8 +2,8 @@
 //! read-only binds of the proxy socket directory and the forwarder, and the proxy environment.
 //! Pure.
 
-use super::network::{EGRESS_MOUNT, EgressPlan, FORWARDER_MOUNT, NO_PROXY, PROXY_ENV_KEYS, PROXY_URL};
 use super::types::{EnvSource, MountKind, Origin, PlanEnv, PlanMount};
+use crate::egress::plan::{EGRESS_MOUNT, EgressPlan, FORWARDER_MOUNT, NO_PROXY, PROXY_ENV_KEYS, PROXY_URL};
 
 /// The read-only binds of the socket directory and the forwarder.
 pub fn mounts(egress: &EgressPlan) -> Vec<PlanMount> {

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::git::SshAgent;
 use super::types::*;
-use crate::config::git_guard::GitGuard;
-use crate::config::git_identity::GitIdentity;
 use crate::config::{Config, Network};
+use crate::git::model::guard::GitGuard;
+use crate::git::model::identity::GitIdentity;
+use crate::git::plan::SshAgent;
 use crate::secret::Secret;
 
 /// The launch settings from the command line, already resolved (terminal detection done,

@@ -5,20 +5,16 @@
 //! `launch` stage needs and everything `ags plan --json` prints; secret values are wrapped in
 //! [`crate::secret::Secret`] so serializing or debug-printing a plan never shows them.
 
-pub mod agent_hooks;
-mod agent_record;
 mod build;
 pub mod check;
 mod egress_entries;
 pub mod from_hooks;
-pub mod git;
 pub mod host_env;
 mod input;
 pub mod kube;
 mod mounts;
-pub mod network;
 pub mod text;
-mod types;
+pub mod types;
 
 pub use build::{build, check_agent_hook_args, container_name, slug};
 pub use input::{HookLayer, LaunchIdentity, PlanInput, RunSettings, UserMount};
@@ -68,7 +64,7 @@ pub enum PlanError {
     },
     /// The agent's arguments switch its hook wiring off.
     #[error(transparent)]
-    WiringSwitchedOff(#[from] agent_hooks::SwitchedOff),
+    WiringSwitchedOff(#[from] crate::agent_hooks::plan::SwitchedOff),
     /// An `--add-dir` or `[[mount]]` is unusable.
     #[error("{what}: {rule}")]
     BadMount { what: String, rule: &'static str },

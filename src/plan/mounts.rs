@@ -68,8 +68,8 @@ pub(super) fn build_mounts(
     }));
     mounts.extend(extra);
     let ssh = input.run.ssh_agent.as_ref();
-    let ssh = ssh.map(|s| super::git::ssh_plan(s, input.host_stage_dir));
-    mounts.extend(ssh.iter().flat_map(super::git::ssh_mounts));
+    let ssh = ssh.map(|s| crate::git::plan::ssh_plan(s, input.host_stage_dir));
+    mounts.extend(ssh.iter().flat_map(crate::git::plan::ssh_mounts));
     check_overlaps(&mounts)?;
     // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.
     mounts.extend(input.run.git_guards.iter().map(|g| PlanMount {

@@ -40,7 +40,7 @@ pub const STAGING_MOUNT: &str = "/run/ags";
 /// The environment file inside the staging volume.
 pub const STAGING_ENV_FILE: &str = "/run/ags/env";
 
-/// The host's ssh-agent, forwarded (see `plan::git`); both paths are checked host paths.
+/// The host's ssh-agent, forwarded (see `git::plan`); both paths are checked host paths.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SshAgent {
     /// The agent's socket (a socket owned by the user, outside every read-write mount). Only
@@ -65,7 +65,7 @@ pub struct SshAgentPlan {
 }
 
 impl SshAgentPlan {
-    /// The filter's socket on the host, bound at `plan::git::SSH_AUTH_SOCK_PATH`.
+    /// The filter's socket on the host, bound at `git::plan::SSH_AUTH_SOCK_PATH`.
     pub fn filter_socket(&self) -> PathBuf {
         self.filter_dir.join(SSH_FILTER_SOCKET_NAME)
     }
@@ -288,9 +288,9 @@ pub struct AgentHookWiring {
     /// The handlers file inside the container (a generated file).
     pub handlers_file: PathBuf,
     /// The `[[agent_hook]]` handlers the dispatcher runs.
-    pub handlers: Vec<crate::config::agent_hooks::AgentHook>,
+    pub handlers: Vec<crate::agent_hooks::config::AgentHook>,
     /// The `[agent_guard]`.
-    pub guard: crate::config::agent_hooks::AgentGuard,
+    pub guard: crate::agent_hooks::config::AgentGuard,
 }
 
 /// The host side of the agent hook record (docs/agent-hooks.md "The record"): the `ags` process
@@ -384,7 +384,7 @@ pub struct LaunchPlan {
     /// Network mode.
     pub network: Network,
     /// The network policy: mode origin, allowlist, egress proxy (docs/network.md).
-    pub egress: super::network::EgressPlan,
+    pub egress: crate::egress::plan::EgressPlan,
     /// Ports published on the host (`--publish`).
     pub ports: Vec<PortMapping>,
     /// Whether Podman's init process runs as PID 1 (forwarding signals, reaping zombies).
@@ -417,13 +417,13 @@ pub struct LaunchPlan {
     pub state_volumes: Vec<StateVolume>,
     /// The guarded parts of the workspace's git repositories (mounted onto themselves; the
     /// missing ones are created right before the container).
-    pub git_guards: Vec<crate::config::git_guard::GitGuard>,
+    pub git_guards: Vec<crate::git::model::guard::GitGuard>,
     /// The project files host tools run on their own: each listed path and what the launch
     /// does with it, and their mounts (in `mounts` too).
     pub protected: crate::workspace::protected::Protection,
     /// The host's git identity given to the agent (`[git] identity`; carried in the
     /// environment as `GIT_CONFIG_*`).
-    pub git_identity: Option<crate::config::git_identity::GitIdentity>,
+    pub git_identity: Option<crate::git::model::identity::GitIdentity>,
     /// The forwarded ssh-agent (`--ssh-agent`, `[git] ssh_agent`), through the filter.
     pub ssh_agent: Option<SshAgentPlan>,
     /// The private host directory holding generated files, when there are any.

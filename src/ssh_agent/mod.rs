@@ -5,7 +5,7 @@
 //! with `[git] ssh_keys` only with those keys; it cannot empty, lock or load the agent.
 //!
 //! [`start`] creates the launch's private socket directory (0700) and serves the filter there;
-//! the socket is bound at `plan::git::SSH_AUTH_SOCK_PATH`. [`SshFilter::stop`] ends it and
+//! the socket is bound at `git::plan::SSH_AUTH_SOCK_PATH`. [`SshFilter::stop`] ends it and
 //! removes the directory (dropping it removes the directory too, so no failure path leaves it
 //! behind; a crashed `ags` leaves it to the sweep of staging directories). [`protocol`] is the
 //! framing and the parsing, [`filter`] the decisions (docs/decisions/0005-ssh-agent-filter.md
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::egress::log::EgressLog;
-use crate::plan::git::SshAgentPlan;
+use crate::git::plan::SshAgentPlan;
 
 /// Errors setting up the filter.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@
 //! Why the host's git: the commits' trees sit in loose objects and packs (deltas, zlib) that the
 //! agent can repack at will; git reads them all, and its `rev-list` and `diff-tree` run no
 //! program of the repository's. It runs only after the git check has moved aside every piece
-//! that would (`launch::git_quarantine`; never when one is left in place), from outside every
+//! that would (`git::quarantine`; never when one is left in place), from outside every
 //! agent-writable directory (`host_programs`), with no system or global config, no replace
 //! refs, no grafts, no commit-graph or multi-pack index, no lazy fetch, `core.fsmonitor` off
 //! and `protocol.allow=never`, through the one

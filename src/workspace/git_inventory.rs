@@ -5,7 +5,7 @@
 //! directory holds a `.git`). The agent can make such a repository anywhere it can write — a
 //! nested `.git`, a new `.git/modules/NAME/`, a `.git` file naming a git dir of its own, a
 //! `commondir` redirect — or move one into place that was staged earlier or shipped as tracked
-//! files; the read-only guards (`config::git_guard`) only cover what existed at launch.
+//! files; the read-only guards (`git::model::guard`) only cover what existed at launch.
 //!
 //! [`take`] walks the read-write trees of a launch before its container starts and records
 //! every git dir (identity: device and inode), every `.git` file and link, and every piece git
@@ -20,7 +20,7 @@
 //! - a `.git` file that is new or changed has its git dir judged in full, wherever it lies.
 //!
 //! Judged means what git would do with it: a config with a key that could run a program
-//! (`config::git_config_keys`), that does not parse, or that is not a regular file; a hook (an
+//! (`git::model::config_keys`), that does not parse, or that is not a regular file; a hook (an
 //! entry of `hooks/` not ending in `.sample`, or `hooks` not a directory); a `commondir` naming
 //! anything but the git dir itself (or, in `worktrees/NAME/`, the repository's); a `.git`
 //! symbolic link; a `.git` file naming a git dir outside the walked trees; a `core.worktree`
@@ -51,7 +51,7 @@ pub(crate) mod test_git;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::git_config_keys::risky_keys;
+use crate::git::model::config_keys::risky_keys;
 use index_recheck::IndexState;
 pub use index_recheck::{IndexRewrite, sha1};
 pub use judge::CACHE_WHAT;

@@ -25,22 +25,22 @@
 //! dir is mounted read-write for that launch) are trusted when that launch holds them fixed
 //! ([`RunningLaunch`]): every directory from its read-write mount down to the entry is a mount
 //! point in its container (pinned: not renameable), the entry's `gitdir` and `commondir` are
-//! bound read-only there (`config::git_guard` binds them in every launch that pins the entry),
+//! bound read-only there (`git::model::guard` binds them in every launch that pins the entry),
 //! and each has a single link (no other name the agent could write it through). They are then
 //! what they were when that launch started; an entry its agent created since is not pinned and
 //! proves nothing. Only this module builds a [`TrustedGitLayout`]; the guards in it are
-//! those of `config::git_guard`, with nothing created in the user's repository.
+//! those of `git::model::guard`, with nothing created in the user's repository.
 //!
 //! I/O: reads `.git` entries, `commondir`, `gitdir` and module `config` files (short regular
-//! files, opened without following links or blocking: `config::git_guard::read_small`).
+//! files, opened without following links or blocking: `git::model::guard::read_small`).
 
 use std::path::{Path, PathBuf};
 
-use crate::config::git_guard::{
+use crate::containment::WritableRoot;
+use crate::git::model::guard::{
     Create, GitGuard, GitGuardError, common_dir, guard_git_dir, linked_git_dir, module_checkout, read_only,
     read_small, trim_line_ends,
 };
-use crate::containment::WritableRoot;
 use crate::safepath;
 
 /// Git data outside the read-write mounts that git itself would accept for a checkout and

@@ -23,7 +23,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::git_guard::GitGuard;
+use crate::git::model::guard::GitGuard;
 
 #[path = "protected_table.rs"]
 mod table;

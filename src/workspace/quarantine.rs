@@ -1,5 +1,5 @@
 //! Moving aside what a launch planted: the one mechanism under the git check
-//! (`launch::git_quarantine`) and the protected project files (`workspace::protected_state`).
+//! (`git::quarantine`) and the protected project files (`workspace::protected_state`).
 //!
 //! `root/rel` is renamed to `NAME.ags-quarantine` in its own directory; when the agent took that
 //! name (and `-2` … `-9`), to `NAME.ags-quarantine-<16 random hex digits>`, which it cannot

@@ -221,7 +221,7 @@ fn append(path: &Path, launch: &str, agent: &str, summary: &str) {
         launch_id: launch.into(),
         line: ags::agent_hooks::record::Line::Record(record),
     };
-    ags::agent_log::file::append(path, &entry).expect("append");
+    ags::agent_hooks::log::file::append(path, &entry).expect("append");
 }
 
 fn summaries(entries: &[Value]) -> Vec<String> {

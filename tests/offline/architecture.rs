@@ -31,40 +31,48 @@ use std::path::{Path, PathBuf};
 /// entry wins (docs/decisions/0009-capability-folders.md).
 const LAYERS: &[(&str, u32)] = &[
     // Leaf and data modules.
-    ("agents", 0),      // the agent table (CLI, config, hook policy, plan)
-    ("agent_hooks", 0), // agent hook events, matrix and wiring as data (issue #14)
-    ("containment", 0), // host path containment checks
-    ("exit", 0),        // exit codes like `podman run`
-    ("fsutil", 0),      // atomic writes, private directories
-    ("hardening", 0),   // process-wide self-protection (no core dumps, no ptrace)
-    ("json", 0),        // strict JSON decoding
-    ("limits", 0),      // resource limit syntax and defaults (memory, CPUs, tmpfs sizes)
-    ("logfile", 0),     // the host's JSONL logs: appending, rotation, per-launch budgets
-    ("process", 0),     // the one spawn primitive
-    ("procfs", 0),      // /proc readers
-    ("prompt", 0),      // terminal prompts
-    ("safepath", 0),    // path validation
-    ("secret", 0),      // the secret wrapper
-    ("text", 0),        // control-character escaping
-    ("time", 0),        // RFC 3339 timestamps
-    ("trace", 0),       // AGS_TRACE timing
+    ("agents", 0),        // the agent table (CLI, config, hook policy, plan)
+    ("agent_hooks", 0),   // agent hooks: events, matrix, wiring, `[[agent_hook]]` config as data
+    ("containment", 0),   // host path containment checks
+    ("exit", 0),          // exit codes like `podman run`
+    ("fsutil", 0),        // atomic writes, private directories
+    ("git::model", 0),    // git's rules and the host's git setup as data
+    ("egress::model", 0), // `[network]`: the mode and the allowlist syntax
+    ("hardening", 0),     // process-wide self-protection (no core dumps, no ptrace)
+    ("json", 0),          // strict JSON decoding
+    ("limits", 0),        // resource limit syntax and defaults (memory, CPUs, tmpfs sizes)
+    ("logfile", 0),       // the host's JSONL logs: appending, rotation, per-launch budgets
+    ("process", 0),       // the one spawn primitive
+    ("procfs", 0),        // /proc readers
+    ("prompt", 0),        // terminal prompts
+    ("safepath", 0),      // path validation
+    ("secret", 0),        // the secret wrapper
+    ("text", 0),          // control-character escaping
+    ("time", 0),          // RFC 3339 timestamps
+    ("trace", 0),         // AGS_TRACE timing
     // The pipeline.
     ("cli", 1),
     ("config", 2),
     ("workspace", 2), // the boundary: every read of agent-writable state (issue 22)
+    // The plan's data, and what each capability adds to it (pure functions of the config).
+    ("plan::types", 2),
+    ("git::plan", 2),
+    ("egress::plan", 2),
+    ("agent_hooks::plan", 2),
     ("hooks", 3),
     ("plan", 4),
-    ("image", 4), // the agent image build context (from config)
-    ("spool", 4), // launch records for crash recovery (from config)
-    ("op", 5),    // 1Password lookups of the plan's references (final handoff)
-    ("egress", 5),
-    ("agent_log", 5), // the agent hook record socket and log (issue #14)
-    ("ssh_agent", 5), // the filter in front of the forwarded ssh-agent (issue 22)
-    ("oci_hooks", 5),
+    ("image", 4),            // the agent image build context (from config)
+    ("events::spool", 4),    // launch records for crash recovery (from config)
+    ("op", 5),               // 1Password lookups of the plan's references (final handoff)
+    ("egress", 5),           // the allowlist proxy, its log, the forwarder
+    ("agent_hooks::log", 5), // the agent hook record socket and log (issue #14)
+    ("ssh_agent", 5),        // the filter in front of the forwarded ssh-agent (issue 22)
+    ("events::oci", 5),      // the OCI hooks that record container starts and stops
     ("podman", 6),
     ("launch", 7),
-    ("error", 8),   // the crate error: one variant per stage
-    ("session", 9), // started/finished session state and crash recovery
+    ("git", 7),    // the guard's missing pieces and the check around a launch
+    ("error", 8),  // the crate error: one variant per stage
+    ("events", 9), // started/finished session state and crash recovery
     ("commands", 10),
 ];
 

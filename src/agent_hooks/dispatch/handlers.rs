@@ -1,5 +1,5 @@
 //! The handlers file (`/run/ags-agent-hooks/handlers.json`), written by the plan from
-//! `[[agent_hook]]` and `[agent_guard]` (`plan::agent_hooks`), read by the dispatcher:
+//! `[[agent_hook]]` and `[agent_guard]` (`agent_hooks::plan`), read by the dispatcher:
 //!
 //! ```json
 //! {"v": 1,

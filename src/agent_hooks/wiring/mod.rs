@@ -86,7 +86,7 @@ pub const GEMINI_SYSTEM: &str = "/etc/gemini-cli/settings.json";
 /// container, each with the variable that points the agent at another place for it. The
 /// launch's own files are the invoking user's: not uid 0 inside under rootless `keep-id`, or on
 /// a rootful service used by another user. Those launches stage such a file owned by uid 0
-/// instead (`plan::agent_hooks`), and ags sets the variable (which the launch may not set).
+/// instead (`agent_hooks::plan`), and ags sets the variable (which the launch may not set).
 pub const ROOT_OWNED: &[(&str, &str)] = &[(GEMINI_SYSTEM, "GEMINI_CLI_SYSTEM_SETTINGS_PATH")];
 /// opencode's system config.
 pub const OPENCODE_SYSTEM: &str = "/etc/opencode/opencode.json";

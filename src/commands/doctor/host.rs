@@ -9,8 +9,8 @@ use nix::unistd::{AccessFlags, Uid, User, access};
 
 use super::{Check, paths};
 use crate::config::{Config, Network, Paths};
+use crate::events::oci::{self, ServiceKind};
 use crate::fsutil::{self, PrivateDirError};
-use crate::oci_hooks::{self, ServiceKind};
 
 /// Fewer subordinate ids than this break images with system users (nobody is 65534).
 const MIN_SUBIDS: u64 = 65536;
@@ -48,7 +48,7 @@ fn oci_hooks_check(paths: &Paths, rootless: Option<bool>) -> Check {
         Some(false) => ServiceKind::Rootful,
         None => ServiceKind::current(),
     };
-    let status = oci_hooks::oci_hooks_status_for(paths, kind);
+    let status = oci::oci_hooks_status_for(paths, kind);
     match status.fix() {
         None => Check::ok("oci hooks", status.summary()),
         Some(fix) => Check::warn("oci hooks", status.summary(), fix),

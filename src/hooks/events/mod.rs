@@ -7,7 +7,7 @@
 //! - [`run`]: running one event's hooks, each independently (spawns through the runner).
 //!
 //! When the events happen, and what survives a crash of `ags`, is decided by the launch
-//! (`session`, `session::recover`); see docs/lifecycle.md.
+//! (`events::session`, `events::session::recover`); see docs/lifecycle.md.
 
 pub mod protocol;
 pub mod run;

@@ -11,7 +11,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::{Seen, Walk, observe};
-use crate::config::git_guard;
+use crate::git::model::guard;
 
 impl Walk<'_> {
     /// A `commondir` that changed: it may only name the git dir itself or, in
@@ -24,7 +24,7 @@ impl Walk<'_> {
         if !self.changed(Seen::Piece, &path, observe(&path, &meta).0) {
             return;
         }
-        let named = git_guard::common_dir(dir).ok();
+        let named = guard::common_dir(dir).ok();
         let own = dir.canonicalize().ok();
         let entry_of = dir
             .parent()
@@ -207,14 +207,14 @@ impl Walk<'_> {
         let Some(dir) = path.parent() else {
             return Vec::new();
         };
-        let entries = crate::config::git_config_keys::entries(text).unwrap_or_default();
+        let entries = crate::git::model::config_keys::entries(text).unwrap_or_default();
         let base = dir.parent().unwrap_or(dir);
         let mut out = Vec::new();
         for (key, value) in entries {
             let Some(value) = value else { continue };
             let named = if key == "core.worktree" {
                 dir.join(OsStr::from_bytes(&value))
-            } else if crate::config::git_config_keys::is_url(&key)
+            } else if crate::git::model::config_keys::is_url(&key)
                 && let Some(local) = local_path(&value)
             {
                 if local.as_os_str().as_bytes().first() == Some(&b'~') {

@@ -77,7 +77,7 @@ impl Walk<'_> {
             // A new pack index: its entries may claim the names of objects that were there
             // before, with other content (git searches packs first, newest first, and does not
             // check a name when it reads a tree or blob: session-12 attack N1, N2). Verified
-            // with git before anything reads the history (`launch::git_quarantine`).
+            // with git before anything reads the history (`git::quarantine`).
             None if path.extension().is_some_and(|e| e == "idx") && self.held(&path) => {
                 self.out.new_packs.push(path);
             }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::Walk;
 use super::state::{Seen, observe};
-use crate::config::git_config_text;
+use crate::git::model::config_text;
 
 /// Largest hook text read for the paths it names.
 const MAX_HOOK_BYTES: u64 = 1024 * 1024;
@@ -44,7 +44,7 @@ impl Walk<'_> {
     /// walked trees (a tracked `../.gitconfig`, husky's `.husky/_`). Those are compared too.
     pub(super) fn named_by(&mut self, path: &Path, bytes: &[u8], top: &Path, nesting: usize) {
         let base = path.parent().unwrap_or(Path::new("/"));
-        for (key, value) in git_config_text::entries(&String::from_utf8_lossy(bytes)) {
+        for (key, value) in config_text::entries(&String::from_utf8_lossy(bytes)) {
             let include = key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
             if include {
                 if let Some(p) =

@@ -76,7 +76,7 @@ pub(super) fn tips(git_dir: &Path) -> Result<BTreeSet<String>, String> {
     let mut out = BTreeSet::new();
     let mut dirs = vec![git_dir.to_path_buf()];
     if std::fs::symlink_metadata(git_dir.join("commondir")).is_ok() {
-        let common = crate::config::git_guard::common_dir(git_dir).map_err(|e| e.to_string())?;
+        let common = crate::git::model::guard::common_dir(git_dir).map_err(|e| e.to_string())?;
         dirs.push(common);
     }
     // What git reads besides refs, in this git dir: every file named as a root ref (capitals,

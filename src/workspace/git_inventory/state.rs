@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::{MAX_CONFIG_BYTES, MAX_DIGEST_BYTES};
-use crate::config::git_guard;
+use crate::git::model::guard;
 
 /// What a path was to the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -154,7 +154,7 @@ pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
         return Ok(None);
     }
-    let Some(named) = git_guard::gitfile_path(&bytes) else {
+    let Some(named) = guard::gitfile_path(&bytes) else {
         return Ok(None);
     };
     let named = path.parent().unwrap_or(Path::new("/")).join(named);

@@ -29,8 +29,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
+use crate::events::spool::{self, EventLine, OciStage, SPOOL_VERSION, SpoolError};
 use crate::plan::{ANNOTATION_LAUNCH, ANNOTATION_SPOOL, ANNOTATION_STAGE};
-use crate::spool::{self, EventLine, OciStage, SPOOL_VERSION, SpoolError};
 use crate::time::rfc3339;
 
 /// Largest accepted state document (1 MiB).

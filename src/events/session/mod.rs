@@ -21,6 +21,7 @@ pub mod recover;
 
 use crate::config::{Config, HookDecl, HookEvent, Paths};
 use crate::containment::WritableRoot;
+use crate::events::spool::{LaunchRecord, Owner, RecordedHook, SPOOL_VERSION, Spool};
 use crate::hooks::HookError;
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::events::{self, EventInput, FinishedContext, LaunchFacts, StartedContext};
@@ -32,7 +33,6 @@ use crate::launch::signals::SignalWatch;
 use crate::launch::sweep_gate::Gate;
 use crate::plan::{LaunchIdentity, LaunchPlan};
 use crate::podman::Client;
-use crate::spool::{LaunchRecord, Owner, RecordedHook, SPOOL_VERSION, Spool};
 use crate::{Error, prompt};
 
 /// The approved started and finished hooks of a launch (entrypoint bytes read once, here).

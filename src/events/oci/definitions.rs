@@ -19,11 +19,11 @@ pub const HOOK_PROGRAM: &str = "ags-oci-hook";
 pub const TEMPLATES: [(&str, &str); 2] = [
     (
         "ags-poststart.json",
-        include_str!("../../oci/hooks.d/ags-poststart.json"),
+        include_str!("../../../oci/hooks.d/ags-poststart.json"),
     ),
     (
         "ags-poststop.json",
-        include_str!("../../oci/hooks.d/ags-poststop.json"),
+        include_str!("../../../oci/hooks.d/ags-poststop.json"),
     ),
 ];
 

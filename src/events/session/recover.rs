@@ -13,13 +13,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::{HookEvent, Paths};
+use crate::events::spool::{Claimed, EventLine, LaunchRecord, OciStage, Owner, Spool};
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::events::{self, Ending, EventInput, FinishedContext, LaunchFacts};
 use crate::hooks::runner::{Interrupt, Limits, StderrSink};
 use crate::hooks::trust::TrustStore;
 use crate::launch::gc::SweptContainer;
 use crate::launch::identity;
-use crate::spool::{Claimed, EventLine, LaunchRecord, OciStage, Owner, Spool};
 
 /// Run the owed finished hooks; returns messages for the user (without the `ags: ` prefix).
 /// Hook stderr goes to `sink`.

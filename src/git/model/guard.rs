@@ -238,7 +238,7 @@ fn guard_modules(
 /// The checkout of a submodule's git dir: its config's `core.worktree`, resolved.
 pub(crate) fn module_checkout(git_dir: &Path) -> Option<PathBuf> {
     let text = read_small_text(&git_dir.join("config")).ok()?;
-    let (_, worktree) = super::git_config_text::entries(&text)
+    let (_, worktree) = super::config_text::entries(&text)
         .into_iter()
         .rev()
         .find(|(k, _)| k == "core.worktree")?;
@@ -412,5 +412,5 @@ pub(crate) fn common_dir(git_dir: &Path) -> Result<PathBuf, GitGuardError> {
 }
 
 #[cfg(test)]
-#[path = "git_guard_tests.rs"]
+#[path = "guard_tests.rs"]
 mod tests;

@@ -1,7 +1,7 @@
 //! Reading the values of a git configuration file, leniently: lines this reader does not
-//! understand are skipped (it serves the host's own configuration, `config::git_identity`, and
-//! a submodule's `core.worktree`, `config::git_guard`). Judging configuration the agent may have
-//! written is `config::git_config_keys`'s job, which is strict. Pure.
+//! understand are skipped (it serves the host's own configuration, `git::model::identity`, and
+//! a submodule's `core.worktree`, `git::model::guard`). Judging configuration the agent may have
+//! written is `git::model::config_keys`'s job, which is strict. Pure.
 
 /// The `(section[.subsection].name, value)` entries of a git configuration file, keys with
 /// the section and name lower-cased (the subsection keeps its case), values unquoted.

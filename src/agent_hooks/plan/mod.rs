@@ -3,17 +3,19 @@
 //! the dispatcher, all read-only in the container; refused when the agent's arguments switch
 //! the wiring off. Pure.
 
+pub mod record;
+
 use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::types::{
-    AgentHookWiring, EnvSource, MountKind, Origin, PlanEnv, PlanFile, PlanMount, RootFile, STAGED_ROOT_DIR,
-    STAGING_MOUNT,
-};
 use crate::agent_hooks::wiring::{self, SwitchOff};
 use crate::agent_hooks::{DISPATCHER_PATH, HANDLERS_PATH, dispatch};
 use crate::config::Config;
+use crate::plan::types::{
+    AgentHookWiring, EnvSource, MountKind, Origin, PlanEnv, PlanFile, PlanMount, RootFile, STAGED_ROOT_DIR,
+    STAGING_MOUNT,
+};
 use crate::secret::Secret;
 
 /// The agent's arguments or environment switch its hook wiring off; the text says which and

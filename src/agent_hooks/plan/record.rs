@@ -1,12 +1,12 @@
 //! What a launch with agent hooks adds for the record (docs/agent-hooks.md "The record"): the
 //! host-side socket directory and the log path, and the read-only bind of that directory at
-//! [`crate::agent_hooks::SOCKET_DIR`]. The `ags` process serves the socket (`crate::agent_log`).
+//! [`crate::agent_hooks::SOCKET_DIR`]. The `ags` process serves the socket (`crate::agent_hooks::log`).
 //! Pure.
 
 use std::path::Path;
 
-use super::types::{MountKind, Origin, PlanMount, RecordPlan};
 use crate::config::Config;
+use crate::plan::types::{MountKind, Origin, PlanMount, RecordPlan};
 
 /// The record socket of the agent hooks (when `agent_hooks` is set, for every agent, `shell`
 /// included: whatever runs the dispatcher in the container is recorded). Its directory is a

@@ -314,7 +314,3 @@ fn check_guard_entry(field: &str, entry: &str) -> std::result::Result<(), String
     }
     Ok(())
 }
-
-#[cfg(test)]
-#[path = "agent_hooks_tests.rs"]
-mod tests;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::spool::SPOOL_VERSION;
+use crate::events::spool::SPOOL_VERSION;
 
 fn record(container_id: Option<&str>, started_unix_ms: Option<u64>) -> LaunchRecord {
     LaunchRecord {

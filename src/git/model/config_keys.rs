@@ -381,5 +381,5 @@ fn is_space(c: u8) -> bool {
 }
 
 #[cfg(test)]
-#[path = "git_config_keys_tests.rs"]
+#[path = "config_keys_tests.rs"]
 mod tests;

@@ -13,8 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::GitSettings;
-use crate::config::git_guard::GitGuard;
 use crate::containment::WritableRoot;
+use crate::git::model::guard::GitGuard;
 use crate::text::shell_word;
 use crate::workspace::git_commits;
 use crate::workspace::git_inventory::{self, Finding, Inventory};

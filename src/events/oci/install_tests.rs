@@ -63,8 +63,8 @@ fn rootless_install_adds_definitions_and_hooks_dir_then_nothing() {
     );
     apply(&plan).unwrap();
     assert_eq!(
-        crate::oci_hooks::definitions::status(o.kind, &o.env),
-        crate::oci_hooks::OciHooksStatus::Active {
+        crate::events::oci::definitions::status(o.kind, &o.env),
+        crate::events::oci::OciHooksStatus::Active {
             dir: hooks,
             program: w.program.clone()
         }

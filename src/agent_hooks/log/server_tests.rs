@@ -253,8 +253,8 @@ fn a_silenced_session_ends_with_an_incomplete_entry() {
     assert_eq!(missing, summary.incomplete);
     assert_eq!(missing.len(), 3, "{missing:?}");
     // `ags log` reads it back and shows it.
-    let entries = crate::agent_log::file::read_all(&dir.path().join("state/log.jsonl")).unwrap();
-    let row = crate::agent_log::file::render(entries.last().unwrap());
+    let entries = crate::agent_hooks::log::file::read_all(&dir.path().join("state/log.jsonl")).unwrap();
+    let row = crate::agent_hooks::log::file::render(entries.last().unwrap());
     assert!(
         row.contains("incomplete") && row.contains("no session_start"),
         "{row}"

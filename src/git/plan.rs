@@ -7,9 +7,9 @@
 
 use std::path::Path;
 
-use super::types::{MountKind, Origin, PlanMount};
-pub use super::types::{SshAgent, SshAgentPlan};
-use crate::config::git_identity::GitIdentity;
+use crate::git::model::identity::GitIdentity;
+use crate::plan::types::{MountKind, Origin, PlanMount};
+pub use crate::plan::types::{SshAgent, SshAgentPlan};
 
 /// Where the ssh-agent filter's socket is bound in the container (`SSH_AUTH_SOCK`).
 pub const SSH_AUTH_SOCK_PATH: &str = "/run/ags-ssh-agent.sock";

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub(crate) use super::git_config_text::entries;
+pub(crate) use super::config_text::entries;
 
 /// Largest configuration file read.
 pub const MAX_FILE_BYTES: usize = 1024 * 1024;
@@ -196,9 +196,9 @@ fn find_repo(workdir: &Path) -> Option<Repo> {
             let git_dir = if meta.is_dir() {
                 dot_git
             } else {
-                super::git_guard::linked_git_dir(&dot_git).ok()?
+                super::guard::linked_git_dir(&dot_git).ok()?
             };
-            let common_dir = super::git_guard::common_dir(&git_dir).ok()?;
+            let common_dir = super::guard::common_dir(&git_dir).ok()?;
             return Some(Repo { git_dir, common_dir });
         }
         dir = d.parent();
@@ -404,5 +404,5 @@ pub(crate) fn wildmatch(p: &[u8], s: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-#[path = "git_identity_tests.rs"]
+#[path = "identity_tests.rs"]
 mod tests;

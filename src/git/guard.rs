@@ -1,5 +1,5 @@
 //! Creating the missing pieces of the guarded git repositories right before the container
-//! (`config::git_guard` decides what they are; docs/security.md): an empty `hooks/` or `config`
+//! (`git::model::guard` decides what they are; docs/security.md): an empty `hooks/` or `config`
 //! (git treats them like missing ones) and a `commondir` containing `.` (the git dir itself).
 //! They are kept afterwards: removing a file that another launch has mounted would unmount it
 //! there.
@@ -8,7 +8,7 @@ use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::config::git_guard::{GitCreate, GitGuard, is_self_commondir};
+use crate::git::model::guard::{GitCreate, GitGuard, is_self_commondir};
 
 /// A missing piece of a guarded git repository could not be created.
 #[derive(Debug, thiserror::Error)]

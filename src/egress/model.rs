@@ -465,5 +465,5 @@ pub fn is_internal(ip: IpAddr) -> bool {
 }
 
 #[cfg(test)]
-#[path = "network_tests.rs"]
+#[path = "model_tests.rs"]
 mod tests;
