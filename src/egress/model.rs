@@ -183,7 +183,7 @@ impl std::fmt::Display for EgressOrigin {
 /// The resolved `[network]` settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EgressSettings {
-    /// Where [`Config::network`](super::Config::network) came from.
+    /// Where [`Config::network`](crate::config::Config::network) came from.
     pub mode_origin: EgressOrigin,
     /// The project overlay's mode: the command line cannot go below it.
     pub floor: Option<Network>,
