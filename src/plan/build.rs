@@ -25,74 +25,27 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let image = run.image.clone().unwrap_or_else(|| input.config.image.clone());
     check_settings(run, Some(&image))?;
     let profile = check::find_agent(&run.agent)?;
-    let ports = run
+    let ports: Vec<_> = run
         .publish
         .iter()
         .map(|p| check::parse_publish(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    // A remote service cannot bind this host's dispatcher (docs/agent-hook-handlers.md).
-    let wiring = match run.agent_hooks && !input.remote {
-        true => {
-            let mut warnings = check_agent_hook_args(run)?;
-            warnings.extend(agent_hooks::check_agent(input.config, &run.agent)?);
-            // The launch's files are the invoking user's: uid 0 inside only when that user is
-            // root on a rootful service.
-            let not_root = input.rootless || input.user.0 != 0;
-            let tag = &input.identity.suffix;
-            agent_hooks::wiring(input.config, &run.agent, tag, not_root, warnings)
-        }
-        false => None,
-    };
-    let mut command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
-    if let Some(w) = &wiring {
-        let at = profile.command.len().min(command.len());
-        command.splice(at..at, w.wiring.args.iter().cloned());
-    }
+        .collect::<Result<_, _>>()?;
+    let wiring = wiring(input)?;
+    let command = agent_command(profile, run, wiring.as_ref());
     let egress = network::plan(input.config, run.network, profile, input.host_stage_dir);
     if !ports.is_empty() && egress.mode == crate::config::Network::None {
         return Err(PlanError::PublishWithoutNetwork);
     }
-    let mut env = build_env(input, hook_env)?;
-    if let Some(w) = &wiring {
-        agent_hooks::check_env(&run.agent, env.iter().map(|e| e.key.as_str()))?;
-        env.extend(w.env.iter().cloned());
-    }
-    // The proxy variables are ags's own in allowlist mode: they replace any other value.
-    let proxy_env = egress_entries::env(&egress);
-    env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));
-    env.extend(proxy_env);
-    env.sort_by(|a, b| a.key.cmp(&b.key));
-    let staged =
-        env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. })) || !run.op_secret_sets.is_empty();
-    let generated: Vec<PlanFile> = hook_files
-        .iter()
-        .cloned()
-        .chain(wiring.iter().flat_map(|w| w.files.iter().cloned()))
-        .collect();
-    let in_volume = input.remote && !generated.is_empty();
-    let files = match in_volume {
-        true => generated,
-        false => place_files(&generated, input.host_stage_dir),
-    };
-    let root_files = wiring.as_ref().map(|w| w.root_files.clone()).unwrap_or_default();
-    let staging = (staged || in_volume || !root_files.is_empty()).then(|| Staging {
-        volume: format!("ags-stage-{}", input.identity.suffix),
-        mount_point: STAGING_MOUNT.into(),
-        root_files,
-    });
+    let env = launch_env(input, hook_env, wiring.as_ref(), &egress)?;
+    let (files, in_volume, staging) = staged_files(input, hook_files, wiring.as_ref(), &env);
     let record = agent_record::plan(input.config, run.agent_hooks, input.remote, input.host_stage_dir);
-    let extra = egress_entries::mounts(&egress)
-        .into_iter()
-        .chain(wiring.iter().flat_map(|w| w.mounts.iter().cloned()))
-        .chain(record.iter().map(agent_record::mount))
-        .collect();
+    let extra = capability_mounts(&egress, wiring.as_ref(), record.as_ref());
     let mounts = build_mounts(input, hook_mounts, &files, staging.as_ref(), extra)?;
     let state_volumes = state_volumes(input, &mounts);
     let host_stage_dir = (!files.is_empty() && !in_volume).then(|| input.host_stage_dir.to_path_buf());
-    let container_command = egress.wrap(if staging.is_some() || !run.no_init {
-        wrap_command(&command, staging.is_some())
-    } else {
-        command.clone()
+    let container_command = egress.wrap(match staging.is_some() || !run.no_init {
+        true => wrap_command(&command, staging.is_some()),
+        false => command.clone(),
     });
     Ok(LaunchPlan {
         launch_id: input.identity.launch_id.clone(),
@@ -106,24 +59,12 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         container_command,
         workdir: input.config.workdir.clone(),
         tty: run.tty,
-        user_namespace: if input.rootless {
-            UserNamespace::KeepId
-        } else {
-            UserNamespace::Default
+        user_namespace: match input.rootless {
+            true => UserNamespace::KeepId,
+            false => UserNamespace::Default,
         },
         user: Some(format!("{}:{}", input.user.0, input.user.1)),
-        security: Security {
-            cap_drop: vec!["ALL".into()],
-            no_new_privileges: true,
-            pids_limit: input.config.pids_limit,
-            memory_limit: run.limits.memory.resolve(input.host_memory),
-            cpus: run.limits.cpus,
-            selinux_label: if input.selinux {
-                SelinuxLabel::Disabled
-            } else {
-                SelinuxLabel::NotEnabled
-            },
-        },
+        security: security(input),
         network: egress.mode,
         egress,
         ports,
@@ -151,6 +92,121 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         lockdown: run.lockdown,
         skip_permissions: run.skip_permissions,
     })
+}
+
+/// The agent's hook wiring, unless the launch has none. A remote service cannot bind this
+/// host's dispatcher (docs/agent-hook-handlers.md).
+fn wiring(input: &PlanInput<'_>) -> Result<Option<agent_hooks::WiringPlan>, PlanError> {
+    let run = input.run;
+    if !run.agent_hooks || input.remote {
+        return Ok(None);
+    }
+    let mut warnings = check_agent_hook_args(run)?;
+    warnings.extend(agent_hooks::check_agent(input.config, &run.agent)?);
+    // The launch's files are the invoking user's: uid 0 inside only when that user is root on
+    // a rootful service.
+    let not_root = input.rootless || input.user.0 != 0;
+    let tag = &input.identity.suffix;
+    Ok(agent_hooks::wiring(
+        input.config,
+        &run.agent,
+        tag,
+        not_root,
+        warnings,
+    ))
+}
+
+/// The container's environment: the host's and the hooks', the wiring's, and in allowlist
+/// mode the proxy variables, which are ags's own and replace any other value; sorted by name.
+fn launch_env(
+    input: &PlanInput<'_>,
+    hook_env: &[(String, EnvSource, Origin)],
+    wiring: Option<&agent_hooks::WiringPlan>,
+    egress: &network::EgressPlan,
+) -> Result<Vec<PlanEnv>, PlanError> {
+    let mut env = build_env(input, hook_env)?;
+    if let Some(w) = wiring {
+        agent_hooks::check_env(&input.run.agent, env.iter().map(|e| e.key.as_str()))?;
+        env.extend(w.env.iter().cloned());
+    }
+    let proxy_env = egress_entries::env(egress);
+    env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));
+    env.extend(proxy_env);
+    env.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(env)
+}
+
+/// The generated files (the hooks' and the wiring's): placed in the host stage directory, or in
+/// the staging volume on a remote service (`in_volume`); and the staging volume, needed for
+/// staged values, files in it and files owned by root.
+fn staged_files(
+    input: &PlanInput<'_>,
+    hook_files: &[PlanFile],
+    wiring: Option<&agent_hooks::WiringPlan>,
+    env: &[PlanEnv],
+) -> (Vec<PlanFile>, bool, Option<Staging>) {
+    let staged = env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. }))
+        || !input.run.op_secret_sets.is_empty();
+    let generated: Vec<PlanFile> = hook_files
+        .iter()
+        .cloned()
+        .chain(wiring.iter().flat_map(|w| w.files.iter().cloned()))
+        .collect();
+    let in_volume = input.remote && !generated.is_empty();
+    let files = match in_volume {
+        true => generated,
+        false => place_files(&generated, input.host_stage_dir),
+    };
+    let root_files = wiring.map(|w| w.root_files.clone()).unwrap_or_default();
+    let staging = (staged || in_volume || !root_files.is_empty()).then(|| Staging {
+        volume: format!("ags-stage-{}", input.identity.suffix),
+        mount_point: STAGING_MOUNT.into(),
+        root_files,
+    });
+    (files, in_volume, staging)
+}
+
+/// The agent's command line, with the wiring's arguments after the agent's own command.
+fn agent_command(
+    profile: &agents::AgentProfile,
+    run: &RunSettings,
+    wiring: Option<&agent_hooks::WiringPlan>,
+) -> Vec<String> {
+    let mut command = profile.argv(run.skip_permissions, &run.agent_args, &run.command);
+    if let Some(w) = wiring {
+        let at = profile.command.len().min(command.len());
+        command.splice(at..at, w.wiring.args.iter().cloned());
+    }
+    command
+}
+
+/// What the capabilities mount: the egress proxy's socket and forwarder, the wiring's files,
+/// the agent hook record's socket directory.
+fn capability_mounts(
+    egress: &network::EgressPlan,
+    wiring: Option<&agent_hooks::WiringPlan>,
+    record: Option<&RecordPlan>,
+) -> Vec<PlanMount> {
+    egress_entries::mounts(egress)
+        .into_iter()
+        .chain(wiring.iter().flat_map(|w| w.mounts.iter().cloned()))
+        .chain(record.map(agent_record::mount))
+        .collect()
+}
+
+/// The container's hardening and limits.
+fn security(input: &PlanInput<'_>) -> Security {
+    Security {
+        cap_drop: vec!["ALL".into()],
+        no_new_privileges: true,
+        pids_limit: input.config.pids_limit,
+        memory_limit: input.run.limits.memory.resolve(input.host_memory),
+        cpus: input.run.limits.cpus,
+        selinux_label: match input.selinux {
+            true => SelinuxLabel::Disabled,
+            false => SelinuxLabel::NotEnabled,
+        },
+    }
 }
 
 /// The state volumes among `mounts`, with the labels that say whose they are.
