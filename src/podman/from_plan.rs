@@ -17,29 +17,116 @@ use crate::plan::{EnvSource, LaunchPlan, MountKind, Origin, Protocol, SelinuxLab
 /// on either side): a field added to [`LaunchPlan`] or [`SpecGenerator`] does not compile
 /// until this mapping says what becomes of it.
 pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
+    every_field_is_placed(plan);
+    let crate::plan::Security {
+        cap_drop,
+        no_new_privileges,
+        // In [`resource_limits`].
+        pids_limit: _,
+        memory_limit: _,
+        cpus: _,
+        selinux_label,
+    } = &plan.security;
+    SpecGenerator {
+        name: Some(plan.container_name.clone()),
+        image: plan.image.clone(),
+        command: plan.container_command.clone(),
+        entrypoint: None,
+        env: plan
+            .env
+            .iter()
+            .filter_map(|e| match &e.source {
+                EnvSource::Plain { value } => Some((e.key.clone(), value.clone())),
+                _ => None,
+            })
+            .collect(),
+        work_dir: Some(path_str(&plan.workdir)),
+        terminal: plan.tty,
+        stdin: true,
+        labels: plan.labels.clone(),
+        annotations: plan.annotations.clone(),
+        cap_drop: cap_drop.clone(),
+        cap_add: Vec::new(),
+        no_new_privileges: *no_new_privileges,
+        userns: match plan.user_namespace {
+            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
+            UserNamespace::Default => None,
+        },
+        netns: match plan.network {
+            Network::Open => None,
+            Network::None | Network::Allowlist => Some(Namespace::new(NsMode::None)),
+        },
+        hostname: None,
+        mounts: mounts(plan),
+        volumes: volumes(plan),
+        resource_limits: Some(resource_limits(&plan.security)),
+        user: plan.user.clone(),
+        // `ags` removes the container itself, after reading its exit code.
+        remove: false,
+        // `--timeout` is enforced by the launch (it stops the agent, then reports 124).
+        timeout: None,
+        // Set by the launch once the profile is written (a local service reads the file).
+        seccomp_profile_path: None,
+        // The agent's output (with a terminal, echoed keystrokes too) may hold secrets: keep
+        // no log file of it. Attach streams it all the same.
+        log_configuration: Some(LogConfig::none()),
+        init: plan.init,
+        portmappings: plan.ports.iter().map(port_mapping).collect(),
+        // On an SELinux host the binds are not relabelled (a `:z` relabel would rewrite the
+        // labels of the user's files on the host); the container runs unlabelled instead.
+        selinux_opts: match selinux_label {
+            SelinuxLabel::Disabled => vec!["disable".into()],
+            SelinuxLabel::NotEnabled => vec![],
+        },
+        // Set by the launch when it spells `keep-id` out for a local rootless service
+        // (`podman::spell_out_keep_id`); otherwise Podman derives them from `userns`.
+        idmappings: None,
+        passwd_entry: None,
+        group_entry: None,
+    }
+}
+
+/// One published port in libpod's form.
+fn port_mapping(p: &crate::plan::PortMapping) -> PortMapping {
+    PortMapping {
+        host_ip: p.host_ip.map(|ip| ip.to_string()).unwrap_or_default(),
+        container_port: p.container_port,
+        host_port: p.host_port,
+        protocol: match p.protocol {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+        .into(),
+    }
+}
+
+/// Where each field of the plan goes: taken apart field by field (no `..`), so a field added
+/// to the plan does not compile until it is placed. A field without a comment is placed by
+/// [`spec_from_plan`]; the comment says where the others are carried.
+fn every_field_is_placed(plan: &LaunchPlan) {
     let LaunchPlan {
         // Carried by the labels (`labels`, built with the plan).
         launch_id: _,
-        container_name,
-        image,
+        container_name: _,
+        image: _,
         // Named for the user; what runs is `container_command`.
         agent: _,
         command: _,
-        container_command,
-        workdir,
-        tty,
-        user_namespace,
-        user,
-        security,
-        network,
+        container_command: _,
+        workdir: _,
+        tty: _,
+        user_namespace: _,
+        user: _,
+        security: _,
+        network: _,
         // The proxy is already in `mounts`, `env` and `container_command`.
         egress: _,
-        ports,
-        init,
+        ports: _,
+        init: _,
         // Enforced by the launch (stop after the timeout), not by Podman.
         timeout_seconds: _,
         mounts: _,
-        env,
+        env: _,
         // Each generated file is a read-only bind in `mounts`, written by the launch.
         files: _,
         // Its files are in `files`, its arguments in `container_command`.
@@ -68,86 +155,9 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         lockdown: _,
         // Already in `container_command`.
         skip_permissions: _,
-        labels,
-        annotations,
+        labels: _,
+        annotations: _,
     } = plan;
-    let crate::plan::Security {
-        cap_drop,
-        no_new_privileges,
-        // In [`resource_limits`].
-        pids_limit: _,
-        memory_limit: _,
-        cpus: _,
-        selinux_label,
-    } = security;
-    SpecGenerator {
-        name: Some(container_name.clone()),
-        image: image.clone(),
-        command: container_command.clone(),
-        entrypoint: None,
-        env: env
-            .iter()
-            .filter_map(|e| match &e.source {
-                EnvSource::Plain { value } => Some((e.key.clone(), value.clone())),
-                _ => None,
-            })
-            .collect(),
-        work_dir: Some(path_str(workdir)),
-        terminal: *tty,
-        stdin: true,
-        labels: labels.clone(),
-        annotations: annotations.clone(),
-        cap_drop: cap_drop.clone(),
-        cap_add: Vec::new(),
-        no_new_privileges: *no_new_privileges,
-        userns: match user_namespace {
-            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
-            UserNamespace::Default => None,
-        },
-        netns: match network {
-            Network::Open => None,
-            Network::None | Network::Allowlist => Some(Namespace::new(NsMode::None)),
-        },
-        hostname: None,
-        mounts: mounts(plan),
-        volumes: volumes(plan),
-        resource_limits: Some(resource_limits(security)),
-        user: user.clone(),
-        // `ags` removes the container itself, after reading its exit code.
-        remove: false,
-        // `--timeout` is enforced by the launch (it stops the agent, then reports 124).
-        timeout: None,
-        // Set by the launch once the profile is written (a local service reads the file).
-        seccomp_profile_path: None,
-        // The agent's output (with a terminal, echoed keystrokes too) may hold secrets: keep
-        // no log file of it. Attach streams it all the same.
-        log_configuration: Some(LogConfig::none()),
-        init: *init,
-        portmappings: ports
-            .iter()
-            .map(|p| PortMapping {
-                host_ip: p.host_ip.map(|ip| ip.to_string()).unwrap_or_default(),
-                container_port: p.container_port,
-                host_port: p.host_port,
-                protocol: match p.protocol {
-                    Protocol::Tcp => "tcp",
-                    Protocol::Udp => "udp",
-                }
-                .into(),
-            })
-            .collect(),
-        // On an SELinux host the binds are not relabelled (a `:z` relabel would rewrite the
-        // labels of the user's files on the host); the container runs unlabelled instead.
-        selinux_opts: match selinux_label {
-            SelinuxLabel::Disabled => vec!["disable".into()],
-            SelinuxLabel::NotEnabled => vec![],
-        },
-        // Set by the launch when it spells `keep-id` out for a local rootless service
-        // (`podman::spell_out_keep_id`); otherwise Podman derives them from `userns`.
-        idmappings: None,
-        passwd_entry: None,
-        group_entry: None,
-    }
 }
 
 /// The process, memory and CPU limits. A rootless service on cgroup v1 cannot apply them:
@@ -357,158 +367,5 @@ fn path_str(p: &Path) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::{LaunchPlan, SelinuxLabel};
-
-    fn plan_json(selinux: bool, init: bool) -> serde_json::Value {
-        let plan = plan_of(selinux, init, false, &Default::default());
-        let want = if selinux {
-            SelinuxLabel::Disabled
-        } else {
-            SelinuxLabel::NotEnabled
-        };
-        assert_eq!(plan.security.selinux_label, want);
-        serde_json::to_value(spec_from_plan(&plan)).unwrap()
-    }
-
-    fn plan_of(selinux: bool, init: bool, remote: bool, hooks: &crate::plan::HookLayer) -> LaunchPlan {
-        let home = std::path::PathBuf::from("/home/u");
-        let config = crate::config::Config {
-            paths: crate::config::Paths {
-                config_home: home.join(".config"),
-                state_home: home.join(".local/state"),
-                cache_home: home.join(".cache"),
-                runtime_dir: None,
-                home: home.clone(),
-            },
-            workdir: home.join("project"),
-            project: home.join("project"),
-            image: "localhost/img:1".into(),
-            pids_limit: 4096,
-            network: Network::Open,
-            prepare_hooks: vec![],
-            started_hooks: vec![],
-            finished_hooks: vec![],
-            agent_hooks: Default::default(),
-            primary: None,
-            overlay: None,
-            warnings: vec![],
-            user: Default::default(),
-            egress: Default::default(),
-        };
-        let run = crate::plan::RunSettings {
-            agent: "claude".into(),
-            mounts: vec![crate::plan::UserMount {
-                source: "/home/u/other".into(),
-                destination: "/home/u/other".into(),
-                read_only: false,
-                origin: crate::plan::Origin::Cli,
-            }],
-            no_init: !init,
-            ..Default::default()
-        };
-        crate::plan::build(&crate::plan::PlanInput {
-            host_memory: None,
-            config: &config,
-            run: &run,
-            identity: &crate::plan::LaunchIdentity {
-                launch_id: "ags-1-2".into(),
-                suffix: "abc".into(),
-                pid: 1,
-                start_time: 2,
-                host: "h".into(),
-            },
-            rootless: true,
-            selinux,
-            remote,
-            user: (1000, 1000),
-            host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-abc"),
-            hooks,
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn remote_files_are_volume_subpaths_filled_through_a_keeper() {
-        let hooks = crate::plan::HookLayer {
-            files: vec![crate::plan::PlanFile {
-                destination: "/home/dev/gen.txt".into(),
-                content: crate::secret::Secret::new("x".into()),
-                bytes: 1,
-                origin: crate::plan::Origin::GlobalHook("h".into()),
-                host_path: Default::default(),
-            }],
-            ..Default::default()
-        };
-        let plan = plan_of(false, true, true, &hooks);
-        let spec = serde_json::to_value(spec_from_plan(&plan)).unwrap();
-        let volume = &plan.staging.as_ref().unwrap().volume;
-        let file = spec["volumes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|v| v["Dest"] == "/home/dev/gen.txt")
-            .expect("a volume mount at the file's destination");
-        let want = serde_json::json!({"Name": volume, "Dest": "/home/dev/gen.txt",
-            "Options": ["ro", "nosuid", "nodev", "noexec"], "SubPath": "files/0"});
-        assert_eq!(file, &want);
-        assert!(
-            !spec["mounts"].to_string().contains("/home/dev/gen.txt"),
-            "{spec}"
-        );
-        // The keeper: the staging volume only, no network, no capabilities, never the launch id
-        // (it is not the agent's container), the agent's user namespace and user.
-        let keeper = serde_json::to_value(keeper_spec(&plan, "k").unwrap()).unwrap();
-        assert_eq!(keeper["volumes"].as_array().unwrap().len(), 1, "{keeper}");
-        assert_eq!(keeper["volumes"][0]["Dest"], "/run/ags");
-        assert!(keeper.get("mounts").is_none(), "{keeper}");
-        assert_eq!(keeper["netns"]["nsmode"], "none");
-        assert_eq!(keeper["cap_drop"], serde_json::json!(["ALL"]));
-        assert_eq!(keeper["userns"]["nsmode"], "keep-id");
-        assert_eq!(keeper["user"], "1000:1000");
-        assert_eq!(keeper["labels"]["io.ags.managed"], "true");
-        // It runs, bounded: Podman kills and removes it.
-        assert_eq!(keeper["timeout"], KEEPER_SECONDS);
-        assert_eq!(keeper["remove"], true);
-        assert_eq!(keeper["stdin"], true);
-        assert!(keeper["labels"].get("io.ags.launch-id").is_none(), "{keeper}");
-        assert!(keeper.get("annotations").is_none(), "{keeper}");
-        // A local plan stages no volume for files and has no keeper.
-        assert!(keeper_spec(&plan_of(false, true, false, &hooks), "k").is_none());
-    }
-
-    #[test]
-    fn selinux_enabled_disables_labelling_and_relabels_nothing() {
-        let on = plan_json(true, true);
-        assert_eq!(on["selinux_opts"], serde_json::json!(["disable"]));
-        let off = plan_json(false, true);
-        assert!(off.get("selinux_opts").is_none(), "{off}");
-        // Either way no bind is relabelled (`z`/`Z` would rewrite host file labels).
-        for spec in [&on, &off] {
-            for m in spec["mounts"].as_array().unwrap() {
-                let opts: Vec<&str> = m["options"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|o| o.as_str().unwrap())
-                    .collect();
-                assert!(!opts.iter().any(|o| *o == "z" || *o == "Z"), "{m}");
-            }
-        }
-    }
-
-    #[test]
-    fn limits_become_resource_limits_without_extra_swap() {
-        let spec = plan_json(false, true);
-        let want = serde_json::json!({"pids": {"limit": 4096},
-            "memory": {"limit": 8u64 << 30, "swap": 8u64 << 30}});
-        assert_eq!(spec["resource_limits"], want);
-    }
-
-    #[test]
-    fn init_is_requested_unless_disabled() {
-        assert_eq!(plan_json(false, true)["init"], true);
-        assert!(plan_json(false, false).get("init").is_none());
-    }
-}
+#[path = "from_plan_tests.rs"]
+mod tests;
