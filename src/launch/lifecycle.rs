@@ -32,21 +32,7 @@ pub async fn run(
     record: Option<&crate::agent_hooks::log::RecordServer>,
 ) -> Result<u8, LaunchError> {
     let in_volume = plan.files_in_volume();
-    if in_volume {
-        super::remote::check_files_supported(client).await?;
-    }
-    if let Some(staging) = &plan.staging {
-        client
-            .volume_create(&staging.volume, plan.labels.clone(), staging_volume_options())
-            .await?;
-        cleanup.push(Resource::Volume(staging.volume.clone()));
-    }
-    ensure_state_volumes(client, plan).await?;
-    crate::git::guard::create_missing(&plan.git_guards)?;
-    if let Some(dir) = &plan.host_stage_dir {
-        cleanup.push(Resource::HostDir(dir.clone()));
-        stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;
-    }
+    before_create(client, plan, cleanup, in_volume).await?;
     check(signals)?;
     // A remote service: the env file and the generated files go into the staging volume before
     // the agent's container exists (its subpath mounts need them), held by a keeper.
@@ -71,12 +57,7 @@ pub async fn run(
     cleanup.push(Resource::Container(id.clone()));
     crate::trace::mark("created");
     check(signals)?;
-    let opts = AttachOptions {
-        stdin: true,
-        stdout: true,
-        stderr: true,
-        tty: plan.tty,
-    };
+    let opts = AttachOptions::all(plan.tty);
     // Attaching initialises the container (runc create), so a missing command fails here.
     let (output, input) = match client.attach(&id, opts).await {
         Ok(attached) => attached.into_demux(),
@@ -95,30 +76,12 @@ pub async fn run(
     }
     // The agent's configuration at rest, before anything it runs could change it.
     super::outside::record(client, &id, plan, record).await;
-    let _raw = if plan.tty {
-        Some(RawModeGuard::enter().map_err(LaunchError::Terminal)?)
-    } else {
-        None
-    };
-    if plan.tty
-        && let Some((rows, cols)) = terminal::window_size()
-    {
-        client.resize(&id, rows, cols).await?;
-    }
+    let _raw = enter_terminal(client, &id, plan.tty).await?;
     check(signals)?;
     crate::trace::mark("attached");
     // The keeper goes while the agent starts and runs (its removal takes a while and the agent's
     // container holds the volume now); if that fails, the launch's cleanup removes it.
-    let release = keeper.map(|k| {
-        let client = client.clone();
-        let started = keeper_started.take();
-        tokio::spawn(async move {
-            if let Some(start) = started {
-                let _ = start.await;
-            }
-            super::remote::remove_keeper(&client, &k).await.then_some(k)
-        })
-    });
+    let release = keeper.map(|k| release_keeper(client, k, keeper_started.take()));
     client.start(&id).await.map_err(LaunchError::from_start)?;
     crate::trace::mark("started");
     let _ = started.send(id.clone());
@@ -128,13 +91,69 @@ pub async fn run(
     let timed_out = io::pump(client, &id, output, input, plan.tty, signals, deadline).await?;
     crate::trace::mark("output ended");
     let code = exit_code(client, &id).await?;
-    if let Some(Ok(Some(k))) = match release {
-        Some(handle) => Some(handle.await),
-        None => None,
-    } {
+    if let Some(handle) = release
+        && let Ok(Some(k)) = handle.await
+    {
         cleanup.forget(&Resource::Container(k));
     }
     Ok(if timed_out { EXIT_TIMED_OUT } else { code })
+}
+
+/// What must exist before the container is created: the staging volume, the state volumes, the
+/// git guards' missing pieces and the generated files on the host (each recorded for cleanup).
+async fn before_create(
+    client: &Client,
+    plan: &LaunchPlan,
+    cleanup: &mut Cleanup,
+    in_volume: bool,
+) -> Result<(), LaunchError> {
+    if in_volume {
+        super::remote::check_files_supported(client).await?;
+    }
+    if let Some(staging) = &plan.staging {
+        client
+            .volume_create(&staging.volume, plan.labels.clone(), staging_volume_options())
+            .await?;
+        cleanup.push(Resource::Volume(staging.volume.clone()));
+    }
+    ensure_state_volumes(client, plan).await?;
+    crate::git::guard::create_missing(&plan.git_guards)?;
+    if let Some(dir) = &plan.host_stage_dir {
+        cleanup.push(Resource::HostDir(dir.clone()));
+        stage::write_host_files(plan).map_err(LaunchError::HostFiles)?;
+    }
+    Ok(())
+}
+
+/// With a terminal: raw mode for the launch (restored when the guard drops) and the
+/// container's window at the terminal's size.
+async fn enter_terminal(client: &Client, id: &str, tty: bool) -> Result<Option<RawModeGuard>, LaunchError> {
+    if !tty {
+        return Ok(None);
+    }
+    let raw = RawModeGuard::enter().map_err(LaunchError::Terminal)?;
+    if let Some((rows, cols)) = terminal::window_size() {
+        client.resize(id, rows, cols).await?;
+    }
+    Ok(Some(raw))
+}
+
+/// Remove the staging keeper once it has started; its name when it is gone (the launch's
+/// cleanup then forgets it), `None` when the cleanup must still remove it.
+fn release_keeper(
+    client: &Client,
+    keeper: String,
+    started: Option<tokio::task::JoinHandle<()>>,
+) -> tokio::task::JoinHandle<Option<String>> {
+    let client = client.clone();
+    tokio::spawn(async move {
+        if let Some(start) = started {
+            let _ = start.await;
+        }
+        super::remote::remove_keeper(&client, &keeper)
+            .await
+            .then_some(keeper)
+    })
 }
 
 /// Exit code when `--timeout` stopped the agent (timeout(1)'s).

@@ -43,6 +43,18 @@ pub struct AttachOptions {
     pub tty: bool,
 }
 
+impl AttachOptions {
+    /// Every stream, input included: the agent's session.
+    pub fn all(tty: bool) -> Self {
+        AttachOptions {
+            stdin: true,
+            stdout: true,
+            stderr: true,
+            tty,
+        }
+    }
+}
+
 /// The origin of a demultiplexed frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamKind {
