@@ -178,12 +178,11 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         false => None,
     };
 
-    let primary_scope = if primary_is_overlay {
-        HookScope::Project {
+    let primary_scope = match primary_is_overlay {
+        true => HookScope::Project {
             root: project.clone(),
-        }
-    } else {
-        scope_of_file(&primary_path)
+        },
+        false => scope_of_file(&primary_path),
     };
     let mut files = Vec::new();
     if let Some(file) = &primary {
@@ -198,22 +197,7 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
     let [prepare_hooks, started_hooks, finished_hooks] =
         HookEvent::ALL.map(|event| declarations(&files, event));
     let (prepare_hooks, started_hooks, finished_hooks) = (prepare_hooks?, started_hooks?, finished_hooks?);
-    let agent_hook_files: Vec<_> = files
-        .iter()
-        .map(|(path, file, scope)| {
-            let scope = match scope {
-                HookScope::Global => "global",
-                HookScope::Project { .. } => "project",
-            };
-            (
-                *path,
-                file.agent_hook.as_slice(),
-                file.agent_guard.as_ref(),
-                scope,
-            )
-        })
-        .collect();
-    let agent_hooks = crate::agent_hooks::config::resolve(&agent_hook_files)?;
+    let agent_hooks = agent_hook_settings(&files)?;
 
     let sandbox = primary
         .as_ref()
@@ -221,32 +205,9 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         .unwrap_or_default();
     let sandbox_network = sandbox.network.clone();
     let (mut image, pids_limit) = sandbox_settings(&primary_path, sandbox)?;
-    let (network, egress) = crate::egress::model::resolve(
-        (
-            primary.as_ref().and_then(|f| f.network.as_ref()),
-            sandbox_network.as_deref(),
-        ),
-        overlay.as_ref().and_then(|(_, f)| f.network.as_ref()),
-    )
-    .map_err(|(in_overlay, (key, message))| ConfigError::Invalid {
-        path: match (in_overlay, &overlay) {
-            (true, Some((p, _))) => p.clone(),
-            _ => primary_path.clone(),
-        },
-        key,
-        message,
-    })?;
-    let mut user = user::resolve(&primary_path, primary.as_ref(), &paths)?;
-    let projects = primary.as_ref().map(|f| f.project.as_slice()).unwrap_or_default();
-    user.protect_allow.extend(user::project_protect_allow(
-        &primary_path,
-        projects,
-        &project,
-        &paths,
-    )?);
-    if let Some(project_image) = user::project_image(&primary_path, projects, &project, &paths)? {
-        image = project_image;
-    }
+    let (network, egress) =
+        network_settings(&primary_path, primary.as_ref(), sandbox_network, overlay.as_ref())?;
+    let user = user_settings(&primary_path, primary.as_ref(), &project, &paths, &mut image)?;
     Ok(Config {
         paths,
         workdir,
@@ -263,6 +224,76 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         warnings,
         user,
         agent_hooks,
+    })
+}
+
+/// The user's settings of the primary config, with what its `[[project]]` table for this
+/// project adds (`protect` allowances, the image, which replaces `image`).
+fn user_settings(
+    primary_path: &Path,
+    primary: Option<&ConfigFile>,
+    project: &Path,
+    paths: &Paths,
+    image: &mut String,
+) -> Result<UserSettings> {
+    let mut user = user::resolve(primary_path, primary, paths)?;
+    let projects = primary.map(|f| f.project.as_slice()).unwrap_or_default();
+    user.protect_allow.extend(user::project_protect_allow(
+        primary_path,
+        projects,
+        project,
+        paths,
+    )?);
+    if let Some(project_image) = user::project_image(primary_path, projects, project, paths)? {
+        *image = project_image;
+    }
+    Ok(user)
+}
+
+/// `[[agent_hook]]` and `[agent_guard]` of the loaded files, global first.
+fn agent_hook_settings(
+    files: &[(&Path, &ConfigFile, HookScope)],
+) -> Result<crate::agent_hooks::config::AgentHookSettings> {
+    let agent_hook_files: Vec<_> = files
+        .iter()
+        .map(|(path, file, scope)| {
+            let scope = match scope {
+                HookScope::Global => "global",
+                HookScope::Project { .. } => "project",
+            };
+            (
+                *path,
+                file.agent_hook.as_slice(),
+                file.agent_guard.as_ref(),
+                scope,
+            )
+        })
+        .collect();
+    Ok(crate::agent_hooks::config::resolve(&agent_hook_files)?)
+}
+
+/// `[network]` of the primary config (or its older `[sandbox] network`) under the overlay's
+/// floor; an invalid entry is named in the file that holds it.
+fn network_settings(
+    primary_path: &Path,
+    primary: Option<&ConfigFile>,
+    sandbox_network: Option<String>,
+    overlay: Option<&(PathBuf, ConfigFile)>,
+) -> Result<(Network, EgressSettings)> {
+    crate::egress::model::resolve(
+        (
+            primary.and_then(|f| f.network.as_ref()),
+            sandbox_network.as_deref(),
+        ),
+        overlay.and_then(|(_, f)| f.network.as_ref()),
+    )
+    .map_err(|(in_overlay, (key, message))| ConfigError::Invalid {
+        path: match (in_overlay, overlay) {
+            (true, Some((p, _))) => p.clone(),
+            _ => primary_path.to_path_buf(),
+        },
+        key,
+        message,
     })
 }
 
