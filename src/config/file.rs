@@ -227,29 +227,16 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         protect,
     } = file;
     // Each of these reaches host data or loosens the sandbox: an overlay is written inside the
-    // repository, where the agent can write.
-    if !mount.is_empty() {
-        return Err("mount");
-    }
-    if !agent.is_empty() {
-        return Err("agent");
-    }
-    if git.is_some() {
-        return Err("git");
-    }
-    if !project.is_empty() {
-        return Err("project");
-    }
-    if op.is_some() {
-        return Err("op");
-    }
-    // The repository is the agent's to write: it must not loosen what protects it.
-    if protect.is_some() {
-        return Err("protect");
-    }
-    if ssh.is_some() {
-        return Err("ssh");
-    }
+    // repository, where the agent can write; `protect` must not loosen what protects it.
+    let mut set = vec![
+        ("mount", !mount.is_empty()),
+        ("agent", !agent.is_empty()),
+        ("git", git.is_some()),
+        ("project", !project.is_empty()),
+        ("op", op.is_some()),
+        ("protect", protect.is_some()),
+        ("ssh", ssh.is_some()),
+    ];
     if let Some(SandboxFile {
         image,
         pids_limit,
@@ -263,33 +250,20 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
     }) = sandbox
     {
         // Limits protect the host from the agent: the agent can write the overlay.
-        if memory.is_some() {
-            return Err("sandbox.memory");
-        }
-        if cpus.is_some() {
-            return Err("sandbox.cpus");
-        }
-        if tmpfs_size.is_some() {
-            return Err("sandbox.tmpfs_size");
-        }
-        if protect_git.is_some() {
-            return Err("sandbox.protect_git");
-        }
-        if shared_state.is_some() {
-            return Err("sandbox.shared_state");
-        }
-        if env_passthrough.is_some() {
-            return Err("sandbox.env_passthrough");
-        }
-        if image.is_some() {
-            return Err("sandbox.image");
-        }
-        if pids_limit.is_some() {
-            return Err("sandbox.pids_limit");
-        }
-        if network.is_some() {
-            return Err("sandbox.network");
-        }
+        set.extend([
+            ("sandbox.memory", memory.is_some()),
+            ("sandbox.cpus", cpus.is_some()),
+            ("sandbox.tmpfs_size", tmpfs_size.is_some()),
+            ("sandbox.protect_git", protect_git.is_some()),
+            ("sandbox.shared_state", shared_state.is_some()),
+            ("sandbox.env_passthrough", env_passthrough.is_some()),
+            ("sandbox.image", image.is_some()),
+            ("sandbox.pids_limit", pids_limit.is_some()),
+            ("sandbox.network", network.is_some()),
+        ]);
     }
-    Ok(())
+    match set.into_iter().find(|(_, is_set)| *is_set) {
+        Some((name, _)) => Err(name),
+        None => Ok(()),
+    }
 }
