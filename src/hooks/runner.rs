@@ -142,6 +142,68 @@ enum AbortReason {
     PhaseDeadline,
 }
 
+/// Write every execution copy before the first spawn. Writing a copy excludes forks
+/// (`exec_copy::fork_guard`), so copies written while other hooks are being spawned wait for
+/// those spawns and hold up the next ones (64 hooks, 4 at a time: ~2.4 ms per hook in the copy
+/// step; see docs/decisions/0008-prepare-runner.md). A failure here is left to that hook's own
+/// copy step, which reports it; an interrupt or the deadline stops the wait and the phase, before
+/// any worker starts (the unfinished copy step, returned, stops too and is awaited at the end).
+async fn copies_first<T>(
+    phase: &Phase<T>,
+    store: &TrustStore,
+    interrupt: &mut Interrupt,
+    deadline: Instant,
+) -> (ExecDir, Option<tokio::task::JoinHandle<ExecDir>>) {
+    let root = super::exec_copy::exec_root(store.ram_roots(), store.dir());
+    let mut copying = {
+        let (hooks, at, store_dir) = (phase.hooks.clone(), root.clone(), store.dir().to_path_buf());
+        let abort = phase.abort.clone();
+        let stop = move || abort.fired().is_some();
+        tokio::task::spawn_blocking(move || super::exec_copy::write_copies(&hooks, &at, &store_dir, &stop))
+    };
+    let written = tokio::select! {
+        written = &mut copying => Some(child::joined_blocking(written)), // a panic is resumed
+        _ = interrupt.wait() => None,
+        () = sleep_until(deadline) => None,
+    };
+    let exec_dir = written.unwrap_or_else(|| ExecDir::new(&root));
+    let copying = (!copying.is_finished()).then_some(copying);
+    (exec_dir, copying)
+}
+
+/// `width` worker threads (the phase's `concurrency`) that take the hooks in declaration order,
+/// each running one hook at a time from spawn to reap on its own thread
+/// (`process::supervise_blocking`) and sending its result; the phase's task only collects the
+/// results, and stops everything through `abort`.
+fn spawn_workers(
+    width: usize,
+    hooks: &Arc<[PreparedHook]>,
+    env: &Arc<TaskEnv>,
+    abort: &Arc<Abort<AbortReason>>,
+) -> (
+    Vec<tokio::task::JoinHandle<()>>,
+    tokio::sync::mpsc::UnboundedReceiver<child::TaskResult>,
+) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let workers = (0..width)
+        .map(|_| {
+            let (hooks, env, abort) = (hooks.clone(), env.clone(), abort.clone());
+            let (next, tx) = (next.clone(), tx.clone());
+            tokio::task::spawn_blocking(move || {
+                while abort.fired().is_none() {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(hook) = hooks.get(index) else { return };
+                    if tx.send(child::run_one(index, hook, &env, &abort)).is_err() {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    (workers, rx)
+}
+
 /// Shared, read-only inputs of every hook task.
 struct TaskEnv {
     store: TrustStore,
@@ -190,26 +252,7 @@ where
     // If this future is dropped midway, the workers kill their hooks and stop.
     let _stop_on_drop = FireOnDrop(abort.clone());
     let mut phase = Phase::new(hooks, abort);
-    // Write every execution copy before the first spawn. Writing a copy excludes forks
-    // (`exec_copy::fork_guard`), so copies written while other hooks are being spawned wait for
-    // those spawns and hold up the next ones (64 hooks, 4 at a time: ~2.4 ms per hook in the copy
-    // step; see docs/BENCHMARKS.md). A failure here is left to that hook's own copy step, which
-    // reports it; an interrupt or the deadline stops the wait and the phase, before any worker
-    // starts (below; the unfinished copy step stops too and is awaited at the end).
-    let root = super::exec_copy::exec_root(store.ram_roots(), store.dir());
-    let mut copying = {
-        let (hooks, at, store_dir) = (phase.hooks.clone(), root.clone(), store.dir().to_path_buf());
-        let abort = phase.abort.clone();
-        let stop = move || abort.fired().is_some();
-        tokio::task::spawn_blocking(move || super::exec_copy::write_copies(&hooks, &at, &store_dir, &stop))
-    };
-    let written = tokio::select! {
-        written = &mut copying => Some(child::joined_blocking(written)), // a panic is resumed
-        _ = interrupt.wait() => None,
-        () = sleep_until(deadline) => None,
-    };
-    let exec_dir = written.unwrap_or_else(|| ExecDir::new(&root));
-    let copying = (!copying.is_finished()).then_some(copying);
+    let (exec_dir, copying) = copies_first(&phase, &store, &mut interrupt, deadline).await;
     let env = Arc::new(TaskEnv {
         exec_dir,
         store,
@@ -226,32 +269,12 @@ where
     } else if Instant::now() >= deadline {
         phase.halt(Stop::Deadline, AbortReason::PhaseDeadline);
     }
-    // `concurrency` worker threads take the hooks in declaration order, each running one hook at
-    // a time from spawn to reap on its own thread (`process::supervise_blocking`); this task
-    // only collects results, and stops everything through `abort`.
-    let next = Arc::new(AtomicUsize::new(0));
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // Halted already (interrupted or out of time while copying): no worker, no hook started.
     let width = match phase.stop {
         Some(_) => 0,
         None => limits.concurrency.max(1).min(phase.hooks.len()),
     };
-    let workers: Vec<_> = (0..width)
-        .map(|_| {
-            let (hooks, env, abort) = (phase.hooks.clone(), env.clone(), phase.abort.clone());
-            let (next, tx) = (next.clone(), tx.clone());
-            tokio::task::spawn_blocking(move || {
-                while abort.fired().is_none() {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(hook) = hooks.get(index) else { return };
-                    if tx.send(child::run_one(index, hook, &env, &abort)).is_err() {
-                        return;
-                    }
-                }
-            })
-        })
-        .collect();
-    drop(tx);
+    let (workers, mut rx) = spawn_workers(width, &phase.hooks, &env, &phase.abort);
     loop {
         if let Some(sig) = interrupt.fired() {
             phase.halt(Stop::Interrupted(sig), AbortReason::Cancel);
