@@ -85,6 +85,122 @@ pub fn runs_a_helper(url: &[u8]) -> bool {
     plain && !scheme.is_empty() && !known.contains(&scheme)
 }
 
+/// The names of `core.*` that run no program.
+const CORE_KEYS: &[&str] = &[
+    "repositoryformatversion",
+    "filemode",
+    "bare",
+    "logallrefupdates",
+    "ignorecase",
+    "precomposeunicode",
+    "symlinks",
+    "worktree",
+    "sparsecheckout",
+    "sparsecheckoutcone",
+    "autocrlf",
+    "eol",
+    "safecrlf",
+    "quotepath",
+    "untrackedcache",
+    "splitindex",
+    "commitgraph",
+    "multipackindex",
+    "abbrev",
+    "compression",
+    "loosecompression",
+    "bigfilethreshold",
+    "checkstat",
+    "trustctime",
+    "protecthfs",
+    "protectntfs",
+];
+/// The names of `index.*` that run no program.
+const INDEX_KEYS: &[&str] = &[
+    "recordendofindexentries",
+    "recordoffsettable",
+    "sparse",
+    "threads",
+    "version",
+    "skiphash",
+];
+/// The names of `gc.*` that run no program.
+const GC_KEYS: &[&str] = &[
+    "aggressivedepth",
+    "aggressivewindow",
+    "auto",
+    "autopacklimit",
+    "autodetach",
+    "bigpackthreshold",
+    "writecommitgraph",
+    "logexpiry",
+    "packrefs",
+    "cruftpacks",
+    "prunepackedobjects",
+    "pruneexpire",
+    "worktreepruneexpire",
+    "reflogexpire",
+    "reflogexpireunreachable",
+    "rerereresolved",
+    "rerereunresolved",
+];
+/// The names of `pack.*` that run no program.
+const PACK_KEYS: &[&str] = &[
+    "window",
+    "depth",
+    "windowmemory",
+    "compression",
+    "threads",
+    "indexversion",
+    "packsizelimit",
+    "usebitmaps",
+    "usesparse",
+    "writebitmaps",
+    "writebitmaphashcache",
+    "writereverseindex",
+    "readreverseindex",
+    "allowpackreuse",
+    "deltacachesize",
+    "deltacachelimit",
+];
+/// The names of `status.*` that run no program.
+const STATUS_KEYS: &[&str] = &[
+    "relativepaths",
+    "short",
+    "branch",
+    "aheadbehind",
+    "displaycommentprefix",
+    "renamelimit",
+    "renames",
+    "showstash",
+    "showuntrackedfiles",
+    "submodulesummary",
+];
+/// The names of `remote.<name>.*` that run no program.
+const REMOTE_KEYS: &[&str] = &[
+    "url",
+    "pushurl",
+    "fetch",
+    "push",
+    "tagopt",
+    "prune",
+    "prunetags",
+    "mirror",
+    "skipdefaultupdate",
+    "skipfetchall",
+    "followremotehead",
+];
+/// The names of `branch.<name>.*` that run no program.
+const BRANCH_KEYS: &[&str] = &["remote", "merge", "rebase", "pushremote", "description"];
+/// The names of `submodule.<name>.*` that run no program.
+const SUBMODULE_KEYS: &[&str] = &[
+    "url",
+    "active",
+    "branch",
+    "fetchrecursesubmodules",
+    "ignore",
+    "shallow",
+];
+
 /// Whether git never runs a program because of `key` (lower-case section and name).
 pub fn harmless(key: &str) -> bool {
     let Some((section, rest)) = key.split_once('.') else {
@@ -95,35 +211,7 @@ pub fn harmless(key: &str) -> bool {
         None => (None, rest),
     };
     match (section, sub) {
-        ("core", None) => matches!(
-            name,
-            "repositoryformatversion"
-                | "filemode"
-                | "bare"
-                | "logallrefupdates"
-                | "ignorecase"
-                | "precomposeunicode"
-                | "symlinks"
-                | "worktree"
-                | "sparsecheckout"
-                | "sparsecheckoutcone"
-                | "autocrlf"
-                | "eol"
-                | "safecrlf"
-                | "quotepath"
-                | "untrackedcache"
-                | "splitindex"
-                | "commitgraph"
-                | "multipackindex"
-                | "abbrev"
-                | "compression"
-                | "loosecompression"
-                | "bigfilethreshold"
-                | "checkstat"
-                | "trustctime"
-                | "protecthfs"
-                | "protectntfs"
-        ),
+        ("core", None) => CORE_KEYS.contains(&name),
         // Not `partialclone`: git then fetches from the promisor remote on its own (a plain
         // `git status` does), reaching whatever URL the agent chose from the host.
         ("extensions", None) => name != "partialclone",
@@ -133,62 +221,10 @@ pub fn harmless(key: &str) -> bool {
         // one by one, so a name git adds later counts as running programs until listed here
         // (`gc.recentObjectsHook` is a command `git gc --auto` runs: session-14 attack F1).
         ("advice" | "color", None) => true,
-        ("index", None) => matches!(
-            name,
-            "recordendofindexentries" | "recordoffsettable" | "sparse" | "threads" | "version" | "skiphash"
-        ),
-        ("gc", None) => matches!(
-            name,
-            "aggressivedepth"
-                | "aggressivewindow"
-                | "auto"
-                | "autopacklimit"
-                | "autodetach"
-                | "bigpackthreshold"
-                | "writecommitgraph"
-                | "logexpiry"
-                | "packrefs"
-                | "cruftpacks"
-                | "prunepackedobjects"
-                | "pruneexpire"
-                | "worktreepruneexpire"
-                | "reflogexpire"
-                | "reflogexpireunreachable"
-                | "rerereresolved"
-                | "rerereunresolved"
-        ),
-        ("pack", None) => matches!(
-            name,
-            "window"
-                | "depth"
-                | "windowmemory"
-                | "compression"
-                | "threads"
-                | "indexversion"
-                | "packsizelimit"
-                | "usebitmaps"
-                | "usesparse"
-                | "writebitmaps"
-                | "writebitmaphashcache"
-                | "writereverseindex"
-                | "readreverseindex"
-                | "allowpackreuse"
-                | "deltacachesize"
-                | "deltacachelimit"
-        ),
-        ("status", None) => matches!(
-            name,
-            "relativepaths"
-                | "short"
-                | "branch"
-                | "aheadbehind"
-                | "displaycommentprefix"
-                | "renamelimit"
-                | "renames"
-                | "showstash"
-                | "showuntrackedfiles"
-                | "submodulesummary"
-        ),
+        ("index", None) => INDEX_KEYS.contains(&name),
+        ("gc", None) => GC_KEYS.contains(&name),
+        ("pack", None) => PACK_KEYS.contains(&name),
+        ("status", None) => STATUS_KEYS.contains(&name),
         ("feature", None) => matches!(name, "experimental" | "manyfiles"),
         ("clone", None) => matches!(name, "defaultremotename" | "rejectshallow" | "filtersubmodules"),
         ("lfs", None) => name == "repositoryformatversion",
@@ -197,26 +233,10 @@ pub fn harmless(key: &str) -> bool {
         ("fetch", None) => matches!(name, "prune" | "prunetags" | "writecommitgraph"),
         ("rerere", None) => matches!(name, "enabled" | "autoupdate"),
         ("submodule", None) => matches!(name, "active" | "recurse"),
-        ("remote", Some(_)) => matches!(
-            name,
-            "url"
-                | "pushurl"
-                | "fetch"
-                | "push"
-                | "tagopt"
-                | "prune"
-                | "prunetags"
-                | "mirror"
-                | "skipdefaultupdate"
-                | "skipfetchall"
-                | "followremotehead"
-        ),
-        ("branch", Some(_)) => matches!(name, "remote" | "merge" | "rebase" | "pushremote" | "description"),
+        ("remote", Some(_)) => REMOTE_KEYS.contains(&name),
+        ("branch", Some(_)) => BRANCH_KEYS.contains(&name),
         // Not `update`: `!command` there runs at `git submodule update`.
-        ("submodule", Some(_)) => matches!(
-            name,
-            "url" | "active" | "branch" | "fetchrecursesubmodules" | "ignore" | "shallow"
-        ),
+        ("submodule", Some(_)) => SUBMODULE_KEYS.contains(&name),
         _ => false,
     }
 }
