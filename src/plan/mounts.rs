@@ -35,19 +35,7 @@ pub(super) fn build_mounts(
             origin: m.origin.clone(),
         });
     }
-    // Per-agent state volumes (kept across launches); not with --lockdown, which mounts no
-    // agent configuration.
-    if let (false, Some(profile)) = (input.run.lockdown, agents::find(&input.run.agent)) {
-        let per_project = (!input.config.user.shared_state).then_some(input.config.workdir.as_path());
-        mounts.extend(profile.state.iter().map(|dir| PlanMount {
-            destination: dir.into(),
-            kind: MountKind::Volume {
-                name: profile.state_volume(dir, per_project),
-            },
-            read_only: false,
-            origin: Origin::Default,
-        }));
-    }
+    mounts.extend(state_mounts(input));
     mounts.extend(hook_mounts.iter().cloned());
     // Generated files: read-only binds of private host files, or for a remote service of their
     // copies in the staging volume. A bind mount point cannot be written, unlinked or replaced
@@ -72,38 +60,17 @@ pub(super) fn build_mounts(
     mounts.extend(ssh.iter().flat_map(crate::git::plan::ssh_mounts));
     check_overlaps(&mounts)?;
     // Nested inside the workdir (or an --add-dir) on purpose; Podman mounts parents first.
-    mounts.extend(input.run.git_guards.iter().map(|g| PlanMount {
-        destination: g.path.clone(),
-        kind: MountKind::Bind {
-            source: g.path.clone(),
-        },
-        read_only: g.read_only,
-        origin: Origin::Default,
-    }));
+    let guards = input
+        .run
+        .git_guards
+        .iter()
+        .map(|g| bind(&g.path, Origin::Default, g.read_only));
+    mounts.extend(guards);
     // The same for the protected project files (read-only, their directories pinned).
-    mounts.extend(input.run.protected.mounts.iter().map(|g| PlanMount {
-        destination: g.path.clone(),
-        kind: MountKind::Bind {
-            source: g.path.clone(),
-        },
-        read_only: g.read_only,
-        origin: Origin::Default,
-    }));
+    let protected = input.run.protected.mounts.iter();
+    mounts.extend(protected.map(|g| bind(&g.path, Origin::Default, g.read_only)));
     if input.run.lockdown {
-        let size = input.run.limits.tmpfs_size;
-        for (dest, size) in [
-            ("/tmp", size),
-            ("/var/tmp", size),
-            ("/run", crate::limits::RUN_TMPFS_SIZE),
-        ] {
-            let kind = MountKind::Tmpfs { size };
-            mounts.push(PlanMount {
-                destination: dest.into(),
-                kind,
-                read_only: false,
-                origin: Origin::Default,
-            });
-        }
+        mounts.extend(lockdown_tmpfs(input.run.limits.tmpfs_size));
     }
     if let Some(s) = staging {
         mounts.push(PlanMount {
@@ -116,6 +83,39 @@ pub(super) fn build_mounts(
         });
     }
     Ok(mounts)
+}
+
+/// The agent's state volumes (kept across launches); none with `--lockdown`, which mounts no
+/// agent configuration.
+fn state_mounts(input: &PlanInput<'_>) -> Vec<PlanMount> {
+    let Some(profile) = agents::find(&input.run.agent).filter(|_| !input.run.lockdown) else {
+        return Vec::new();
+    };
+    let per_project = (!input.config.user.shared_state).then_some(input.config.workdir.as_path());
+    let volume = |dir: &&str| PlanMount {
+        destination: dir.into(),
+        kind: MountKind::Volume {
+            name: profile.state_volume(dir, per_project),
+        },
+        read_only: false,
+        origin: Origin::Default,
+    };
+    profile.state.iter().map(volume).collect()
+}
+
+/// With `--lockdown`: private tmpfs over `/tmp`, `/var/tmp` and `/run`.
+fn lockdown_tmpfs(size: u64) -> impl Iterator<Item = PlanMount> {
+    let sizes = [
+        ("/tmp", size),
+        ("/var/tmp", size),
+        ("/run", crate::limits::RUN_TMPFS_SIZE),
+    ];
+    sizes.into_iter().map(|(dest, size)| PlanMount {
+        destination: dest.into(),
+        kind: MountKind::Tmpfs { size },
+        read_only: false,
+        origin: Origin::Default,
+    })
 }
 
 /// Container paths a user mount may not equal, enter or contain: the kernel's file systems and
