@@ -126,16 +126,7 @@ pub fn export(input: &KubeInput<'_>) -> Result<KubeExport, KubeError> {
     let labels = labels(plan)?;
     let tag = tag(&plan.launch_id);
     let secret_name = format!("{}-secret", plan.container_name);
-    let mut data = BTreeMap::new();
-    if let Some(env) = input.env_file {
-        data.insert(ENV_KEY.to_string(), SecretValue::encode(env));
-    }
-    for (i, f) in plan.files.iter().enumerate() {
-        data.insert(file_key(i), SecretValue::encode(f.content.expose().as_bytes()));
-    }
-    if input.redact {
-        data = data.into_iter().map(|(k, v)| (k, v.redacted())).collect();
-    }
+    let data = secret_data(input);
     let security = security_context(uid, gid);
     let (volumes, mounts) = volumes(input, &secret_name, &tag);
     let mut agent = Container {
@@ -144,17 +135,7 @@ pub fn export(input: &KubeInput<'_>) -> Result<KubeExport, KubeError> {
         image_pull_policy: "IfNotPresent",
         command: plan.container_command.clone(),
         working_dir: plan.workdir.display().to_string(),
-        env: plan
-            .env
-            .iter()
-            .filter_map(|e| match &e.source {
-                EnvSource::Plain { value } => Some(EnvVar {
-                    name: e.key.clone(),
-                    value: value.clone(),
-                }),
-                _ => None,
-            })
-            .collect(),
+        env: plain_env(plan),
         ports: ports(plan),
         security_context: security.clone(),
         resources: resources(plan),
@@ -198,17 +179,7 @@ pub fn export(input: &KubeInput<'_>) -> Result<KubeExport, KubeError> {
             volumes,
         },
     };
-    let network_policy = (plan.network == Network::None).then(|| NetworkPolicy {
-        api_version: "networking.k8s.io/v1",
-        kind: "NetworkPolicy",
-        metadata: metadata(format!("{}-deny-all", plan.container_name)),
-        spec: NetworkPolicySpec {
-            pod_selector: LabelSelector {
-                match_labels: BTreeMap::from([(LABEL_LAUNCH_ID.to_string(), plan.launch_id.clone())]),
-            },
-            policy_types: vec!["Ingress", "Egress"],
-        },
-    });
+    let network_policy = (plan.network == Network::None).then(|| deny_all(plan, metadata));
     let secret = (!data.is_empty()).then(|| Secret {
         api_version: "v1",
         kind: "Secret",
@@ -221,6 +192,48 @@ pub fn export(input: &KubeInput<'_>) -> Result<KubeExport, KubeError> {
         network_policy,
         pod,
     })
+}
+
+/// With no network: a policy that denies the Pod every ingress and egress.
+fn deny_all(plan: &LaunchPlan, metadata: impl Fn(String) -> Metadata) -> NetworkPolicy {
+    NetworkPolicy {
+        api_version: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        metadata: metadata(format!("{}-deny-all", plan.container_name)),
+        spec: NetworkPolicySpec {
+            pod_selector: LabelSelector {
+                match_labels: BTreeMap::from([(LABEL_LAUNCH_ID.to_string(), plan.launch_id.clone())]),
+            },
+            policy_types: vec!["Ingress", "Egress"],
+        },
+    }
+}
+
+/// The Secret's data: the staged environment and the generated files (redacted on request).
+fn secret_data(input: &KubeInput<'_>) -> BTreeMap<String, SecretValue> {
+    let mut data = BTreeMap::new();
+    if let Some(env) = input.env_file {
+        data.insert(ENV_KEY.to_string(), SecretValue::encode(env));
+    }
+    for (i, f) in input.plan.files.iter().enumerate() {
+        data.insert(file_key(i), SecretValue::encode(f.content.expose().as_bytes()));
+    }
+    if input.redact {
+        data = data.into_iter().map(|(k, v)| (k, v.redacted())).collect();
+    }
+    data
+}
+
+/// The plain variables of the plan (staged ones come from the Secret).
+fn plain_env(plan: &LaunchPlan) -> Vec<EnvVar> {
+    let plain = |e: &PlanEnv| match &e.source {
+        EnvSource::Plain { value } => Some(EnvVar {
+            name: e.key.clone(),
+            value: value.clone(),
+        }),
+        _ => None,
+    };
+    plan.env.iter().filter_map(plain).collect()
 }
 
 /// The project directory (a path is no label value) and, for a rootless service, Podman's
@@ -339,10 +352,7 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
         let (name, source) = match &m.kind {
             MountKind::Bind { source } if source == &plan.workdir && m.destination == plan.workdir => {
                 let source = match git {
-                    true => VolumeSource::EmptyDir {
-                        medium: None,
-                        size_limit: None,
-                    },
+                    true => empty_dir(),
                     false => VolumeSource::HostPath {
                         path: source.display().to_string(),
                         kind: Some("Directory"),
@@ -373,13 +383,7 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
                     secret_volume(secret, [ENV_KEY.to_string()]),
                 )
             }
-            MountKind::Volume { .. } => (
-                format!("state-{i}-{tag}"),
-                VolumeSource::EmptyDir {
-                    medium: None,
-                    size_limit: None,
-                },
-            ),
+            MountKind::Volume { .. } => (format!("state-{i}-{tag}"), empty_dir()),
             MountKind::Tmpfs { size } => (
                 format!("tmpfs-{i}-{tag}"),
                 VolumeSource::EmptyDir {
@@ -403,6 +407,14 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
         });
     }
     (volumes, mounts)
+}
+
+/// A Pod-local empty directory on disk.
+fn empty_dir() -> VolumeSource {
+    VolumeSource::EmptyDir {
+        medium: None,
+        size_limit: None,
+    }
 }
 
 /// The plan's memory and CPU limits as `resources.limits`.
