@@ -335,6 +335,20 @@ impl OpCli {
 
     /// Run `op ARGS` with `stdin` until it exits; a timeout, an interrupt or too much output kill
     /// its group and become errors. The exit status is left to the caller.
+    /// The `op` program: the one named, else found as `ags` finds it (off the async executor).
+    async fn program_to_run(&self) -> Result<PathBuf, OpError> {
+        if let Some(p) = &self.program {
+            return Ok(p.clone());
+        }
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            this.resolve(&OpPolicy::default())
+                .map(|op| op.program.unwrap_or_default())
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+    }
+
     async fn run(
         &self,
         action: &str,
@@ -342,18 +356,7 @@ impl OpCli {
         stdin: Vec<u8>,
         interrupt: &Interrupt,
     ) -> Result<Ran, OpError> {
-        let program = match &self.program {
-            Some(p) => p.clone(),
-            None => tokio::task::spawn_blocking({
-                let this = self.clone();
-                move || {
-                    this.resolve(&OpPolicy::default())
-                        .map(|op| op.program.unwrap_or_default())
-                }
-            })
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?,
-        };
+        let program = self.program_to_run().await?;
         let interrupted = |signal| OpError::Interrupted {
             action: action.to_owned(),
             signal,
@@ -362,14 +365,7 @@ impl OpCli {
         if let Some(signal) = interrupt.fired() {
             return Err(interrupted(signal));
         }
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink: StderrSink = {
-            let lines = lines.clone();
-            Arc::new(move |line: &str| {
-                let line = line.strip_prefix("[op] ").unwrap_or(line).to_owned();
-                lines.lock().unwrap_or_else(PoisonError::into_inner).push(line);
-            })
-        };
+        let (lines, sink) = stderr_lines();
         let io = process::Io {
             stdin: stdin.into(),
             stdout_cap: STDOUT_CAP,
@@ -488,4 +484,15 @@ pub fn overlay_secret_sets(
         resolved.extend(set.values.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     resolved
+}
+
+/// A sink for `op`'s stderr that keeps its lines (without `op`'s `[op] ` prefix).
+fn stderr_lines() -> (Arc<Mutex<Vec<String>>>, StderrSink) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let kept = lines.clone();
+    let sink: StderrSink = Arc::new(move |line: &str| {
+        let line = line.strip_prefix("[op] ").unwrap_or(line).to_owned();
+        kept.lock().unwrap_or_else(PoisonError::into_inner).push(line);
+    });
+    (lines, sink)
 }
