@@ -231,41 +231,12 @@ fn resolve_one(
             "must be 1 to 64 characters of A-Z a-z 0-9 _ -".into(),
         ));
     }
-    if let Some(t) = &h.tool {
-        if !h.event.has_tool() {
-            return Err(invalid(
-                "tool",
-                format!(
-                    "a tool matcher applies only to the pre_tool and post_tool events, not {}; remove it",
-                    h.event
-                ),
-            ));
-        }
-        if t.is_empty() || t.len() > 128 || t.chars().any(|c| c.is_control() || c.is_whitespace()) {
-            return Err(invalid(
-                "tool",
-                "must be 1 to 128 characters without spaces or control characters (a tool name glob, or shell / write)".into(),
-            ));
-        }
+    if let Some(why) = tool_problem(h) {
+        return Err(invalid("tool", why));
     }
     let command = &h.command.0;
-    if command.is_empty() || command[0].is_empty() {
-        return Err(invalid("command", "must not be empty".into()));
-    }
-    if command.len() > MAX_ARGS {
-        return Err(invalid(
-            "command",
-            format!("{} arguments; at most {MAX_ARGS}", command.len()),
-        ));
-    }
-    if let Some(j) = command
-        .iter()
-        .position(|a| a.contains('\0') || a.len() > MAX_ARG_BYTES)
-    {
-        return Err(invalid(
-            "command",
-            format!("argument {j} contains NUL or is longer than {MAX_ARG_BYTES} bytes"),
-        ));
+    if let Some(why) = command_problem(command) {
+        return Err(invalid("command", why));
     }
     let timeout_seconds = match h.timeout_seconds {
         None => DEFAULT_TIMEOUT_SECONDS,
@@ -296,6 +267,38 @@ fn resolve_one(
         on_failure,
         scope,
     })
+}
+
+/// What is wrong with the handler's tool matcher, if anything.
+fn tool_problem(h: &AgentHookFile) -> Option<String> {
+    let t = h.tool.as_ref()?;
+    if !h.event.has_tool() {
+        return Some(format!(
+            "a tool matcher applies only to the pre_tool and post_tool events, not {}; remove it",
+            h.event
+        ));
+    }
+    let bad = t.is_empty() || t.len() > 128 || t.chars().any(|c| c.is_control() || c.is_whitespace());
+    bad.then(|| {
+        "must be 1 to 128 characters without spaces or control characters (a tool name glob, or shell / write)"
+            .into()
+    })
+}
+
+/// What is wrong with the handler's command, if anything.
+fn command_problem(command: &[String]) -> Option<String> {
+    if command.is_empty() || command[0].is_empty() {
+        return Some("must not be empty".into());
+    }
+    if command.len() > MAX_ARGS {
+        return Some(format!("{} arguments; at most {MAX_ARGS}", command.len()));
+    }
+    let j = command
+        .iter()
+        .position(|a| a.contains('\0') || a.len() > MAX_ARG_BYTES)?;
+    Some(format!(
+        "argument {j} contains NUL or is longer than {MAX_ARG_BYTES} bytes"
+    ))
 }
 
 fn check_guard_entry(field: &str, entry: &str) -> std::result::Result<(), String> {

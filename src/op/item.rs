@@ -145,6 +145,21 @@ impl fmt::Display for SkippedField {
     }
 }
 
+/// Only a Secure Note is a secret set (its fields are the variables).
+fn check_category(item: &serde_json::Map<String, Value>, set: &str) -> Result<(), OpError> {
+    match item.get("category").and_then(Value::as_str) {
+        Some("SECURE_NOTE") => Ok(()),
+        Some(other) => Err(OpError::NotSecureNote {
+            set: set.to_string(),
+            category: display_escaped(&other.chars().take(100).collect::<String>()),
+        }),
+        None => Err(OpError::ItemJson {
+            set: set.to_string(),
+            problem: "an item without a category".into(),
+        }),
+    }
+}
+
 /// Read `op item get --format json` output as a secret set. Errors never include content: JSON
 /// problems are reported by position only (a `serde_json` message may quote a value).
 pub(super) fn parse_item(name: &SecretSetName, json: &[u8]) -> Result<SecretSet, OpError> {
@@ -158,16 +173,7 @@ pub(super) fn parse_item(name: &SecretSetName, json: &[u8]) -> Result<SecretSet,
     let item = item
         .as_object()
         .ok_or_else(|| bad("JSON that is not an object".into()))?;
-    match item.get("category").and_then(Value::as_str) {
-        Some("SECURE_NOTE") => {}
-        Some(other) => {
-            return Err(OpError::NotSecureNote {
-                set,
-                category: display_escaped(&other.chars().take(100).collect::<String>()),
-            });
-        }
-        None => return Err(bad("an item without a category".into())),
-    }
+    check_category(item, &set)?;
     let fields = match item.get("fields") {
         None => &Vec::new(),
         Some(f) => f

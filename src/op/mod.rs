@@ -333,8 +333,6 @@ impl OpCli {
         Ok(sets)
     }
 
-    /// Run `op ARGS` with `stdin` until it exits; a timeout, an interrupt or too much output kill
-    /// its group and become errors. The exit status is left to the caller.
     /// The `op` program: the one named, else found as `ags` finds it (off the async executor).
     async fn program_to_run(&self) -> Result<PathBuf, OpError> {
         if let Some(p) = &self.program {
@@ -349,6 +347,8 @@ impl OpCli {
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
     }
 
+    /// Run `op ARGS` with `stdin` until it exits; a timeout, an interrupt or too much output kill
+    /// its group and become errors. The exit status is left to the caller.
     async fn run(
         &self,
         action: &str,

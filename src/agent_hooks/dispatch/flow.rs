@@ -64,34 +64,7 @@ pub fn dispatch(
             if can_block && blocked.is_none() {
                 blocked = settings::tampered(agent, n.cwd.as_deref(), &h.settings);
             }
-            let payload = n.to_handler_json();
-            for handler in h.handlers.iter().filter(|h| h.matches(&n)) {
-                if blocked.is_some() {
-                    let skipped = run::Run {
-                        outcome: Outcome::Skipped,
-                        exit_code: None,
-                        duration_ms: 0,
-                        block: false,
-                        reason: Some("an earlier handler or the guard blocked".into()),
-                    };
-                    let record = handler_record(&handler.name, &skipped, None);
-                    lines.push(send::line(&n, &record));
-                    continue;
-                }
-                let r = run::run(handler, &payload, n.cwd.as_deref(), can_block);
-                let decision = can_block.then_some(if r.block { "block" } else { "allow" });
-                lines.push(send::line(&n, &handler_record(&handler.name, &r, decision)));
-                if r.block {
-                    blocked = r.reason.clone();
-                } else if can_block && handler.block_on_failure && r.outcome.is_failure() {
-                    blocked = Some(format!(
-                        "ags agent hook {}: {} ({}), and it is declared with on_failure = \"block\"",
-                        handler.name,
-                        r.outcome.as_str(),
-                        r.reason.as_deref().unwrap_or("no reason")
-                    ));
-                }
-            }
+            run_handlers(&n, h, can_block, &mut lines, &mut blocked);
         }
     }
     let outcome = match (&blocked, &problem) {
@@ -117,6 +90,45 @@ pub fn dispatch(
         records: lines,
         allows_call: can_block && blocked.is_none(),
         blocked,
+    }
+}
+
+/// Run the handlers that match the event, in order; once one (or the guard) blocked, the rest
+/// are recorded as skipped. A handler declared with `on_failure = "block"` blocks when it fails.
+fn run_handlers(
+    n: &Normalised,
+    h: &Handlers,
+    can_block: bool,
+    lines: &mut Vec<String>,
+    blocked: &mut Option<String>,
+) {
+    let payload = n.to_handler_json();
+    for handler in h.handlers.iter().filter(|h| h.matches(n)) {
+        if blocked.is_some() {
+            let skipped = run::Run {
+                outcome: Outcome::Skipped,
+                exit_code: None,
+                duration_ms: 0,
+                block: false,
+                reason: Some("an earlier handler or the guard blocked".into()),
+            };
+            let record = handler_record(&handler.name, &skipped, None);
+            lines.push(send::line(n, &record));
+            continue;
+        }
+        let r = run::run(handler, &payload, n.cwd.as_deref(), can_block);
+        let decision = can_block.then_some(if r.block { "block" } else { "allow" });
+        lines.push(send::line(n, &handler_record(&handler.name, &r, decision)));
+        if r.block {
+            *blocked = r.reason.clone();
+        } else if can_block && handler.block_on_failure && r.outcome.is_failure() {
+            *blocked = Some(format!(
+                "ags agent hook {}: {} ({}), and it is declared with on_failure = \"block\"",
+                handler.name,
+                r.outcome.as_str(),
+                r.reason.as_deref().unwrap_or("no reason")
+            ));
+        }
     }
 }
 

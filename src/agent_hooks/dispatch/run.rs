@@ -99,10 +99,9 @@ pub struct Run {
     pub reason: Option<String>,
 }
 
-/// Run `h` with `payload` on stdin in `cwd` (if it is a directory). `can_block`: the event is
-/// `pre_tool`.
-pub fn run(h: &Handler, payload: &str, cwd: Option<&str>, can_block: bool) -> Run {
-    let start = Instant::now();
+/// The handler's command: a clean environment but for the kept variables and the hook's name
+/// and event, piped, in a process group of its own, in the agent's directory when it exists.
+fn command(h: &Handler, cwd: Option<&str>) -> Command {
     let mut cmd = Command::new(&h.command[0]);
     cmd.args(&h.command[1..])
         .env_clear()
@@ -116,7 +115,48 @@ pub fn run(h: &Handler, payload: &str, cwd: Option<&str>, can_block: bool) -> Ru
     if let Some(dir) = cwd.filter(|d| Path::new(d).is_dir()) {
         cmd.current_dir(dir);
     }
-    let mut child = match cmd.spawn() {
+    cmd
+}
+
+/// Write the payload to the handler's stdin. A small payload fits the pipe's buffer (64 KiB on
+/// Linux): written at once, no thread.
+fn feed(mut stdin: std::process::ChildStdin, payload: &str) {
+    if payload.len() <= INLINE_STDIN_MAX {
+        let _ = stdin.write_all(payload.as_bytes());
+    } else {
+        let data = payload.as_bytes().to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&data);
+        });
+    }
+}
+
+/// After the handler exited: wait for its output readers, at most `DRAIN_MAX`, and only past
+/// `DRAIN_GRACE` while its process group is gone (a background process of the handler may
+/// hold the pipes for long).
+fn drain<T>(out: &Arc<T>, err: &Arc<T>, rx: &mpsc::Receiver<()>, group: u32) {
+    let exited = Instant::now();
+    let mut group_gone = false;
+    while Arc::strong_count(out) + Arc::strong_count(err) > 2 {
+        let waited = exited.elapsed();
+        if waited >= DRAIN_MAX {
+            break;
+        }
+        if waited >= DRAIN_GRACE && !group_gone {
+            if group_lives(group) {
+                break;
+            }
+            group_gone = true;
+        }
+        let _ = rx.recv_timeout(Duration::from_millis(5));
+    }
+}
+
+/// Run `h` with `payload` on stdin in `cwd` (if it is a directory). `can_block`: the event is
+/// `pre_tool`.
+pub fn run(h: &Handler, payload: &str, cwd: Option<&str>, can_block: bool) -> Run {
+    let start = Instant::now();
+    let mut child = match command(h, cwd).spawn() {
         Ok(c) => c,
         Err(e) => {
             return finish(
@@ -128,16 +168,8 @@ pub fn run(h: &Handler, payload: &str, cwd: Option<&str>, can_block: bool) -> Ru
             );
         }
     };
-    if let Some(mut stdin) = child.stdin.take() {
-        // A small payload fits the pipe's buffer (64 KiB on Linux): written at once, no thread.
-        if payload.len() <= INLINE_STDIN_MAX {
-            let _ = stdin.write_all(payload.as_bytes());
-        } else {
-            let data = payload.as_bytes().to_vec();
-            std::thread::spawn(move || {
-                let _ = stdin.write_all(&data);
-            });
-        }
+    if let Some(stdin) = child.stdin.take() {
+        feed(stdin, payload);
     }
     let (tx, rx) = mpsc::channel::<()>();
     let out = capture(child.stdout.take(), STDOUT_MAX, tx.clone());
@@ -172,22 +204,7 @@ pub fn run(h: &Handler, payload: &str, cwd: Option<&str>, can_block: bool) -> Ru
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(pause.min(deadline - now)),
         }
     };
-    let exited = Instant::now();
-    let group = child.id();
-    let mut group_gone = false;
-    while Arc::strong_count(&out) + Arc::strong_count(&err) > 2 {
-        let waited = exited.elapsed();
-        if waited >= DRAIN_MAX {
-            break;
-        }
-        if waited >= DRAIN_GRACE && !group_gone {
-            if group_lives(group) {
-                break; // a background process of the handler may hold the pipes for long
-            }
-            group_gone = true;
-        }
-        let _ = rx.recv_timeout(Duration::from_millis(5));
-    }
+    drain(&out, &err, &rx, child.id());
     let stdout = take(&out);
     let stderr = take(&err);
     judge(start, status, &stdout, &stderr, can_block)
