@@ -67,6 +67,10 @@ impl Fake {
             std::fs::create_dir_all(&bin).unwrap();
             let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/op/op");
             std::fs::copy(fixture, bin.join("op")).unwrap();
+            // Owner-only write whatever the checkout's modes (`git archive` makes it 0775, and
+            // ags refuses an `op` others can write).
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+            std::fs::set_permissions(bin.join("op"), mode).unwrap();
         }
         OpCli::new(self.env_with_path(&format!("{}:/usr/bin:/bin", bin.display())))
     }
