@@ -17,7 +17,7 @@ use crate::podman::{BuildOptions, Client};
 use crate::{Error, podman};
 
 /// Printed when a failed build refused a certificate chain.
-const UNTRUSTED_TLS_HINT: &str = "ags: a build step did not trust a TLS certificate chain; behind a TLS-intercepting proxy, pass its CA with --ca-cert FILE (PEM), e.g. each /usr/local/share/ca-certificates/*.crt of this host";
+const UNTRUSTED_TLS_HINT: &str = "ags: a build step did not trust a TLS certificate chain; behind a TLS-intercepting proxy, pass its CA with --ca-cert FILE (PEM) or list it in the global config's [image] ca_certs, e.g. each /usr/local/share/ca-certificates/*.crt of this host";
 
 /// Run an `ags image` subcommand.
 pub fn image(global: &GlobalArgs, args: &ImageArgs) -> Result<u8, Error> {
@@ -33,7 +33,10 @@ pub fn image(global: &GlobalArgs, args: &ImageArgs) -> Result<u8, Error> {
 }
 
 async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> {
-    let certs = image::ca_cert_files(&args.ca_certs)?;
+    let mut cert_paths = crate::config::image_ca_certs(global.config.as_deref())?;
+    cert_paths.extend(args.ca_certs.iter().cloned());
+    let certs = image::ca_cert_files(&cert_paths)?;
+    warn_untrusted_host_cas(&certs);
     let context = match &args.context {
         Some(dir) => image::dir_context(dir, &certs)?,
         None => image::embedded_context(&certs),
@@ -90,6 +93,23 @@ async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> 
     );
     writeln!(std::io::stdout(), "{id}").map_err(Error::Output)?;
     Ok(0)
+}
+
+/// Say at once, not after a failed download minutes later, that this host trusts CAs the
+/// image will not (a TLS-intercepting proxy's, usually).
+fn warn_untrusted_host_cas(certs: &[image::ExtraFile]) {
+    let missing = image::untrusted_host_cas(std::path::Path::new(image::HOST_EXTRA_CA_DIR), certs);
+    if missing.is_empty() {
+        return;
+    }
+    let names: Vec<String> = missing.iter().map(|p| crate::safepath::display(p)).collect();
+    eprintln!(
+        "ags: this host trusts {} extra CA certificate(s) the image will not: {}; if a TLS-intercepting proxy \
+         is between you and the internet the build will fail on them: pass each with --ca-cert FILE, or list them \
+         in the global config as [image] ca_certs = [...] (docs/images.md)",
+        missing.len(),
+        names.join(", ")
+    );
 }
 
 fn build_options(args: &ImageBuildArgs, context: &Context) -> Result<BuildOptions, Error> {

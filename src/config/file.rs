@@ -47,6 +47,8 @@ pub struct ConfigFile {
     pub agent_guard: Option<crate::agent_hooks::config::AgentGuardFile>,
     /// `[protect]`: which protected project files the agent may change (global config only).
     pub protect: Option<ProtectFile>,
+    /// `[image]`: how `ags image build` builds (global config only).
+    pub image: Option<ImageFile>,
 }
 
 impl ConfigFile {
@@ -179,6 +181,15 @@ pub struct ProtectFile {
     pub allow: Option<Vec<String>>,
 }
 
+/// `[image]` (docs/images.md).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageFile {
+    /// PEM CA certificates every `ags image build` adds to the image's trust store (the CA of a
+    /// TLS-intercepting proxy), as `--ca-cert` does; absolute paths.
+    pub ca_certs: Option<Vec<std::path::PathBuf>>,
+}
+
 /// One `[[project]]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -225,6 +236,7 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         agent_hook: _,
         agent_guard: _,
         protect,
+        image,
     } = file;
     // Each of these reaches host data or loosens the sandbox: an overlay is written inside the
     // repository, where the agent can write; `protect` must not loosen what protects it.
@@ -236,6 +248,7 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         ("op", op.is_some()),
         ("protect", protect.is_some()),
         ("ssh", ssh.is_some()),
+        ("image", image.is_some()),
     ];
     if let Some(SandboxFile {
         image,

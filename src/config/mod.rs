@@ -381,6 +381,29 @@ fn read_config(path: &Path, must_exist: bool) -> Result<Option<ConfigFile>> {
     }
 }
 
+/// The global config's `[image] ca_certs` (absolute paths; empty without a config file or key).
+/// `ags image build` reads only the global config: it builds for no project, and a project's
+/// overlay may not set `[image]`.
+pub fn image_ca_certs(config: Option<&Path>) -> Result<Vec<PathBuf>> {
+    let (path, explicit) = match config {
+        Some(p) => (absolute(p)?, true),
+        None => (Paths::from_env()?.global_config(), false),
+    };
+    check_not_writable_by_others(&path, "config file")?;
+    let certs = read_config(&path, explicit)?
+        .and_then(|f| f.image)
+        .and_then(|i| i.ca_certs)
+        .unwrap_or_default();
+    match certs.iter().position(|p| !p.is_absolute()) {
+        Some(i) => Err(ConfigError::Invalid {
+            path,
+            key: format!("image.ca_certs[{i}]"),
+            message: "must be an absolute path".into(),
+        }),
+        None => Ok(certs),
+    }
+}
+
 /// Parse one config file strictly (unknown keys are errors naming the key).
 pub fn parse_file(path: &Path) -> Result<ConfigFile> {
     parse_text(path, &safety::read_bounded(path)?)

@@ -320,6 +320,8 @@ fn overlay_may_not_set_everyday_settings() {
         ("[sandbox]\ncpus = 64\n", "sandbox.cpus"),
         ("[sandbox]\ntmpfs_size = \"100g\"\n", "sandbox.tmpfs_size"),
         ("[ssh]\npath = \"/tmp/ssh\"\n", "ssh"),
+        // A CA the agent chose would be trusted by every image built after.
+        ("[image]\nca_certs = [\"/tmp/evil.crt\"]\n", "image"),
     ];
     for (toml, key) in cases {
         write(&e.project.join(".ags/config.toml"), toml);

@@ -29,6 +29,17 @@ pub const RESERVED_ENV_NAMES: &[&str] = &[
     "GOOGLE_VERTEX_BASE_URL", "GEMINI_API_BASE_URL", "OPENROUTER_BASE_URL", "OPENCODE_BASE_URL",
 ];
 
+/// The agents' endpoint overrides among [`RESERVED_ENV_NAMES`]: a hook, an overlay or an env
+/// file may not set them (they decide where the prompts and the API key go), but the user's own
+/// host sources may: `--env KEY` and the global config's `[sandbox] env_passthrough` (an LLM
+/// gateway set in the user's shell).
+#[rustfmt::skip]
+pub const ENDPOINT_ENV_NAMES: &[&str] = &[
+    "ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL", "OPENAI_BASE_URL",
+    "OPENAI_API_BASE", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL", "GEMINI_API_BASE_URL",
+    "OPENROUTER_BASE_URL", "OPENCODE_BASE_URL",
+];
+
 /// Environment name prefixes a hook may not use (case-sensitive, like the names themselves).
 /// `GIT_` covers every variable that makes Git run a program or read other config or
 /// repositories (`GIT_SSH_COMMAND`, `GIT_EXTERNAL_DIFF`, `GIT_CONFIG_*`, `GIT_DIR`,

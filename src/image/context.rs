@@ -90,6 +90,34 @@ pub fn dir_context(dir: &Path, extra: &[ExtraFile]) -> Result<Context, ImageErro
     })
 }
 
+/// Where Debian keeps the CA certificates a host administrator added (`update-ca-certificates`).
+pub const HOST_EXTRA_CA_DIR: &str = "/usr/local/share/ca-certificates";
+
+/// The `.crt` files under `dir` (one level of subdirectories, as update-ca-certificates reads)
+/// whose content none of `given` carries: CAs this host trusts that the image would not.
+/// Compared by content, so a copy under another name counts as given.
+pub fn untrusted_host_cas(dir: &std::path::Path, given: &[ExtraFile]) -> Vec<PathBuf> {
+    let list = |d: &std::path::Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let mut files = Vec::new();
+    for p in list(dir) {
+        match p.is_dir() {
+            true => files.extend(list(&p)),
+            false => files.push(p),
+        }
+    }
+    files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "crt") && p.is_file())
+        .filter(|p| std::fs::read(p).is_ok_and(|data| !given.iter().any(|g| g.data == data)))
+        .collect()
+}
+
 /// Read PEM CA certificates for `extra-ca/` (named `<n>-<file stem>.crt`, the extension
 /// update-ca-certificates wants).
 pub fn ca_cert_files(paths: &[PathBuf]) -> Result<Vec<ExtraFile>, ImageError> {
@@ -202,6 +230,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("missing") && e.contains("--context"), "{e}");
+    }
+
+    #[test]
+    fn host_cas_not_given_are_found_by_content() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("corp")).unwrap();
+        let pem = |n: &str| format!("-----BEGIN CERTIFICATE-----\n{n}\n-----END CERTIFICATE-----\n");
+        std::fs::write(dir.path().join("a.crt"), pem("A")).unwrap();
+        std::fs::write(dir.path().join("corp/b.crt"), pem("B")).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), pem("C")).unwrap();
+        let given = |data: &str| ExtraFile {
+            path: "extra-ca/0-x.crt".into(),
+            data: data.as_bytes().to_vec(),
+        };
+        let missing = untrusted_host_cas(dir.path(), &[given(&pem("A"))]);
+        assert_eq!(missing, vec![dir.path().join("corp/b.crt")]);
+        assert!(untrusted_host_cas(dir.path(), &[given(&pem("B")), given(&pem("A"))]).is_empty());
+        assert!(untrusted_host_cas(&dir.path().join("none"), &[]).is_empty());
     }
 
     #[test]

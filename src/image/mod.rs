@@ -12,7 +12,8 @@ mod progress;
 use std::path::PathBuf;
 
 pub use context::{
-    Context, DEFAULT_BASE, EMBEDDED_CONTAINERFILE, ExtraFile, ca_cert_files, dir_context, embedded_context,
+    Context, DEFAULT_BASE, EMBEDDED_CONTAINERFILE, ExtraFile, HOST_EXTRA_CA_DIR, ca_cert_files, dir_context,
+    embedded_context, untrusted_host_cas,
 };
 pub use progress::BuildStats;
 
@@ -79,8 +80,8 @@ pub enum ImageError {
     /// A `--build-arg` value is not `KEY=VALUE`.
     #[error("--build-arg {0:?}: expected KEY=VALUE with a non-empty KEY")]
     BuildArg(String),
-    /// A `--ca-cert` file is unusable.
-    #[error("--ca-cert {}: {reason}; pass a PEM CA certificate file", path.display())]
+    /// A `--ca-cert` file (or an `[image] ca_certs` entry) is unusable.
+    #[error("CA certificate {} (--ca-cert or [image] ca_certs): {reason}; name a PEM CA certificate file", path.display())]
     CaCert { path: PathBuf, reason: String },
     /// The root filesystem tar cannot be read.
     #[error("root filesystem tar {}: {source}", path.display())]

@@ -7,12 +7,14 @@
 //! the container spec or a message. Names taken from the host (passthrough, `--env KEY`,
 //! env files) must not be reserved ([`crate::hooks::policy::EnvKey`], the same rule hooks obey):
 //! the host's `PATH`, `LD_PRELOAD` or `SSH_AUTH_SOCK` mean nothing good inside the container.
+//! The agents' endpoint overrides (`ANTHROPIC_BASE_URL`, …) are the exception for the user's own
+//! sources, `--env KEY` and the global passthrough: an LLM gateway is set in the user's shell.
 //! An explicit `--env KEY=VALUE` keeps its old freedom (the user typed the value).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use crate::hooks::policy::{EnvKey, EnvKeyError, EnvLiteral};
+use crate::hooks::policy::{ENDPOINT_ENV_NAMES, EnvKey, EnvKeyError, EnvLiteral};
 use crate::secret::Secret;
 
 /// Largest env file accepted, in bytes.
@@ -103,7 +105,7 @@ pub fn resolve(input: &HostEnvInput<'_>) -> Result<HostEnv, HostEnvError> {
     for (path, text) in input.env_files {
         let origin = format!("--env-file {path}");
         for (key, value) in parse_dotenv(path, text)? {
-            check_name(&origin, &key)?;
+            check_name(&origin, &key, false)?;
             check_value(&origin, &key, &value)?;
             cli.push((key, Secret::new(value)));
         }
@@ -112,7 +114,7 @@ pub fn resolve(input: &HostEnvInput<'_>) -> Result<HostEnv, HostEnvError> {
         let (key, value) = match parse_env_arg(arg)? {
             EnvArg::Literal(key, value) => (key.to_string(), value.to_string()),
             EnvArg::Inherit(key) => {
-                check_name("--env", key)?;
+                check_name("--env", key, true)?;
                 let value = (input.lookup)(key).ok_or_else(|| HostEnvError::Unset { key: key.into() })?;
                 (key.to_string(), host_value("--env", key, value)?)
             }
@@ -123,7 +125,7 @@ pub fn resolve(input: &HostEnvInput<'_>) -> Result<HostEnv, HostEnvError> {
     let mut config = Vec::new();
     for key in input.passthrough {
         let origin = "[sandbox] env_passthrough";
-        check_name(origin, key)?;
+        check_name(origin, key, true)?;
         if let Some(value) = (input.lookup)(key) {
             let value = host_value(origin, key, value)?;
             check_value(origin, key, &value)?;
@@ -182,7 +184,13 @@ fn host_reason(reason: &EnvKeyError) -> String {
     }
 }
 
-fn check_name(origin: &str, key: &str) -> Result<(), HostEnvError> {
+/// `key` may be taken from the host for `origin`. `own_host` says the origin is the user's own
+/// (`--env KEY`, the global passthrough), which may also hand over the agents' endpoint
+/// overrides ([`ENDPOINT_ENV_NAMES`]); an env file may lie where the agent writes, so it may not.
+fn check_name(origin: &str, key: &str, own_host: bool) -> Result<(), HostEnvError> {
+    if own_host && ENDPOINT_ENV_NAMES.contains(&key) {
+        return Ok(());
+    }
     match EnvKey::try_from(key) {
         Ok(_) => Ok(()),
         Err(EnvKeyError::Syntax) => Err(HostEnvError::BadArg {

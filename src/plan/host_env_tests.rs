@@ -55,6 +55,7 @@ fn lookup(key: &str) -> Option<OsString> {
         "API_KEY" => Some("from-host".into()),
         "PATH" => Some("/usr/bin".into()),
         "MULTI" => Some("a\nSECRET".into()),
+        "ANTHROPIC_BASE_URL" => Some("https://gateway.example/v1".into()),
         _ => None,
     }
 }
@@ -132,6 +133,28 @@ fn host_sourced_reserved_names_are_refused_with_the_name() {
     // An explicit value stays the user's choice, as before.
     let args = strings(&["PATH=/opt/bin"]);
     assert!(resolve(&input(&args, &[], &[], &none)).is_ok());
+}
+
+#[test]
+fn endpoint_overrides_come_from_the_users_own_host_sources_only() {
+    let none = BTreeMap::new();
+    let key = strings(&["ANTHROPIC_BASE_URL"]);
+    let env = resolve(&input(&key, &[], &key, &none)).unwrap();
+    let want = pairs(&[("ANTHROPIC_BASE_URL", "https://gateway.example/v1")]);
+    assert_eq!((exposed(&env.cli), exposed(&env.config)), (want.clone(), want));
+    // An env file may lie in the workspace: the agent must not choose where its key goes.
+    let files = vec![(".env".to_string(), "OPENAI_BASE_URL=http://evil\n".to_string())];
+    let err = resolve(&input(&[], &files, &[], &none)).unwrap_err();
+    assert!(
+        err.to_string().contains("--env-file .env: OPENAI_BASE_URL:"),
+        "{err}"
+    );
+    for name in crate::hooks::policy::ENDPOINT_ENV_NAMES {
+        assert!(
+            crate::hooks::policy::RESERVED_ENV_NAMES.contains(name),
+            "{name} binds hooks too"
+        );
+    }
 }
 
 #[test]

@@ -191,11 +191,20 @@ const SSH_HINT: &str = "check that `ssh [-p PORT] [USER@]HOST true` works withou
      server allows stream-local forwarding (sshd: AllowStreamLocalForwarding, no DisableForwarding), and that \
      the Podman service runs on that machine at that socket path and is yours (`systemctl --user start podman.socket` there)";
 
-/// What to tell the user when no service answered.
-pub fn hint(euid: u32, explicit: bool) -> String {
+/// What to tell the user when no service answered. `runtime_dir_set`: whether
+/// `XDG_RUNTIME_DIR` is set (a session without systemd's user manager — `su`, a container, CI —
+/// has none, and a rootless service then has no place for its socket).
+pub fn hint(euid: u32, explicit: bool, runtime_dir_set: bool) -> String {
     let start = if euid == 0 {
         format!(
             "start the rootful service: `systemctl start podman.socket`, or `podman system service --time=0 unix://{SYSTEM_SOCKET} &`"
+        )
+    } else if !runtime_dir_set {
+        format!(
+            "XDG_RUNTIME_DIR is not set (no systemd user session: `su`, a container, CI). Make your runtime \
+             directory and start your service there: `sudo install -d -m 0700 -o {euid} /run/user/{euid}`, \
+             `export XDG_RUNTIME_DIR=/run/user/{euid}`, then `podman system service --time=0 \
+             unix://$XDG_RUNTIME_DIR/podman/podman.sock &` (or, as root, `scripts/setup-podman --rootless-user NAME`)"
         )
     } else {
         "start your user's service: `systemctl --user start podman.socket`, or \
@@ -292,7 +301,11 @@ async fn connect_with(
         tried,
         hint: match over_ssh {
             true => SSH_HINT.to_owned(),
-            false => hint(euid, explicit),
+            false => hint(
+                euid,
+                explicit,
+                std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|v| !v.is_empty()),
+            ),
         },
     })
 }

@@ -60,9 +60,17 @@ fn defaults_for_root() {
 
 #[test]
 fn hints_name_the_command() {
-    assert!(hint(0, false).contains("podman system service --time=0 unix:///run/podman/podman.sock &"));
-    assert!(hint(1000, false).contains("systemctl --user start podman.socket"));
-    assert!(hint(1000, true).starts_with("check the URL"));
+    assert!(
+        hint(0, false, false).contains("podman system service --time=0 unix:///run/podman/podman.sock &")
+    );
+    assert!(hint(1000, false, true).contains("systemctl --user start podman.socket"));
+    assert!(hint(1000, true, true).starts_with("check the URL"));
+    let unset = hint(1000, false, false);
+    assert!(unset.contains("XDG_RUNTIME_DIR is not set"), "{unset}");
+    assert!(
+        unset.contains("install -d -m 0700 -o 1000 /run/user/1000"),
+        "{unset}"
+    );
 }
 
 #[tokio::test]
@@ -87,7 +95,7 @@ async fn missing_sockets_are_all_listed() {
     assert_eq!(tried.len(), 2);
     assert_eq!(tried[0].url, a);
     assert_eq!(tried[0].reason, "the socket does not exist");
-    assert!(hint.contains("systemctl --user start podman.socket"), "{hint}");
+    assert!(hint.contains("podman system service --time=0"), "{hint}");
     assert!(
         e.to_string()
             .contains(&format!("{b} (from system socket): the socket does not exist")),

@@ -229,3 +229,56 @@ fn kube_export_without_hooks_mentions_a_secret_only_when_it_prints_one() {
         "{err}"
     );
 }
+
+#[test]
+fn image_build_takes_ca_certs_from_the_global_config_and_an_overlay_cannot_set_them() {
+    let env = TestEnv::without_podman();
+    let pem = env.write_file(
+        "corp.crt",
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        0o644,
+    );
+    let missing = env.home().join("missing.crt");
+    env.write_global_config(&format!("[image]\nca_certs = [{:?}, {:?}]\n", pem, missing));
+    // The config's list is read before any service is asked: the missing file is named.
+    let out = env.run(["image", "build", "--url", "unix:///nonexistent/podman.sock"]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("CA certificate {}", missing.display())),
+        "{err}"
+    );
+    assert!(err.contains("[image] ca_certs"), "{err}");
+    // A relative entry is refused with its key.
+    env.write_global_config("[image]\nca_certs = [\"corp.crt\"]\n");
+    let out = env.run(["image", "build", "--url", "unix:///nonexistent/podman.sock"]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("image.ca_certs[0]"),
+        "{}",
+        show(&out)
+    );
+    // The file being read is checked: a valid one gets as far as the service.
+    env.write_global_config(&format!("[image]\nca_certs = [{pem:?}]\n"));
+    let out = env.run(["image", "build", "--url", "unix:///nonexistent/podman.sock"]);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("(--ca-cert or [image] ca_certs)"), "{}", show(&out));
+    assert!(err.contains("no Podman API service answered"), "{}", show(&out));
+    // A host that trusts extra CAs (these machines: the egress proxy's) hears of each one
+    // that was not given, before the service is asked.
+    let host_cas: Vec<_> = std::fs::read_dir("/usr/local/share/ca-certificates")
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    for ca in host_cas
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "crt"))
+    {
+        let warned = err.find(&ca.display().to_string());
+        assert!(
+            warned < err.find("no Podman API service"),
+            "{ca:?} named first: {err}"
+        );
+        assert!(warned.is_some(), "{ca:?} named: {err}");
+    }
+}
