@@ -20,6 +20,7 @@ use crate::workspace::git_commits;
 use crate::workspace::git_inventory::{self, Finding, Inventory};
 use crate::workspace::host_programs::{self, Wanted};
 use crate::workspace::protected::{Handling, Protection};
+use crate::workspace::quarantine::Naming;
 
 /// What was found and done.
 #[derive(Debug, Default)]
@@ -121,16 +122,23 @@ pub async fn commits(q: &mut Quarantine, how: &CommitReading) -> String {
     out
 }
 
-/// The report of one piece moved aside (or not).
+/// The report of one piece moved aside (or not). A piece renamed inside a directory that went
+/// aside too is named where it lies once that directory is put back (its line comes after the
+/// directory's), so the `mv` lines work in order.
 fn moved_line(f: &Finding, to: &Result<PathBuf, String>) -> String {
     let from = crate::text::escape_line(&f.path.display().to_string());
     let what = crate::text::escape_line(&f.what);
     match to {
-        Ok(to) => format!(
-            "ags:   {from}: {what}\nags:     review it, and only if you trust it: mv {} {}\n",
-            shell_word(&crate::text::escape_line(&to.display().to_string())),
-            shell_word(&from),
-        ),
+        Ok(to) => {
+            let to = to
+                .file_name()
+                .map_or_else(|| to.clone(), |n| f.path.with_file_name(n));
+            format!(
+                "ags:   {from}: {what}\nags:     review it, and only if you trust it: mv {} {}\n",
+                shell_word(&crate::text::escape_line(&to.display().to_string())),
+                shell_word(&from),
+            )
+        }
         Err(e) => {
             format!("ags:   {from}: {what}\nags:     NOT MOVED ({e}): remove it before you run git there\n")
         }
@@ -264,11 +272,21 @@ pub fn run(before: &Inventory, guards: &[GitGuard]) -> Quarantine {
     // Sorted: a directory comes before what lies in it, which goes aside with it.
     let mut moved: Vec<(Finding, Result<PathBuf, String>)> = Vec::new();
     for f in scan.findings {
-        let within = moved.iter().find_map(|(m, to)| {
-            let to = to.as_ref().ok()?;
-            f.path.strip_prefix(&m.path).ok().map(|rest| to.join(rest))
-        });
-        let to = within.map_or_else(|| move_aside(roots, &f.path), Ok);
+        // A piece in a directory that already went aside is renamed where it now lies: a
+        // directory moved whole keeps working under its new name for whatever points at it (a
+        // `.git` file through a link made to dangle during the check: session-18 attack A3).
+        let within = moved
+            .iter()
+            .filter_map(|(m, to)| Some((m.path.as_path(), to.as_ref().ok()?)))
+            .filter_map(|(m, to)| f.path.strip_prefix(m).ok().map(|rest| (m, to.join(rest))))
+            .max_by_key(|(m, _)| m.as_os_str().len())
+            .map(|(_, now)| now);
+        let to = move_aside(roots, within.as_deref().unwrap_or(&f.path));
+        if within.is_none()
+            && let Ok(aside) = &to
+        {
+            packed_refs_back(roots, &f.path, aside);
+        }
         moved.push((f, to));
     }
     // Not in what went aside whole (a git dir judged in full).
@@ -395,6 +413,44 @@ fn rewrite_index(roots: &[PathBuf], r: &git_inventory::IndexRewrite) -> Result<(
     crate::workspace::quarantine::replace_index(root, rel, r.read, &r.bytes).map_err(|e| e.to_string())
 }
 
+/// When `path` was a `packed-refs` moved aside to `aside` (it held a replace ref), put a copy
+/// without the replace refs in its place, so that your packed branches and tags stay (and
+/// putting the original back is not the only way to get them). Best effort: without it your
+/// packed refs are only in `aside`, which the report names.
+fn packed_refs_back(roots: &[PathBuf], path: &Path, aside: &Path) {
+    if path.file_name().is_none_or(|n| n != "packed-refs") {
+        return;
+    }
+    let Ok(text) = crate::workspace::git_inventory::read_regular(aside, 64 * 1024 * 1024) else {
+        return;
+    };
+    let mut out = Vec::with_capacity(text.len());
+    let mut dropping = false;
+    for line in text.split_inclusive(|b| *b == b'\n') {
+        if line.starts_with(b"^") {
+            if !dropping {
+                out.extend_from_slice(line);
+            }
+            continue;
+        }
+        let name = line.splitn(2, |b| *b == b' ').nth(1).unwrap_or_default();
+        dropping = name.starts_with(b"refs/replace/");
+        if !dropping {
+            out.extend_from_slice(line);
+        }
+    }
+    let Some(root) = roots
+        .iter()
+        .filter(|r| path.starts_with(r))
+        .max_by_key(|r| r.as_os_str().len())
+    else {
+        return;
+    };
+    if let Ok(rel) = path.strip_prefix(root) {
+        let _ = crate::workspace::quarantine::create_new(root, rel, &out);
+    }
+}
+
 /// Move `path` aside (`workspace::quarantine`), walking from the inventory root that holds it
 /// (from `/` when none does: then no symbolic link may lie anywhere on its way).
 fn move_aside(roots: &[PathBuf], path: &Path) -> Result<PathBuf, String> {
@@ -409,7 +465,12 @@ fn move_aside(roots: &[PathBuf], path: &Path) -> Result<PathBuf, String> {
     let rel = path
         .strip_prefix(root)
         .map_err(|_| "not an absolute path".to_string())?;
-    crate::workspace::quarantine::move_aside(root, rel).map_err(|e| e.to_string())
+    let parts: Vec<_> = path.iter().collect();
+    let naming = match parts.windows(2).any(|w| w[0] == "refs" && w[1] == "replace") {
+        true => Naming::Prefix,
+        false => Naming::Suffix,
+    };
+    crate::workspace::quarantine::move_aside_as(root, rel, naming).map_err(|e| e.to_string())
 }
 #[cfg(test)]
 mod tests {

@@ -58,6 +58,7 @@ pub use judge::CACHE_WHAT;
 pub use objects::loose_matches;
 pub use refs::MovedRefs;
 use refs::Tips;
+pub use state::read_regular;
 use state::{Seen, State, gitfile_target, observe};
 
 /// At most this many directory entries are looked at; beyond, the check is incomplete.
@@ -66,6 +67,8 @@ pub const MAX_ENTRIES: usize = 5_000_000;
 const MAX_DEPTH: usize = 200;
 /// Largest config file judged (bigger counts as planted code).
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+/// Linked worktrees of one git dir whose tops are compared.
+const MAX_WORKTREES: usize = 256;
 /// Largest file digested: a bigger one is never proven unchanged.
 const MAX_DIGEST_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -229,6 +232,10 @@ impl<'a> Walk<'a> {
     }
 
     fn report(&mut self, path: PathBuf, what: String) {
+        // Once: a piece reached from two worktrees' tops is moved aside once.
+        if self.out.findings.iter().any(|f| f.path == path) {
+            return;
+        }
         if !self.skip.iter().any(|s| path.starts_with(s)) {
             self.out.findings.push(Finding { path, what });
         }
@@ -395,17 +402,16 @@ impl<'a> Walk<'a> {
             self.module_made(dir);
         }
         self.object_store(dir);
-        // A relative `core.hooksPath` is taken from where hooks run: the worktree's top.
-        let top = match dir.file_name() {
-            Some(n) if n == ".git" => dir.parent().unwrap_or(dir),
-            _ => dir,
-        };
+        // A relative `core.hooksPath` is taken from where hooks run: each worktree's top.
+        let tops = self.tops(dir);
         for name in ["config", "config.worktree"] {
-            self.config(&dir.join(name), top, 0);
+            self.config(&dir.join(name), &tops, 0);
         }
         self.commondir(dir);
         self.hooks(&dir.join("hooks"));
-        self.hook_programs(&dir.join("hooks"), top);
+        for top in &tops {
+            self.hook_programs(&dir.join("hooks"), top);
+        }
         // Remotes of old: git fetches from and pushes to a URL in `remotes/NAME` or
         // `branches/NAME` when the config has no such remote (`git remote -v` shows none).
         for kind in ["remotes", "branches"] {
@@ -420,6 +426,51 @@ impl<'a> Walk<'a> {
         self.full = outer;
     }
 
+    /// The tops of the worktrees git runs hooks and commands of the git dir `dir` in: the
+    /// parent of a `.git`, the git dir itself otherwise; its `core.worktree` (a submodule's
+    /// checkout); each linked worktree its `worktrees/*/gitdir` names; and every walked root
+    /// (the launch's own checkout may be any of them). Read without following links at the
+    /// last component, bounded like the rest of the walk.
+    fn tops(&self, dir: &Path) -> Vec<PathBuf> {
+        let mut tops = vec![match dir.file_name() {
+            Some(n) if n == ".git" => dir.parent().unwrap_or(dir).to_path_buf(),
+            _ => dir.to_path_buf(),
+        }];
+        let small = |p: &Path| {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            state::open_nonblocking(p)
+                .ok()?
+                .take(64 * 1024)
+                .read_to_end(&mut bytes)
+                .ok()?;
+            Some(String::from_utf8_lossy(&bytes).trim_end().to_string())
+        };
+        if let Some(text) = small(&dir.join("config")) {
+            let worktree = crate::git::model::config_text::entries(&text)
+                .into_iter()
+                .filter(|(k, _)| k == "core.worktree")
+                .last();
+            if let Some((_, v)) = worktree {
+                tops.push(crate::safepath::normalize(&dir.join(v)));
+            }
+        }
+        let linked = std::fs::read_dir(dir.join("worktrees"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        for wt in linked.take(MAX_WORKTREES) {
+            if let Some(gitdir) = small(&wt.path().join("gitdir")) {
+                let named = crate::safepath::normalize(&wt.path().join(gitdir));
+                tops.extend(named.parent().map(Path::to_path_buf));
+            }
+        }
+        tops.extend(self.roots.iter().cloned());
+        tops.sort();
+        tops.dedup();
+        tops
+    }
+
     /// The hooks in `hooks` (a git dir's, or a `core.hooksPath`) that differ.
     fn hooks(&mut self, hooks: &Path) {
         self.entries_in(hooks, "hooks", |name| {
@@ -427,9 +478,9 @@ impl<'a> Walk<'a> {
         });
     }
 
-    /// A git configuration file (of a git dir whose worktree's top is `top`), and what it
+    /// A git configuration file (of a git dir whose worktrees' tops are `tops`), and what it
     /// includes: `nesting` levels of `include.path` deep (git stops at 10).
-    fn config(&mut self, path: &Path, top: &Path, nesting: usize) {
+    fn config(&mut self, path: &Path, tops: &[PathBuf], nesting: usize) {
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             return;
         };
@@ -437,7 +488,7 @@ impl<'a> Walk<'a> {
         if let Ok(bytes) = &bytes
             && nesting < 10
         {
-            self.named_by(path, bytes, top, nesting);
+            self.named_by(path, bytes, tops, nesting);
         }
         if !self.changed(Seen::Piece, path, now) {
             return;

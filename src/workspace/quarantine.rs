@@ -3,7 +3,8 @@
 //!
 //! `root/rel` is renamed to `NAME.ags-quarantine` in its own directory; when the agent took that
 //! name (and `-2` … `-9`), to `NAME.ags-quarantine-<16 random hex digits>`, which it cannot
-//! guess. Nothing is deleted and nothing is replaced (`RENAME_NOREPLACE`). The directory is
+//! guess. Names git reads by their start (replace refs) get the mark in front instead
+//! ([`Naming::Prefix`]). Nothing is deleted and nothing is replaced (`RENAME_NOREPLACE`). The directory is
 //! reached from `root` one component at a time with `O_NOFOLLOW`, so a directory another
 //! container swapped for a symbolic link makes the move fail, never rename a file elsewhere.
 //!
@@ -50,6 +51,22 @@ fn not_moved(why: impl Into<String>) -> NotMoved {
 
 /// Move `root/rel` aside; the new path.
 pub fn move_aside(root: &Path, rel: &Path) -> Result<PathBuf, NotMoved> {
+    move_aside_as(root, rel, Naming::Suffix)
+}
+
+/// How a moved piece is named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// `NAME.ags-quarantine`: for files git reads by their whole name.
+    Suffix,
+    /// `ags-quarantine.NAME`: for names git reads by their start — a replace ref's object id is
+    /// the first 40 hex digits of its last component (`<oid>.ags-quarantine` would still
+    /// replace `<oid>`; session-18 attack A2). `g` is no hex digit.
+    Prefix,
+}
+
+/// [`move_aside`] with the naming chosen.
+pub fn move_aside_as(root: &Path, rel: &Path, naming: Naming) -> Result<PathBuf, NotMoved> {
     let parts: Vec<&OsStr> = rel.iter().collect();
     let Some((name, way)) = parts.split_last() else {
         return Err(not_moved(
@@ -57,8 +74,8 @@ pub fn move_aside(root: &Path, rel: &Path) -> Result<PathBuf, NotMoved> {
         ));
     };
     let (dir, parent) = open_dir(root, way, OFlags::PATH)?;
-    let new = match rename_free(&dir, name) {
-        Err(Errno::ACCESS | Errno::PERM) => with_write_permission(&dir, || rename_free(&dir, name)),
+    let new = match rename_free(&dir, name, naming) {
+        Err(Errno::ACCESS | Errno::PERM) => with_write_permission(&dir, || rename_free(&dir, name, naming)),
         other => other,
     }
     .map_err(|e| not_moved(format!("renaming it in {}: {e}", parent.display())))?;
@@ -82,6 +99,23 @@ fn open_dir(root: &Path, way: &[&OsStr], extra: OFlags) -> Result<(OwnedFd, Path
         parent.push(part);
     }
     Ok((dir, parent))
+}
+
+/// Create `root/rel`, which must not exist, holding `bytes` (mode 0644 before the umask),
+/// reached like [`move_aside`]: one component at a time, no symbolic link followed.
+pub fn create_new(root: &Path, rel: &Path, bytes: &[u8]) -> Result<(), NotMoved> {
+    let parts: Vec<&OsStr> = rel.iter().collect();
+    let Some((name, way)) = parts.split_last() else {
+        return Err(not_moved("not a file"));
+    };
+    let (dir, parent) = open_dir(root, way, OFlags::empty())?;
+    let wr = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rfs::openat(&dir, *name, wr, Mode::from_raw_mode(0o644))
+        .map_err(|e| not_moved(format!("creating it in {}: {e}", parent.display())))?;
+    let mut file = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut file, bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| not_moved(format!("writing it: {e}")))
 }
 
 /// Replace the git index `root/rel` by `bytes`, as git does (`index.lock` created exclusively,
@@ -146,15 +180,25 @@ pub fn restore_access(roots: &[PathBuf]) -> Vec<String> {
 
 /// Rename `name` in `dir` to the first free quarantine name: the plain one, `-2` … `-9`, then
 /// random ones.
-fn rename_free(dir: &OwnedFd, name: &OsStr) -> Result<std::ffi::OsString, Errno> {
+fn rename_free(dir: &OwnedFd, name: &OsStr, naming: Naming) -> Result<std::ffi::OsString, Errno> {
     let numbered = (1..10).map(|n| match n {
         1 => SUFFIX.to_string(),
         n => format!("{SUFFIX}-{n}"),
     });
     let random = (0..4).map(|_| format!("{SUFFIX}-{}", random_hex()));
     for suffix in numbered.chain(random) {
-        let mut new = name.to_os_string();
-        new.push(&suffix);
+        let new = match naming {
+            Naming::Suffix => {
+                let mut new = name.to_os_string();
+                new.push(&suffix);
+                new
+            }
+            Naming::Prefix => {
+                let mut new = std::ffi::OsString::from(format!("{}.", &suffix[1..]));
+                new.push(name);
+                new
+            }
+        };
         match rfs::renameat_with(dir, name, dir, new.as_os_str(), RenameFlags::NOREPLACE) {
             Ok(()) => return Ok(new),
             Err(Errno::EXIST) => continue,

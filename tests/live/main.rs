@@ -19,6 +19,7 @@ mod attacks;
 mod attacks_agent_log;
 mod attacks_boundary;
 mod attacks_git_keys;
+mod attacks_git_links;
 mod attacks_git_nested;
 mod attacks_git_objects;
 mod attacks_git_paths;

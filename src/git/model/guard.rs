@@ -68,7 +68,7 @@ pub enum GitCreate {
 /// Why a repository cannot be guarded.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "cannot protect the git repository at {}: {reason}; fix it, or set `[sandbox] protect_git = false` in the global config (the agent can then change what git runs on the host: docs/security.md)",
+    "cannot protect the git repository at {}: {reason}; if you did not make it, an earlier launch may have: move it aside and look at it; otherwise fix it (setting `[sandbox] protect_git = false` in the global config lets the agent change what git runs on the host: docs/security.md)",
     path.display()
 )]
 pub struct GitGuardError {
@@ -218,9 +218,17 @@ fn guard_modules(
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        if std::fs::symlink_metadata(path.join("HEAD")).is_err() {
+        let has = |name: &str| std::fs::symlink_metadata(path.join(name)).is_ok();
+        if !has("HEAD") {
             // `modules/a/` of a submodule named `a/b`.
             guard_modules(&path, roots, depth + 1, out)?;
+            continue;
+        }
+        if !(has("objects") || has("commondir")) {
+            // Not a git dir to git, nor to the check after a launch (`workspace::git_inventory`
+            // uses the same rule): nothing to guard. Refusing it would let a half-made one an
+            // agent left stop every later launch (session-18 attack A6); once it is completed,
+            // the check judges it as new.
             continue;
         }
         guard_git_dir(&path, Create::Nothing, roots, out)?;

@@ -131,11 +131,8 @@ impl Walk<'_> {
                 self.report(path, what);
             }
         }
-        self.entries_in(&dir.join("refs/replace"), "refs/replace", |name| {
-            Some(format!(
-                "a replace ref: git shows and commits another object in place of {name}"
-            ))
-        });
+        self.replace_refs(&dir.join("refs/replace"));
+        self.packed_replace_refs(&dir.join("packed-refs"));
         // Recorded conflict resolutions: an `rr-cache` alone turns rerere on, and git replays
         // the agent's resolution into your next merge, rebase or cherry-pick (session-12
         // attack G4).
@@ -163,6 +160,62 @@ impl Walk<'_> {
                 let what = format!("{CACHE_WHAT} ({rel}), rebuilt by `git gc`");
                 self.report(path, what);
             }
+        }
+    }
+
+    /// Every replace ref below `top` (`refs/replace`) that differs: git reads them at any depth,
+    /// the object id from the last component (session-18 attack A2: `refs/replace/x/<oid>`).
+    /// Each ref is a finding of its own, so that each is renamed. At most
+    /// [`MAX_REPLACE_DIRS`] directories are read; past that the check says it stopped.
+    fn replace_refs(&mut self, top: &Path) {
+        let what = |name: &str| {
+            Some(format!(
+                "a replace ref: git shows and commits another object in place of {name}"
+            ))
+        };
+        let (mut todo, mut read) = (vec![top.to_path_buf()], 0);
+        while let Some(dir) = todo.pop() {
+            read += 1;
+            if read > MAX_REPLACE_DIRS {
+                self.incomplete(format!(
+                    "{}: more than {MAX_REPLACE_DIRS} directories of replace refs, not all read",
+                    top.display()
+                ));
+                return;
+            }
+            self.entries_in(&dir, "refs/replace", what);
+            let subdirs = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+            todo.extend(
+                subdirs
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+
+    /// `packed-refs` when it differs and holds a replace ref (session-18 attack A2: `git
+    /// pack-refs` after `git replace` leaves no loose ref). Read line by line, unbounded in
+    /// length but never through a link; unreadable counts as holding one.
+    fn packed_replace_refs(&mut self, path: &Path) {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return;
+        };
+        if !self.changed(Seen::Piece, path, observe(path, &meta).0) {
+            return;
+        }
+        let holds = super::state::open_nonblocking(path).map_or(true, |f| {
+            use std::io::BufRead;
+            std::io::BufReader::new(f).split(b'\n').any(|line| {
+                line.map_or(true, |l| {
+                    l.splitn(2, |b| *b == b' ')
+                        .nth(1)
+                        .is_some_and(|name| name.starts_with(b"refs/replace/"))
+                })
+            })
+        });
+        if holds {
+            let what = "packed refs holding a replace ref: git shows and commits another object in place of one of yours (your branches and tags packed in it go aside with it)";
+            self.report(path.into(), what.into());
         }
     }
 
@@ -226,9 +279,21 @@ impl Walk<'_> {
             } else {
                 continue;
             };
-            let real = named
-                .canonicalize()
-                .unwrap_or_else(|_| crate::safepath::normalize(&named));
+            let real = match named.canonicalize() {
+                Ok(real) => real,
+                Err(_) => match super::state::unresolved(&named) {
+                    Ok(lexical) => lexical,
+                    // A link that leads nowhere yet: a later launch decides where (session-18
+                    // attack A4: a push URL naming a link into the agent's state volume).
+                    Err(link) => {
+                        let shown = crate::text::escape_line(&link.display().to_string());
+                        out.push(format!(
+                            "{key} naming a path through {shown}, a symbolic link that leads nowhere yet"
+                        ));
+                        continue;
+                    }
+                },
+            };
             if !self.roots.iter().any(|r| real.starts_with(r)) {
                 let shown = crate::text::escape_line(&real.display().to_string());
                 out.push(format!("{key} naming {shown} outside the workspace"));
@@ -290,6 +355,9 @@ const CACHES: &[&str] = &[
     "objects/pack/multi-pack-index",
     "objects/pack/multi-pack-index.d",
 ];
+
+/// How many directories below `refs/replace` are read.
+const MAX_REPLACE_DIRS: usize = 10_000;
 
 const HIDING_FILES: &[&str] = &[
     "info/exclude",

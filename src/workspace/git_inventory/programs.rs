@@ -42,7 +42,10 @@ impl Walk<'_> {
     /// A configuration file — yours, unchanged or read-only to the launch — may name files the
     /// launch could change: an `include.path`/`includeIf.*.path` or a `core.hooksPath` inside the
     /// walked trees (a tracked `../.gitconfig`, husky's `.husky/_`). Those are compared too.
-    pub(super) fn named_by(&mut self, path: &Path, bytes: &[u8], top: &Path, nesting: usize) {
+    ///
+    /// `tops`: every worktree the git dir serves (a relative path is taken from where git runs:
+    /// the main worktree, each linked worktree, a submodule's checkout — session-18 attack A1).
+    pub(super) fn named_by(&mut self, path: &Path, bytes: &[u8], tops: &[PathBuf], nesting: usize) {
         let base = path.parent().unwrap_or(Path::new("/"));
         for (key, value) in config_text::entries(&String::from_utf8_lossy(bytes)) {
             let include = key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
@@ -50,16 +53,20 @@ impl Walk<'_> {
                 if let Some(p) =
                     self.inside(expand_home(&value).map_or_else(|| base.join(&value), Into::into))
                 {
-                    self.config(&p, top, nesting + 1);
+                    self.config(&p, tops, nesting + 1);
                 }
-            } else if key == "core.hookspath" {
-                let named = expand_home(&value).map_or_else(|| top.join(&value), Into::into);
-                if let Some(p) = self.inside(named) {
-                    self.hooks(&p);
-                    self.hook_programs(&p, top);
+                continue;
+            }
+            for top in tops {
+                if key == "core.hookspath" {
+                    let named = expand_home(&value).map_or_else(|| top.join(&value), Into::into);
+                    if let Some(p) = self.inside(named) {
+                        self.hooks(&p);
+                        self.hook_programs(&p, top);
+                    }
+                } else {
+                    self.command_programs(&key, &value, top);
                 }
-            } else {
-                self.command_programs(&key, &value, top);
             }
         }
     }

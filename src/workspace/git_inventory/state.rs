@@ -134,6 +134,22 @@ fn digest_file(path: &Path) -> std::io::Result<Digested> {
     Ok((meta, Some(hash.finalize().into()), kept))
 }
 
+/// The bytes of the regular file `path` (never through a link at its last component, never
+/// blocking on a FIFO), at most `limit` of them (an error past it).
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = open_nonblocking(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    match bytes.len() as u64 > limit {
+        true => Err(std::io::Error::other("too large")),
+        false => Ok(bytes),
+    }
+}
+
 pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
@@ -161,8 +177,44 @@ pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     match named.canonicalize() {
         Ok(target) => Ok(Some(target)),
         // Not there yet: git takes it once it is (a later launch can make it), so it is judged
-        // by where it would be (session-10 attack S10-9).
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(crate::safepath::normalize(&named))),
+        // by where it would be (session-10 attack S10-9) — unless the way there passes a
+        // symbolic link, which can be made to point anywhere later (session-18 attack A3, A4).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match unresolved(&named) {
+            Ok(lexical) => Ok(Some(lexical)),
+            Err(link) => Err(std::io::Error::other(format!(
+                "it names a path through {}, a symbolic link that leads nowhere yet",
+                crate::text::escape_line(&link.display().to_string())
+            ))),
+        },
         Err(e) => Err(e),
     }
+}
+
+/// Where the absolute path `named`, which does not resolve, would be once its missing part is
+/// made: its components in order, `..` taken back lexically. `Err(link)`: a component that
+/// exists is a symbolic link (dangling, or leading to a missing part), so where it leads is
+/// for whoever made the link to decide later.
+pub(super) fn unresolved(named: &Path) -> Result<PathBuf, PathBuf> {
+    use std::path::Component;
+    let mut at = PathBuf::from("/");
+    let mut missing = false;
+    for part in named.components() {
+        match part {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::Normal(name) => {
+                at.push(name);
+                if !missing {
+                    match std::fs::symlink_metadata(&at) {
+                        Ok(meta) if meta.file_type().is_symlink() => return Err(at),
+                        Ok(_) => {}
+                        Err(_) => missing = true,
+                    }
+                }
+            }
+        }
+    }
+    Ok(at)
 }

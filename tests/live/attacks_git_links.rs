@@ -1,0 +1,326 @@
+//! Issue 22, the session-18 attack on the workspace boundary (docs/attacks/session-18-workspace-9.md):
+//! - A1: in a linked worktree, a relative `core.hooksPath` (a tracked `.githooks`) was compared
+//!   in the main worktree, not in the worktree git runs hooks from;
+//! - A2: replace refs kept working after the check: a quarantined `<oid>.ags-quarantine` (git
+//!   reads the first 40 hex digits), one in a subdirectory, one only in `packed-refs`;
+//! - A3: a git dir moved aside whole kept its config working under its new name, which a `.git`
+//!   file reached through a link that dangled during the check;
+//! - A4: a `.git` file or a push URL through a link that led nowhere yet was judged as written
+//!   (inside the workspace), so a later launch could fill the place the link names;
+//! - A6: a half-made git dir under `.git/modules/` stopped every later launch.
+//!
+//! Performed with the git image, rootful and rootless.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::git::{IMAGE, git_ok, has_image};
+use common::launch::{assert_clean, stderr, stdout};
+use common::{CLEAN_PATH, TestEnv, each_mode, run_command, show, tool};
+
+/// A repository at `rel` under the test root with one commit holding `Makefile`.
+fn repository(env: &TestEnv, rel: &str) -> PathBuf {
+    let dir = env.mkdir(rel, 0o755);
+    env.write_file(format!("{rel}/Makefile"), "all:\n\t@echo mine\n", 0o644);
+    git_ok(env, &dir, &["init", "-q", "-b", "main"]);
+    git_ok(env, &dir, &["add", "Makefile"]);
+    git_ok(env, &dir, &["commit", "-q", "-m", "one"]);
+    dir.canonicalize().unwrap()
+}
+
+/// The agent's `script`, run in the git image in `workdir`; it must print PLANTED and exit 0.
+fn agent_in(env: &TestEnv, workdir: &Path, script: &str) -> Output {
+    let script = format!(
+        "git config --global --add safe.directory '*' && git config --global user.name a && git config --global user.email a@x\nset -e\n{script}\necho PLANTED"
+    );
+    let (label, dir) = (env.label(), workdir.display().to_string());
+    let out = env.run([
+        "--tty=false",
+        "--image",
+        IMAGE,
+        "--label",
+        &label,
+        "--workdir",
+        &dir,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    out
+}
+
+/// The user's git in `dir` with a clean PATH and an identity; its output, whatever it says.
+fn user(env: &TestEnv, dir: &Path, args: &[&str]) -> Output {
+    let d = dir.display().to_string();
+    let mut all = vec!["-C", &d, "-c", "user.name=U", "-c", "user.email=u@x"];
+    all.extend_from_slice(args);
+    let mut cmd = env.command(tool("git"), all);
+    cmd.env("PATH", CLEAN_PATH);
+    run_command(cmd, None, common::RUN_TIMEOUT)
+}
+
+/// A1: the agent rewrites the tracked `.githooks/pre-commit` of the linked worktree it runs
+/// in (`core.hooksPath = .githooks`, set in the repository's config). It goes aside, named;
+/// the user's commit in the worktree runs nothing of the agent's.
+#[test]
+fn a1_hooks_path_of_a_linked_worktree_is_compared_where_git_runs_it() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "a1/R");
+        env.write_file("a1/R/.githooks/pre-commit", "#!/bin/sh\nexit 0\n", 0o755);
+        git_ok(env, &repo, &["config", "core.hooksPath", ".githooks"]);
+        git_ok(env, &repo, &["add", ".githooks"]);
+        git_ok(env, &repo, &["commit", "-q", "-m", "hooks"]);
+        let wt = env.root().join("a1/W");
+        git_ok(
+            env,
+            &repo,
+            &["worktree", "add", "-q", &wt.display().to_string(), "-b", "feat"],
+        );
+        let wt = wt.canonicalize().unwrap();
+        let pwned = env.root().join("pwned-a1");
+        let script = format!(
+            "printf '#!/bin/sh\\ntouch {}\\n' > .githooks/pre-commit\n",
+            pwned.display()
+        );
+        let err = stderr(&agent_in(env, &wt, &script));
+        let hook = format!("{}/.githooks/pre-commit", wt.display());
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&hook) && l.contains("a hook git runs")),
+            "{}: not named: {err}",
+            env.mode()
+        );
+        env.write_file("a1/W/change", "x\n", 0o644);
+        user(env, &wt, &["add", "change"]);
+        user(env, &wt, &["commit", "-q", "-m", "user"]);
+        assert!(
+            !pwned.exists(),
+            "{}: the agent's pre-commit ran on the host",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// A2: three replace refs of the committed `Makefile` by the agent's: loose, in a
+/// subdirectory, and packed. After the check none is in force: the user's `git reset --hard`
+/// writes the committed Makefile, and packed branches stay.
+#[test]
+fn a2_replace_refs_are_out_of_force_after_the_check() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let work = env.work_dir().canonicalize().unwrap();
+        let forms = [
+            ("loose", "git replace \"$B\" \"$N\""),
+            ("nested", "git update-ref \"refs/replace/x/$B\" \"$N\""),
+            ("packed", "git replace \"$B\" \"$N\" && git pack-refs --all"),
+        ];
+        let mut script = String::new();
+        for (name, how) in forms {
+            repository(env, &format!("work/{name}"));
+            script.push_str(&format!(
+                "cd {dir}\nprintf 'all:\\n\\t@echo agent\\n' > Makefile\nB=$(git rev-parse HEAD:Makefile); N=$(git hash-object -w Makefile)\n{how}\ngit checkout -q Makefile\ngit cat-file -p HEAD:Makefile | grep -q agent\ncd {work}\n",
+                dir = work.join(name).display(),
+                work = work.display()
+            ));
+        }
+        let err = stderr(&agent_in(env, &work, &script));
+        for (name, _) in forms {
+            let repo = work.join(name);
+            let what = match name {
+                "packed" => "packed refs holding a replace ref",
+                _ => "a replace ref",
+            };
+            assert!(
+                err.lines()
+                    .any(|l| l.contains(&repo.display().to_string()) && l.contains(what)),
+                "{} {name}: not named: {err}",
+                env.mode()
+            );
+            let out = user(env, &repo, &["reset", "-q", "--hard", "HEAD"]);
+            assert!(out.status.success(), "{} {name}: {}", env.mode(), show(&out));
+            let make = std::fs::read_to_string(repo.join("Makefile")).unwrap();
+            assert_eq!(
+                make,
+                "all:\n\t@echo mine\n",
+                "{} {name}: the agent's Makefile was written",
+                env.mode()
+            );
+        }
+        // The packed branch is still there (a copy of packed-refs without the replace ref).
+        let out = user(
+            env,
+            &work.join("packed"),
+            &["rev-parse", "--verify", "-q", "refs/heads/main"],
+        );
+        assert!(out.status.success(), "{}: main lost: {}", env.mode(), show(&out));
+        assert_clean(env);
+    });
+}
+
+/// The agent's submodule git dir `.git/modules/a` with `core.fsmonitor`, and `sub/.git` naming
+/// `../lnk`, a link to where the check will move the module (dangling while the check runs).
+fn a3_script(pwned: &Path) -> String {
+    format!(
+        r#"P=$PWD; M=$P/.git/modules/a
+git init -q --bare "$M"
+mkdir -p /tmp/w && echo x > /tmp/w/f
+git --git-dir="$M" --work-tree=/tmp/w add f
+git --git-dir="$M" --work-tree=/tmp/w commit -qm m
+C=$(git --git-dir="$M" rev-parse HEAD)
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = "touch {pwned}; exit 1"\n' > "$M/config"
+ln -s .git/modules/a.ags-quarantine lnk
+mkdir sub && printf 'gitdir: ../lnk\n' > sub/.git
+git update-index --add --cacheinfo 160000,$C,sub
+"#,
+        pwned = pwned.display()
+    )
+}
+
+/// A3: the user's `git status` runs nothing, and the module moved aside is inert wherever a
+/// pointer leads: git run on it directly runs no fsmonitor either.
+#[test]
+fn a3_a_git_dir_moved_aside_whole_keeps_nothing_working() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        let pwned = env.root().join("pwned-a3");
+        let err = stderr(&agent_in(env, &repo, &a3_script(&pwned)));
+        assert!(
+            err.contains(&format!("{}/sub/.git", repo.display())),
+            "{}: the .git file was not named: {err}",
+            env.mode()
+        );
+        user(env, &repo, &["status"]);
+        assert!(
+            !pwned.exists(),
+            "{}: git status ran the agent's fsmonitor",
+            env.mode()
+        );
+        let moved: Vec<PathBuf> = std::fs::read_dir(repo.join(".git/modules"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(moved.len(), 1, "{}: {moved:?}", env.mode());
+        assert!(
+            !moved[0].join("config").exists(),
+            "{}: the module's config is in force at {}",
+            env.mode(),
+            moved[0].display()
+        );
+        let tree = env.mkdir("a3-tree", 0o755);
+        let gd = format!("--git-dir={}", moved[0].display());
+        user(env, &tree, &[&gd, "--work-tree=.", "status"]);
+        assert!(
+            !pwned.exists(),
+            "{}: the moved module's fsmonitor ran",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// A4: a `.git` file and a nested repository's push URL, each through a link that leads
+/// nowhere during the check; the place it names is filled afterwards (a later launch can do
+/// that in its state volume; here the host does it). The user's `git status` and `git push`
+/// run nothing.
+#[test]
+fn a4_paths_through_links_that_lead_nowhere_yet_go_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        let lib = repository(env, "work/vendor/lib");
+        git_ok(
+            env,
+            &lib,
+            &["remote", "add", "origin", "https://example.invalid/lib.git"],
+        );
+        let later = env.root().join("later");
+        let script = format!(
+            "ln -s {later}/evil lnk\nmkdir sub && printf 'gitdir: ../lnk\\n' > sub/.git\nln -s {later}/evil.git vendor/lib/.cache-lnk\nprintf '[remote \"origin\"]\\n\\tpushurl = {repo}/vendor/lib/.cache-lnk\\n' >> vendor/lib/.git/config\n",
+            later = later.display(),
+            repo = repo.display()
+        );
+        let err = stderr(&agent_in(env, &repo, &script));
+        assert!(
+            err.contains(&format!("{}/sub/.git", repo.display())),
+            "{}: the .git file was not named: {err}",
+            env.mode()
+        );
+        assert!(
+            err.contains("remote.origin.pushurl naming a path through"),
+            "{}: the push URL was not named: {err}",
+            env.mode()
+        );
+        // What a later launch builds where the links point.
+        let pwned = env.root().join("pwned-a4");
+        env.mkdir("later/evil/objects", 0o755);
+        env.mkdir("later/evil/refs", 0o755);
+        env.write_file("later/evil/HEAD", "ref: refs/heads/main\n", 0o644);
+        env.write_file(
+            "later/evil/config",
+            format!(
+                "[core]\n\tbare = false\n\tfsmonitor = \"touch {}; exit 1\"\n",
+                pwned.display()
+            ),
+            0o644,
+        );
+        git_ok(
+            env,
+            env.root(),
+            &[
+                "init",
+                "-q",
+                "--bare",
+                &later.join("evil.git").display().to_string(),
+            ],
+        );
+        env.write_file(
+            "later/evil.git/hooks/pre-receive",
+            format!("#!/bin/sh\ntouch {}\n", pwned.display()),
+            0o755,
+        );
+        user(env, &repo.join("sub"), &["status"]);
+        user(env, &lib, &["push", "-q", "origin", "main"]);
+        assert!(
+            !pwned.exists(),
+            "{}: the later launch's program ran on the host",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// A6: a half-made git dir under `.git/modules/` (`HEAD`, and `config` a directory) does not
+/// stop the next launch.
+#[test]
+fn a6_a_half_made_module_does_not_stop_later_launches() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        agent_in(
+            env,
+            &repo,
+            "mkdir -p .git/modules/x/config && echo 'ref: refs/heads/main' > .git/modules/x/HEAD\n",
+        );
+        agent_in(env, &repo, "true\n");
+        assert_clean(env);
+    });
+}
