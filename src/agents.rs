@@ -32,6 +32,10 @@ pub struct AgentProfile {
     /// The file holding the agent's own login, relative to the home directory — the same on
     /// the host and in the container (inside a state directory), for `ags login import`.
     pub login_file: Option<&'static str>,
+    /// A settings file `ags login import` writes beside the login when the state volume has
+    /// none (name in the login file's directory, text): the agent then uses the login without
+    /// asking how to log in.
+    pub login_settings: Option<(&'static str, &'static str)>,
 }
 
 /// The agent's own switch for running without permission prompts (docs/agents.md).
@@ -101,6 +105,7 @@ pub const AGENTS: &[AgentProfile] = &[
         // pi asks no permission before running a tool.
         skip_permissions: NO_PROMPTS,
         login_file: None,
+        login_settings: None,
     },
     AgentProfile {
         name: "claude",
@@ -116,6 +121,7 @@ pub const AGENTS: &[AgentProfile] = &[
             subcommands: &[],
         },
         login_file: Some(".claude/.credentials.json"),
+        login_settings: None,
     },
     AgentProfile {
         name: "codex",
@@ -130,6 +136,7 @@ pub const AGENTS: &[AgentProfile] = &[
             subcommands: &[],
         },
         login_file: Some(".codex/auth.json"),
+        login_settings: None,
     },
     AgentProfile {
         name: "gemini",
@@ -143,6 +150,8 @@ pub const AGENTS: &[AgentProfile] = &[
             subcommands: &[],
         },
         login_file: Some(".gemini/oauth_creds.json"),
+        // gemini asks how to log in unless its settings select the Google login.
+        login_settings: Some(("settings.json", r#"{"security":{"auth":{"selectedType":"oauth-personal"}}}"#)),
     },
     AgentProfile {
         name: "opencode",
@@ -157,6 +166,7 @@ pub const AGENTS: &[AgentProfile] = &[
             subcommands: &["run"],
         },
         login_file: Some(".local/share/opencode/auth.json"),
+        login_settings: None,
     },
     AgentProfile {
         name: "shell",
@@ -167,6 +177,7 @@ pub const AGENTS: &[AgentProfile] = &[
         egress: &[],
         skip_permissions: NO_PROMPTS,
         login_file: None,
+        login_settings: None,
     },
 ];
 

@@ -8,7 +8,7 @@
 //! change it. Nothing is left behind: the trivial container and the tmpfs volume it creates
 //! carry `io.ags.doctor=1` and the owner labels that `ags gc` sweeps.
 
-mod container;
+pub(super) mod container;
 mod host;
 mod op;
 mod service;

@@ -91,8 +91,33 @@ async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> 
         started.elapsed().as_secs_f64(),
         stats.summary()
     );
+    map_for_user(&client, &opts.tag).await;
     writeln!(std::io::stdout(), "{id}").map_err(Error::Output)?;
     Ok(0)
+}
+
+/// On a rootless service, make now what the first launch of the image would wait for: the
+/// copy of its layers owned by the user's id mapping (`keep-id`), which Podman keeps for later
+/// containers. A container is created (never started) and deleted; a failure is only a note.
+async fn map_for_user(client: &Client, tag: &str) {
+    if !client.rootless().await.unwrap_or(false) {
+        return;
+    }
+    let mut spec = super::doctor::container::probe_spec(tag, true);
+    crate::podman::spell_out_keep_id(client, &mut spec);
+    let started = Instant::now();
+    match client.create(&spec).await {
+        Ok(id) => {
+            let _ = client.delete(&id, true, true).await;
+            eprintln!(
+                "ags: prepared {tag} for your user's id mapping in {:.1} s (the first launch does not wait for it)",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Err(e) => eprintln!(
+            "ags: note: {tag} could not be prepared for your user's id mapping ({e}); the first launch will do it"
+        ),
+    }
 }
 
 /// Say at once, not after a failed download minutes later, that this host trusts CAs the

@@ -61,12 +61,13 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
         let service = super::run::service_facts(&client).await?;
         let plan = super::run::build_plan(&config, &settings, &identity, service, &HookLayer::default())?;
         let volume = state_volume(&plan, &config, profile, &dir, &args.agent)?;
-        crate::launch::login::import(&client, &plan, volume, &dir, &name, content.expose().as_bytes())
-            .await?;
-        Ok::<_, Error>(volume.name.clone())
+        let bytes = content.expose().as_bytes();
+        let wrote =
+            crate::launch::login::import(&client, &plan, volume, &dir, &name, bytes, profile.login_settings).await?;
+        Ok::<_, Error>((volume.name.clone(), wrote))
     });
     super::finish(rt);
-    let volume = result?;
+    let (volume, wrote) = result?;
     eprintln!(
         "ags: imported {} into volume {volume} ({}) for {} in {}; `ags --agent {}` there uses it",
         crate::safepath::display(&source),
@@ -75,6 +76,7 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
         crate::safepath::display(&config.workdir),
         args.agent
     );
+    settings_note(profile, &dir, wrote, &args.agent);
     Ok(0)
 }
 
@@ -145,5 +147,20 @@ fn state_dir_of(profile: &agents::AgentProfile, file: &Path) -> Result<(PathBuf,
             let input = format!("the login file {} of {}", file.display(), profile.name);
             Err(CommandError::invalid(input, "not directly in one of its state directories").into())
         }
+    }
+}
+
+/// What happened to the agent's settings file beside the login (`login_settings`).
+fn settings_note(profile: &agents::AgentProfile, dir: &Path, wrote: bool, agent: &str) {
+    let Some((file, text)) = profile.login_settings else {
+        return;
+    };
+    let path = dir.join(file);
+    match wrote {
+        true => eprintln!("ags: wrote {} ({text}) beside it: the volume had none", path.display()),
+        false => eprintln!(
+            "ags: left {} in the volume as it is; if {agent} asks how to log in, its settings need {text}",
+            path.display()
+        ),
     }
 }

@@ -237,7 +237,7 @@ async fn create(
     };
     let mut attempt = 0;
     loop {
-        match client.create_with_warnings(&spec).await {
+        match slow_note(client.create_with_warnings(&spec), keep_id, &plan.image).await {
             Err(e) if attempt < retries && e.is_keep_id_subuid_failure() => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
@@ -253,6 +253,29 @@ async fn create(
             }
         }
     }
+}
+
+/// How long a create may take before the user is told what it waits for.
+const SLOW_CREATE: Duration = Duration::from_secs(1);
+
+/// `create`, saying on stderr after [`SLOW_CREATE`] what a slow one waits for: rootless with
+/// `keep-id`, the first container of an image makes a copy of its layers owned by the user's
+/// id mapping (a minute for the agent image on a slow disk); later ones reuse it.
+async fn slow_note<T>(create: impl std::future::Future<Output = T>, keep_id: bool, image: &str) -> T {
+    tokio::pin!(create);
+    tokio::select! {
+        done = &mut create => return done,
+        () = tokio::time::sleep(SLOW_CREATE) => {}
+    }
+    let why = match keep_id {
+        true => "the first launch of an image copies its layers for your user's id mapping, which takes a while for a large image; later launches reuse the copy (`ags image build` makes it ahead)",
+        false => "the service is busy (other containers starting, or a slow disk)",
+    };
+    super::notices::say_line(&format!(
+        "ags: waiting for Podman to create the container of {}: {why}",
+        crate::text::escape_line(image)
+    ));
+    create.await
 }
 
 fn check(signals: &SignalWatch) -> Result<(), LaunchError> {

@@ -14,7 +14,10 @@ use super::stage::ClearOnDrop;
 use crate::plan::{LaunchPlan, StateVolume};
 use crate::podman::{Client, volume_writer_spec};
 
-/// Write `content` as `dir/name` into `volume` (mounted at `dir` for the plan's agent).
+/// Write `content` as `dir/name` into `volume` (mounted at `dir` for the plan's agent), and
+/// `settings` (`(name, text)`) beside it when the volume has no file of that name (what is
+/// there is the agent's and the user's: never read, never replaced). Whether `settings` was
+/// written.
 pub async fn import(
     client: &Client,
     plan: &LaunchPlan,
@@ -22,7 +25,8 @@ pub async fn import(
     dir: &Path,
     name: &str,
     content: &[u8],
-) -> Result<(), LaunchError> {
+    settings: Option<(&str, &str)>,
+) -> Result<bool, LaunchError> {
     match client
         .volume_create(&volume.name, volume.labels.clone(), Default::default())
         .await
@@ -44,15 +48,25 @@ pub async fn import(
         let dest = dir.to_string_lossy();
         client
             .put_archive(&id, &dest, Bytes::from_owner(ClearOnDrop(tar)))
-            .await
-            .map_err(LaunchError::from)
+            .await?;
+        let Some((file, text)) = settings else {
+            return Ok(false);
+        };
+        // Only whether something is there: at most a few KiB of it cross, none is parsed.
+        let there = client.read_file(&id, &dir.join(file).to_string_lossy(), 0).await?;
+        if there != crate::podman::ContainerFile::Missing {
+            return Ok(false);
+        }
+        let tar = archive(file, text.as_bytes(), uid, gid).map_err(LaunchError::Stage)?;
+        client.put_archive(&id, &dest, Bytes::from(tar)).await?;
+        Ok::<_, LaunchError>(true)
     }
     .await;
     let removed = client.delete(&id, true, false).await;
-    written?;
+    let written = written?;
     match removed {
         Err(e) if !e.is_not_found() => Err(e.into()),
-        _ => Ok(()),
+        _ => Ok(written),
     }
 }
 

@@ -107,3 +107,43 @@ fn refusals_name_the_agent_the_file_and_what_to_do() {
         assert!(stderr(&out).contains("claude"), "{}", show(&out));
     });
 }
+
+/// Issue 28, item 8: gemini's Google login needs its settings to select it, or gemini asks how
+/// to log in. The import writes `settings.json` beside the login when the volume has none, and
+/// leaves one that is there alone (it is the agent's and the user's).
+#[test]
+fn a_gemini_import_selects_the_google_login_unless_settings_exist() {
+    each_mode(|env| {
+        env.write_file("home/.gemini/oauth_creds.json", "{\"access_token\":\"t\"}", 0o600);
+        let work = env.work_dir().canonicalize().unwrap();
+        let volume = state_volume(env, "gemini", &work);
+        let out = login_import(env, "gemini", &work);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(stderr(&out).contains("settings.json"), "{}", show(&out));
+        let said = read_as_agent(env, &volume, "/home/dev/.gemini", "settings.json");
+        let selected = r#"{"security":{"auth":{"selectedType":"oauth-personal"}}}"#;
+        assert!(said.starts_with(selected), "{}: {said}", env.mode());
+        assert!(said.contains(&format!("UID={}", env.uid())), "{}: {said}", env.mode());
+        // The user's own settings (another auth type) are kept at the next import.
+        let mine = r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#;
+        let script = format!("printf '%s' '{mine}' > /home/dev/.gemini/settings.json");
+        let mut spec = serde_json::json!({
+            "image": env.image(),
+            "command": ["sh", "-c", script],
+            "user": format!("{}:{}", env.uid(), env.gid()),
+            "volumes": [{ "Name": volume, "Dest": "/home/dev/.gemini" }],
+            "netns": { "nsmode": "none" },
+            "labels": { common::TEST_LABEL_KEY: env.id() },
+        });
+        if env.mode() == Mode::Rootless {
+            spec["userns"] = serde_json::json!({ "nsmode": "keep-id" });
+        }
+        common::api::run_to_end(env.mode(), &spec);
+        let out = login_import(env, "gemini", &work);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(stderr(&out).contains("left"), "{}", show(&out));
+        let said = read_as_agent(env, &volume, "/home/dev/.gemini", "settings.json");
+        assert!(said.starts_with(mine), "{}: {said}", env.mode());
+        remove_volume(env, &volume);
+    });
+}

@@ -70,6 +70,13 @@ pub(super) async fn check(client: &Client, info: &Info, image: Option<&str>) -> 
     [runtime, tmpfs_report(&volume, created, mounted, deleted)]
 }
 
+/// A container like a launch's of `image` (owner labels, so `ags gc` removes it after a kill),
+/// to be created and deleted without starting it: `ags image build` makes the rootless copy of
+/// the image's layers for the user's id mapping this way.
+pub(in crate::commands) fn probe_spec(image: &str, rootless: bool) -> SpecGenerator {
+    trivial_spec(image, rootless, &labels(), None)
+}
+
 /// Labels of doctor resources: managed, doctor, and the owner labels `ags gc` reads.
 fn labels() -> BTreeMap<String, String> {
     let id = identity::current();
