@@ -151,7 +151,10 @@ pub const AGENTS: &[AgentProfile] = &[
         },
         login_file: Some(".gemini/oauth_creds.json"),
         // gemini asks how to log in unless its settings select the Google login.
-        login_settings: Some(("settings.json", r#"{"security":{"auth":{"selectedType":"oauth-personal"}}}"#)),
+        login_settings: Some((
+            "settings.json",
+            r#"{"security":{"auth":{"selectedType":"oauth-personal"}}}"#,
+        )),
     },
     AgentProfile {
         name: "opencode",

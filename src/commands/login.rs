@@ -63,7 +63,8 @@ fn import(global: &GlobalArgs, args: &LoginImportArgs) -> Result<u8, Error> {
         let volume = state_volume(&plan, &config, profile, &dir, &args.agent)?;
         let bytes = content.expose().as_bytes();
         let wrote =
-            crate::launch::login::import(&client, &plan, volume, &dir, &name, bytes, profile.login_settings).await?;
+            crate::launch::login::import(&client, &plan, volume, &dir, &name, bytes, profile.login_settings)
+                .await?;
         Ok::<_, Error>((volume.name.clone(), wrote))
     });
     super::finish(rt);
@@ -157,7 +158,10 @@ fn settings_note(profile: &agents::AgentProfile, dir: &Path, wrote: bool, agent:
     };
     let path = dir.join(file);
     match wrote {
-        true => eprintln!("ags: wrote {} ({text}) beside it: the volume had none", path.display()),
+        true => eprintln!(
+            "ags: wrote {} ({text}) beside it: the volume had none",
+            path.display()
+        ),
         false => eprintln!(
             "ags: left {} in the volume as it is; if {agent} asks how to log in, its settings need {text}",
             path.display()

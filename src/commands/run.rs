@@ -465,7 +465,7 @@ pub(super) async fn prepare_hooks(
     let cli_env = settings
         .env
         .iter()
-        .map(|(k, v)| (k.clone(), v.expose().to_string()))
+        .map(|(k, v, _)| (k.clone(), v.expose().to_string()))
         .collect();
     let context = HookContext::new(
         identity.launch_id.clone(),

@@ -268,7 +268,9 @@ async fn slow_note<T>(create: impl std::future::Future<Output = T>, keep_id: boo
         () = tokio::time::sleep(SLOW_CREATE) => {}
     }
     let why = match keep_id {
-        true => "the first launch of an image copies its layers for your user's id mapping, which takes a while for a large image; later launches reuse the copy (`ags image build` makes it ahead)",
+        true => {
+            "the first launch of an image copies its layers for your user's id mapping, which takes a while for a large image; later launches reuse the copy (`ags image build` makes it ahead)"
+        }
         false => "the service is busy (other containers starting, or a slow disk)",
     };
     super::notices::say_line(&format!(

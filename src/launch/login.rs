@@ -53,7 +53,9 @@ pub async fn import(
             return Ok(false);
         };
         // Only whether something is there: at most a few KiB of it cross, none is parsed.
-        let there = client.read_file(&id, &dir.join(file).to_string_lossy(), 0).await?;
+        let there = client
+            .read_file(&id, &dir.join(file).to_string_lossy(), 0)
+            .await?;
         if there != crate::podman::ContainerFile::Missing {
             return Ok(false);
         }

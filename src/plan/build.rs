@@ -359,8 +359,14 @@ fn build_env(
             },
         );
     }
-    for e in staged(&input.run.env, Origin::Cli) {
-        map.insert(e.key.clone(), e);
+    for (key, value, origin) in &input.run.env {
+        let source = EnvSource::Staged { value: value.clone() };
+        let e = PlanEnv {
+            key: key.clone(),
+            source,
+            origin: origin.clone(),
+        };
+        map.insert(key.clone(), e);
     }
     Ok(map.into_values().collect())
 }

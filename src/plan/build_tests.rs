@@ -114,7 +114,7 @@ fn minimal_plan() {
 #[test]
 fn cli_env_is_staged_redacted_and_wraps_the_command() {
     let mut run = shell(&["env"]);
-    run.env = vec![("TOKEN".into(), Secret::new("s3cr3t".into()))];
+    run.env = vec![("TOKEN".into(), Secret::new("s3cr3t".into()), Origin::Cli)];
     let plan = plan_with(&run, &HookLayer::default(), true).unwrap();
     assert_eq!(plan.staging.as_ref().unwrap().volume, "ags-stage-abc123");
     assert_eq!(plan.container_command[..2], ["/bin/sh", "-c"]);
@@ -155,7 +155,7 @@ fn generated_files_name_their_staging_dir_for_the_oci_hook() {
 #[test]
 fn cli_env_beats_hook_env_which_beats_config_env() {
     let mut run = shell(&[]);
-    run.env = vec![("K".into(), Secret::new("cli".into()))];
+    run.env = vec![("K".into(), Secret::new("cli".into()), Origin::Cli)];
     run.config_env = vec![
         ("K".into(), Secret::new("config".into())),
         ("C".into(), Secret::new("config".into())),

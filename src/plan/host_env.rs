@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
+use super::Origin;
 use crate::hooks::policy::{ENDPOINT_ENV_NAMES, EnvKey, EnvKeyError, EnvLiteral};
 use crate::secret::Secret;
 
@@ -23,8 +24,9 @@ pub const MAX_ENV_FILE_BYTES: usize = 1 << 20;
 /// The resolved user environment, each list in increasing precedence.
 #[derive(Debug, Clone, Default)]
 pub struct HostEnv {
-    /// From the command line (`--env-file`s, then `--env`s): beats every hook.
-    pub cli: Vec<(String, Secret)>,
+    /// From the command line (`--env-file`s, then `--env`s), each with where it came from
+    /// (`Origin::EnvFile` or `Origin::Cli`): beats every hook.
+    pub cli: Vec<(String, Secret, Origin)>,
     /// From the global config (passthrough, then `[agent.NAME] env`): hooks beat it.
     pub config: Vec<(String, Secret)>,
 }
@@ -107,7 +109,7 @@ pub fn resolve(input: &HostEnvInput<'_>) -> Result<HostEnv, HostEnvError> {
         for (key, value) in parse_dotenv(path, text)? {
             check_name(&origin, &key, false)?;
             check_value(&origin, &key, &value)?;
-            cli.push((key, Secret::new(value)));
+            cli.push((key, Secret::new(value), Origin::EnvFile(path.clone())));
         }
     }
     for arg in input.env_args {
@@ -120,7 +122,7 @@ pub fn resolve(input: &HostEnvInput<'_>) -> Result<HostEnv, HostEnvError> {
             }
         };
         check_value("--env", &key, &value)?;
-        cli.push((key, Secret::new(value)));
+        cli.push((key, Secret::new(value), Origin::Cli));
     }
     let mut config = Vec::new();
     for key in input.passthrough {

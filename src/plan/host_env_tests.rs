@@ -85,6 +85,20 @@ fn exposed(list: &[(String, Secret)]) -> Vec<(String, String)> {
         .collect()
 }
 
+fn cli_pairs(env: &HostEnv) -> Vec<(String, Secret)> {
+    env.cli.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect()
+}
+
+#[test]
+fn env_file_variables_carry_their_file_as_origin() {
+    let none = BTreeMap::new();
+    let args = strings(&["X=1"]);
+    let files = vec![("config/dev.env".to_string(), "Y=2\n".to_string())];
+    let env = resolve(&input(&args, &files, &[], &none)).unwrap();
+    let origins: Vec<String> = env.cli.iter().map(|(k, _, o)| format!("{k} [{o}]")).collect();
+    assert_eq!(origins, ["Y [env-file config/dev.env]", "X [cli]"]);
+}
+
 #[test]
 fn cli_env_files_then_args_config_passthrough_then_agent_env() {
     let args = strings(&["X=1", "API_KEY"]);
@@ -93,7 +107,7 @@ fn cli_env_files_then_args_config_passthrough_then_agent_env() {
     let agent_env = BTreeMap::from([("CLAUDE_X".to_string(), "1".to_string())]);
     let env = resolve(&input(&args, &files, &passthrough, &agent_env)).unwrap();
     assert_eq!(
-        exposed(&env.cli),
+        exposed(&cli_pairs(&env)),
         pairs(&[("X", "0"), ("Y", "2"), ("X", "1"), ("API_KEY", "from-host")])
     );
     assert_eq!(
@@ -141,7 +155,10 @@ fn endpoint_overrides_come_from_the_users_own_host_sources_only() {
     let key = strings(&["ANTHROPIC_BASE_URL"]);
     let env = resolve(&input(&key, &[], &key, &none)).unwrap();
     let want = pairs(&[("ANTHROPIC_BASE_URL", "https://gateway.example/v1")]);
-    assert_eq!((exposed(&env.cli), exposed(&env.config)), (want.clone(), want));
+    assert_eq!(
+        (exposed(&cli_pairs(&env)), exposed(&env.config)),
+        (want.clone(), want)
+    );
     // An env file may lie in the workspace: the agent must not choose where its key goes.
     let files = vec![(".env".to_string(), "OPENAI_BASE_URL=http://evil\n".to_string())];
     let err = resolve(&input(&[], &files, &[], &none)).unwrap_err();

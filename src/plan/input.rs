@@ -24,8 +24,9 @@ pub struct RunSettings {
     pub term: Option<String>,
     /// `--image`.
     pub image: Option<String>,
-    /// `--env-file` and `--env` values, resolved (later entries win); they beat every hook.
-    pub env: Vec<(String, Secret)>,
+    /// `--env-file` and `--env` values, resolved (later entries win), each with its origin
+    /// (the env file, or the command line); they beat every hook.
+    pub env: Vec<(String, Secret, super::Origin)>,
     /// The `--env-file`s read, as checked (`workspace::user_paths`): checked again right
     /// before the container is created, against other running launches' mounts too.
     pub env_files: Vec<crate::workspace::user_paths::CheckedHostPath>,

@@ -90,6 +90,8 @@ pub enum Origin {
     ProjectHook(String),
     /// The command line.
     Cli,
+    /// An `--env-file` (its path as given).
+    EnvFile(String),
     /// `ags`'s agent hook wiring (docs/agent-hooks.md).
     AgentHooks,
 }
@@ -102,6 +104,7 @@ impl fmt::Display for Origin {
             Origin::GlobalHook(n) => write!(f, "global hook {n}"),
             Origin::ProjectHook(n) => write!(f, "project hook {n}"),
             Origin::Cli => f.write_str("cli"),
+            Origin::EnvFile(p) => write!(f, "env-file {p}"),
             Origin::AgentHooks => f.write_str("agent hooks"),
         }
     }

@@ -41,7 +41,11 @@ fn assert_moved(env: &TestEnv, work: &Path, out: &Output, pieces: &[(&str, &str)
     for (piece, said) in pieces {
         let mode = env.mode();
         assert!(!work.join(piece).exists(), "{mode}: {piece} left in place: {err}");
-        let aside = work.join(format!("{piece}.ags-quarantine"));
+        // A replace ref gets the mark in front: git reads an object id from its start.
+        let aside = match piece.rsplit_once("refs/replace/") {
+            Some((dir, name)) => work.join(format!("{dir}refs/replace/ags-quarantine.{name}")),
+            None => work.join(format!("{piece}.ags-quarantine")),
+        };
         assert!(aside.exists(), "{mode}: {piece}: {err}");
         assert!(err.contains(said), "{mode}: {piece} not explained: {err}");
     }

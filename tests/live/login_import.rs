@@ -123,7 +123,11 @@ fn a_gemini_import_selects_the_google_login_unless_settings_exist() {
         let said = read_as_agent(env, &volume, "/home/dev/.gemini", "settings.json");
         let selected = r#"{"security":{"auth":{"selectedType":"oauth-personal"}}}"#;
         assert!(said.starts_with(selected), "{}: {said}", env.mode());
-        assert!(said.contains(&format!("UID={}", env.uid())), "{}: {said}", env.mode());
+        assert!(
+            said.contains(&format!("UID={}", env.uid())),
+            "{}: {said}",
+            env.mode()
+        );
         // The user's own settings (another auth type) are kept at the next import.
         let mine = r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#;
         let script = format!("printf '%s' '{mine}' > /home/dev/.gemini/settings.json");
