@@ -433,8 +433,8 @@ fn packed_refs_back(roots: &[PathBuf], path: &Path, aside: &Path) {
             }
             continue;
         }
-        let name = line.splitn(2, |b| *b == b' ').nth(1).unwrap_or_default();
-        dropping = name.starts_with(b"refs/replace/");
+        // Any line naming the namespace, whatever blank follows the object id (attack C3).
+        dropping = line.windows(13).any(|w| w == b"refs/replace/");
         if !dropping {
             out.extend_from_slice(line);
         }

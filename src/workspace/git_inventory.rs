@@ -67,8 +67,6 @@ pub const MAX_ENTRIES: usize = 5_000_000;
 const MAX_DEPTH: usize = 200;
 /// Largest config file judged (bigger counts as planted code).
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
-/// Linked worktrees of one git dir whose tops are compared.
-const MAX_WORKTREES: usize = 256;
 /// Largest file digested: a bigger one is never proven unchanged.
 const MAX_DIGEST_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -346,7 +344,7 @@ impl<'a> Walk<'a> {
         if !kind.is_file() {
             return; // git refuses it
         }
-        let target = match gitfile_target(path) {
+        let target = match gitfile_target(path, self.roots) {
             Ok(Some(target)) => target,
             Ok(None) => return, // git refuses it too
             Err(e) => {
@@ -408,6 +406,7 @@ impl<'a> Walk<'a> {
             self.config(&dir.join(name), &tops, 0);
         }
         self.commondir(dir);
+        self.worktree_shapes(dir);
         self.hooks(&dir.join("hooks"));
         for top in &tops {
             self.hook_programs(&dir.join("hooks"), top);
@@ -424,51 +423,6 @@ impl<'a> Walk<'a> {
         self.refs(dir);
         self.in_progress(dir);
         self.full = outer;
-    }
-
-    /// The tops of the worktrees git runs hooks and commands of the git dir `dir` in: the
-    /// parent of a `.git`, the git dir itself otherwise; its `core.worktree` (a submodule's
-    /// checkout); each linked worktree its `worktrees/*/gitdir` names; and every walked root
-    /// (the launch's own checkout may be any of them). Read without following links at the
-    /// last component, bounded like the rest of the walk.
-    fn tops(&self, dir: &Path) -> Vec<PathBuf> {
-        let mut tops = vec![match dir.file_name() {
-            Some(n) if n == ".git" => dir.parent().unwrap_or(dir).to_path_buf(),
-            _ => dir.to_path_buf(),
-        }];
-        let small = |p: &Path| {
-            use std::io::Read;
-            let mut bytes = Vec::new();
-            state::open_nonblocking(p)
-                .ok()?
-                .take(64 * 1024)
-                .read_to_end(&mut bytes)
-                .ok()?;
-            Some(String::from_utf8_lossy(&bytes).trim_end().to_string())
-        };
-        if let Some(text) = small(&dir.join("config")) {
-            let worktree = crate::git::model::config_text::entries(&text)
-                .into_iter()
-                .filter(|(k, _)| k == "core.worktree")
-                .last();
-            if let Some((_, v)) = worktree {
-                tops.push(crate::safepath::normalize(&dir.join(v)));
-            }
-        }
-        let linked = std::fs::read_dir(dir.join("worktrees"))
-            .into_iter()
-            .flatten()
-            .flatten();
-        for wt in linked.take(MAX_WORKTREES) {
-            if let Some(gitdir) = small(&wt.path().join("gitdir")) {
-                let named = crate::safepath::normalize(&wt.path().join(gitdir));
-                tops.extend(named.parent().map(Path::to_path_buf));
-            }
-        }
-        tops.extend(self.roots.iter().cloned());
-        tops.sort();
-        tops.dedup();
-        tops
     }
 
     /// The hooks in `hooks` (a git dir's, or a `core.hooksPath`) that differ.

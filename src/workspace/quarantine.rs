@@ -3,7 +3,7 @@
 //!
 //! `root/rel` is renamed to `NAME.ags-quarantine` in its own directory; when the agent took that
 //! name (and `-2` … `-9`), to `NAME.ags-quarantine-<16 random hex digits>`, which it cannot
-//! guess. Names git reads by their start (replace refs) get the mark in front instead
+//! guess. Refs (which git reads by their start) get the mark in front instead, with a leading dot
 //! ([`Naming::Prefix`]). Nothing is deleted and nothing is replaced (`RENAME_NOREPLACE`). The directory is
 //! reached from `root` one component at a time with `O_NOFOLLOW`, so a directory another
 //! container swapped for a symbolic link makes the move fail, never rename a file elsewhere.
@@ -59,9 +59,10 @@ pub fn move_aside(root: &Path, rel: &Path) -> Result<PathBuf, NotMoved> {
 pub enum Naming {
     /// `NAME.ags-quarantine`: for files git reads by their whole name.
     Suffix,
-    /// `ags-quarantine.NAME`: for names git reads by their start — a replace ref's object id is
-    /// the first 40 hex digits of its last component (`<oid>.ags-quarantine` would still
-    /// replace `<oid>`; session-18 attack A2). `g` is no hex digit.
+    /// `.ags-quarantine.NAME`: for refs, which git reads by their start — a replace ref's
+    /// object id is the first 40 hex digits of its last component (`<oid>.ags-quarantine`
+    /// would still replace `<oid>`; session-18 attack A2) — and whose directories it follows
+    /// through links (attack C4). Git skips every entry starting with `.` in a ref directory.
     Prefix,
 }
 
@@ -194,7 +195,7 @@ fn rename_free(dir: &OwnedFd, name: &OsStr, naming: Naming) -> Result<std::ffi::
                 new
             }
             Naming::Prefix => {
-                let mut new = std::ffi::OsString::from(format!("{}.", &suffix[1..]));
+                let mut new = std::ffi::OsString::from(format!("{suffix}."));
                 new.push(name);
                 new
             }

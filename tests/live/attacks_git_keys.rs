@@ -41,9 +41,10 @@ fn assert_moved(env: &TestEnv, work: &Path, out: &Output, pieces: &[(&str, &str)
     for (piece, said) in pieces {
         let mode = env.mode();
         assert!(!work.join(piece).exists(), "{mode}: {piece} left in place: {err}");
-        // A replace ref gets the mark in front: git reads an object id from its start.
+        // A replace ref gets the mark in front, with a dot: git reads an object id from its
+        // start, and skips names starting with a dot.
         let aside = match piece.rsplit_once("refs/replace/") {
-            Some((dir, name)) => work.join(format!("{dir}refs/replace/ags-quarantine.{name}")),
+            Some((dir, name)) => work.join(format!("{dir}refs/replace/.ags-quarantine.{name}")),
             None => work.join(format!("{piece}.ags-quarantine")),
         };
         assert!(aside.exists(), "{mode}: {piece}: {err}");

@@ -124,6 +124,16 @@ fn a2_replace_refs_are_out_of_force_after_the_check() {
             ("loose", "git replace \"$B\" \"$N\""),
             ("nested", "git update-ref \"refs/replace/x/$B\" \"$N\""),
             ("packed", "git replace \"$B\" \"$N\" && git pack-refs --all"),
+            // Attack C3: git takes any blank after the object id.
+            (
+                "tabbed",
+                "git replace \"$B\" \"$N\" && git pack-refs --all && sed -i 's# refs/replace/#\trefs/replace/#' .git/packed-refs",
+            ),
+            // Attack C4: git follows a link to a directory of refs.
+            (
+                "linked",
+                "mkdir .git/xdir && echo \"$N\" > .git/xdir/$B && mkdir -p .git/refs/replace && ln -s ../../xdir .git/refs/replace/x",
+            ),
         ];
         let mut script = String::new();
         for (name, how) in forms {
@@ -138,7 +148,7 @@ fn a2_replace_refs_are_out_of_force_after_the_check() {
         for (name, _) in forms {
             let repo = work.join(name);
             let what = match name {
-                "packed" => "packed refs holding a replace ref",
+                "packed" | "tabbed" => "packed refs holding a replace ref",
                 _ => "a replace ref",
             };
             assert!(
@@ -252,7 +262,7 @@ fn a4_paths_through_links_that_lead_nowhere_yet_go_aside() {
         );
         let later = env.root().join("later");
         let script = format!(
-            "ln -s {later}/evil lnk\nmkdir sub && printf 'gitdir: ../lnk\\n' > sub/.git\nln -s {later}/evil.git vendor/lib/.cache-lnk\nprintf '[remote \"origin\"]\\n\\tpushurl = {repo}/vendor/lib/.cache-lnk\\n' >> vendor/lib/.git/config\n",
+            "ln -s {later}/evil lnk\nmkdir sub && printf 'gitdir: ../lnk\\n' > sub/.git\nmkdir sub2 && printf 'gitdir: ../nx/../lnk\\n' > sub2/.git\nln -s {later}/evil.git vendor/lib/.cache-lnk\nprintf '[remote \"origin\"]\\n\\tpushurl = {repo}/vendor/lib/.cache-lnk\\n' >> vendor/lib/.git/config\n",
             later = later.display(),
             repo = repo.display()
         );
@@ -295,7 +305,14 @@ fn a4_paths_through_links_that_lead_nowhere_yet_go_aside() {
             format!("#!/bin/sh\ntouch {}\n", pwned.display()),
             0o755,
         );
+        assert!(
+            err.contains(&format!("{}/sub2/.git", repo.display())),
+            "{}: `nx/..` was not named (attack C2): {err}",
+            env.mode()
+        );
         user(env, &repo.join("sub"), &["status"]);
+        env.mkdir("work/nx", 0o755);
+        user(env, &repo.join("sub2"), &["status"]);
         user(env, &lib, &["push", "-q", "origin", "main"]);
         assert!(
             !pwned.exists(),
@@ -321,6 +338,111 @@ fn a6_a_half_made_module_does_not_stop_later_launches() {
             "mkdir -p .git/modules/x/config && echo 'ref: refs/heads/main' > .git/modules/x/HEAD\n",
         );
         agent_in(env, &repo, "true\n");
+        assert_clean(env);
+    });
+}
+
+/// Attack C1: a `.git` file names `<deep dir>.ags-quarantine/../lnk`, a path that only exists
+/// once the check has moved the too-deep directory aside, and `lnk` then leads into it (to a
+/// git dir with `core.fsmonitor` the check never walked). The `.git` file goes aside.
+#[test]
+fn c1_a_path_made_by_the_quarantine_itself_leads_nowhere() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        let pwned = env.root().join("pwned-c1");
+        let script = format!(
+            r#"p=deep; i=0; while [ $i -lt 199 ]; do p=$p/d; i=$((i+1)); done
+G=$p/d/e/g
+mkdir -p $G/objects $G/refs; echo 'ref: refs/heads/main' > $G/HEAD
+printf '[core]\n\tbare = false\n\tfsmonitor = "touch {pwned}; exit 1"\n' > $G/config
+ln -s d.ags-quarantine/e/g $p/lnk
+mkdir sub; printf 'gitdir: ../%s/d.ags-quarantine/../lnk\n' "$p" > sub/.git
+"#,
+            pwned = pwned.display()
+        );
+        let err = stderr(&agent_in(env, &repo, &script));
+        assert!(
+            err.contains(&format!("{}/sub/.git", repo.display())),
+            "{}: the .git file was not named: {err}",
+            env.mode()
+        );
+        user(env, &repo.join("sub"), &["status"]);
+        assert!(
+            !pwned.exists(),
+            "{}: the deep git dir's fsmonitor ran",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// Whether the host's git reads reftable (2.45 and later).
+fn host_git_reads_reftable(env: &TestEnv) -> bool {
+    let out = user(env, env.root(), &["--version"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let version: Vec<u32> = text
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or("0")
+        .split('.')
+        .take(2)
+        .map(|n| n.parse().unwrap_or(0))
+        .collect();
+    version >= vec![2, 45]
+}
+
+/// Attack C5: a nested repository switched to reftable refs (which the check cannot read)
+/// with a replace ref: the config goes aside, so the host's git reads no reftable and the
+/// user's checkout writes the committed Makefile.
+#[test]
+fn c5_a_switch_to_reftable_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) || !host_git_reads_reftable(env) {
+            eprintln!("SKIP: the host's git reads no reftable (before 2.45)");
+            return;
+        }
+        let work = env.work_dir().canonicalize().unwrap();
+        let nested = repository(env, "work/n");
+        let script = "cd n\nrm -rf .git/logs\ngit refs migrate --ref-format=reftable\nprintf 'all:\\n\\t@echo agent\\n' > Makefile\nB=$(git rev-parse HEAD:Makefile); N=$(git hash-object -w Makefile)\ngit replace \"$B\" \"$N\"\ngit checkout -q Makefile\n";
+        let err = stderr(&agent_in(env, &work, script));
+        assert!(
+            err.contains("extensions.refstorage"),
+            "{}: not named: {err}",
+            env.mode()
+        );
+        user(env, &nested, &["checkout", "-q", "--", "Makefile"]);
+        let make = std::fs::read_to_string(nested.join("Makefile")).unwrap();
+        assert_eq!(
+            make,
+            "all:\n\t@echo mine\n",
+            "{}: the agent's Makefile was written",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// Attack C6: shapes under `.git/worktrees` the guard refuses (`worktrees` a file; an entry's
+/// `gitdir` a link) do not stop the next launch: the check moves them aside.
+#[test]
+fn c6_worktree_shapes_do_not_stop_later_launches() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let a = repository(env, "work/a");
+        let b = repository(env, "work/b");
+        agent_in(env, &a, "echo x > .git/worktrees\n");
+        agent_in(env, &a, "true\n");
+        agent_in(
+            env,
+            &b,
+            "mkdir -p .git/worktrees/w && ln -s /etc/passwd .git/worktrees/w/gitdir && mkfifo .git/worktrees/w/commondir\n",
+        );
+        agent_in(env, &b, "true\n");
         assert_clean(env);
     });
 }

@@ -214,7 +214,9 @@ pub fn harmless(key: &str) -> bool {
         ("core", None) => CORE_KEYS.contains(&name),
         // Not `partialclone`: git then fetches from the promisor remote on its own (a plain
         // `git status` does), reaching whatever URL the agent chose from the host.
-        ("extensions", None) => name != "partialclone",
+        // Nor `refstorage`: a ref store the check cannot read (reftable) hides replace refs
+        // and new tips from it (session-18 attack C5).
+        ("extensions", None) => !matches!(name, "partialclone" | "refstorage"),
         ("user", None) => matches!(name, "name" | "email"),
         ("init", None) => name == "defaultbranch",
         // Whole sections only where every name picks a message or a colour; elsewhere names

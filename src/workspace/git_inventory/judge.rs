@@ -55,6 +55,39 @@ impl Walk<'_> {
         }
     }
 
+    /// What the next launch's guard (`git::model::guard`) would refuse under `worktrees/`: a
+    /// `worktrees` that is no directory, an entry's `gitdir`, `commondir` or `config.worktree`
+    /// that is no regular file. New or changed, it goes aside; left, every later launch would
+    /// stop (session-18 attack C6).
+    pub(super) fn worktree_shapes(&mut self, dir: &Path) {
+        let worktrees = dir.join("worktrees");
+        let Ok(meta) = std::fs::symlink_metadata(&worktrees) else {
+            return;
+        };
+        if !meta.is_dir() {
+            if self.changed(Seen::Piece, &worktrees, observe(&worktrees, &meta).0) {
+                let what = "a `worktrees` that is not a directory (no launch could guard it)";
+                self.report(worktrees, what.into());
+            }
+            return;
+        }
+        let entries = std::fs::read_dir(&worktrees).into_iter().flatten().flatten();
+        for entry in entries.filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            for name in ["gitdir", "commondir", "config.worktree"] {
+                let path = entry.path().join(name);
+                let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                if !meta.is_file() && self.changed(Seen::Piece, &path, observe(&path, &meta).0) {
+                    let what = format!(
+                        "a linked worktree's {name} that is not a regular file (no launch could guard it)"
+                    );
+                    self.report(path, what);
+                }
+            }
+        }
+    }
+
     /// The operations in progress of the git dir `dir` the launch started or changed, whatever
     /// they hold: each names commits that `git rebase --abort`/`--continue`, `git cherry-pick
     /// --abort`, `git bisect reset` or `git merge --abort` checks out, moves a branch to,
@@ -132,6 +165,13 @@ impl Walk<'_> {
             }
         }
         self.replace_refs(&dir.join("refs/replace"));
+        // Refs in the reftable format, which nothing here reads: replace refs and moved
+        // branches could hide in them (session-18 attack C5).
+        let reftable = dir.join("reftable");
+        if self.tree_changed(&reftable, 0) {
+            let what = "refs in the reftable format the launch changed, which ags cannot read (a replace ref could hide there)";
+            self.report(reftable, what.into());
+        }
         self.packed_replace_refs(&dir.join("packed-refs"));
         // Recorded conflict resolutions: an `rr-cache` alone turns rerere on, and git replays
         // the agent's resolution into your next merge, rebase or cherry-pick (session-12
@@ -206,11 +246,9 @@ impl Walk<'_> {
         let holds = super::state::open_nonblocking(path).map_or(true, |f| {
             use std::io::BufRead;
             std::io::BufReader::new(f).split(b'\n').any(|line| {
-                line.map_or(true, |l| {
-                    l.splitn(2, |b| *b == b' ')
-                        .nth(1)
-                        .is_some_and(|name| name.starts_with(b"refs/replace/"))
-                })
+                // Anywhere in the line: git takes any blank after the object id (session-18
+                // attack C3: a tab).
+                line.map_or(true, |l| l.windows(REPLACE.len()).any(|w| w == REPLACE))
             })
         });
         if holds {
@@ -279,22 +317,26 @@ impl Walk<'_> {
             } else {
                 continue;
             };
-            let real = match named.canonicalize() {
+            let real = match super::state::strict(&named, self.roots) {
                 Ok(real) => real,
-                Err(_) => match super::state::unresolved(&named) {
-                    Ok(lexical) => lexical,
-                    // A link that leads nowhere yet: a later launch decides where (session-18
-                    // attack A4: a push URL naming a link into the agent's state volume).
-                    Err(link) => {
-                        let shown = crate::text::escape_line(&link.display().to_string());
-                        out.push(format!(
-                            "{key} naming a path through {shown}, a symbolic link that leads nowhere yet"
-                        ));
-                        continue;
-                    }
-                },
+                // A link in the workspace, or `..` after a missing part: a later launch
+                // decides where it leads (session-18 attacks A4, C2: a push URL naming a link
+                // into the agent's state volume).
+                Err(at) => {
+                    let shown = crate::text::escape_line(&at.display().to_string());
+                    out.push(format!(
+                        "{key} naming a path through {shown}, a link in the workspace or a missing directory followed by `..`"
+                    ));
+                    continue;
+                }
             };
-            if !self.roots.iter().any(|r| real.starts_with(r)) {
+            let inside = self.roots.iter().any(|r| real.starts_with(r));
+            if inside && std::fs::symlink_metadata(&real).is_err() {
+                // Not there yet: a later launch can make it a link out of the workspace, and
+                // this config, unchanged then, is not judged again.
+                let shown = crate::text::escape_line(&real.display().to_string());
+                out.push(format!("{key} naming {shown}, which does not exist (yet)"));
+            } else if !inside {
                 let shown = crate::text::escape_line(&real.display().to_string());
                 out.push(format!("{key} naming {shown} outside the workspace"));
             }
@@ -355,6 +397,9 @@ const CACHES: &[&str] = &[
     "objects/pack/multi-pack-index",
     "objects/pack/multi-pack-index.d",
 ];
+
+/// What a ref name under the replace namespace starts with.
+pub(crate) const REPLACE: &[u8] = b"refs/replace/";
 
 /// How many directories below `refs/replace` are read.
 const MAX_REPLACE_DIRS: usize = 10_000;

@@ -31,6 +31,8 @@ pub(super) const MAX_DEPTH: usize = 4;
 /// Directories a script's words are taken from, at most (the top, its own, its `cd`s): a text
 /// the agent wrote in an earlier launch must not make the check slow.
 const MAX_BASES: usize = 16;
+/// Linked worktrees of one git dir whose tops are compared.
+const MAX_WORKTREES: usize = 256;
 /// Paths one script names, at most.
 const MAX_NAMED: usize = 4096;
 /// Commands whose next word is a file they run or read, so named without a `/` too.
@@ -69,6 +71,53 @@ impl Walk<'_> {
                 }
             }
         }
+    }
+
+    /// The tops of the worktrees git runs hooks and commands of the git dir `dir` in: the
+    /// parent of a `.git`, the git dir itself otherwise; its `core.worktree` (a submodule's
+    /// checkout); each linked worktree its `worktrees/*/gitdir` names; and every walked root
+    /// (the launch's own checkout may be any of them). Read without following links at the
+    /// last component, bounded like the rest of the walk.
+    pub(super) fn tops(&self, dir: &Path) -> Vec<PathBuf> {
+        let mut tops = vec![match dir.file_name() {
+            Some(n) if n == ".git" => dir.parent().unwrap_or(dir).to_path_buf(),
+            _ => dir.to_path_buf(),
+        }];
+        let small = |p: &Path| {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            super::state::open_nonblocking(p)
+                .ok()?
+                .take(64 * 1024)
+                .read_to_end(&mut bytes)
+                .ok()?;
+            Some(String::from_utf8_lossy(&bytes).trim_end().to_string())
+        };
+        if let Some(text) = small(&dir.join("config")) {
+            let worktree = crate::git::model::config_text::entries(&text)
+                .into_iter()
+                .rfind(|(k, _)| k == "core.worktree");
+            if let Some((_, v)) = worktree {
+                tops.push(crate::safepath::normalize(&dir.join(v)));
+            }
+        }
+        // A worktree entry itself (`worktrees/NAME`: its `config.worktree` may set a hooks
+        // path), and each entry of a repository's `worktrees/`: the checkout `gitdir` names.
+        let linked = std::fs::read_dir(dir.join("worktrees"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        let linked = linked.take(MAX_WORKTREES).map(|e| e.path());
+        for wt in std::iter::once(dir.to_path_buf()).chain(linked) {
+            if let Some(gitdir) = small(&wt.join("gitdir")) {
+                let named = crate::safepath::normalize(&wt.join(gitdir));
+                tops.extend(named.parent().map(Path::to_path_buf));
+            }
+        }
+        tops.extend(self.roots.iter().cloned());
+        tops.sort();
+        tops.dedup();
+        tops
     }
 
     /// `path` (its directory resolved, as the kernel does for git) when it lies in one of the
@@ -366,88 +415,5 @@ fn expand_home(value: &str) -> Option<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn comments_name_no_program() {
-        let text = "#!/bin/sh\n# keep docs/usage.md in sync\nexec ./tools/lint # not ./x/y\necho a#b/c\n";
-        let text = uncommented(text);
-        let w: Vec<_> = words(&text).filter(|w| w.contains('/')).collect();
-        assert_eq!(w, ["./tools/lint", "a#b/c"]);
-    }
-
-    #[test]
-    fn scripts_name_files_after_cd_beside_themselves_in_globs_and_after_runners() {
-        let dir = tempfile::tempdir().unwrap();
-        let top = dir.path();
-        for f in [
-            "web/lint",
-            "checks/a.sh",
-            "checks/b.sh",
-            "checks/c.txt",
-            "scripts/common.sh",
-        ] {
-            std::fs::create_dir_all(top.join(f).parent().unwrap()).unwrap();
-            std::fs::write(top.join(f), "").unwrap();
-        }
-        let text = "cd web && ./lint\nfor f in checks/*.sh; do sh \"$f\"; done\n. \"$(dirname \"$0\")/common.sh\"\nsource env.sh\n";
-        let named = named_paths(text, top, &top.join("scripts"));
-        for want in [
-            "web/lint",
-            "checks/a.sh",
-            "checks/b.sh",
-            "scripts/common.sh",
-            "env.sh",
-        ] {
-            assert!(named.contains(&top.join(want)), "{want} not named: {named:?}");
-        }
-        assert!(!named.contains(&top.join("checks/c.txt")));
-    }
-
-    #[test]
-    fn a_huge_script_names_a_bounded_number_of_paths() {
-        let text = "cd d\n".repeat(100) + &"a/b ".repeat(100_000);
-        let named = named_paths(&text, Path::new("/t"), Path::new("/t/s"));
-        assert!(named.len() <= MAX_NAMED + MAX_BASES, "{}", named.len());
-    }
-
-    #[test]
-    fn patterns_match_as_the_shell_does_in_linear_time() {
-        assert!(matches(b"*.sh", b"a.sh"));
-        assert!(matches(b"pre-commit.d*", b"pre-commit.d"));
-        assert!(matches(b"a?[xy]c*", b"abxcdef"));
-        assert!(!matches(b"*.sh", b"a.txt"));
-        assert!(!matches(b"a", b""));
-        let long = vec![b'a'; 5000];
-        assert!(!matches(b"*a*a*a*a*a*a*a*a*b", &long));
-    }
-
-    #[test]
-    fn commands_are_known_by_their_keys() {
-        assert!(names_a_command("filter.tidy.clean", "./t.sh"));
-        assert!(names_a_command("alias.t", "!sh tools/t.sh"));
-        assert!(!names_a_command("alias.co", "checkout"));
-        assert!(names_a_command("diff.x.textconv", "x"));
-        assert!(!names_a_command("user.name", "./t.sh"));
-    }
-
-    #[test]
-    fn words_drop_quotes_and_shell_punctuation() {
-        let w: Vec<_> = words("exec \"./tools/lint\" --config=./c.toml; cd .. && sh 'a b'").collect();
-        assert_eq!(
-            w,
-            [
-                "exec",
-                "./tools/lint",
-                "--config",
-                "./c.toml",
-                "cd",
-                "..",
-                "sh",
-                "a",
-                "b"
-            ]
-        );
-    }
-}
+#[path = "programs_tests.rs"]
+mod tests;

@@ -160,8 +160,9 @@ pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// The git dir a `.git` file names, read as git reads it (`read_gitfile_gently`: up to 1 MiB,
 /// `gitdir: PATH`, any bytes): `None` when git refuses it too (too long, another content); the
-/// path as named, normalized, when it does not exist (yet); an error when it cannot be read.
-pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
+/// path as named, resolved by [`strict`], when it does not exist (yet); an error when it
+/// cannot be read or its way passes a link in `roots` (see [`strict`]).
+pub(super) fn gitfile_target(path: &Path, roots: &[PathBuf]) -> std::io::Result<Option<PathBuf>> {
     use std::io::Read;
     let mut bytes = Vec::new();
     open_nonblocking(path)?
@@ -174,44 +175,46 @@ pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
         return Ok(None);
     };
     let named = path.parent().unwrap_or(Path::new("/")).join(named);
-    match named.canonicalize() {
-        Ok(target) => Ok(Some(target)),
-        // Not there yet: git takes it once it is (a later launch can make it), so it is judged
-        // by where it would be (session-10 attack S10-9) — unless the way there passes a
-        // symbolic link, which can be made to point anywhere later (session-18 attack A3, A4).
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match unresolved(&named) {
-            Ok(lexical) => Ok(Some(lexical)),
-            Err(link) => Err(std::io::Error::other(format!(
-                "it names a path through {}, a symbolic link that leads nowhere yet",
-                crate::text::escape_line(&link.display().to_string())
-            ))),
-        },
-        Err(e) => Err(e),
-    }
+    strict(&named, roots).map(Some).map_err(|at| {
+        std::io::Error::other(format!(
+            "it names a path through {}, a symbolic link in the workspace or a missing directory followed by `..`",
+            crate::text::escape_line(&at.display().to_string())
+        ))
+    })
 }
 
-/// Where the absolute path `named`, which does not resolve, would be once its missing part is
-/// made: its components in order, `..` taken back lexically. `Err(link)`: a component that
-/// exists is a symbolic link (dangling, or leading to a missing part), so where it leads is
-/// for whoever made the link to decide later.
-pub(super) fn unresolved(named: &Path) -> Result<PathBuf, PathBuf> {
+/// Where the absolute path `named` leads, component by component as the kernel takes it,
+/// whether or not it exists yet (a later launch can make what is missing: session-10 attack
+/// S10-9). `Err(at)` — the path is the agent's to re-point later, so judged as planted — when a
+/// component inside one of `roots` is a symbolic link (now pointing anywhere, or nowhere:
+/// session-18 attacks A3, A4), or a `..` follows a missing component (once made, it leads back
+/// to whatever the agent chose: session-18 attacks C1, C2). A link outside the roots (a
+/// system's `/home`) is followed.
+pub(super) fn strict(named: &Path, roots: &[PathBuf]) -> Result<PathBuf, PathBuf> {
     use std::path::Component;
     let mut at = PathBuf::from("/");
     let mut missing = false;
     for part in named.components() {
         match part {
             Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir if missing => return Err(at),
             Component::ParentDir => {
                 at.pop();
             }
             Component::Normal(name) => {
                 at.push(name);
-                if !missing {
-                    match std::fs::symlink_metadata(&at) {
-                        Ok(meta) if meta.file_type().is_symlink() => return Err(at),
-                        Ok(_) => {}
-                        Err(_) => missing = true,
+                if missing {
+                    continue;
+                }
+                match std::fs::symlink_metadata(&at) {
+                    Ok(meta) if meta.file_type().is_symlink() => {
+                        if roots.iter().any(|r| at.starts_with(r)) {
+                            return Err(at);
+                        }
+                        at = at.canonicalize().map_err(|_| at.clone())?;
                     }
+                    Ok(_) => {}
+                    Err(_) => missing = true,
                 }
             }
         }
