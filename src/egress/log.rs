@@ -5,13 +5,16 @@
 //! (with their byte counts). No request contents: host, port, decision, counts.
 //!
 //! Lines are appended and rotated by `crate::logfile` (one write under a lock; past 10 MiB the
-//! file moves to `egress.jsonl.1`). A launch has two budgets there (issue 22, finding 6): one
-//! for its connections ([`MAX_LAUNCH_CONNECTION_BYTES`]) and one for its refusals
-//! ([`MAX_LAUNCH_REFUSAL_BYTES`]). Past a budget records are counted, not written, and
-//! [`EgressLog::finish`] writes one `dropped` line per budget saying how many. So an agent
-//! flooding the proxy with refused requests can neither rotate away other launches' records
-//! (its lines stay below the rotation size) nor crowd out the record of its own allowed
-//! connections.
+//! file moves to `egress.jsonl.1`). A launch has three budgets there (issue 22, finding 6):
+//! its allowed connections ([`MAX_LAUNCH_CONNECTION_BYTES`]), its failed ones and its refusals
+//! ([`MAX_LAUNCH_REFUSAL_BYTES`] each). Past a budget records are counted, not written, and
+//! [`EgressLog::finish`] writes one `dropped` line per budget saying how many. Allowed
+//! connections past their budget are also summed per destination (count, bytes up and down;
+//! at most [`MAX_OVERFLOW_DESTINATIONS`] of them, the rest as one), one `dropped` line each at
+//! the end: many short connections cannot hide where a later upload went or how big it was
+//! (session-18 attack B1). So an agent flooding the proxy can neither rotate away other
+//! launches' records (its lines stay below the rotation size) nor keep its own allowed
+//! connections from being recorded.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -22,16 +25,29 @@ use serde::{Deserialize, Serialize};
 pub use crate::logfile::ROTATE_BYTES;
 use crate::logfile::{Budget, LaunchLog};
 
-/// Bytes of allowed and failed connections one launch may append (5 MiB).
+/// Bytes of allowed connections one launch may append (5 MiB).
 pub const MAX_LAUNCH_CONNECTION_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes of refusals (refused, invalid, refused ssh-agent messages) one launch may append
-/// (2 MiB). With the connections' budget, below the rotation size.
+/// (2 MiB), and the same again of failed connections. With the connections' budget and the
+/// per-destination sums, below the rotation size.
 pub const MAX_LAUNCH_REFUSAL_BYTES: u64 = 2 * 1024 * 1024;
 
-/// The budget of allowed and failed connections.
+/// The budget of allowed connections.
 const CONNECTIONS: usize = 0;
 /// The budget of refusals.
 const REFUSALS: usize = 1;
+/// The budget of failed connections (an unresolvable name costs the agent nothing).
+const FAILURES: usize = 2;
+/// Destinations whose allowed connections past the budget are summed one by one.
+pub const MAX_OVERFLOW_DESTINATIONS: usize = 1024;
+
+/// Allowed connections to one destination past the budget.
+#[derive(Debug, Default, Clone, Copy)]
+struct Overflow {
+    count: u64,
+    up: u64,
+    down: u64,
+}
 
 /// Version of the record format.
 pub const EGRESS_LOG_VERSION: u32 = 1;
@@ -90,6 +106,8 @@ pub struct EgressRecord {
 pub struct EgressLog {
     log: LaunchLog,
     launch_id: String,
+    /// Allowed connections past the budget, by destination (`("", 0)`: the others).
+    overflow: std::sync::Mutex<std::collections::BTreeMap<(String, u16), Overflow>>,
 }
 
 impl EgressLog {
@@ -105,10 +123,15 @@ impl EgressLog {
 
     /// The same with other budgets (tests).
     pub fn with_limits(path: PathBuf, launch_id: String, connections: u64, refusals: u64) -> Self {
-        let budgets = vec![Budget::new(connections), Budget::new(refusals)];
+        let budgets = vec![
+            Budget::new(connections),
+            Budget::new(refusals),
+            Budget::new(refusals),
+        ];
         Self {
             log: LaunchLog::new(path, "egress log", budgets),
             launch_id,
+            overflow: Default::default(),
         }
     }
 
@@ -122,20 +145,51 @@ impl EgressLog {
     pub fn append(&self, record: &EgressRecord) {
         let line = line(record);
         match record.decision {
-            Decision::Allowed | Decision::Failed => self.log.write(CONNECTIONS, &line),
-            Decision::Refused | Decision::Invalid => self.log.write(REFUSALS, &line),
-            Decision::Dropped => {
-                self.log.note(&line);
-                true
+            Decision::Allowed => {
+                if !self.log.write(CONNECTIONS, &line) {
+                    self.sum_past_budget(record);
+                }
             }
-        };
+            Decision::Failed => drop(self.log.write(FAILURES, &line)),
+            Decision::Refused | Decision::Invalid => drop(self.log.write(REFUSALS, &line)),
+            Decision::Dropped => self.log.note(&line),
+        }
+    }
+
+    /// Count an allowed connection past the budget under its destination.
+    fn sum_past_budget(&self, record: &EgressRecord) {
+        let mut map = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        let mut key = (record.host.clone(), record.port);
+        if !map.contains_key(&key) && map.len() >= MAX_OVERFLOW_DESTINATIONS {
+            key = (String::new(), 0);
+        }
+        let o = map.entry(key).or_default();
+        o.count += 1;
+        o.up = o.up.saturating_add(record.bytes_up);
+        o.down = o.down.saturating_add(record.bytes_down);
     }
 
     /// At the end of the launch: one `dropped` record per budget that was exceeded.
     pub fn finish(&self) {
+        let map = std::mem::take(&mut *self.overflow.lock().unwrap_or_else(|e| e.into_inner()));
+        for ((host, port), o) in map {
+            let to = match host.is_empty() {
+                true => format!("destinations beyond the first {MAX_OVERFLOW_DESTINATIONS}"),
+                false => "this destination".to_string(),
+            };
+            let reason = format!(
+                "{} allowed connections to {to} past this launch's budget: not written one by one, their bytes summed",
+                o.count
+            );
+            let host = if host.is_empty() { "*" } else { &host };
+            let mut record = self.record("dropped", host, port, Decision::Dropped, reason);
+            (record.dropped, record.bytes_up, record.bytes_down) = (Some(o.count), o.up, o.down);
+            self.append(&record);
+        }
         for (budget, what) in [
-            (CONNECTIONS, "allowed or failed connections"),
+            (CONNECTIONS, "allowed connections"),
             (REFUSALS, "refused or invalid attempts"),
+            (FAILURES, "failed connections"),
         ] {
             let b = self.log.budget(budget);
             if b.dropped == 0 {
@@ -197,7 +251,7 @@ pub fn render(r: &EgressRecord) -> String {
         .ok()
         .and_then(|v| v.as_str().map(String::from))
         .unwrap_or_default();
-    if let Some(n) = r.dropped {
+    if let Some(n) = r.dropped.filter(|_| r.host == "-") {
         return format!(
             "{} {} {:<7} {:<8} {n} records not written: {}",
             r.time,
@@ -267,6 +321,78 @@ mod tests {
         assert_eq!(
             std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o600
+        );
+    }
+
+    #[test]
+    fn allowed_connections_past_the_budget_are_summed_per_destination() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/egress.jsonl");
+        let log = EgressLog::with_limits(path.clone(), "ags-b1".into(), 2048, 2048);
+        let allowed = |host: &str, up: u64| {
+            let mut r = log.record("connect", host, 443, Decision::Allowed, "ok".into());
+            r.bytes_up = up;
+            r
+        };
+        // Session-18 attack B1: short connections spend the budget, then the upload.
+        for _ in 0..200 {
+            log.append(&allowed("noise.example", 1));
+        }
+        log.append(&allowed("upload.example", 5_000_000));
+        // Failed connections (unresolvable names) have a budget of their own.
+        for _ in 0..200 {
+            log.append(&log.record("connect", "nx.example", 443, Decision::Failed, "no".into()));
+        }
+        log.finish();
+        let all = read_last(&path, 10_000).unwrap();
+        let upload = all
+            .iter()
+            .find(|r| r.host == "upload.example")
+            .expect("the upload's destination is recorded");
+        assert_eq!(
+            (upload.decision, upload.dropped, upload.bytes_up),
+            (Decision::Dropped, Some(1), 5_000_000)
+        );
+        assert!(
+            render(upload).contains("upload.example:443 up=5000000"),
+            "{}",
+            render(upload)
+        );
+        let noise = all
+            .iter()
+            .find(|r| r.host == "noise.example" && r.decision == Decision::Dropped)
+            .unwrap();
+        let written = all
+            .iter()
+            .filter(|r| r.host == "noise.example" && r.decision == Decision::Allowed)
+            .count();
+        assert_eq!(noise.dropped, Some(200 - written as u64));
+        assert!(all.iter().any(|r| r.decision == Decision::Failed));
+    }
+
+    #[test]
+    fn past_the_destination_cap_the_rest_are_summed_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/egress.jsonl");
+        let log = EgressLog::with_limits(path.clone(), "ags-cap".into(), 0, 0);
+        for i in 0..(MAX_OVERFLOW_DESTINATIONS + 10) {
+            let mut r = log.record(
+                "connect",
+                &format!("h{i}.example"),
+                443,
+                Decision::Allowed,
+                "ok".into(),
+            );
+            r.bytes_up = 1;
+            log.append(&r);
+        }
+        log.finish();
+        let all = read_last(&path, 10_000).unwrap();
+        let rest = all.iter().find(|r| r.host == "*").unwrap();
+        assert_eq!((rest.dropped, rest.bytes_up), (Some(10), 10));
+        assert_eq!(
+            all.iter().filter(|r| r.decision == Decision::Dropped).count(),
+            MAX_OVERFLOW_DESTINATIONS + 2
         );
     }
 
