@@ -247,14 +247,46 @@ fn uncommented_json(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Programs named in one launch's record and warning, at most; the rest are counted.
+pub const MAX_PROGRAMS: usize = 64;
+/// Characters of one program's line, at most, before and after escaping.
+const MAX_SHOWN: usize = 300;
+
+/// `programs` (from the agent's own files, so of the agent's choosing) cut to [`MAX_PROGRAMS`]
+/// lines and one that counts the rest: with [`shown`]'s cap, the unguarded entry stays a few
+/// tens of KiB whatever the agent planted (session-18 attack B2: a 14.7 MB line).
+pub fn bounded(mut programs: Vec<String>) -> Vec<String> {
+    if programs.len() > MAX_PROGRAMS {
+        let rest = programs.len() - MAX_PROGRAMS;
+        programs.truncate(MAX_PROGRAMS);
+        programs.push(format!("… and {rest} more, not named"));
+    }
+    programs
+}
+
+/// One program's line: the path, the key and the command, cut before and after escaping
+/// (escaping can make a character several).
 fn shown(path: &str, key: &str, command: &str) -> String {
-    let command: String = command.chars().take(200).collect();
-    crate::text::escape_line(&format!("{path}: {key}: {command}"))
+    let raw: String = format!("{path}: {key}: {command}")
+        .chars()
+        .take(MAX_SHOWN)
+        .collect();
+    crate::text::escape_line(&raw).chars().take(MAX_SHOWN).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_agent_planted_is_named_within_bounds() {
+        let key = "\u{202e}".repeat(10_000);
+        let line = shown("/c.json", &key, &"x".repeat(10_000));
+        assert!(line.chars().count() <= MAX_SHOWN, "{}", line.len());
+        let many = bounded((0..1000).map(|i| format!("p{i}")).collect());
+        assert_eq!(many.len(), MAX_PROGRAMS + 1);
+        assert_eq!(many.last().unwrap(), "… and 936 more, not named");
+    }
 
     #[test]
     fn each_agents_programs_are_named_with_their_key() {

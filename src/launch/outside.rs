@@ -29,6 +29,7 @@ pub async fn record(client: &Client, id: &str, plan: &LaunchPlan, record: Option
     if programs.is_empty() {
         return;
     }
+    let programs = outside::bounded(programs);
     let decides =
         !wiring.guard.deny.is_empty() || !wiring.guard.protect.is_empty() || !wiring.handlers.is_empty();
     if decides {

@@ -239,7 +239,8 @@ pub fn in_state_volume(env: &TestEnv, agent: &str, part: &str, script: &str, var
         "env": vars,
         "volumes": [{"Name": volume, "Dest": "/v"}],
     });
-    assert_eq!(super::api::run_to_end(env.mode(), &spec).0, 0);
+    let (code, said) = super::api::run_to_end(env.mode(), &spec);
+    assert_eq!(code, 0, "{said}");
 }
 
 /// gemini takes its auth method and folder trust from its user settings, in its state volume

@@ -225,6 +225,55 @@ fn programs_the_configuration_starts_outside_tool_calls_are_recorded() {
     });
 }
 
+/// Session-18 attack B2: a claude configuration planted in the state volume that names
+/// thousands of programs under long keys of bidi characters (each escaped to several). The
+/// later launch's `unguarded` entry was one 14.7 MB line, past the log's rotation size, so two
+/// launches rotated away every earlier record. It now names at most 64 programs of at most 300
+/// characters, and counts the rest.
+#[test]
+fn a_planted_configuration_cannot_inflate_the_record() {
+    with_agent_image(|env, addr| {
+        let ep = endpoint(addr, "true");
+        env.write_global_config(&config(&ep));
+        let plant = r#"awk 'BEGIN { k = ""; for (j = 0; j < 60; j++) k = k "\342\200\256"; printf "{\"mcpServers\":{"; for (i = 0; i < 4000; i++) printf "%s\"%s%d\":{\"command\":\"b2-marker\"}", (i ? "," : ""), k, i; printf "}}" }' > /v/.claude.json && chmod -R a+rX /v"#;
+        in_state_volume(env, "claude", "claude", plant, serde_json::json!({}));
+        let before = log(env).len();
+        let label = env.label();
+        let out = env.run([
+            "--tty=false",
+            "--image",
+            common::agents::AGENT_IMAGE,
+            "--label",
+            &label,
+            "--agent",
+            "claude",
+            "--",
+            "--version",
+        ]);
+        let entries = log(env).split_off(before);
+        let entry = entries
+            .iter()
+            .find(|e| e["kind"] == "unguarded")
+            .unwrap_or_else(|| panic!("not recorded: {}", show(&out)));
+        let programs = entry["programs"].as_array().unwrap();
+        assert_eq!(programs.len(), 65, "{}", programs.len());
+        assert!(
+            programs.last().unwrap().as_str().unwrap().contains("3936 more"),
+            "{:?}",
+            programs.last()
+        );
+        let size = serde_json::to_string(entry).unwrap().len();
+        assert!(size < 128 * 1024, "the entry is {size} bytes");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.lines().filter(|l| l.contains("b2-marker")).count() <= 64,
+            "stderr is not bounded"
+        );
+        common::api::cleanup_state_volumes_under(env.mode(), &env.work_dir());
+        assert_clean(env);
+    });
+}
+
 /// S15-A2: a skill in claude's state volume (`~/.claude/skills/x/SKILL.md`) whose `!`touch
 /// denied-claude`` line claude ran in a shell inside the `Skill` tool: no shell-tool hook saw
 /// it, so the guard never judged it and the record held only `pre_tool Skill`. The managed

@@ -272,29 +272,51 @@ fn failed_connections_cannot_crowd_out_an_upload() {
         l.local_addr().unwrap().port()
     };
     each_mode(|env| {
-        allowlist_config(env, &[format!("127.0.0.1:{allowed}"), format!("127.0.0.1:{closed}")]);
+        allowlist_config(
+            env,
+            &[format!("127.0.0.1:{allowed}"), format!("127.0.0.1:{closed}")],
+        );
         let loop_ = format!(
             "i=0; while [ $i -lt {} ]; do printf 'CONNECT 127.0.0.1:{closed} HTTP/1.1\\r\\n\\r\\n' | nc 127.0.0.1 3128 >/dev/null; i=$((i+1)); done",
             FAILED_FLOOD / 8
         );
         let flood = vec![format!("( {loop_} ) &"); 8].join(" ");
-        let upload = format!("CONNECT 127.0.0.1:{allowed} HTTP/1.1\\r\\n\\r\\nPOST / HTTP/1.0\\r\\nContent-Length: 9\\r\\n\\r\\nexfiltrat");
+        let upload = format!(
+            "CONNECT 127.0.0.1:{allowed} HTTP/1.1\\r\\n\\r\\nPOST / HTTP/1.0\\r\\nContent-Length: 9\\r\\n\\r\\nexfiltrat"
+        );
         let script = format!("{flood} wait; {}", through_proxy(&upload));
         let out = run_agent(env, &["--timeout", "300"], &["sh", "-c", &script]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         let listing = env.run(["log", "--egress", "--json", "-n", "100000"]);
-        let log: Vec<Value> = stdout(&listing).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let log: Vec<Value> = stdout(&listing)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         let failed = log.iter().filter(|r| r["decision"] == "failed").count();
         let dropped_failed: u64 = log
             .iter()
-            .filter(|r| r["decision"] == "dropped" && r["reason"].as_str().is_some_and(|t| t.contains("failed connections")))
+            .filter(|r| {
+                r["decision"] == "dropped"
+                    && r["reason"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("failed connections"))
+            })
             .filter_map(|r| r["dropped"].as_u64())
             .sum();
-        assert_eq!(failed as u64 + dropped_failed, FAILED_FLOOD as u64, "every failed connection is written or counted");
+        assert_eq!(
+            failed as u64 + dropped_failed,
+            FAILED_FLOOD as u64,
+            "every failed connection is written or counted"
+        );
         let up = log
             .iter()
             .find(|r| r["decision"] == "allowed" && r["port"] == allowed)
-            .unwrap_or_else(|| panic!("{}: the upload is not in the log ({failed} failed written, {dropped_failed} counted)", env.mode()));
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: the upload is not in the log ({failed} failed written, {dropped_failed} counted)",
+                    env.mode()
+                )
+            });
         assert!(up["bytes_up"].as_u64().unwrap() > 9, "{up}");
         assert_clean(env);
     });
