@@ -460,8 +460,17 @@ pub fn is_internal(ip: IpAddr) -> bool {
                 || (s[0] & 0xffc0) == 0xfe80
                 || (s[0] & 0xfe00) == 0xfc00
                 || (s[0] == 0x64 && s[1] == 0xff9b)
+                // An IPv4 address inside: IPv4-compatible `::a.b.c.d`, 6to4 `2002:aabb:ccdd::`
+                // (session-18 attacker B's remark: on a host with such routes they reach it).
+                || (s[..6] == [0; 6] && is_internal(IpAddr::V4(v4_of(s[6], s[7]))))
+                || (s[0] == 0x2002 && is_internal(IpAddr::V4(v4_of(s[1], s[2]))))
         }
     }
+}
+
+/// The IPv4 address held in two 16-bit segments.
+fn v4_of(hi: u16, lo: u16) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))
 }
 
 #[cfg(test)]

@@ -71,10 +71,20 @@ fn internal_addresses_are_recognized() {
         "ff02::1",
         "::ffff:10.0.0.1",
         "::",
+        "::127.0.0.1",
+        "::10.0.0.1",
+        "2002:7f00:1::",
+        "2002:a9fe:a9fe::1",
     ] {
         assert!(is_internal(ip.parse().unwrap()), "{ip}");
     }
-    for ip in ["1.1.1.1", "160.79.104.10", "2606:4700::1111"] {
+    for ip in [
+        "1.1.1.1",
+        "160.79.104.10",
+        "2606:4700::1111",
+        "::1.1.1.1",
+        "2002:101:101::",
+    ] {
         assert!(!is_internal(ip.parse().unwrap()), "{ip}");
     }
 }

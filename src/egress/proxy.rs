@@ -20,6 +20,8 @@ use crate::config::{AllowEntry, canonical, is_internal};
 
 /// Largest request head accepted.
 const MAX_HEAD: usize = 16 * 1024;
+/// Connections served at once (two descriptors each; the default soft limit is 1024).
+pub const MAX_CONNECTIONS: usize = 256;
 /// How long a client may take to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long resolving and connecting may take.
@@ -152,17 +154,28 @@ pub async fn serve(
 ) {
     let mut conns = JoinSet::new();
     let for_conns = stop.clone();
+    // At most MAX_CONNECTIONS at once (more wait to be accepted): the agent cannot use up
+    // `ags`'s descriptors, which its other servers and the checks after the launch need.
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            _ = stopped(&mut stop) => break,
+        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    conns.spawn(handle(stream, policy.clone(), log.clone(), for_conns.clone()));
+                    let conn = handle(stream, policy.clone(), log.clone(), for_conns.clone());
+                    conns.spawn(async move {
+                        conn.await;
+                        drop(permit);
+                    });
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = stopped(&mut stop) => break,
         }
+        while conns.try_join_next().is_some() {}
     }
     drop(listener);
     while conns.join_next().await.is_some() {}
