@@ -10,7 +10,6 @@ use super::{PlanError, check, egress_entries};
 use crate::agent_hooks::plan::{self as agent_hooks, record as agent_record};
 use crate::agents;
 use crate::egress::plan as network;
-use crate::secret::Secret;
 
 /// Build the launch plan.
 pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
@@ -290,6 +289,15 @@ fn build_env(
     hook_env: &[(String, EnvSource, Origin)],
 ) -> Result<Vec<PlanEnv>, PlanError> {
     let mut map: BTreeMap<String, PlanEnv> = BTreeMap::new();
+    // Later layers win: defaults, git and ssh, TERM, config, hooks, the command line.
+    let mut put = |key: &str, source: EnvSource, origin: &Origin| {
+        let e = PlanEnv {
+            key: key.into(),
+            source,
+            origin: origin.clone(),
+        };
+        map.insert(key.into(), e);
+    };
     let profile = agents::find(&input.run.agent);
     let skip_env = match profile {
         Some(p) if input.run.skip_permissions => p.skip_permissions.env,
@@ -298,18 +306,8 @@ fn build_env(
     let defaults = [("HOME", agents::CONTAINER_HOME)]
         .into_iter()
         .chain(profile.map(|p| p.env).unwrap_or_default().iter().copied())
-        .chain(skip_env.iter().copied());
-    for (key, value) in defaults {
-        let source = EnvSource::Plain { value: value.into() };
-        map.insert(
-            key.into(),
-            PlanEnv {
-                key: key.into(),
-                source,
-                origin: Origin::Default,
-            },
-        );
-    }
+        .chain(skip_env.iter().copied())
+        .map(|(k, v)| (k.to_string(), v.to_string()));
     let git_env = input
         .run
         .git_identity
@@ -321,52 +319,23 @@ fn build_env(
             crate::git::plan::SSH_AUTH_SOCK_PATH.to_string(),
         )
     });
-    for (key, value) in git_env.chain(ssh_env) {
-        let source = EnvSource::Plain { value };
-        let origin = Origin::Default;
-        map.insert(key.clone(), PlanEnv { key, source, origin });
+    let term = input
+        .run
+        .term
+        .iter()
+        .filter(|_| input.run.tty)
+        .map(|t| ("TERM".to_string(), t.clone()));
+    for (key, value) in defaults.chain(git_env).chain(ssh_env).chain(term) {
+        put(&key, EnvSource::Plain { value }, &Origin::Default);
     }
-    if let Some(term) = input.run.term.as_ref().filter(|_| input.run.tty) {
-        let source = EnvSource::Plain { value: term.clone() };
-        map.insert(
-            "TERM".into(),
-            PlanEnv {
-                key: "TERM".into(),
-                source,
-                origin: Origin::Default,
-            },
-        );
-    }
-    let staged = |list: &[(String, Secret)], origin: Origin| {
-        list.iter()
-            .map(|(key, value)| PlanEnv {
-                key: key.clone(),
-                source: EnvSource::Staged { value: value.clone() },
-                origin: origin.clone(),
-            })
-            .collect::<Vec<_>>()
-    };
-    for e in staged(&input.run.config_env, Origin::Config) {
-        map.insert(e.key.clone(), e);
+    for (key, value) in &input.run.config_env {
+        put(key, EnvSource::Staged { value: value.clone() }, &Origin::Config);
     }
     for (key, source, origin) in hook_env {
-        map.insert(
-            key.clone(),
-            PlanEnv {
-                key: key.clone(),
-                source: source.clone(),
-                origin: origin.clone(),
-            },
-        );
+        put(key, source.clone(), origin);
     }
     for (key, value, origin) in &input.run.env {
-        let source = EnvSource::Staged { value: value.clone() };
-        let e = PlanEnv {
-            key: key.clone(),
-            source,
-            origin: origin.clone(),
-        };
-        map.insert(key.clone(), e);
+        put(key, EnvSource::Staged { value: value.clone() }, origin);
     }
     Ok(map.into_values().collect())
 }

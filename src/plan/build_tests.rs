@@ -1,3 +1,4 @@
+use crate::secret::Secret;
 use std::path::PathBuf;
 
 use super::*;

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::secret::Secret;
+
 use super::tests::{config, identity};
 use super::*;
 use crate::agent_hooks::wiring;
