@@ -361,6 +361,20 @@ impl<'a> Walk<'a> {
             );
             self.report(path.into(), what);
         } else if self.roots.iter().any(|r| target.starts_with(r)) {
+            // Only the pairs git makes itself: otherwise the directory becomes a checkout of a
+            // repository whose hooks and relative paths nothing compared from here (session-18
+            // attacks E1, E2: `gitdir: ../.git`).
+            // The file goes aside, and git reaches that git dir from here no more; the git dir
+            // itself is judged where the walk meets it, by its own changes (judging it in full
+            // from here moved the user's own hooks aside).
+            if !state::names_back(path, &target, self.roots) {
+                let what = format!(
+                    "a .git file naming {}, which is neither a worktree entry nor a submodule's git dir naming this directory back",
+                    target.display()
+                );
+                self.report(path.into(), what);
+                return;
+            }
             // Inside: judged in full, wherever it hides.
             let full = std::mem::replace(&mut self.full, true);
             self.git_dir(&target);
@@ -456,7 +470,7 @@ impl<'a> Walk<'a> {
                 Err(e) => format!("git configuration that cannot be read ({e})"),
                 Ok(text) => {
                     let mut risky = risky_keys(&text);
-                    risky.extend(self.outside(path, &text));
+                    risky.extend(self.outside(path, &text, tops));
                     if risky.is_empty() {
                         return;
                     }

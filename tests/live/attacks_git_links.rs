@@ -446,3 +446,125 @@ fn c6_worktree_shapes_do_not_stop_later_launches() {
         assert_clean(env);
     });
 }
+
+/// Attack E1: a nested repository `n` whose `.git` file names a git dir deep below it, with a
+/// relative push URL that leads out of the workspace from `n` (where git runs) but to a plain
+/// directory inside from the git dir's parent (where the check used to read it). The `.git`
+/// file goes aside (no worktree entry or submodule names `n` back) and the URL is judged from
+/// where git runs: the user's push runs no hook.
+#[test]
+fn e1_a_relative_url_is_judged_from_where_git_runs() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        let outside = env.root().join("e1-outside.git");
+        git_ok(
+            env,
+            env.root(),
+            &["init", "-q", "--bare", &outside.display().to_string()],
+        );
+        let pwned = env.root().join("pwned-e1");
+        env.write_file(
+            "e1-outside.git/hooks/pre-receive",
+            format!("#!/bin/sh\ntouch {}\n", pwned.display()),
+            0o755,
+        );
+        let ups = repo.join("n").components().count() - 1;
+        let rel = format!(
+            "{}{}",
+            "../".repeat(ups),
+            outside.display().to_string().trim_start_matches('/')
+        );
+        let script = format!(
+            r#"G=n/.g/a/b/c/d
+mkdir -p $G/objects $G/refs/heads && echo 'ref: refs/heads/main' > $G/HEAD
+printf '[core]\n\tbare = false\n[remote "origin"]\n\turl = %s\n' '{rel}' > $G/config
+printf 'gitdir: .g/a/b/c/d\n' > n/.git
+D=$(cd n/.g/a/b/c && for i in $(seq {ups}); do cd ..; done && pwd)/{tail}; mkdir -p "$D"
+"#,
+            tail = outside.display().to_string().trim_start_matches('/')
+        );
+        let err = stderr(&agent_in(env, &repo, &script));
+        assert!(
+            err.contains(&format!("{}/n/.git", repo.display())),
+            "{}: the .git file was not named: {err}",
+            env.mode()
+        );
+        let n = repo.join("n");
+        user(env, &n, &["commit", "-q", "--allow-empty", "-m", "wip"]);
+        user(env, &n, &["push", "-q", "origin", "HEAD:main"]);
+        assert!(
+            !pwned.exists(),
+            "{}: the pre-receive hook outside ran",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// Attack E2: `app/.git` = `gitdir: ../.git` makes `app` a second checkout of the user's
+/// repository, whose `core.hooksPath = .githooks` then runs `app/.githooks`. The `.git` file
+/// goes aside, and the user's own hooks stay where they are.
+#[test]
+fn e2_a_second_checkout_of_the_users_repository_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        env.write_file("work/.githooks/pre-commit", "#!/bin/sh\nexit 0\n", 0o755);
+        git_ok(env, &repo, &["config", "core.hooksPath", ".githooks"]);
+        git_ok(env, &repo, &["add", ".githooks"]);
+        git_ok(env, &repo, &["commit", "-q", "-m", "hooks"]);
+        env.mkdir("work/app", 0o755);
+        let pwned = env.root().join("pwned-e2");
+        let script = format!(
+            "printf 'gitdir: ../.git\\n' > app/.git\nmkdir -p app/.githooks\nprintf '#!/bin/sh\\ntouch {}\\n' > app/.githooks/pre-commit\nchmod 755 app/.githooks/pre-commit\n",
+            pwned.display()
+        );
+        let err = stderr(&agent_in(env, &repo, &script));
+        assert!(
+            err.contains(&format!("{}/app/.git", repo.display())),
+            "{}: not named: {err}",
+            env.mode()
+        );
+        assert!(
+            repo.join(".githooks/pre-commit").exists(),
+            "{}: the user's own hook went aside: {err}",
+            env.mode()
+        );
+        env.write_file("work/app/change", "x\n", 0o644);
+        let app = repo.join("app");
+        user(env, &app, &["add", "change"]);
+        user(env, &app, &["commit", "-q", "-m", "user"]);
+        assert!(!pwned.exists(), "{}: the agent's pre-commit ran", env.mode());
+        assert_clean(env);
+    });
+}
+
+/// Attack E3: an existing submodule's `commondir` written as `./` passed the check (it names
+/// the module itself) but not the next launch's guard (only `.`), which then stopped every
+/// launch. It goes aside; the next launch runs.
+#[test]
+fn e3_a_commondir_the_guard_refuses_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        agent_in(
+            env,
+            &repo,
+            "git init -q --bare .git/modules/lib && printf './\\n' > .git/modules/lib/commondir\n",
+        );
+        let repo2 = repository(env, "two");
+        // The same on a module that was there before the launch.
+        git_ok(env, &repo2, &["init", "-q", "--bare", ".git/modules/lib"]);
+        agent_in(env, &repo2, "printf './\\n' > .git/modules/lib/commondir\n");
+        agent_in(env, &repo2, "true\n");
+        agent_in(env, &repo, "true\n");
+        assert_clean(env);
+    });
+}

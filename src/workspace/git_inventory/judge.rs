@@ -8,7 +8,7 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{Seen, Walk, observe};
 use crate::git::model::guard;
@@ -31,6 +31,9 @@ impl Walk<'_> {
             .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
             .and_then(Path::parent)
             .and_then(|p| p.canonicalize().ok());
+        // Its own dir only as the guard of the next launch accepts it, `.` exactly: `./` passed
+        // here and stopped every later launch (session-18 attack E3).
+        let own = own.filter(|_| guard::is_self_commondir(&path));
         let expected = named.is_some() && (named == own || named == entry_of);
         if !meta.is_file() || !expected {
             let to = named.map_or("something unreadable".into(), |n| n.display().to_string());
@@ -292,19 +295,19 @@ impl Walk<'_> {
     /// git would run programs of that directory: `core.worktree` (git checks files out and runs
     /// the repository's hooks there), and a remote's or submodule's URL that is a local path or
     /// `file://` (`git push` runs the hooks of the repository it names: a bare repository the
-    /// agent built in its state volume, session-15 attack R8-1). Relative paths are taken from
-    /// the directory that holds the git dir.
-    pub(super) fn outside(&self, path: &Path, text: &[u8]) -> Vec<String> {
+    /// agent built in its state volume, session-15 attack R8-1). A relative `core.worktree` is
+    /// taken from the git dir; a relative URL from where git runs, each of `tops` (session-18
+    /// attack E1: not from the git dir's parent, which a `.git` file can put anywhere).
+    pub(super) fn outside(&self, path: &Path, text: &[u8], tops: &[PathBuf]) -> Vec<String> {
         let Some(dir) = path.parent() else {
             return Vec::new();
         };
         let entries = crate::git::model::config_keys::entries(text).unwrap_or_default();
-        let base = dir.parent().unwrap_or(dir);
         let mut out = Vec::new();
         for (key, value) in entries {
             let Some(value) = value else { continue };
-            let named = if key == "core.worktree" {
-                dir.join(OsStr::from_bytes(&value))
+            let named: Vec<PathBuf> = if key == "core.worktree" {
+                vec![dir.join(OsStr::from_bytes(&value))]
             } else if crate::git::model::config_keys::is_url(&key)
                 && let Some(local) = local_path(&value)
             {
@@ -313,35 +316,44 @@ impl Walk<'_> {
                     out.push(format!("{key} naming a home directory outside the workspace"));
                     continue;
                 }
-                base.join(local)
+                let base = dir.parent().unwrap_or(dir);
+                std::iter::once(base)
+                    .chain(tops.iter().map(PathBuf::as_path))
+                    .map(|b| b.join(&local))
+                    .collect()
             } else {
                 continue;
             };
-            let real = match super::state::strict(&named, self.roots) {
-                Ok(real) => real,
-                // A link in the workspace, or `..` after a missing part: a later launch
-                // decides where it leads (session-18 attacks A4, C2: a push URL naming a link
-                // into the agent's state volume).
-                Err(at) => {
-                    let shown = crate::text::escape_line(&at.display().to_string());
-                    out.push(format!(
-                        "{key} naming a path through {shown}, a link in the workspace or a missing directory followed by `..`"
-                    ));
-                    continue;
-                }
-            };
-            let inside = self.roots.iter().any(|r| real.starts_with(r));
-            if inside && std::fs::symlink_metadata(&real).is_err() {
-                // Not there yet: a later launch can make it a link out of the workspace, and
-                // this config, unchanged then, is not judged again.
-                let shown = crate::text::escape_line(&real.display().to_string());
-                out.push(format!("{key} naming {shown}, which does not exist (yet)"));
-            } else if !inside {
-                let shown = crate::text::escape_line(&real.display().to_string());
-                out.push(format!("{key} naming {shown} outside the workspace"));
-            }
+            out.extend(named.iter().find_map(|n| self.path_problem(&key, n)));
         }
         out
+    }
+
+    /// What is wrong with `named`, which config key `key` names, if anything: a link in the
+    /// workspace or `..` after a missing part on the way, nothing there yet, or outside.
+    fn path_problem(&self, key: &str, named: &Path) -> Option<String> {
+        let real = match super::state::strict(named, self.roots) {
+            Ok(real) => real,
+            // A later launch decides where it leads (session-18 attacks A4, C2: a push URL
+            // naming a link into the agent's state volume).
+            Err(at) => {
+                let shown = crate::text::escape_line(&at.display().to_string());
+                return Some(format!(
+                    "{key} naming a path through {shown}, a link in the workspace or a missing directory followed by `..`"
+                ));
+            }
+        };
+        let shown = crate::text::escape_line(&real.display().to_string());
+        let inside = self.roots.iter().any(|r| real.starts_with(r));
+        if inside && std::fs::symlink_metadata(&real).is_err() {
+            // Not there yet: a later launch can make it a link out of the workspace, and this
+            // config, unchanged then, is not judged again.
+            Some(format!("{key} naming {shown}, which does not exist (yet)"))
+        } else if !inside {
+            Some(format!("{key} naming {shown} outside the workspace"))
+        } else {
+            None
+        }
     }
 }
 

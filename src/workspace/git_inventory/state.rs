@@ -183,6 +183,42 @@ pub(super) fn gitfile_target(path: &Path, roots: &[PathBuf]) -> std::io::Result<
     })
 }
 
+/// Whether the git dir `target` that the `.git` file `dot_git` names is one git pairs with
+/// that file itself: a worktree entry (`…/worktrees/NAME`) whose `gitdir` names `dot_git`, or
+/// a submodule's git dir (under a `modules/`) whose `core.worktree` is `dot_git`'s directory.
+pub(super) fn names_back(dot_git: &Path, target: &Path, roots: &[PathBuf]) -> bool {
+    let text = |p: &Path| {
+        guard::read_small(p).ok().map(|b| {
+            String::from_utf8_lossy(&b)
+                .trim_end_matches(['\n', '\r'])
+                .to_string()
+        })
+    };
+    let resolved = |p: PathBuf| strict(&p, roots).ok();
+    let in_dir = |name: &str| {
+        target
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == name)
+    };
+    if in_dir("worktrees") {
+        let back = text(&target.join("gitdir")).and_then(|g| resolved(target.join(g)));
+        return back.as_deref() == Some(dot_git);
+    }
+    let module = target
+        .ancestors()
+        .skip(1)
+        .any(|a| a.file_name().is_some_and(|n| n == "modules"));
+    let worktree = text(&target.join("config")).and_then(|c| {
+        crate::git::model::config_text::entries(&c)
+            .into_iter()
+            .rfind(|(k, _)| k == "core.worktree")
+            .map(|(_, v)| v)
+    });
+    let back = worktree.and_then(|w| resolved(target.join(w)));
+    module && back.is_some() && back.as_deref() == dot_git.parent()
+}
+
 /// Where the absolute path `named` leads, component by component as the kernel takes it,
 /// whether or not it exists yet (a later launch can make what is missing: session-10 attack
 /// S10-9). `Err(at)` — the path is the agent's to re-point later, so judged as planted — when a
