@@ -461,3 +461,33 @@ fn operations_in_progress_the_launch_started_or_changed_are_reported_whole() {
     ];
     assert_eq!(said, want);
 }
+
+/// `state::strict`: a link anywhere on the way, or `..` after a missing part, is planted.
+#[test]
+fn paths_are_taken_component_by_component() {
+    use super::state::strict;
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    let root = base.join("work");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(base.join("volume")).unwrap();
+    let roots = [root.clone()];
+    std::os::unix::fs::symlink("sub", root.join("lnk")).unwrap();
+    assert_eq!(strict(&root.join("lnk/x"), &roots), Err(root.join("lnk")));
+    assert_eq!(strict(&root.join("nx/../sub"), &roots), Err(root.join("nx")));
+    assert_eq!(strict(&root.join("sub/../sub/y"), &roots), Ok(root.join("sub/y")));
+    // A link anywhere else (the agent's state volume), into the workspace or to an ancestor
+    // of it: re-pointed later, it leads anywhere.
+    std::os::unix::fs::symlink(root.join("sub"), base.join("volume/in")).unwrap();
+    assert_eq!(
+        strict(&base.join("volume/in/z"), &roots),
+        Err(base.join("volume/in"))
+    );
+    std::os::unix::fs::symlink(&base, base.join("volume/up")).unwrap();
+    assert_eq!(
+        strict(&base.join("volume/up/work/sub"), &roots),
+        Err(base.join("volume/up"))
+    );
+    // Outside, without links: as written.
+    assert_eq!(strict(&base.join("volume/q"), &roots), Ok(base.join("volume/q")));
+}

@@ -222,10 +222,11 @@ pub(super) fn names_back(dot_git: &Path, target: &Path, roots: &[PathBuf]) -> bo
 /// Where the absolute path `named` leads, component by component as the kernel takes it,
 /// whether or not it exists yet (a later launch can make what is missing: session-10 attack
 /// S10-9). `Err(at)` — the path is the agent's to re-point later, so judged as planted — when a
-/// component inside one of `roots` is a symbolic link (now pointing anywhere, or nowhere:
-/// session-18 attacks A3, A4), or a `..` follows a missing component (once made, it leads back
-/// to whatever the agent chose: session-18 attacks C1, C2). A link outside the roots (a
-/// system's `/home`) is followed.
+/// component is a symbolic link (now pointing anywhere, or nowhere: session-18 attacks A3, A4;
+/// in the workspace or in the agent's state volume alike), or a `..` follows a missing
+/// component (once made, it leads back to whatever the agent chose: session-18 attacks C1,
+/// C2). Git writes the paths of `.git` files without links; a URL typed through a system's
+/// alias (`/home` -> `/usr/home`) in a changed config goes aside too, named.
 pub(super) fn strict(named: &Path, roots: &[PathBuf]) -> Result<PathBuf, PathBuf> {
     use std::path::Component;
     let mut at = PathBuf::from("/");
@@ -243,12 +244,9 @@ pub(super) fn strict(named: &Path, roots: &[PathBuf]) -> Result<PathBuf, PathBuf
                     continue;
                 }
                 match std::fs::symlink_metadata(&at) {
-                    Ok(meta) if meta.file_type().is_symlink() => {
-                        if roots.iter().any(|r| at.starts_with(r)) {
-                            return Err(at);
-                        }
-                        at = at.canonicalize().map_err(|_| at.clone())?;
-                    }
+                    // Inside the workspace or not (the agent's state volume, or a link to an
+                    // ancestor of the workspace made there), a link can be re-pointed later.
+                    Ok(meta) if meta.file_type().is_symlink() => return Err(at),
                     Ok(_) => {}
                     Err(_) => missing = true,
                 }
