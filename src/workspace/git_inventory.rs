@@ -267,7 +267,7 @@ impl<'a> Walk<'a> {
             Err(e) => return self.unlisted(dir, depth, &e),
         };
         let mut subdirs = Vec::new();
-        let (mut head, mut objects, mut commondir) = (false, false, false);
+        let (mut head, mut objects, mut commondir, mut refs) = (false, false, false, false);
         let store = self.in_object_store(dir);
         for entry in entries.flatten() {
             self.entries += 1;
@@ -282,6 +282,7 @@ impl<'a> Walk<'a> {
                 // Git only asks `access(objects, X_OK)`: a link or an executable file will do.
                 b"objects" => objects = true,
                 b"commondir" => commondir = true,
+                b"refs" => refs = true,
                 b".git" if !kind.is_dir() => {
                     self.dot_git(&entry.path(), kind);
                     continue;
@@ -295,7 +296,8 @@ impl<'a> Walk<'a> {
             }
         }
         let dot_git = dir.file_name().is_some_and(|n| n == ".git");
-        if dot_git || head && (objects || commondir) {
+        // A common dir needs no `HEAD`, only `objects` and `refs` (session-18 attack F1).
+        if dot_git || head && (objects || commondir) || objects && refs {
             self.git_dir(dir);
         }
         for sub in subdirs {
@@ -344,7 +346,7 @@ impl<'a> Walk<'a> {
         if !kind.is_file() {
             return; // git refuses it
         }
-        let target = match gitfile_target(path, self.roots) {
+        let target = match gitfile_target(path) {
             Ok(Some(target)) => target,
             Ok(None) => return, // git refuses it too
             Err(e) => {
@@ -367,7 +369,7 @@ impl<'a> Walk<'a> {
             // The file goes aside, and git reaches that git dir from here no more; the git dir
             // itself is judged where the walk meets it, by its own changes (judging it in full
             // from here moved the user's own hooks aside).
-            if !state::names_back(path, &target, self.roots) {
+            if !state::names_back(path, &target) || !self.common_dir_known(&target) {
                 let what = format!(
                     "a .git file naming {}, which is neither a worktree entry nor a submodule's git dir naming this directory back",
                     target.display()
@@ -437,6 +439,26 @@ impl<'a> Walk<'a> {
         self.refs(dir);
         self.in_progress(dir);
         self.full = outer;
+    }
+
+    /// For a worktree entry `target` (`COMMON/worktrees/NAME`): whether `COMMON` is a git dir
+    /// the inventory held, unchanged. Git takes config, hooks and refs from there, and the agent
+    /// can write an entry and a common dir of its own (without `HEAD`, which the walk would
+    /// not take for a git dir: session-18 attack F1). Anything else is no worktree entry.
+    fn common_dir_known(&self, target: &Path) -> bool {
+        let Some(common) = target
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+            .and_then(Path::parent)
+        else {
+            return true;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(common) else {
+            return false;
+        };
+        let now = observe(common, &meta).0;
+        self.before
+            .is_some_and(|b| b.get(&(Seen::GitDir, common.to_path_buf())) == Some(&now))
     }
 
     /// The hooks in `hooks` (a git dir's, or a `core.hooksPath`) that differ.

@@ -471,23 +471,19 @@ fn paths_are_taken_component_by_component() {
     let root = base.join("work");
     std::fs::create_dir_all(root.join("sub")).unwrap();
     std::fs::create_dir_all(base.join("volume")).unwrap();
-    let roots = [root.clone()];
     std::os::unix::fs::symlink("sub", root.join("lnk")).unwrap();
-    assert_eq!(strict(&root.join("lnk/x"), &roots), Err(root.join("lnk")));
-    assert_eq!(strict(&root.join("nx/../sub"), &roots), Err(root.join("nx")));
-    assert_eq!(strict(&root.join("sub/../sub/y"), &roots), Ok(root.join("sub/y")));
+    assert_eq!(strict(&root.join("lnk/x")), Err(root.join("lnk")));
+    assert_eq!(strict(&root.join("nx/../sub")), Err(root.join("nx")));
+    assert_eq!(strict(&root.join("sub/../sub/y")), Ok(root.join("sub/y")));
     // A link anywhere else (the agent's state volume), into the workspace or to an ancestor
     // of it: re-pointed later, it leads anywhere.
     std::os::unix::fs::symlink(root.join("sub"), base.join("volume/in")).unwrap();
-    assert_eq!(
-        strict(&base.join("volume/in/z"), &roots),
-        Err(base.join("volume/in"))
-    );
+    assert_eq!(strict(&base.join("volume/in/z")), Err(base.join("volume/in")));
     std::os::unix::fs::symlink(&base, base.join("volume/up")).unwrap();
     assert_eq!(
-        strict(&base.join("volume/up/work/sub"), &roots),
+        strict(&base.join("volume/up/work/sub")),
         Err(base.join("volume/up"))
     );
     // Outside, without links: as written.
-    assert_eq!(strict(&base.join("volume/q"), &roots), Ok(base.join("volume/q")));
+    assert_eq!(strict(&base.join("volume/q")), Ok(base.join("volume/q")));
 }

@@ -568,3 +568,50 @@ fn e3_a_commondir_the_guard_refuses_goes_aside() {
         assert_clean(env);
     });
 }
+
+/// Attack F1: a worktree entry and its common dir both made by the agent — the common dir
+/// (`objects`, `refs`, a `config` with `core.fsmonitor`, a `pre-commit`, no `HEAD`) hidden in
+/// `.git/lost+found` — with `vendor/lib/.git` naming the entry, whose `gitdir` names it back,
+/// and a gitlink so that the top-level `git status` recurses. The `.git` file goes aside (the
+/// common dir is no git dir the inventory held); nothing runs.
+#[test]
+fn f1_a_worktree_entry_of_a_forged_common_dir_goes_aside() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        let pwned = env.root().join("pwned-f1");
+        let script = format!(
+            r#"X=.git/lost+found
+mkdir -p $X/objects $X/refs/heads $X/hooks $X/worktrees/W vendor/lib
+git rev-parse HEAD > $X/worktrees/W/HEAD
+echo '../..' > $X/worktrees/W/commondir
+echo "$PWD/vendor/lib/.git" > $X/worktrees/W/gitdir
+cp -r .git/objects/. $X/objects/
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = "touch {p}; false"\n' > $X/config
+printf '#!/bin/sh\ntouch {p}\n' > $X/hooks/pre-commit; chmod 755 $X/hooks/pre-commit
+echo "gitdir: ../../$X/worktrees/W" > vendor/lib/.git
+git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),vendor/lib
+"#,
+            p = pwned.display()
+        );
+        let err = stderr(&agent_in(env, &repo, &script));
+        assert!(
+            err.contains(&format!("{}/vendor/lib/.git", repo.display())),
+            "{}: not named: {err}",
+            env.mode()
+        );
+        user(env, &repo, &["status", "--short"]);
+        env.write_file("work/vendor/lib/y", "x\n", 0o644);
+        let lib = repo.join("vendor/lib");
+        user(env, &lib, &["add", "y"]);
+        user(env, &lib, &["commit", "-q", "-m", "y"]);
+        assert!(
+            !pwned.exists(),
+            "{}: the forged common dir's program ran",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}

@@ -332,7 +332,7 @@ impl Walk<'_> {
     /// What is wrong with `named`, which config key `key` names, if anything: a link in the
     /// workspace or `..` after a missing part on the way, nothing there yet, or outside.
     fn path_problem(&self, key: &str, named: &Path) -> Option<String> {
-        let real = match super::state::strict(named, self.roots) {
+        let real = match super::state::strict(named) {
             Ok(real) => real,
             // A later launch decides where it leads (session-18 attacks A4, C2: a push URL
             // naming a link into the agent's state volume).

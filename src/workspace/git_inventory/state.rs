@@ -161,8 +161,8 @@ pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 /// The git dir a `.git` file names, read as git reads it (`read_gitfile_gently`: up to 1 MiB,
 /// `gitdir: PATH`, any bytes): `None` when git refuses it too (too long, another content); the
 /// path as named, resolved by [`strict`], when it does not exist (yet); an error when it
-/// cannot be read or its way passes a link in `roots` (see [`strict`]).
-pub(super) fn gitfile_target(path: &Path, roots: &[PathBuf]) -> std::io::Result<Option<PathBuf>> {
+/// cannot be read or its way passes a link (see [`strict`]).
+pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     use std::io::Read;
     let mut bytes = Vec::new();
     open_nonblocking(path)?
@@ -175,7 +175,7 @@ pub(super) fn gitfile_target(path: &Path, roots: &[PathBuf]) -> std::io::Result<
         return Ok(None);
     };
     let named = path.parent().unwrap_or(Path::new("/")).join(named);
-    strict(&named, roots).map(Some).map_err(|at| {
+    strict(&named).map(Some).map_err(|at| {
         std::io::Error::other(format!(
             "it names a path through {}, a symbolic link in the workspace or a missing directory followed by `..`",
             crate::text::escape_line(&at.display().to_string())
@@ -186,7 +186,7 @@ pub(super) fn gitfile_target(path: &Path, roots: &[PathBuf]) -> std::io::Result<
 /// Whether the git dir `target` that the `.git` file `dot_git` names is one git pairs with
 /// that file itself: a worktree entry (`…/worktrees/NAME`) whose `gitdir` names `dot_git`, or
 /// a submodule's git dir (under a `modules/`) whose `core.worktree` is `dot_git`'s directory.
-pub(super) fn names_back(dot_git: &Path, target: &Path, roots: &[PathBuf]) -> bool {
+pub(super) fn names_back(dot_git: &Path, target: &Path) -> bool {
     let text = |p: &Path| {
         guard::read_small(p).ok().map(|b| {
             String::from_utf8_lossy(&b)
@@ -194,7 +194,7 @@ pub(super) fn names_back(dot_git: &Path, target: &Path, roots: &[PathBuf]) -> bo
                 .to_string()
         })
     };
-    let resolved = |p: PathBuf| strict(&p, roots).ok();
+    let resolved = |p: PathBuf| strict(&p).ok();
     let in_dir = |name: &str| {
         target
             .parent()
@@ -227,7 +227,7 @@ pub(super) fn names_back(dot_git: &Path, target: &Path, roots: &[PathBuf]) -> bo
 /// component (once made, it leads back to whatever the agent chose: session-18 attacks C1,
 /// C2). Git writes the paths of `.git` files without links; a URL typed through a system's
 /// alias (`/home` -> `/usr/home`) in a changed config goes aside too, named.
-pub(super) fn strict(named: &Path, roots: &[PathBuf]) -> Result<PathBuf, PathBuf> {
+pub(super) fn strict(named: &Path) -> Result<PathBuf, PathBuf> {
     use std::path::Component;
     let mut at = PathBuf::from("/");
     let mut missing = false;
