@@ -54,16 +54,23 @@ pub fn repository(env: &TestEnv, scripts: &[&str]) -> std::path::PathBuf {
 
 /// Run `script` as the agent in the git image; it must print PLANTED and exit 0.
 pub fn agent(env: &TestEnv, script: &str) -> Output {
+    agent_in(env, &env.work_dir(), script)
+}
+
+/// [`agent`] with `workdir` as the launch's workdir.
+pub fn agent_in(env: &TestEnv, workdir: &Path, script: &str) -> Output {
     let script = format!(
         "git config --global --add safe.directory '*' && git config --global user.name a && git config --global user.email a@x\nset -e\n{script}\necho PLANTED"
     );
-    let label = env.label();
+    let (label, dir) = (env.label(), workdir.display().to_string());
     let out = env.run([
         "--tty=false",
         "--image",
         IMAGE,
         "--label",
         &label,
+        "--workdir",
+        &dir,
         "--",
         "sh",
         "-c",

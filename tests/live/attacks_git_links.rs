@@ -16,8 +16,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::git::{IMAGE, git_ok, has_image};
-use common::launch::{assert_clean, stderr, stdout};
+use common::git::{agent_in, git_ok, has_image};
+use common::launch::{assert_clean, stderr};
 use common::{CLEAN_PATH, TestEnv, each_mode, run_command, show, tool};
 
 /// A repository at `rel` under the test root with one commit holding `Makefile`.
@@ -28,30 +28,6 @@ fn repository(env: &TestEnv, rel: &str) -> PathBuf {
     git_ok(env, &dir, &["add", "Makefile"]);
     git_ok(env, &dir, &["commit", "-q", "-m", "one"]);
     dir.canonicalize().unwrap()
-}
-
-/// The agent's `script`, run in the git image in `workdir`; it must print PLANTED and exit 0.
-fn agent_in(env: &TestEnv, workdir: &Path, script: &str) -> Output {
-    let script = format!(
-        "git config --global --add safe.directory '*' && git config --global user.name a && git config --global user.email a@x\nset -e\n{script}\necho PLANTED"
-    );
-    let (label, dir) = (env.label(), workdir.display().to_string());
-    let out = env.run([
-        "--tty=false",
-        "--image",
-        IMAGE,
-        "--label",
-        &label,
-        "--workdir",
-        &dir,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    out
 }
 
 /// The user's git in `dir` with a clean PATH and an identity; its output, whatever it says.
