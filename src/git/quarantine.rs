@@ -130,11 +130,16 @@ fn moved_line(f: &Finding, to: &Result<PathBuf, String>) -> String {
     let what = crate::text::escape_line(&f.what);
     match to {
         Ok(to) => {
+            let inside_moved = to.parent() != f.path.parent();
             let to = to
                 .file_name()
                 .map_or_else(|| to.clone(), |n| f.path.with_file_name(n));
+            let when = match inside_moved {
+                true => " (after putting back the directory above)",
+                false => "",
+            };
             format!(
-                "ags:   {from}: {what}\nags:     review it, and only if you trust it: mv {} {}\n",
+                "ags:   {from}: {what}\nags:     review it, and only if you trust it{when}: mv {} {}\n",
                 shell_word(&crate::text::escape_line(&to.display().to_string())),
                 shell_word(&from),
             )
@@ -466,51 +471,16 @@ fn move_aside(roots: &[PathBuf], path: &Path) -> Result<PathBuf, String> {
         .strip_prefix(root)
         .map_err(|_| "not an absolute path".to_string())?;
     let parts: Vec<_> = path.iter().collect();
-    let naming = match parts.windows(2).any(|w| w[0] == "refs" && w[1] == "replace") {
-        true => Naming::Prefix,
-        false => Naming::Suffix,
+    let in_modules = parts.iter().any(|p| *p == "modules") && path.is_dir();
+    let naming = if parts.windows(2).any(|w| w[0] == "refs" && w[1] == "replace") {
+        Naming::Prefix
+    } else if in_modules {
+        Naming::Random
+    } else {
+        Naming::Suffix
     };
     crate::workspace::quarantine::move_aside_as(root, rel, naming).map_err(|e| e.to_string())
 }
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn planted_pieces_are_renamed_never_through_a_link() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let git = root.join("sub/.git");
-        for dir in [&git, &root.join("guarded/.git")] {
-            std::fs::create_dir_all(dir.join("objects")).unwrap();
-            std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-        }
-        let before = git_inventory::take(std::slice::from_ref(&root));
-        std::fs::write(git.join("config"), "[core]\n\tfsmonitor = x\n").unwrap();
-        std::fs::write(git.join("config.ags-quarantine"), "taken").unwrap();
-        std::fs::write(root.join("guarded/.git/config"), "[core]\n\tpager = x\n").unwrap();
-        let guards = [GitGuard {
-            path: root.join("guarded/.git/config"),
-            read_only: true,
-            create: None,
-        }];
-        let q = run(&before, &guards);
-        assert_eq!(q.moved.len(), 1, "{q:?}");
-        assert_eq!(
-            q.moved[0].1.as_ref().unwrap(),
-            &git.join("config.ags-quarantine-2")
-        );
-        assert!(!git.join("config").exists());
-        assert!(root.join("guarded/.git/config").exists());
-        let m = q.message();
-        assert!(m.contains("core.fsmonitor") && m.contains("mv "), "{m}");
-        // A directory on the way that is a symbolic link: refused, nothing renamed.
-        std::os::unix::fs::symlink(&git, root.join("lnk")).unwrap();
-        let e = move_aside(
-            std::slice::from_ref(&root),
-            &root.join("lnk/config.ags-quarantine"),
-        )
-        .unwrap_err();
-        assert!(git.join("config.ags-quarantine").exists(), "{e}");
-    }
-}
+#[path = "quarantine_tests.rs"]
+mod tests;

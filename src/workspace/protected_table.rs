@@ -159,4 +159,5 @@ pub const PROTECTED: &[Entry] = &[
     e(".hg/sharedpath", Kind::File, "Mercurial", "with .hg/requires, names another repository whose hgrc hg then reads"),
     e(".hg/requires", Kind::File, "Mercurial", "turns on sharing, so hg reads the hgrc .hg/sharedpath names"),
     e(".jj/repo/config.toml", Kind::File, "Jujutsu", "aliases, diff and merge tools, fsmonitor run by your next jj command there"),
+    e(".ags", Kind::Dir, "ags", "the project overlay: a new one declaring hooks stops every launch without a terminal until you trust it, and asks you to trust it on one"),
 ];

@@ -64,6 +64,10 @@ pub enum Naming {
     /// would still replace `<oid>`; session-18 attack A2) — and whose directories it follows
     /// through links (attack C4). Git skips every entry starting with `.` in a ref directory.
     Prefix,
+    /// `NAME.ags-quarantine-<16 random hex digits>`: for what git finds by a name the agent
+    /// chooses elsewhere — a submodule's git dir, `modules/NAME`, where `.gitmodules` can name
+    /// the submodule `NAME.ags-quarantine` (session-18 attack G1).
+    Random,
 }
 
 /// [`move_aside`] with the naming chosen.
@@ -187,9 +191,10 @@ fn rename_free(dir: &OwnedFd, name: &OsStr, naming: Naming) -> Result<std::ffi::
         n => format!("{SUFFIX}-{n}"),
     });
     let random = (0..4).map(|_| format!("{SUFFIX}-{}", random_hex()));
+    let numbered = numbered.filter(|_| naming != Naming::Random);
     for suffix in numbered.chain(random) {
         let new = match naming {
-            Naming::Suffix => {
+            Naming::Suffix | Naming::Random => {
                 let mut new = name.to_os_string();
                 new.push(&suffix);
                 new

@@ -234,9 +234,10 @@ fn a_sibling_swapping_a_guarded_entry_never_gets_a_host_dir_mounted() {
 
 /// `ags` reads the `commondir` of a `.git` file's git dir; in a workspace that is not a
 /// repository yet the agent makes both: `.git` a file naming `.gitd`, `.gitd/commondir` a FIFO.
-/// The check after the launch moves the FIFO aside (reading it without blocking); put back, as
-/// after an `ags` killed with SIGKILL (no check), the next launch must refuse it, not block
-/// opening the FIFO forever.
+/// The check after the launch moves the `.git` file aside (`.gitd` is no worktree entry or
+/// submodule git dir naming it back) without reading the FIFO; put back, as after an `ags`
+/// killed with SIGKILL (no check), the next launch must refuse it, not block opening the FIFO
+/// forever.
 #[test]
 fn a_fifo_commondir_does_not_hang_the_next_launch() {
     each_mode(|env| {
@@ -244,9 +245,13 @@ fn a_fifo_commondir_does_not_hang_the_next_launch() {
             "mkdir .gitd && printf 'gitdir: .gitd\\n' > .git && mkfifo .gitd/commondir && echo PLANTED";
         let out = launch_bounded(env, &["sh", "-c", plant]);
         assert!(stdout(&out).contains("PLANTED"), "{}", show(&out));
-        assert!(stderr(&out).contains(".gitd/commondir"), "{}", show(&out));
-        let gitd = env.work_dir().canonicalize().unwrap().join(".gitd");
-        std::fs::rename(gitd.join("commondir.ags-quarantine"), gitd.join("commondir")).unwrap();
+        let work = env.work_dir().canonicalize().unwrap();
+        assert!(
+            stderr(&out).contains(&format!("{}/.git:", work.display())),
+            "{}",
+            show(&out)
+        );
+        std::fs::rename(work.join(".git.ags-quarantine"), work.join(".git")).unwrap();
         let out = launch_bounded(env, &["true"]);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
         assert!(stderr(&out).contains("commondir"), "{}", show(&out));
@@ -260,6 +265,9 @@ fn a_fifo_commondir_does_not_hang_the_next_launch() {
 #[test]
 fn a_fifo_project_overlay_does_not_hang_the_next_launch() {
     each_mode(|env| {
+        // `.ags` is a protected path (session-18 attack G2): allowed here, as a user may, so
+        // that the overlay's own reading is what is attacked.
+        env.write_global_config("[protect]\nallow = [\".ags\"]\n");
         write_overlay(env, "");
         trust_overlay(env);
         for plant in [

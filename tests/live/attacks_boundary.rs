@@ -23,6 +23,9 @@ const SECRET_MARK: &str = "HOST-SECRET-5521";
 #[test]
 fn a_symlinked_overlay_never_reads_a_host_file() {
     each_mode(|env| {
+        // `.ags` is a protected path (session-18 attack G2): allowed here, as a user may, so
+        // that the overlay's own reading is what is attacked.
+        env.write_global_config("[protect]\nallow = [\".ags\"]\n");
         env.mkdir("work/.git", 0o755);
         let secret = env.write_file("home/project.env", SECRET, 0o600);
         let s = secret.display();

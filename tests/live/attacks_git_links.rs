@@ -591,3 +591,75 @@ git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),vendor/lib
         assert_clean(env);
     });
 }
+
+/// Attack G1: the agent's submodule git dir `.git/modules/x` is moved aside, and `.gitmodules`
+/// names the submodule `x.ags-quarantine`, the name the quarantine used to give it: the user's
+/// `git submodule update --init` checked out the agent's commit from there without fetching.
+/// A submodule git dir now goes aside under a name with random digits: the update finds no
+/// git dir and tries the URL (a path that does not exist), so nothing of the agent's is written.
+#[test]
+fn g1_a_submodule_git_dir_moved_aside_is_not_found_by_name() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        let script = r#"rm -rf /tmp/src && git init -q -b main /tmp/src && cd /tmp/src
+printf 'echo agent\n' > .envrc
+git add -A && git commit -qm lib
+C=$(git rev-parse HEAD)
+cd "$OLDPWD"
+git clone -q --bare /tmp/src .git/modules/x
+printf '[submodule "x.ags-quarantine"]\n\tpath = sub\n\turl = /nonexistent/lib.git\n' > .gitmodules
+git update-index --add --cacheinfo 160000,$C,sub
+git add .gitmodules
+git commit -qm 'add lib submodule'
+"#;
+        let err = stderr(&agent_in(env, &repo, script));
+        assert!(
+            err.contains(".git/modules/x: a submodule's git dir"),
+            "{}: not named: {err}",
+            env.mode()
+        );
+        assert!(
+            !repo.join(".git/modules/x.ags-quarantine").exists(),
+            "{}: a name the agent can guess",
+            env.mode()
+        );
+        user(
+            env,
+            &repo,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "update",
+                "--init",
+            ],
+        );
+        assert!(
+            !repo.join("sub/.envrc").exists(),
+            "{}: the agent's commit was checked out",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// Attack G2: the agent writes a project overlay declaring a prepare hook; every later launch
+/// without a terminal stopped (an untrusted overlay with hooks is refused). `.ags` is a
+/// protected path now: what appeared there goes aside, and the next launch runs.
+#[test]
+fn g2_a_planted_overlay_does_not_stop_later_launches() {
+    each_mode(|env| {
+        if !has_image(env) {
+            return;
+        }
+        let repo = repository(env, "work");
+        let script = "mkdir -p .ags && printf '[[prepare_hook]]\\nname = \"x\"\\nexecutable = \"/bin/true\"\\n' > .ags/config.toml\n";
+        let err = stderr(&agent_in(env, &repo, script));
+        assert!(err.contains(".ags"), "{}: not named: {err}", env.mode());
+        agent_in(env, &repo, "true\n");
+        assert_clean(env);
+    });
+}
