@@ -426,34 +426,22 @@ fn packed_refs_back(roots: &[PathBuf], path: &Path, aside: &Path) {
     if path.file_name().is_none_or(|n| n != "packed-refs") {
         return;
     }
-    let Ok(text) = crate::workspace::git_inventory::read_regular(aside, 64 * 1024 * 1024) else {
+    let Ok(out) = crate::workspace::git_inventory::packed_refs_without_replace(aside) else {
         return;
     };
-    let mut out = Vec::with_capacity(text.len());
-    let mut dropping = false;
-    for line in text.split_inclusive(|b| *b == b'\n') {
-        if line.starts_with(b"^") {
-            if !dropping {
-                out.extend_from_slice(line);
-            }
-            continue;
-        }
-        // Any line naming the namespace, whatever blank follows the object id (attack C3).
-        dropping = line.windows(13).any(|w| w == b"refs/replace/");
-        if !dropping {
-            out.extend_from_slice(line);
-        }
-    }
-    let Some(root) = roots
-        .iter()
-        .filter(|r| path.starts_with(r))
-        .max_by_key(|r| r.as_os_str().len())
-    else {
-        return;
-    };
+    let root = root_of(roots, path);
     if let Ok(rel) = path.strip_prefix(root) {
         let _ = crate::workspace::quarantine::create_new(root, rel, &out);
     }
+}
+
+/// The inventory root that holds `path` (the longest), `/` when none does.
+fn root_of<'r>(roots: &'r [PathBuf], path: &Path) -> &'r Path {
+    roots
+        .iter()
+        .filter(|r| path.starts_with(r))
+        .max_by_key(|r| r.as_os_str().len())
+        .map_or(Path::new("/"), PathBuf::as_path)
 }
 
 /// Move `path` aside (`workspace::quarantine`), walking from the inventory root that holds it
@@ -462,11 +450,7 @@ fn move_aside(roots: &[PathBuf], path: &Path) -> Result<PathBuf, String> {
     if roots.iter().any(|r| r == path) {
         return Err("a root of the launch is never moved; look into it yourself".into());
     }
-    let root = roots
-        .iter()
-        .filter(|r| path.starts_with(r))
-        .max_by_key(|r| r.as_os_str().len())
-        .map_or(Path::new("/"), PathBuf::as_path);
+    let root = root_of(roots, path);
     let rel = path
         .strip_prefix(root)
         .map_err(|_| "not an absolute path".to_string())?;

@@ -58,7 +58,7 @@ pub use judge::CACHE_WHAT;
 pub use objects::loose_matches;
 pub use refs::MovedRefs;
 use refs::Tips;
-pub use state::read_regular;
+pub use state::packed_refs_without_replace;
 use state::{Seen, State, gitfile_target, observe};
 
 /// At most this many directory entries are looked at; beyond, the check is incomplete.
@@ -439,26 +439,6 @@ impl<'a> Walk<'a> {
         self.refs(dir);
         self.in_progress(dir);
         self.full = outer;
-    }
-
-    /// For a worktree entry `target` (`COMMON/worktrees/NAME`): whether `COMMON` is a git dir
-    /// the inventory held, unchanged. Git takes config, hooks and refs from there, and the agent
-    /// can write an entry and a common dir of its own (without `HEAD`, which the walk would
-    /// not take for a git dir: session-18 attack F1). Anything else is no worktree entry.
-    fn common_dir_known(&self, target: &Path) -> bool {
-        let Some(common) = target
-            .parent()
-            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
-            .and_then(Path::parent)
-        else {
-            return true;
-        };
-        let Ok(meta) = std::fs::symlink_metadata(common) else {
-            return false;
-        };
-        let now = observe(common, &meta).0;
-        self.before
-            .is_some_and(|b| b.get(&(Seen::GitDir, common.to_path_buf())) == Some(&now))
     }
 
     /// The hooks in `hooks` (a git dir's, or a `core.hooksPath`) that differ.

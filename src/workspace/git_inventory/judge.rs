@@ -58,6 +58,26 @@ impl Walk<'_> {
         }
     }
 
+    /// For a worktree entry `target` (`COMMON/worktrees/NAME`): whether `COMMON` is a git dir
+    /// the inventory held, unchanged. Git takes config, hooks and refs from there, and the agent
+    /// can write an entry and a common dir of its own (without `HEAD`, which the walk would
+    /// not take for a git dir: session-18 attack F1). Anything else is no worktree entry.
+    pub(super) fn common_dir_known(&self, target: &Path) -> bool {
+        let Some(common) = target
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+            .and_then(Path::parent)
+        else {
+            return true;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(common) else {
+            return false;
+        };
+        let now = observe(common, &meta).0;
+        self.before
+            .is_some_and(|b| b.get(&(Seen::GitDir, common.to_path_buf())) == Some(&now))
+    }
+
     /// What the next launch's guard (`git::model::guard`) would refuse under `worktrees/`: a
     /// `worktrees` that is no directory, an entry's `gitdir`, `commondir` or `config.worktree`
     /// that is no regular file. New or changed, it goes aside; left, every later launch would

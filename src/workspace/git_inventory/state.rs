@@ -134,9 +134,30 @@ fn digest_file(path: &Path) -> std::io::Result<Digested> {
     Ok((meta, Some(hash.finalize().into()), kept))
 }
 
+/// The `packed-refs` file at `path` (one the check moved aside) without the lines naming a
+/// replace ref, nor the peeled (`^`) lines that follow them: what is put back in its place so
+/// that the user's packed branches and tags stay. Any line naming `refs/replace/` goes,
+/// whatever blank follows the object id (session-18 attack C3). At most 64 MiB is read.
+pub fn packed_refs_without_replace(path: &Path) -> std::io::Result<Vec<u8>> {
+    let text = read_regular(path, 64 * 1024 * 1024)?;
+    let mut out = Vec::with_capacity(text.len());
+    let mut dropping = false;
+    for line in text.split_inclusive(|b| *b == b'\n') {
+        if !line.starts_with(b"^") {
+            dropping = line
+                .windows(super::judge::REPLACE.len())
+                .any(|w| w == super::judge::REPLACE);
+        }
+        if !dropping {
+            out.extend_from_slice(line);
+        }
+    }
+    Ok(out)
+}
+
 /// The bytes of the regular file `path` (never through a link at its last component, never
 /// blocking on a FIFO), at most `limit` of them (an error past it).
-pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let file = open_nonblocking(path)?;
     if !file.metadata()?.is_file() {
