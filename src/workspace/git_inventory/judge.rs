@@ -10,6 +10,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::state::REPLACE;
+
 use super::{Seen, Walk, observe};
 use crate::git::model::guard;
 
@@ -429,9 +431,6 @@ const CACHES: &[&str] = &[
     "objects/pack/multi-pack-index",
     "objects/pack/multi-pack-index.d",
 ];
-
-/// What a ref name under the replace namespace starts with.
-pub(crate) const REPLACE: &[u8] = b"refs/replace/";
 
 /// How many directories below `refs/replace` are read.
 const MAX_REPLACE_DIRS: usize = 10_000;

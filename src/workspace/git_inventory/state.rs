@@ -134,6 +134,9 @@ fn digest_file(path: &Path) -> std::io::Result<Digested> {
     Ok((meta, Some(hash.finalize().into()), kept))
 }
 
+/// What a ref name under the replace namespace starts with.
+pub(super) const REPLACE: &[u8] = b"refs/replace/";
+
 /// The `packed-refs` file at `path` (one the check moved aside) without the lines naming a
 /// replace ref, nor the peeled (`^`) lines that follow them: what is put back in its place so
 /// that the user's packed branches and tags stay. Any line naming `refs/replace/` goes,
@@ -144,9 +147,7 @@ pub fn packed_refs_without_replace(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut dropping = false;
     for line in text.split_inclusive(|b| *b == b'\n') {
         if !line.starts_with(b"^") {
-            dropping = line
-                .windows(super::judge::REPLACE.len())
-                .any(|w| w == super::judge::REPLACE);
+            dropping = line.windows(REPLACE.len()).any(|w| w == REPLACE);
         }
         if !dropping {
             out.extend_from_slice(line);
