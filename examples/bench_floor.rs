@@ -124,6 +124,7 @@ fn run(trace: &Trace) -> anyhow::Result<u8> {
             rootless: client.rootless().await?,
             selinux: client.selinux_enabled().await?,
             remote: client.is_remote(),
+            exported: false,
             user: (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw()),
             host_stage_dir: Path::new("/nonexistent"),
             hooks: &HookLayer::default(),

@@ -41,6 +41,9 @@ pub enum Error {
     /// The egress proxy of an allowlist-mode launch could not be set up.
     #[error(transparent)]
     Egress(#[from] crate::egress::EgressError),
+    /// The launch's credentials could not be made ready for the proxy.
+    #[error(transparent)]
+    Credentials(#[from] crate::credentials::CredentialError),
     /// The agent hook record socket could not be set up.
     #[error(transparent)]
     AgentLog(#[from] crate::agent_hooks::log::AgentLogError),

@@ -40,6 +40,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod containment;
+pub mod credentials;
 pub mod egress;
 pub mod error;
 pub mod events;

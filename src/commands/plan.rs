@@ -43,6 +43,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     ));
     // A Pod gets generated files through its Secret, wherever the service is.
     service.remote &= format != PlanFormat::Kube;
+    service.exported = format == PlanFormat::Kube;
     let kube_secrets = format == PlanFormat::Kube && !args.no_hooks;
     let built = rt.block_on(build(
         &config,
@@ -177,7 +178,13 @@ fn rootless_cgroup_v1(url: Option<&str>) -> bool {
 /// container name as a Pod name, the labels.
 fn kube_checks(config: &Config, settings: &RunSettings, git: bool) -> Result<(), Error> {
     let profile = crate::plan::check::find_agent(&settings.agent)?;
-    let egress = crate::egress::plan::plan(config, settings.network, profile, std::path::Path::new("/"));
+    let egress = crate::egress::plan::plan(
+        config,
+        settings.network,
+        profile,
+        std::path::Path::new("/"),
+        false,
+    );
     let checked = kube::check_network(egress.mode, &egress.mode_origin.to_string(), git)
         .and_then(|()| settings.name.as_deref().map_or(Ok(()), kube::check_pod_name))
         .and_then(|()| {
@@ -227,6 +234,7 @@ async fn service(target: podman::Target, image: &str, name: Option<&str>) -> Ser
         rootless: !nix::unistd::geteuid().is_root(),
         selinux: false,
         remote: false,
+        exported: false,
         memory: crate::podman::local_memory_total(),
     }
 }

@@ -14,7 +14,6 @@ use crate::cli::{GlobalArgs, RunArgs};
 use crate::config::{self, Config, LoadOptions};
 use crate::containment::{Rules, WritableRoot};
 use crate::events::session;
-use crate::hooks::policy::OpRef;
 use crate::hooks::prepare::{self, PrepareInput, Prepared};
 use crate::hooks::protocol::HookContext;
 use crate::hooks::resolve::LaunchOverrides;
@@ -26,10 +25,8 @@ use crate::launch::signals::SignalWatch;
 use crate::launch::sweep_gate::OwnerMark;
 use crate::launch::watch::{Settled, Watch};
 use crate::launch::{self, gc, identity, lifecycle, stage};
-use crate::op::{OpCli, OpEnv, OpError, OpPolicy};
-use crate::plan::{
-    self, EnvSource, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT,
-};
+use crate::op::{OpCli, OpEnv, OpPolicy};
+use crate::plan::{self, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT};
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code; with `--report`, write the launch report after it
@@ -116,6 +113,7 @@ pub(super) fn build_plan(
         rootless: service.rootless,
         selinux: service.selinux,
         remote: service.remote,
+        exported: service.exported,
         host_memory: service.memory,
         user: user_ids(),
         host_stage_dir: &stage::launch_stage_root(
@@ -141,6 +139,8 @@ pub(super) struct Service {
     pub selinux: bool,
     /// On another machine (`tcp://`, `ssh://`): generated files go in the staging volume.
     pub remote: bool,
+    /// Exported as a Pod (`--format kube`): no proxy of this host reaches it.
+    pub exported: bool,
     /// The total memory of the machine that runs the containers (for `memory = auto`), when
     /// known.
     pub memory: Option<u64>,
@@ -154,6 +154,7 @@ pub(super) async fn service_facts(client: &podman::Client) -> Result<Service, Er
         rootless,
         selinux,
         remote: client.is_remote(),
+        exported: false,
         memory,
     })
 }
@@ -169,7 +170,7 @@ async fn launch_async(
     let ready = prepare(global, config, settings, rules, facts, &signals).await?;
     let (client, plan) = (&ready.client, &ready.plan);
     let owner = OwnerMark::write(&config.paths, &ready.identity, client.url());
-    let services = start_services(config, plan, ready.staged, client)?;
+    let services = start_services(config, plan, (ready.staged, ready.vault), client)?;
     let session = session::Session::begin(config, plan, &ready.identity, ready.lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.
@@ -246,6 +247,8 @@ struct Ready {
     /// The staging archive (values in RAM only), when the plan stages anything.
     stage: Option<bytes::Bytes>,
     staged: crate::agent_hooks::log::Scrubber,
+    /// The real values of the credentials the proxy adds.
+    vault: Option<Arc<crate::credentials::Vault>>,
     watch: Watch,
     lifecycle_hooks: session::LifecycleHooks,
 }
@@ -276,11 +279,13 @@ async fn prepare(
     let roots = git_host::git_roots(config, &settings.mounts);
     let watch =
         Watch::begin((config.user.protect_git).then(|| git_host::scan_roots(&roots, &settings.git_guards)));
-    let plan = build_plan(config, settings, &identity, service, &hooks)?;
+    let mut plan = build_plan(config, settings, &identity, service, &hooks)?;
     warn_about_wiring(config, settings, &plan, service)?;
     facts.image = Some(plan.image.clone());
-    let secrets = lookup_secrets(config, &plan, signals, &running).await?;
+    let mut secrets = lookup_secrets(config, &plan, signals, &running).await?;
     crate::trace::mark("secrets");
+    let cas = crate::config::image_ca_certs(config.primary.as_deref())?;
+    let vault = stage::take_credentials(&mut plan, &mut secrets, &config.user.credentials, &cas)?;
     let stage = stage::staging_archive(&plan, &secrets, user_ids()).map_err(launch::LaunchError::Stage)?;
     // The agent hook record is scrubbed of every staged value: its own copies, zeroed at the end.
     let staged = match plan.agent_hook_record {
@@ -301,6 +306,7 @@ async fn prepare(
         plan,
         stage,
         staged,
+        vault,
         watch,
         lifecycle_hooks,
     })
@@ -363,7 +369,10 @@ fn warn_about_wiring(
 fn start_services(
     config: &Config,
     plan: &LaunchPlan,
-    staged: crate::agent_hooks::log::Scrubber,
+    (staged, vault): (
+        crate::agent_hooks::log::Scrubber,
+        Option<Arc<crate::credentials::Vault>>,
+    ),
     client: &podman::Client,
 ) -> Result<HostServices, Error> {
     let remote = (!client.is_unix()).then(|| client.url());
@@ -373,7 +382,7 @@ fn start_services(
         config.paths.egress_log(),
         plan.launch_id.clone(),
     ));
-    let egress = crate::egress::start(&plan.egress, egress_log.clone(), remote)?;
+    let egress = crate::egress::start(&plan.egress, egress_log.clone(), remote, vault)?;
     let ssh_filter = crate::ssh_agent::start(plan.ssh_agent.as_ref(), egress_log.clone(), remote)?;
     Ok(HostServices {
         records,
@@ -392,7 +401,7 @@ pub(super) async fn lookup_secrets(
     running: &[WritableRoot],
 ) -> Result<stage::Secrets, Error> {
     let sets = &plan.op_secret_sets;
-    let refs = op_references(plan)?;
+    let refs = stage::op_references(plan)?;
     if refs.is_empty() && sets.is_empty() {
         return Ok(stage::Secrets::default());
     }
@@ -413,21 +422,11 @@ pub(super) async fn lookup_secrets(
         }
     }
     let finals = loaded.into_iter().map(|s| s.values).collect();
-    Ok(stage::Secrets { references, finals })
-}
-
-/// The plan's 1Password references by env key (what survived precedence; hook references only).
-fn op_references(plan: &LaunchPlan) -> Result<Vec<(&str, OpRef)>, Error> {
-    let refs = plan.env.iter().filter_map(|e| match &e.source {
-        EnvSource::OpRef { reference } => Some((e.key.as_str(), reference.as_str())),
-        _ => None,
-    });
-    refs.map(|(key, reference)| match OpRef::try_from(reference) {
-        Ok(r) => Ok((key, r)),
-        // The plan holds only validated references.
-        Err(_) => Err(OpError::UnsafeReference { key: key.into() }.into()),
+    Ok(stage::Secrets {
+        references,
+        finals,
+        placeholders: Default::default(),
     })
-    .collect()
 }
 
 /// Where `op` comes from (`[op] path`) and the directories it may not come from: the workdir,

@@ -49,6 +49,9 @@ pub struct ConfigFile {
     pub protect: Option<ProtectFile>,
     /// `[image]`: how `ags image build` builds (global config only).
     pub image: Option<ImageFile>,
+    /// `[[credential]]`: values the proxy adds on the host (global config only).
+    #[serde(default)]
+    pub credential: Vec<crate::credentials::model::CredentialFile>,
 }
 
 impl ConfigFile {
@@ -237,6 +240,7 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         agent_guard: _,
         protect,
         image,
+        credential,
     } = file;
     // Each of these reaches host data or loosens the sandbox: an overlay is written inside the
     // repository, where the agent can write; `protect` must not loosen what protects it.
@@ -249,6 +253,8 @@ pub fn check_overlay_fields(file: &ConfigFile) -> Result<(), &'static str> {
         ("protect", protect.is_some()),
         ("ssh", ssh.is_some()),
         ("image", image.is_some()),
+        // Where the real value of a key may go is the user's decision, never the workspace's.
+        ("credential", !credential.is_empty()),
     ];
     if let Some(SandboxFile {
         image,

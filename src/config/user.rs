@@ -40,6 +40,8 @@ pub struct UserSettings {
     pub protect_allow: Vec<(String, Vec<String>)>,
     /// `[sandbox] memory`, `cpus` and `tmpfs_size`.
     pub limits: LimitSettings,
+    /// The declared credentials: the built-ins and `[[credential]]` (docs/credentials.md).
+    pub credentials: Vec<crate::credentials::model::Credential>,
 }
 
 impl Default for UserSettings {
@@ -55,6 +57,7 @@ impl Default for UserSettings {
             git: GitSettings::default(),
             protect_allow: Vec::new(),
             limits: LimitSettings::default(),
+            credentials: crate::credentials::model::built_in(),
         }
     }
 }
@@ -173,6 +176,8 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
         None => None,
         Some(p) => Some(host_path(p, paths).ok_or_else(|| invalid("ssh.path".into(), PATH_RULE))?),
     };
+    let credentials =
+        crate::credentials::model::resolve(&file.credential).map_err(|(key, msg)| invalid(key, &msg))?;
     let sandbox = file.sandbox.as_ref();
     let limits = sandbox
         .map_or(Ok(LimitSettings::default()), limits)
@@ -193,6 +198,7 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
             .map(|names| vec![("protect.allow".to_string(), names)])
             .unwrap_or_default(),
         limits,
+        credentials,
     })
 }
 

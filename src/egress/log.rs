@@ -66,6 +66,9 @@ pub enum Decision {
     Invalid,
     /// A summary: records of this launch past its budget, counted and not written.
     Dropped,
+    /// A request carried a credential's placeholder to a host the credential is not for:
+    /// refused (403) and recorded (docs/credentials.md).
+    Tripwire,
 }
 
 /// One attempt.
@@ -99,6 +102,9 @@ pub struct EgressRecord {
     /// For a `dropped` summary: how many records were not written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
+    /// Requests that got a credential's real value, by variable (never a value).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub substituted: std::collections::BTreeMap<String, u64>,
 }
 
 /// Appends records for one launch, within its budgets.
@@ -151,7 +157,9 @@ impl EgressLog {
                 }
             }
             Decision::Failed => drop(self.log.write(FAILURES, &line)),
-            Decision::Refused | Decision::Invalid => drop(self.log.write(REFUSALS, &line)),
+            Decision::Refused | Decision::Invalid | Decision::Tripwire => {
+                let _ = self.log.write(REFUSALS, &line);
+            }
             Decision::Dropped => self.log.note(&line),
         }
     }
@@ -228,6 +236,7 @@ impl EgressLog {
             bytes_down: 0,
             duration_ms: 0,
             dropped: None,
+            substituted: Default::default(),
         }
     }
 }
@@ -261,8 +270,9 @@ pub fn render(r: &EgressRecord) -> String {
             crate::text::escape_line(&r.reason)
         );
     }
+    let substituted: String = r.substituted.iter().map(|(k, n)| format!(" {k}x{n}")).collect();
     format!(
-        "{} {} {:<7} {:<8} {}:{} up={} down={} {}ms {}",
+        "{} {} {:<7} {:<8} {}:{} up={} down={} {}ms {}{}",
         r.time,
         r.launch_id,
         r.kind,
@@ -272,7 +282,11 @@ pub fn render(r: &EgressRecord) -> String {
         r.bytes_up,
         r.bytes_down,
         r.duration_ms,
-        crate::text::escape_line(&r.reason)
+        crate::text::escape_line(&r.reason),
+        match substituted.is_empty() {
+            true => String::new(),
+            false => format!(" (substituted:{})", crate::text::escape_line(&substituted)),
+        }
     )
 }
 

@@ -10,6 +10,8 @@ pub mod log;
 pub mod model;
 pub mod plan;
 pub mod proxy;
+mod request;
+mod substitute;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -72,7 +74,8 @@ impl Egress {
     }
 }
 
-/// Start the proxy of `plan` (allowlist mode), or do nothing in the other modes. It records into
+/// Start the proxy of `plan` (allowlist mode, or open mode substituting the credentials of
+/// `vault`), or do nothing when the plan has no proxy. It records into
 /// `log`, the launch's writer of the egress log (shared with the ssh-agent filter: one set of
 /// budgets per launch; the caller calls [`log::EgressLog::finish`] once both have stopped).
 /// `remote` is the service URL when it is not a local unix socket.
@@ -80,6 +83,7 @@ pub fn start(
     plan: &EgressPlan,
     log: Arc<log::EgressLog>,
     remote: Option<&str>,
+    vault: Option<Arc<crate::credentials::Vault>>,
 ) -> Result<Option<Egress>, EgressError> {
     let Some(proxy) = &plan.proxy else { return Ok(None) };
     if let Some(url) = remote {
@@ -87,9 +91,12 @@ pub fn start(
     }
     install_forwarder(&proxy.forwarder)?;
     let listener = listen(proxy)?;
-    let policy = Arc::new(proxy::Policy::new(
-        plan.allow.iter().map(|a| a.entry.clone()).collect(),
-    ));
+    let policy = Arc::new(match plan.mode {
+        crate::config::Network::Allowlist => {
+            proxy::Policy::new(plan.allow.iter().map(|a| a.entry.clone()).collect()).with_vault(vault)
+        }
+        _ => proxy::Policy::open(vault),
+    });
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(proxy::serve(listener, policy, log, stopped));
     Ok(Some(Egress {

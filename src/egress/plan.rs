@@ -73,18 +73,23 @@ pub struct EgressPlan {
     pub mode_origin: EgressOrigin,
     /// The allowlist (empty unless the mode is `allowlist`).
     pub allow: Vec<PlanAllow>,
-    /// The proxy (allowlist mode only).
+    /// The proxy (allowlist mode, and open mode when a credential goes through it).
     pub proxy: Option<ProxyPlan>,
+    /// Whether the proxy substitutes credentials (docs/credentials.md); in open mode it then
+    /// admits every destination but this host's own (loopback, link-local).
+    pub credentials: bool,
 }
 
 /// Decide the mode and the allowlist. `cli` is `--network`; it cannot go below a project
 /// overlay's mode. `host_stage_dir` is the launch's private staging directory; the socket
-/// directory is its sibling with `-egress` appended (swept like it).
+/// directory is its sibling with `-egress` appended (swept like it). `credentials`: a
+/// credential goes through the proxy, which then runs in open mode too.
 pub fn plan(
     config: &Config,
     cli: Option<Network>,
     agent: &AgentProfile,
     host_stage_dir: &Path,
+    credentials: bool,
 ) -> EgressPlan {
     let floor = config.egress.floor.unwrap_or(Network::Open);
     let (mode, mode_origin) = match cli {
@@ -92,12 +97,14 @@ pub fn plan(
         Some(_) => (floor, EgressOrigin::ProjectConfig),
         None => (config.network, config.egress.mode_origin.clone()),
     };
+    let credentials = credentials && mode != Network::None;
     if mode != Network::Allowlist {
         return EgressPlan {
             mode,
             mode_origin,
             allow: Vec::new(),
-            proxy: None,
+            proxy: credentials.then(|| proxy_plan(config, host_stage_dir)),
+            credentials,
         };
     }
     let mut allow: Vec<PlanAllow> = config
@@ -118,19 +125,23 @@ pub fn plan(
             }
         }
     }
-    let mut dir_name = host_stage_dir.file_name().unwrap_or_default().to_os_string();
-    dir_name.push("-egress");
-    let proxy = ProxyPlan {
-        socket_dir: host_stage_dir.with_file_name(dir_name),
-        forwarder: config.paths.cache_dir().join("egress").join(FORWARDER_FILE),
-        listen: PROXY_LISTEN.into(),
-        log: egress_log(config),
-    };
     EgressPlan {
         mode,
         mode_origin,
         allow,
-        proxy: Some(proxy),
+        proxy: Some(proxy_plan(config, host_stage_dir)),
+        credentials,
+    }
+}
+
+fn proxy_plan(config: &Config, host_stage_dir: &Path) -> ProxyPlan {
+    let mut dir_name = host_stage_dir.file_name().unwrap_or_default().to_os_string();
+    dir_name.push("-egress");
+    ProxyPlan {
+        socket_dir: host_stage_dir.with_file_name(dir_name),
+        forwarder: config.paths.cache_dir().join("egress").join(FORWARDER_FILE),
+        listen: PROXY_LISTEN.into(),
+        log: egress_log(config),
     }
 }
 

@@ -15,11 +15,14 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use zeroize::Zeroizing;
+
 use super::log::{Decision, EgressLog};
+pub use super::request::Host;
+pub(super) use super::request::Request;
+use super::request::{parse_head, read_head};
 use crate::config::{AllowEntry, canonical, is_internal};
 
-/// Largest request head accepted.
-const MAX_HEAD: usize = 16 * 1024;
 /// Connections served at once (two descriptors each; the default soft limit is 1024).
 pub const MAX_CONNECTIONS: usize = 256;
 /// How long a client may take to send its request head.
@@ -27,10 +30,13 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long resolving and connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The allowlist of one launch.
+/// The policy of one launch: the allowlist (or open mode) and the credentials it substitutes.
 #[derive(Debug)]
 pub struct Policy {
     entries: Vec<AllowEntry>,
+    /// Open mode: every destination but this host's own (loopback, link-local).
+    open: bool,
+    vault: Option<Arc<crate::credentials::Vault>>,
 }
 
 /// Why an attempt is refused.
@@ -40,16 +46,37 @@ pub struct Refusal(pub String);
 impl Policy {
     /// A policy allowing `entries`.
     pub fn new(entries: Vec<AllowEntry>) -> Self {
-        Self { entries }
+        Self {
+            entries,
+            open: false,
+            vault: None,
+        }
+    }
+
+    /// Open mode, substituting the credentials of `vault`.
+    pub fn open(vault: Option<Arc<crate::credentials::Vault>>) -> Self {
+        Self {
+            entries: Vec::new(),
+            open: true,
+            vault,
+        }
+    }
+
+    /// This policy substituting the credentials of `vault`.
+    pub fn with_vault(self, vault: Option<Arc<crate::credentials::Vault>>) -> Self {
+        Self { vault, ..self }
     }
 
     /// Decide a destination before resolving it: the entry that allows it, or why not.
-    pub fn admit(&self, host: &Host, port: u16) -> Result<&AllowEntry, Refusal> {
+    pub fn admit(&self, host: &Host, port: u16) -> Result<String, Refusal> {
+        if self.open {
+            return Ok("open mode".into());
+        }
         let found = match host {
             Host::Ip(ip) => self.entries.iter().find(|e| e.allows_addr(*ip, port)),
             Host::Name(n) => self.entries.iter().find(|e| e.allows_name(n, port)),
         };
-        found.ok_or_else(|| {
+        found.map(|e| format!("allowed by {}", e.entry)).ok_or_else(|| {
             Refusal(match host {
                 Host::Ip(ip) => format!(
                     "the address {ip} port {port} is not on this launch's allowlist (a raw IP needs an IP or CIDR entry)"
@@ -62,6 +89,9 @@ impl Policy {
     /// Of the addresses `name` resolved to, those that may be used: public ones, and internal
     /// ones only when an entry names that exact host or covers the address.
     pub fn usable(&self, name: &str, port: u16, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, Refusal> {
+        if self.open {
+            return open_usable(name, addrs);
+        }
         let exact = self.entries.iter().any(|e| e.names_exactly(name, port));
         let ok: Vec<SocketAddr> = addrs
             .iter()
@@ -94,54 +124,25 @@ impl Policy {
     }
 }
 
-/// A destination host as asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Host {
-    /// An IP literal.
-    Ip(IpAddr),
-    /// A host name (lowercase, no trailing dot).
-    Name(String),
-}
-
-impl Host {
-    /// Parse a host (`[v6]` in brackets allowed); `None` when it is not a plausible host name.
-    pub fn parse(raw: &str) -> Option<Self> {
-        let inner = raw
-            .strip_prefix('[')
-            .and_then(|r| r.strip_suffix(']'))
-            .unwrap_or(raw);
-        if let Ok(ip) = inner.parse::<IpAddr>() {
-            return Some(Host::Ip(canonical(ip)));
+/// In open mode the proxy, on the host, reaches what the container could: not this host's
+/// own loopback or link-local addresses (nor unspecified or multicast ones).
+fn open_usable(name: &str, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, Refusal> {
+    let own = |ip: IpAddr| match canonical(ip) {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local() || v4.is_unspecified() || v4.is_multicast(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
         }
-        let name = raw.trim_end_matches('.').to_ascii_lowercase();
-        let ok = !name.is_empty()
-            && name.len() <= 253
-            && name.split('.').all(|l| {
-                !l.is_empty()
-                    && l.len() <= 63
-                    && l.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            });
-        ok.then_some(Host::Name(name))
+    };
+    let ok: Vec<SocketAddr> = addrs.iter().copied().filter(|a| !own(a.ip())).collect();
+    if ok.is_empty() {
+        return Err(Refusal(format!(
+            "{name} is a loopback or link-local address, which the proxy (on the host) does not reach in open mode"
+        )));
     }
-
-    fn shown(&self) -> String {
-        match self {
-            Host::Ip(ip) => ip.to_string(),
-            Host::Name(n) => n.clone(),
-        }
-    }
-}
-
-/// What the client asked for.
-#[derive(Debug, PartialEq, Eq)]
-struct Request {
-    /// `connect` or `http`.
-    kind: &'static str,
-    host: Host,
-    port: u16,
-    /// For plain HTTP: the head to send upstream (origin-form request line).
-    upstream_head: Option<Vec<u8>>,
+    Ok(ok)
 }
 
 /// Serve connections until `stop` turns true; then end every open connection, each recording
@@ -182,7 +183,7 @@ pub async fn serve(
 }
 
 /// Resolves once the stop flag is set (never, if its sender is gone without setting it).
-async fn stopped(rx: &mut watch::Receiver<bool>) {
+pub(super) async fn stopped(rx: &mut watch::Receiver<bool>) {
     loop {
         let set = *rx.borrow_and_update();
         if set {
@@ -212,9 +213,10 @@ async fn handle(
         }
     };
     let host = req.host.shown();
-    let refused = |why: String| log.record(req.kind, &host, req.port, Decision::Refused, why);
-    let entry = match policy.admit(&req.host, req.port) {
-        Ok(e) => e.entry.clone(),
+    let (kind, port) = (req.kind, req.port);
+    let refused = |why: String| log.record(kind, &host, port, Decision::Refused, why);
+    let reason = match policy.admit(&req.host, req.port) {
+        Ok(reason) => reason,
         Err(Refusal(why)) => {
             let body = format!(
                 "{why}. Allowed: {}. To allow it, add it to [network] allow in the global config (docs/network.md).",
@@ -222,6 +224,16 @@ async fn handle(
             );
             log.append(&refused(why));
             let _ = client.write_all(&response(403, "Forbidden", &body)).await;
+            return;
+        }
+    };
+    let (req, substituted) = match super::substitute::http(policy.vault.as_deref(), req, &host, &log) {
+        Ok(r) => r,
+        Err(tripwire) => {
+            log.append(&tripwire);
+            let _ = client
+                .write_all(&response(403, "Forbidden", &tripwire.reason))
+                .await;
             return;
         }
     };
@@ -241,6 +253,16 @@ async fn handle(
             return;
         }
     };
+    let mut record = log.record(req.kind, &host, req.port, Decision::Allowed, reason);
+    record.address = Some(addr.to_string());
+    record.substituted = substituted;
+    if let Some(vault) = policy
+        .vault
+        .clone()
+        .filter(|v| req.kind == "connect" && v.terminates(&host, req.port))
+    {
+        return super::substitute::tunnel(client, upstream, vault, record, &log, stop).await;
+    }
     let started = Instant::now();
     let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));
     tokio::select! {
@@ -248,14 +270,6 @@ async fn handle(
         _ = stopped(&mut stop) => {}
     }
     let (up, down) = (up.load(Ordering::Relaxed), down.load(Ordering::Relaxed));
-    let mut record = log.record(
-        req.kind,
-        &host,
-        req.port,
-        Decision::Allowed,
-        format!("allowed by {entry}"),
-    );
-    record.address = Some(addr.to_string());
     record.bytes_up = up;
     record.bytes_down = down;
     record.duration_ms = started.elapsed().as_millis() as u64;
@@ -270,6 +284,9 @@ enum Connect {
 /// Resolve (on the host) and connect to the first usable address.
 async fn connect(policy: &Policy, req: &Request) -> Result<(TcpStream, SocketAddr), Connect> {
     let addrs = match &req.host {
+        Host::Ip(ip) if policy.open => {
+            open_usable(&ip.to_string(), &[SocketAddr::new(*ip, req.port)]).map_err(Connect::Refused)?
+        }
         Host::Ip(ip) => vec![SocketAddr::new(*ip, req.port)],
         Host::Name(n) => {
             let found: Vec<SocketAddr> = tokio::net::lookup_host((n.as_str(), req.port))
@@ -300,7 +317,7 @@ async fn relay(
     up: &AtomicU64,
     down: &AtomicU64,
 ) {
-    let mut first = Vec::new();
+    let mut first = Zeroizing::new(Vec::new());
     match &req.upstream_head {
         None => {
             if client
@@ -351,120 +368,6 @@ where
         }
     }
     let _ = to.shutdown().await;
-}
-
-/// Read up to the end of the request head; returns the head and whatever followed it.
-async fn read_head(client: &mut UnixStream) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
-    loop {
-        if let Some(end) = find_end(&buf) {
-            let rest = buf.split_off(end);
-            return Ok((buf, rest));
-        }
-        if buf.len() > MAX_HEAD {
-            return Ok((buf, Vec::new()));
-        }
-        let n = client.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
-fn find_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
-}
-
-/// Parse a request head into what to connect to and, for plain HTTP, the head to send on.
-fn parse_head(head: &[u8]) -> Result<Request, String> {
-    if find_end(head).is_none() {
-        return Err(format!(
-            "the request head is incomplete or longer than {MAX_HEAD} bytes"
-        ));
-    }
-    let text = String::from_utf8_lossy(head);
-    let mut lines = text.split("\r\n");
-    let line = lines.next().unwrap_or_default();
-    let parts: Vec<&str> = line.split(' ').collect();
-    let [method, target, version] = parts[..] else {
-        return Err("the request line must be METHOD TARGET HTTP/1.x".into());
-    };
-    if !version.starts_with("HTTP/1.") || method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase())
-    {
-        return Err("the request line must be METHOD TARGET HTTP/1.x".into());
-    }
-    if method == "CONNECT" {
-        let (host, port) = authority(target, None)?;
-        return Ok(Request {
-            kind: "connect",
-            host,
-            port,
-            upstream_head: None,
-        });
-    }
-    let lower = target.to_ascii_lowercase();
-    if lower.starts_with("https://") {
-        return Err("send https:// requests through CONNECT".into());
-    }
-    if !lower.starts_with("http://") {
-        return Err("a proxy request needs an absolute http:// URI or CONNECT".into());
-    }
-    let after = &target["http://".len()..];
-    let split = after.find(['/', '?', '#']).unwrap_or(after.len());
-    let (auth, path) = after.split_at(split);
-    let (host, port) = authority(auth, Some(80))?;
-    let path = match path {
-        "" => "/".to_string(),
-        p if p.starts_with('/') => p.to_string(),
-        p => format!("/{p}"),
-    };
-    let mut out = format!("{method} {path} {version}\r\nHost: {auth}\r\n");
-    for h in lines.filter(|l| !l.is_empty()) {
-        let name = h
-            .split(':')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
-        if !matches!(
-            name.as_str(),
-            "host" | "connection" | "proxy-connection" | "proxy-authorization" | "keep-alive"
-        ) {
-            out.push_str(h);
-            out.push_str("\r\n");
-        }
-    }
-    out.push_str("Connection: close\r\n\r\n");
-    Ok(Request {
-        kind: "http",
-        host,
-        port,
-        upstream_head: Some(out.into_bytes()),
-    })
-}
-
-/// `host:port` (IPv6 in brackets); `default` when the port may be left out.
-fn authority(a: &str, default: Option<u16>) -> Result<(Host, u16), String> {
-    if a.contains('@') {
-        return Err("credentials in the URI are not accepted".into());
-    }
-    let (host, port) = match a.rfind(':') {
-        Some(i) if !a[i..].contains(']') => (&a[..i], Some(&a[i + 1..])),
-        _ => (a, None),
-    };
-    let port = match (port, default) {
-        (Some(p), _) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or("the port must be 1 to 65535")?,
-        (None, Some(d)) => d,
-        (None, None) => return Err("CONNECT needs host:port".into()),
-    };
-    let host = Host::parse(host).ok_or("the host is not a valid host name or IP address")?;
-    Ok((host, port))
 }
 
 /// A complete response with a plain-text body.

@@ -15,7 +15,7 @@ fn connect_and_absolute_uri_heads_parse() {
     assert_eq!(r.host, Host::Ip("::1".parse().unwrap()));
     let r = parse_head(b"GET http://Example.com/a?b HTTP/1.1\r\nHost: evil.org\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n").unwrap();
     assert_eq!((r.kind, r.port), ("http", 80));
-    let head = String::from_utf8(r.upstream_head.unwrap()).unwrap();
+    let head = String::from_utf8(r.upstream_head.unwrap().to_vec()).unwrap();
     // The Host header is the target's: no sending another name to an allowed address.
     assert_eq!(
         head,

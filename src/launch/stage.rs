@@ -21,6 +21,9 @@ pub struct Secrets {
     pub references: BTreeMap<String, Secret>,
     /// `--op-secret-set` fields, applied last (they overwrite every other value of their key).
     pub finals: Vec<BTreeMap<String, Secret>>,
+    /// Placeholders of the credentials the proxy adds (`crate::credentials`): the env file
+    /// gets these instead of the real values.
+    pub placeholders: BTreeMap<String, String>,
 }
 
 /// Every value the launch stages into the container, for scrubbing the agent hook record:
@@ -44,9 +47,9 @@ pub fn staged_values<'a>(plan: &'a LaunchPlan, secrets: &'a Secrets) -> Vec<&'a 
     env.chain(op).chain(files).collect()
 }
 
-/// Build the env file: one `export KEY='value'` line per staged variable, in key order.
-/// Values are single-line (validated earlier); single quotes are escaped as `'\''`.
-pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
+/// The launch's staged values by key, as the container would get them without placeholders:
+/// literals, resolved references, then `--op-secret-set` fields.
+pub fn values<'a>(plan: &'a LaunchPlan, secrets: &'a Secrets) -> BTreeMap<&'a str, &'a str> {
     let mut values: BTreeMap<&str, &str> = BTreeMap::new();
     for e in &plan.env {
         let value = match &e.source {
@@ -61,6 +64,59 @@ pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
     }
     for set in &secrets.finals {
         values.extend(set.iter().map(|(k, v)| (k.as_str(), v.expose())));
+    }
+    values
+}
+
+/// Swap the credentials the proxy adds (`plan.egress.credentials`) for placeholders: the real
+/// values go into the returned vault (the proxy's), the placeholders into `secrets`, and the
+/// launch's CA and trust bundle into the staging volume's root files.
+pub fn take_credentials(
+    plan: &mut LaunchPlan,
+    secrets: &mut Secrets,
+    declared: &[crate::credentials::model::Credential],
+    extra_cas: &[PathBuf],
+) -> Result<Option<std::sync::Arc<crate::credentials::Vault>>, crate::credentials::CredentialError> {
+    if !plan.egress.credentials {
+        return Ok(None);
+    }
+    let (vault, staged) =
+        crate::credentials::Vault::take(&plan.credentials, declared, &values(plan, secrets), extra_cas)?;
+    secrets.placeholders = staged.placeholders;
+    if let Some(staging) = plan.staging.as_mut() {
+        let files = crate::credentials::plan::root_files(&staged.ca_pem, &staged.bundle_pem);
+        staging.root_files.extend(files);
+    }
+    Ok(Some(std::sync::Arc::new(vault)))
+}
+
+/// The plan's 1Password references by env key (what survived precedence; hook references only).
+pub fn op_references(
+    plan: &LaunchPlan,
+) -> Result<Vec<(&str, crate::hooks::policy::OpRef)>, crate::op::OpError> {
+    let refs = plan.env.iter().filter_map(|e| match &e.source {
+        EnvSource::OpRef { reference } => Some((e.key.as_str(), reference.as_str())),
+        _ => None,
+    });
+    refs.map(
+        |(key, reference)| match crate::hooks::policy::OpRef::try_from(reference) {
+            Ok(r) => Ok((key, r)),
+            // The plan holds only validated references.
+            Err(_) => Err(crate::op::OpError::UnsafeReference { key: key.into() }),
+        },
+    )
+    .collect()
+}
+
+/// Build the env file: one `export KEY='value'` line per staged variable, in key order, a
+/// credential's placeholder in place of its value. Values are single-line (validated
+/// earlier); single quotes are escaped as `'\''`.
+pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
+    let mut values = values(plan, secrets);
+    for (key, placeholder) in &secrets.placeholders {
+        if let Some(v) = values.get_mut(key.as_str()) {
+            *v = placeholder;
+        }
     }
     // Sized up front and written in place: no reallocation leaves a copy of a value behind in
     // freed memory, and the buffer is cleared when the caller drops it.

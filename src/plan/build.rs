@@ -9,6 +9,7 @@ use super::types::*;
 use super::{PlanError, check, egress_entries};
 use crate::agent_hooks::plan::{self as agent_hooks, record as agent_record};
 use crate::agents;
+use crate::credentials::plan as credentials;
 use crate::egress::plan as network;
 
 /// Build the launch plan.
@@ -31,11 +32,15 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         .collect::<Result<_, _>>()?;
     let wiring = wiring(input)?;
     let command = agent_command(profile, run, wiring.as_ref());
-    let egress = network::plan(input.config, run.network, profile, input.host_stage_dir);
+    let base_env = build_env(input, hook_env)?;
+    let elsewhere = input.remote || input.exported;
+    let credentials = credentials::plan(&input.config.user.credentials, &base_env, elsewhere);
+    let proxied = credentials::any_proxied(&credentials) || (!run.op_secret_sets.is_empty() && !elsewhere);
+    let egress = network::plan(input.config, run.network, profile, input.host_stage_dir, proxied);
     if !ports.is_empty() && egress.mode == crate::config::Network::None {
         return Err(PlanError::PublishWithoutNetwork);
     }
-    let env = launch_env(input, hook_env, wiring.as_ref(), &egress)?;
+    let env = launch_env(input, base_env, wiring.as_ref(), &egress)?;
     let (files, in_volume, staging) = staged_files(input, hook_files, wiring.as_ref(), &env);
     let record = agent_record::plan(input.config, run.agent_hooks, input.remote, input.host_stage_dir);
     let extra = capability_mounts(&egress, wiring.as_ref(), record.as_ref());
@@ -65,6 +70,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         user: Some(format!("{}:{}", input.user.0, input.user.1)),
         security: security(input),
         network: egress.mode,
+        credentials,
         egress,
         ports,
         init: !run.no_init,
@@ -115,20 +121,23 @@ fn wiring(input: &PlanInput<'_>) -> Result<Option<agent_hooks::WiringPlan>, Plan
     ))
 }
 
-/// The container's environment: the host's and the hooks', the wiring's, and in allowlist
-/// mode the proxy variables, which are ags's own and replace any other value; sorted by name.
+/// The container's environment: the host's and the hooks' (`env`), the wiring's, and when the
+/// proxy runs its variables (and, substituting credentials, the CA's), which are ags's own and
+/// replace any other value; sorted by name.
 fn launch_env(
     input: &PlanInput<'_>,
-    hook_env: &[(String, EnvSource, Origin)],
+    mut env: Vec<PlanEnv>,
     wiring: Option<&agent_hooks::WiringPlan>,
     egress: &network::EgressPlan,
 ) -> Result<Vec<PlanEnv>, PlanError> {
-    let mut env = build_env(input, hook_env)?;
     if let Some(w) = wiring {
         agent_hooks::check_env(&input.run.agent, env.iter().map(|e| e.key.as_str()))?;
         env.extend(w.env.iter().cloned());
     }
-    let proxy_env = egress_entries::env(egress);
+    let mut proxy_env = egress_entries::env(egress);
+    if egress.credentials {
+        proxy_env.extend(credentials::ca_env());
+    }
     env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));
     env.extend(proxy_env);
     env.sort_by(|a, b| a.key.cmp(&b.key));

@@ -62,6 +62,7 @@ fn plan_in(
         rootless,
         selinux,
         remote: false,
+        exported: false,
         user: (1000, 1000),
         host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-abc123"),
         hooks,

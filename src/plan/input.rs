@@ -126,6 +126,9 @@ pub struct PlanInput<'a> {
     /// Whether the Podman service is on another machine (`tcp://`, `ssh://`): generated files
     /// then travel in the staging volume instead of host files (docs/remote.md).
     pub remote: bool,
+    /// Whether the plan is exported (`--format kube`) rather than launched here: like a remote
+    /// service, no proxy of this host reaches the container (docs/credentials.md).
+    pub exported: bool,
     /// The total memory of the machine that runs the container, when known: `memory = auto`
     /// is half of it, at most 8g.
     pub host_memory: Option<u64>,

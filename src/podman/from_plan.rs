@@ -119,6 +119,8 @@ fn every_field_is_placed(plan: &LaunchPlan) {
         user: _,
         security: _,
         network: _,
+        // Their placeholders are in the staged env file, the CA in the staging volume.
+        credentials: _,
         // The proxy is already in `mounts`, `env` and `container_command`.
         egress: _,
         ports: _,

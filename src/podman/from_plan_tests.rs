@@ -62,6 +62,7 @@ fn plan_of(selinux: bool, init: bool, remote: bool, hooks: &crate::plan::HookLay
         rootless: true,
         selinux,
         remote,
+        exported: false,
         user: (1000, 1000),
         host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-abc"),
         hooks,

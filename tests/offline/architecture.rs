@@ -31,25 +31,26 @@ use std::path::{Path, PathBuf};
 /// entry wins (docs/decisions/0009-capability-folders.md).
 const LAYERS: &[(&str, u32)] = &[
     // Leaf and data modules.
-    ("agents", 0),        // the agent table (CLI, config, hook policy, plan)
-    ("agent_hooks", 0),   // agent hooks: events, matrix, wiring, `[[agent_hook]]` config as data
-    ("containment", 0),   // host path containment checks
-    ("exit", 0),          // exit codes like `podman run`
-    ("fsutil", 0),        // atomic writes, private directories
-    ("git::model", 0),    // git's rules and the host's git setup as data
-    ("egress::model", 0), // `[network]`: the mode and the allowlist syntax
-    ("hardening", 0),     // process-wide self-protection (no core dumps, no ptrace)
-    ("json", 0),          // strict JSON decoding
-    ("limits", 0),        // resource limit syntax and defaults (memory, CPUs, tmpfs sizes)
-    ("logfile", 0),       // the host's JSONL logs: appending, rotation, per-launch budgets
-    ("process", 0),       // the one spawn primitive
-    ("procfs", 0),        // /proc readers
-    ("prompt", 0),        // terminal prompts
-    ("safepath", 0),      // path validation
-    ("secret", 0),        // the secret wrapper
-    ("text", 0),          // control-character escaping
-    ("time", 0),          // RFC 3339 timestamps
-    ("trace", 0),         // AGS_TRACE timing
+    ("agents", 0),             // the agent table (CLI, config, hook policy, plan)
+    ("agent_hooks", 0),        // agent hooks: events, matrix, wiring, `[[agent_hook]]` config as data
+    ("containment", 0),        // host path containment checks
+    ("exit", 0),               // exit codes like `podman run`
+    ("fsutil", 0),             // atomic writes, private directories
+    ("git::model", 0),         // git's rules and the host's git setup as data
+    ("egress::model", 0),      // `[network]`: the mode and the allowlist syntax
+    ("credentials::model", 0), // `[[credential]]` and the agents' provider keys as data
+    ("hardening", 0),          // process-wide self-protection (no core dumps, no ptrace)
+    ("json", 0),               // strict JSON decoding
+    ("limits", 0),             // resource limit syntax and defaults (memory, CPUs, tmpfs sizes)
+    ("logfile", 0),            // the host's JSONL logs: appending, rotation, per-launch budgets
+    ("process", 0),            // the one spawn primitive
+    ("procfs", 0),             // /proc readers
+    ("prompt", 0),             // terminal prompts
+    ("safepath", 0),           // path validation
+    ("secret", 0),             // the secret wrapper
+    ("text", 0),               // control-character escaping
+    ("time", 0),               // RFC 3339 timestamps
+    ("trace", 0),              // AGS_TRACE timing
     // The pipeline.
     ("cli", 1),
     ("config", 2),
@@ -58,6 +59,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("plan::types", 2),
     ("git::plan", 2),
     ("egress::plan", 2),
+    ("credentials::plan", 2),
     ("agent_hooks::plan", 2),
     ("hooks", 3),
     ("plan", 4),
@@ -65,6 +67,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("events::spool", 4),    // launch records for crash recovery (from config)
     ("op", 5),               // 1Password lookups of the plan's references (final handoff)
     ("egress", 5),           // the allowlist proxy, its log, the forwarder
+    ("credentials", 5),      // placeholders, the launch CA, the substituting relay (issue 25)
     ("agent_hooks::log", 5), // the agent hook record socket and log (issue #14)
     ("ssh_agent", 5),        // the filter in front of the forwarded ssh-agent (issue 22)
     ("events::oci", 5),      // the OCI hooks that record container starts and stops

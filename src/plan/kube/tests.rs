@@ -70,6 +70,7 @@ fn plan(run: &RunSettings, hooks: &HookLayer, network: Network) -> LaunchPlan {
         rootless: true,
         selinux: false,
         remote: false,
+        exported: true,
         user: (1000, 1001),
         host_stage_dir: std::path::Path::new("/run/user/1000/ags/stage-x"),
         hooks,

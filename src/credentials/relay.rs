@@ -1,0 +1,290 @@
+//! The terminating relay: a `CONNECT` to a credential host is answered only once the real host
+//! is connected over TLS and its certificate verified; then the agent's TLS is accepted with
+//! the launch CA's certificate for that host, and each HTTP/1.1 request (hyper, on both sides)
+//! is checked and passed on: its `Host` must be the host it connected to, a placeholder of a
+//! credential for other hosts in its request line or headers is a tripwire (refused, 403), and
+//! the declared header gets the real value. Response headers carrying a real value get the
+//! placeholder back. Bodies pass untouched.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::Vault;
+
+/// How long each TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What one terminated connection did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Requests passed on.
+    pub requests: u64,
+    /// Substitutions, by variable.
+    pub substituted: BTreeMap<String, u64>,
+    /// Tripwires: the variable whose placeholder was seen, and where.
+    pub tripwires: Vec<super::Tripwire>,
+    /// Why the connection was refused or failed before any request, when it was.
+    pub failed: Option<String>,
+}
+
+type Body = Either<Incoming, Full<Bytes>>;
+
+/// Relay `client` (which sent `CONNECT host:port`) to `upstream`, substituting. `up` and
+/// `down` count the bytes the agent sent and received.
+pub async fn terminate<C>(
+    mut client: C,
+    upstream: TcpStream,
+    vault: Arc<Vault>,
+    host: String,
+    port: u16,
+    counts: (Arc<AtomicU64>, Arc<AtomicU64>),
+) -> Outcome
+where
+    C: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut outcome = Outcome::default();
+    let upstream = match verified(&vault, &host, upstream).await {
+        Ok(s) => s,
+        Err(why) => {
+            let body = format!("ags egress: {why}\n");
+            let head = format!(
+                "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = client.write_all(head.as_bytes()).await;
+            outcome.failed = Some(why);
+            return outcome;
+        }
+    };
+    let accepted = async {
+        client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+            .map_err(|e| e.to_string())?;
+        let config = vault.authority.server_config(&host).map_err(|e| e.to_string())?;
+        let counted = Counted {
+            inner: client,
+            up: counts.0,
+            down: counts.1,
+        };
+        tokio::time::timeout(
+            HANDSHAKE_TIMEOUT,
+            tokio_rustls::TlsAcceptor::from(config).accept(counted),
+        )
+        .await
+        .map_err(|_| "the agent's TLS handshake timed out".to_string())?
+        .map_err(|e| format!("the agent's TLS handshake failed: {e}"))
+    };
+    let agent = match accepted.await {
+        Ok(a) => a,
+        Err(why) => {
+            outcome.failed = Some(why);
+            return outcome;
+        }
+    };
+    let Ok((sender, conn)) =
+        hyper::client::conn::http1::handshake::<_, Incoming>(TokioIo::new(upstream)).await
+    else {
+        outcome.failed = Some(format!("{host}: the HTTP handshake failed"));
+        return outcome;
+    };
+    let upstream_task = tokio::spawn(conn);
+    let shared = Arc::new(Mutex::new(outcome));
+    let sender = Arc::new(tokio::sync::Mutex::new(sender));
+    let service = {
+        let shared = shared.clone();
+        hyper::service::service_fn(move |req| {
+            let (vault, host, sender, shared) = (vault.clone(), host.clone(), sender.clone(), shared.clone());
+            async move { Ok::<_, std::convert::Infallible>(one(req, &vault, &host, port, &sender, &shared).await) }
+        })
+    };
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(agent), service)
+        .await;
+    upstream_task.abort();
+    std::mem::take(&mut *shared.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Connect TLS to the real host and verify its certificate for `host`.
+async fn verified(
+    vault: &Vault,
+    host: &str,
+    tcp: TcpStream,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
+    let name = rustls::pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_string())
+        .map_err(|e| format!("{host}: not a name to verify a certificate for: {e}"))?;
+    let connector = tokio_rustls::TlsConnector::from(vault.upstream.clone());
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, tcp))
+        .await
+        .map_err(|_| format!("{host}: the TLS handshake timed out"))?
+        .map_err(|e| format!("{host}: TLS to the real host failed ({e}); the proxy sends a credential only to a host whose certificate this machine trusts (docs/credentials.md)"))
+}
+
+/// Check, rewrite and pass on one request.
+async fn one(
+    mut req: Request<Incoming>,
+    vault: &Vault,
+    host: &str,
+    port: u16,
+    sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Incoming>>,
+    shared: &Mutex<Outcome>,
+) -> Response<Body> {
+    let asked = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase)
+        .or_else(|| req.uri().authority().map(|a| a.as_str().to_ascii_lowercase()));
+    let shown = match host.contains(':') {
+        true => format!("[{host}]"),
+        false => host.to_string(),
+    };
+    let expected = [shown.clone(), format!("{shown}:{port}")];
+    if !asked.as_ref().is_some_and(|a| expected.contains(a)) {
+        let why = format!("this connection is to {host}:{port}; a request for another host is refused");
+        return refusal(StatusCode::MISDIRECTED_REQUEST, &why);
+    }
+    let target = req.uri().to_string();
+    let seen = std::iter::once(("request line".to_string(), target.as_str()))
+        .chain(
+            req.headers()
+                .iter()
+                .filter_map(|(n, v)| Some((format!("header {n}"), v.to_str().ok()?))),
+        )
+        .find_map(|(where_, text)| {
+            vault
+                .tripwire(host, port, text)
+                .map(|env| (env.to_string(), where_))
+        });
+    if let Some((env, where_)) = seen {
+        let why = format!(
+            "tripwire: the {where_} carries the placeholder of {env}, which is not for {host}:{port}; refused and recorded (docs/credentials.md)"
+        );
+        lock(shared)
+            .tripwires
+            .push(super::Tripwire { env, place: where_ });
+        return refusal(StatusCode::FORBIDDEN, &why);
+    }
+    let mut done = Vec::new();
+    for (name, value) in req.headers_mut().iter_mut() {
+        let Ok(text) = value.to_str() else { continue };
+        if let Some((real, env)) = vault.rewrite(host, port, name.as_str(), text)
+            && let Ok(mut v) = HeaderValue::from_str(&real)
+        {
+            v.set_sensitive(true);
+            *value = v;
+            done.push(env.to_string());
+        }
+    }
+    {
+        let mut o = lock(shared);
+        o.requests += 1;
+        for env in done {
+            *o.substituted.entry(env).or_default() += 1;
+        }
+    }
+    let sent = sender.lock().await.send_request(req).await;
+    match sent {
+        Ok(resp) => masked(resp, vault),
+        Err(e) => refusal(StatusCode::BAD_GATEWAY, &format!("{host}: {e}")),
+    }
+}
+
+/// The response with any real value in its headers replaced by the placeholder.
+fn masked(mut resp: Response<Incoming>, vault: &Vault) -> Response<Body> {
+    let names: Vec<HeaderName> = resp.headers().keys().cloned().collect();
+    for name in names {
+        let values: Vec<HeaderValue> = resp.headers().get_all(&name).iter().cloned().collect();
+        let changed: Vec<HeaderValue> = values
+            .iter()
+            .map(|v| {
+                v.to_str()
+                    .ok()
+                    .and_then(|t| vault.mask(t))
+                    .and_then(|m| HeaderValue::from_str(&m).ok())
+                    .unwrap_or_else(|| v.clone())
+            })
+            .collect();
+        if changed != values {
+            resp.headers_mut().remove(&name);
+            for v in changed {
+                resp.headers_mut().append(name.clone(), v);
+            }
+        }
+    }
+    resp.map(Either::Left)
+}
+
+fn refusal(status: StatusCode, why: &str) -> Response<Body> {
+    let mut resp = Response::new(Either::Right(Full::new(Bytes::from(format!(
+        "ags egress: {why}\n"
+    )))));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
+}
+
+fn lock(m: &Mutex<Outcome>) -> std::sync::MutexGuard<'_, Outcome> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A stream counting the bytes read (`up`: from the agent) and written (`down`).
+struct Counted<S> {
+    inner: S,
+    up: Arc<AtomicU64>,
+    down: Arc<AtomicU64>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        self.up
+            .fetch_add((buf.filled().len() - before) as u64, Ordering::Relaxed);
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let r = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = &r {
+            self.down.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        r
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

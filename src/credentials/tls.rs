@@ -1,0 +1,178 @@
+//! TLS of the substituting proxy (docs/decisions/0013-credential-proxy.md): the launch's CA
+//! (rcgen; an ECDSA P-256 key that lives in this process's memory only, name-constrained to
+//! the credential hosts, valid for a week), the leaf certificate it makes per host on first
+//! use, and the client configuration the proxy verifies the real hosts with (rustls with this
+//! host's trust store and `[image] ca_certs`). No cryptography of `ags`'s own.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CidrSubnet, DnType, GeneralSubtree, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, NameConstraints,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use super::CredentialError;
+use super::model::Credential;
+use crate::egress::model::Target;
+
+/// The launch's certificate authority.
+pub struct Authority {
+    issuer: Issuer<'static, KeyPair>,
+    ca_pem: String,
+    leaves: Mutex<HashMap<String, Arc<rustls::ServerConfig>>>,
+}
+
+impl Authority {
+    /// A new CA allowed to name only the hosts of `creds`.
+    pub fn new(creds: &[&Credential]) -> Result<Self, CredentialError> {
+        let fail = |e: rcgen::Error| CredentialError::Authority(e.to_string());
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(fail)?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "ags launch CA");
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        let now = SystemTime::now();
+        params.not_before = (now - Duration::from_secs(3600)).into();
+        params.not_after = (now + Duration::from_secs(7 * 24 * 3600)).into();
+        params.name_constraints = Some(constraints(creds));
+        let key = KeyPair::generate().map_err(fail)?;
+        let ca_pem = params.self_signed(&key).map_err(fail)?.pem();
+        Ok(Self {
+            issuer: Issuer::new(params, key),
+            ca_pem,
+            leaves: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The CA certificate, PEM.
+    pub fn ca_pem(&self) -> String {
+        self.ca_pem.clone()
+    }
+
+    /// The server configuration presenting a certificate for `host` (made once per host).
+    pub fn server_config(&self, host: &str) -> Result<Arc<rustls::ServerConfig>, CredentialError> {
+        let mut leaves = self.leaves.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = leaves.get(host) {
+            return Ok(c.clone());
+        }
+        let fail = |e: String| CredentialError::Authority(format!("a certificate for {host}: {e}"));
+        let mut params = CertificateParams::new(vec![host.to_string()]).map_err(|e| fail(e.to_string()))?;
+        params.distinguished_name.push(DnType::CommonName, host);
+        params.not_before = ::time::OffsetDateTime::from(SystemTime::now() - Duration::from_secs(3600));
+        params.not_after = (SystemTime::now() + Duration::from_secs(7 * 24 * 3600)).into();
+        let key = KeyPair::generate().map_err(|e| fail(e.to_string()))?;
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .map_err(|e| fail(e.to_string()))?;
+        let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| fail(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], key_der)
+            .map_err(|e| fail(e.to_string()))?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let config = Arc::new(config);
+        leaves.insert(host.to_string(), config.clone());
+        Ok(config)
+    }
+}
+
+/// The names the CA may certify: the credentials' host names and networks. A name type with
+/// no entry would be unconstrained (RFC 5280), so no host name means only the reserved name
+/// `invalid` (RFC 6761), and no network means every address excluded.
+fn constraints(creds: &[&Credential]) -> NameConstraints {
+    let (mut names, mut nets) = (Vec::new(), Vec::new());
+    for h in creds.iter().flat_map(|c| c.hosts.iter()) {
+        match &h.target {
+            // A name constraint covers the name and every name below it.
+            Target::Host(n) | Target::Suffix(n) => names.push(GeneralSubtree::DnsName(n.clone())),
+            Target::Net { addr, prefix } => nets.push(GeneralSubtree::IpAddress(
+                CidrSubnet::from_addr_prefix(*addr, *prefix),
+            )),
+        }
+    }
+    if names.is_empty() {
+        names.push(GeneralSubtree::DnsName("invalid".into()));
+    }
+    let excluded = match nets.is_empty() {
+        true => vec![
+            GeneralSubtree::IpAddress(CidrSubnet::from_v4_prefix([0; 4], 0)),
+            GeneralSubtree::IpAddress(CidrSubnet::from_v6_prefix([0; 16], 0)),
+        ],
+        false => Vec::new(),
+    };
+    NameConstraints {
+        permitted_subtrees: names.into_iter().chain(nets).collect(),
+        excluded_subtrees: excluded,
+    }
+}
+
+/// The crypto provider: ring, which builds with the C compiler alone (aws-lc-rs, rustls's
+/// default, needs more of the build machine); it lacks post-quantum key exchange, which is
+/// why rustls marks it deprecated (docs/decisions/0013-credential-proxy.md).
+#[allow(deprecated)]
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The client configuration verifying the real hosts (this host's trust store, honouring
+/// `SSL_CERT_FILE`/`SSL_CERT_DIR`, plus `extra`), and those CAs as PEM for the container's
+/// bundle.
+pub fn upstream(extra: &[PathBuf]) -> Result<(Arc<rustls::ClientConfig>, String), CredentialError> {
+    let mut roots = rustls::RootCertStore::empty();
+    let mut pem = String::new();
+    let native = rustls_native_certs::load_native_certs();
+    for cert in native.certs {
+        if roots.add(cert.clone()).is_ok() {
+            pem.push_str(&to_pem(&cert));
+        }
+    }
+    for path in extra {
+        let what = || path.display().to_string();
+        let certs = CertificateDer::pem_file_iter(path)
+            .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| CredentialError::Roots {
+                what: what(),
+                why: e.to_string(),
+            })?;
+        for cert in certs {
+            roots.add(cert.clone()).map_err(|e| CredentialError::Roots {
+                what: what(),
+                why: e.to_string(),
+            })?;
+            pem.push_str(&to_pem(&cert));
+        }
+    }
+    if roots.is_empty() {
+        return Err(CredentialError::Roots {
+            what: "this host's trust store".into(),
+            why: "no CA certificate found (install ca-certificates, or set SSL_CERT_FILE)".into(),
+        });
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| CredentialError::Authority(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok((Arc::new(config), pem))
+}
+
+fn to_pem(cert: &CertificateDer<'_>) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
+}

@@ -1,0 +1,178 @@
+//! The proxy's request: reading the head a client sends (`CONNECT host:port`, or a plain-HTTP
+//! request with an absolute URI) and parsing it into the destination and, for plain HTTP, the
+//! origin-form head to send on. Decides nothing (`super::proxy` does).
+
+use std::net::IpAddr;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::UnixStream;
+use zeroize::Zeroizing;
+
+use crate::config::canonical;
+
+/// Largest request head accepted.
+pub(super) const MAX_HEAD: usize = 16 * 1024;
+
+/// A destination host as asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    /// An IP literal.
+    Ip(IpAddr),
+    /// A host name (lowercase, no trailing dot).
+    Name(String),
+}
+
+impl Host {
+    /// Parse a host (`[v6]` in brackets allowed); `None` when it is not a plausible host name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        let inner = raw
+            .strip_prefix('[')
+            .and_then(|r| r.strip_suffix(']'))
+            .unwrap_or(raw);
+        if let Ok(ip) = inner.parse::<IpAddr>() {
+            return Some(Host::Ip(canonical(ip)));
+        }
+        let name = raw.trim_end_matches('.').to_ascii_lowercase();
+        let ok = !name.is_empty()
+            && name.len() <= 253
+            && name.split('.').all(|l| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && l.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            });
+        ok.then_some(Host::Name(name))
+    }
+
+    pub(super) fn shown(&self) -> String {
+        match self {
+            Host::Ip(ip) => ip.to_string(),
+            Host::Name(n) => n.clone(),
+        }
+    }
+}
+
+/// What the client asked for.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Request {
+    /// `connect` or `http`.
+    pub(super) kind: &'static str,
+    pub(super) host: Host,
+    pub(super) port: u16,
+    /// For plain HTTP: the head to send upstream (origin-form request line).
+    pub(super) upstream_head: Option<Zeroizing<Vec<u8>>>,
+}
+
+/// Read up to the end of the request head; returns the head and whatever followed it.
+pub(super) async fn read_head(client: &mut UnixStream) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = find_end(&buf) {
+            let rest = buf.split_off(end);
+            return Ok((buf, rest));
+        }
+        if buf.len() > MAX_HEAD {
+            return Ok((buf, Vec::new()));
+        }
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn find_end(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+/// Parse a request head into what to connect to and, for plain HTTP, the head to send on.
+pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
+    if find_end(head).is_none() {
+        return Err(format!(
+            "the request head is incomplete or longer than {MAX_HEAD} bytes"
+        ));
+    }
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.split("\r\n");
+    let line = lines.next().unwrap_or_default();
+    let parts: Vec<&str> = line.split(' ').collect();
+    let [method, target, version] = parts[..] else {
+        return Err("the request line must be METHOD TARGET HTTP/1.x".into());
+    };
+    if !version.starts_with("HTTP/1.") || method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase())
+    {
+        return Err("the request line must be METHOD TARGET HTTP/1.x".into());
+    }
+    if method == "CONNECT" {
+        let (host, port) = authority(target, None)?;
+        return Ok(Request {
+            kind: "connect",
+            host,
+            port,
+            upstream_head: None,
+        });
+    }
+    let lower = target.to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        return Err("send https:// requests through CONNECT".into());
+    }
+    if !lower.starts_with("http://") {
+        return Err("a proxy request needs an absolute http:// URI or CONNECT".into());
+    }
+    let after = &target["http://".len()..];
+    let split = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let (auth, path) = after.split_at(split);
+    let (host, port) = authority(auth, Some(80))?;
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('/') => p.to_string(),
+        p => format!("/{p}"),
+    };
+    let mut out = format!("{method} {path} {version}\r\nHost: {auth}\r\n");
+    for h in lines.filter(|l| !l.is_empty()) {
+        let name = h
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        if !matches!(
+            name.as_str(),
+            "host" | "connection" | "proxy-connection" | "proxy-authorization" | "keep-alive"
+        ) {
+            out.push_str(h);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    Ok(Request {
+        kind: "http",
+        host,
+        port,
+        upstream_head: Some(Zeroizing::new(out.into_bytes())),
+    })
+}
+
+/// `host:port` (IPv6 in brackets); `default` when the port may be left out.
+fn authority(a: &str, default: Option<u16>) -> Result<(Host, u16), String> {
+    if a.contains('@') {
+        return Err("credentials in the URI are not accepted".into());
+    }
+    let (host, port) = match a.rfind(':') {
+        Some(i) if !a[i..].contains(']') => (&a[..i], Some(&a[i + 1..])),
+        _ => (a, None),
+    };
+    let port = match (port, default) {
+        (Some(p), _) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or("the port must be 1 to 65535")?,
+        (None, Some(d)) => d,
+        (None, None) => return Err("CONNECT needs host:port".into()),
+    };
+    let host = Host::parse(host).ok_or("the host is not a valid host name or IP address")?;
+    Ok((host, port))
+}

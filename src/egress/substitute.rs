@@ -1,0 +1,101 @@
+//! The proxy's credential part (docs/credentials.md): a plain-HTTP request to a credential's
+//! host gets its real value in the declared header, a `CONNECT` to one goes to the terminating
+//! relay (`credentials::terminate`), and a placeholder seen going anywhere else is a tripwire:
+//! refused and recorded. The values themselves stay in `credentials::Vault`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use tokio::net::{TcpStream, UnixStream};
+use tokio::sync::watch;
+
+use super::log::{Decision, EgressLog, EgressRecord};
+use super::proxy::{Request, stopped};
+use crate::credentials::{self, Vault};
+
+/// The substitutions of a request.
+type Substituted = std::collections::BTreeMap<String, u64>;
+
+/// A plain-HTTP request with its head substituted, or the tripwire record refusing it.
+pub(super) fn http(
+    vault: Option<&Vault>,
+    mut req: Request,
+    host: &str,
+    log: &EgressLog,
+) -> Result<(Request, Substituted), Box<EgressRecord>> {
+    let mut done = Substituted::new();
+    let (Some(vault), Some(head)) = (vault, req.upstream_head.as_ref()) else {
+        return Ok((req, done));
+    };
+    match vault.http_head(host, req.port, head) {
+        Ok(s) => {
+            for env in s.envs {
+                *done.entry(env).or_default() += 1;
+            }
+            req.upstream_head = Some(s.head);
+            Ok((req, done))
+        }
+        Err(t) => Err(Box::new(tripwire_record(
+            log,
+            req.kind,
+            host,
+            req.port,
+            (&t.env, &t.place),
+        ))),
+    }
+}
+
+/// The record of a tripwire: `env`'s placeholder in `where_` of a request to `host:port`.
+fn tripwire_record(
+    log: &EgressLog,
+    kind: &str,
+    host: &str,
+    port: u16,
+    (env, where_): (&str, &str),
+) -> EgressRecord {
+    let reason = format!(
+        "tripwire: the {where_} carries the placeholder of {env}, which is not for {host}:{port}; refused (docs/credentials.md)"
+    );
+    log.record(kind, host, port, Decision::Tripwire, reason)
+}
+
+/// Relay a `CONNECT` to a credential host through the terminating relay; record the
+/// connection (`record`, already carrying the address) and each tripwire.
+pub(super) async fn tunnel(
+    client: UnixStream,
+    upstream: TcpStream,
+    vault: Arc<Vault>,
+    mut record: EgressRecord,
+    log: &EgressLog,
+    mut stop: watch::Receiver<bool>,
+) {
+    let started = Instant::now();
+    let (up, down) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (host, port) = (record.host.clone(), record.port);
+    let relay = credentials::terminate(
+        client,
+        upstream,
+        vault,
+        host.clone(),
+        port,
+        (up.clone(), down.clone()),
+    );
+    let outcome = tokio::select! {
+        o = relay => Some(o),
+        _ = stopped(&mut stop) => None,
+    };
+    let outcome = outcome.unwrap_or_default();
+    for t in &outcome.tripwires {
+        log.append(&tripwire_record(log, "connect", &host, port, (&t.env, &t.place)));
+    }
+    if let Some(why) = outcome.failed {
+        record.decision = Decision::Failed;
+        record.reason = why;
+    }
+    record.substituted = outcome.substituted;
+    record.bytes_up = up.load(Ordering::Relaxed);
+    record.bytes_down = down.load(Ordering::Relaxed);
+    record.duration_ms = started.elapsed().as_millis() as u64;
+    log.append(&record);
+}
