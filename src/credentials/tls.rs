@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CidrSubnet, DnType, GeneralSubtree, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, NameConstraints,
+    BasicConstraints, CertificateParams, DnType, GeneralSubtree, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    NameConstraints,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -63,7 +63,11 @@ impl Authority {
         }
         let fail = |e: String| CredentialError::Authority(format!("a certificate for {host}: {e}"));
         let mut params = CertificateParams::new(vec![host.to_string()]).map_err(|e| fail(e.to_string()))?;
-        params.distinguished_name.push(DnType::CommonName, host);
+        // Not the host: OpenSSL checks a common name that looks like a host name against the
+        // CA's DNS constraints, which an IP address is not in.
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "ags launch certificate");
         params.not_before = ::time::OffsetDateTime::from(SystemTime::now() - Duration::from_secs(3600));
         params.not_after = (SystemTime::now() + Duration::from_secs(7 * 24 * 3600)).into();
         let key = KeyPair::generate().map_err(|e| fail(e.to_string()))?;
@@ -84,33 +88,25 @@ impl Authority {
     }
 }
 
-/// The names the CA may certify: the credentials' host names and networks. A name type with
-/// no entry would be unconstrained (RFC 5280), so no host name means only the reserved name
-/// `invalid` (RFC 6761), and no network means every address excluded.
+/// The names the CA may certify: the credentials' host names (a name covers the names below
+/// it). With no host name, only the reserved name `invalid` (RFC 6761): an empty list would be
+/// no constraint. Addresses are not constrained: some clients (claude's runtime) refuse every
+/// certificate under a CA with an address constraint; the CA's key never leaves this process.
 fn constraints(creds: &[&Credential]) -> NameConstraints {
-    let (mut names, mut nets) = (Vec::new(), Vec::new());
-    for h in creds.iter().flat_map(|c| c.hosts.iter()) {
-        match &h.target {
-            // A name constraint covers the name and every name below it.
-            Target::Host(n) | Target::Suffix(n) => names.push(GeneralSubtree::DnsName(n.clone())),
-            Target::Net { addr, prefix } => nets.push(GeneralSubtree::IpAddress(
-                CidrSubnet::from_addr_prefix(*addr, *prefix),
-            )),
-        }
-    }
+    let mut names: Vec<GeneralSubtree> = creds
+        .iter()
+        .flat_map(|c| c.hosts.iter())
+        .filter_map(|h| match &h.target {
+            Target::Host(n) | Target::Suffix(n) => Some(GeneralSubtree::DnsName(n.clone())),
+            Target::Net { .. } => None,
+        })
+        .collect();
     if names.is_empty() {
         names.push(GeneralSubtree::DnsName("invalid".into()));
     }
-    let excluded = match nets.is_empty() {
-        true => vec![
-            GeneralSubtree::IpAddress(CidrSubnet::from_v4_prefix([0; 4], 0)),
-            GeneralSubtree::IpAddress(CidrSubnet::from_v6_prefix([0; 16], 0)),
-        ],
-        false => Vec::new(),
-    };
     NameConstraints {
-        permitted_subtrees: names.into_iter().chain(nets).collect(),
-        excluded_subtrees: excluded,
+        permitted_subtrees: names,
+        excluded_subtrees: Vec::new(),
     }
 }
 

