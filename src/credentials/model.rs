@@ -53,6 +53,27 @@ pub struct Credential {
     pub origin: &'static str,
 }
 
+/// One credential of the launch, as `ags plan --json` shows it (never a value).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanCredential {
+    /// The variable.
+    pub env: String,
+    /// The hosts the real value is sent to.
+    pub hosts: Vec<String>,
+    /// The header and scheme.
+    pub header: String,
+    /// How it is delivered.
+    pub delivery: Delivery,
+    /// `built-in`, `config`, or `base-url` (the hosts come from the agent's base-URL variable).
+    pub origin: String,
+    /// Why the value goes into the container, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The declaration with the effective hosts (for the proxy).
+    #[serde(skip)]
+    pub rule: Credential,
+}
+
 /// `[[credential]]` as written in the global config.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

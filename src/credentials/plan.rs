@@ -6,8 +6,7 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
+pub use super::model::PlanCredential;
 use super::model::{Credential, Delivery};
 use crate::egress::model::AllowEntry;
 use crate::plan::types::{EnvSource, Origin, PlanEnv, RootFile, STAGED_ROOT_DIR, STAGING_MOUNT};
@@ -28,27 +27,6 @@ pub const CA_ENV: [(&str, &str); 6] = [
     ("CODEX_CA_CERTIFICATE", BUNDLE_FILE),
     ("NODE_EXTRA_CA_CERTS", CA_FILE),
 ];
-
-/// One credential of the launch, as `ags plan --json` shows it (never a value).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlanCredential {
-    /// The variable.
-    pub env: String,
-    /// The hosts the real value is sent to.
-    pub hosts: Vec<String>,
-    /// The header and scheme.
-    pub header: String,
-    /// How it is delivered.
-    pub delivery: Delivery,
-    /// `built-in`, `config`, or `base-url` (the hosts come from the agent's base-URL variable).
-    pub origin: String,
-    /// Why the value goes into the container, when it does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    /// The declaration with the effective hosts (for the proxy).
-    #[serde(skip)]
-    pub rule: Credential,
-}
 
 /// The launch's credentials: each declared variable the environment sets (a staged literal or
 /// a 1Password reference). `elsewhere`: the container is not this machine's (a remote service,

@@ -1,4 +1,4 @@
-//! TLS of the substituting proxy (docs/decisions/0013-credential-proxy.md): the launch's CA
+//! TLS of the substituting proxy (docs/decisions/0010-credential-proxy.md): the launch's CA
 //! (rcgen; an ECDSA P-256 key that lives in this process's memory only, name-constrained to
 //! the credential hosts, valid for a week), the leaf certificate it makes per host on first
 //! use, and the client configuration the proxy verifies the real hosts with (rustls with this
@@ -112,7 +112,7 @@ fn constraints(creds: &[&Credential]) -> NameConstraints {
 
 /// The crypto provider: ring, which builds with the C compiler alone (aws-lc-rs, rustls's
 /// default, needs more of the build machine); it lacks post-quantum key exchange, which is
-/// why rustls marks it deprecated (docs/decisions/0013-credential-proxy.md).
+/// why rustls marks it deprecated (docs/decisions/0010-credential-proxy.md).
 #[allow(deprecated)]
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())

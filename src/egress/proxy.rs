@@ -183,7 +183,7 @@ pub async fn serve(
 }
 
 /// Resolves once the stop flag is set (never, if its sender is gone without setting it).
-pub(super) async fn stopped(rx: &mut watch::Receiver<bool>) {
+async fn stopped(rx: &mut watch::Receiver<bool>) {
     loop {
         let set = *rx.borrow_and_update();
         if set {
@@ -261,7 +261,7 @@ async fn handle(
         .clone()
         .filter(|v| req.kind == "connect" && v.terminates(&host, req.port))
     {
-        return super::substitute::tunnel(client, upstream, vault, record, &log, stop).await;
+        return super::substitute::tunnel(client, upstream, vault, record, &log, stopped(&mut stop)).await;
     }
     let started = Instant::now();
     let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));

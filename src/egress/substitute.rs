@@ -8,10 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tokio::net::{TcpStream, UnixStream};
-use tokio::sync::watch;
 
 use super::log::{Decision, EgressLog, EgressRecord};
-use super::proxy::{Request, stopped};
+use super::request::Request;
 use crate::credentials::{self, Vault};
 
 /// The substitutions of a request.
@@ -68,7 +67,7 @@ pub(super) async fn tunnel(
     vault: Arc<Vault>,
     mut record: EgressRecord,
     log: &EgressLog,
-    mut stop: watch::Receiver<bool>,
+    stop: impl std::future::Future<Output = ()>,
 ) {
     let started = Instant::now();
     let (up, down) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
@@ -83,7 +82,7 @@ pub(super) async fn tunnel(
     );
     let outcome = tokio::select! {
         o = relay => Some(o),
-        _ = stopped(&mut stop) => None,
+        _ = stop => None,
     };
     let outcome = outcome.unwrap_or_default();
     for t in &outcome.tripwires {

@@ -51,6 +51,22 @@ fn launch(out: &mut Lines, plan: &LaunchPlan) {
             format!("{} ports {ports} from {}", a.entry.entry, a.origin),
         );
     }
+    for c in &plan.credentials {
+        let how = match &c.note {
+            None => "placeholder; the proxy adds the key".to_string(),
+            Some(note) => format!("the real value goes in: {note}"),
+        };
+        out.line(
+            "credential",
+            format!(
+                "{} for {} ({}, {}): {how}",
+                c.env,
+                c.hosts.join(", "),
+                c.header,
+                c.origin
+            ),
+        );
+    }
     out.line(
         "security",
         format!(

@@ -388,7 +388,7 @@ pub struct LaunchPlan {
     pub network: Network,
     /// The declared credentials the launch sets, and how each reaches the agent
     /// (docs/credentials.md).
-    pub credentials: Vec<crate::credentials::plan::PlanCredential>,
+    pub credentials: Vec<crate::credentials::model::PlanCredential>,
     /// The network policy: mode origin, allowlist, egress proxy (docs/network.md).
     pub egress: crate::egress::plan::EgressPlan,
     /// Ports published on the host (`--publish`).
