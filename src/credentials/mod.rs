@@ -149,8 +149,20 @@ impl Vault {
         name: &str,
         value: &str,
     ) -> Option<(Zeroizing<String>, &str)> {
+        self.rewrite_if(host, port, name, value, |_| true)
+    }
+
+    /// [`Self::rewrite`] for the credentials `allowed` accepts.
+    fn rewrite_if(
+        &self,
+        host: &str,
+        port: u16,
+        name: &str,
+        value: &str,
+        allowed: impl Fn(&Credential) -> bool,
+    ) -> Option<(Zeroizing<String>, &str)> {
         self.entries.iter().find_map(|e| {
-            (e.rule.is_for(host, port) && e.rule.header.eq_ignore_ascii_case(name))
+            (allowed(&e.rule) && e.rule.is_for(host, port) && e.rule.header.eq_ignore_ascii_case(name))
                 .then(|| e.rule.rewrite(value, &e.placeholder, &e.real))
                 .flatten()
                 .map(|v| (Zeroizing::new(v), e.rule.env.as_str()))
@@ -173,7 +185,8 @@ impl Vault {
 
 impl Vault {
     /// A plain-HTTP request head going to `host:port`, with the declared headers of the
-    /// credentials for that host substituted, and the variables substituted; or, when a line
+    /// credentials for that host declared for plain HTTP (`plain_http`) substituted, and the
+    /// variables substituted; or, when a line
     /// carries the placeholder of a credential not for that host, that variable and where (a
     /// tripwire).
     pub fn http_head(&self, host: &str, port: u16, head: &[u8]) -> Result<Substituted, Tripwire> {
@@ -196,11 +209,16 @@ impl Vault {
                     place: where_,
                 });
             }
-            match header
-                .and_then(|(name, value)| Some((name, self.rewrite(host, port, name.trim(), value.trim())?)))
-            {
+            match header.and_then(|(name, value)| {
+                Some((
+                    name,
+                    self.rewrite_if(host, port, name.trim(), value.trim(), |c| c.plain_http)?,
+                ))
+            }) {
                 Some((name, (real, env))) => {
-                    out.extend_from_slice(format!("{}: {}\r\n", name.trim(), real.as_str()).as_bytes());
+                    for part in [name.trim(), ": ", real.as_str(), "\r\n"] {
+                        out.extend_from_slice(part.as_bytes());
+                    }
                     done.push(env.to_string());
                 }
                 None => out.extend_from_slice(line.as_bytes()),

