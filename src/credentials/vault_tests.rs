@@ -49,3 +49,34 @@ fn the_real_value_goes_only_into_the_declared_header_of_its_hosts() {
         Some(format!("echo {ph}").as_str())
     );
 }
+
+#[test]
+fn plain_http_heads_get_a_key_only_where_declared_and_trip_elsewhere() {
+    let map: BTreeMap<&str, &str> = [("GW_KEY", "gw-REAL"), ("TLS_KEY", "tls-REAL")]
+        .into_iter()
+        .collect();
+    let files = [("GW_KEY", true), ("TLS_KEY", false)].map(|(env, plain)| model::CredentialFile {
+        env: env.into(),
+        hosts: vec!["gw.lan:4000".into()],
+        plain_http: Some(plain),
+        ..Default::default()
+    });
+    let declared = model::resolve(&files).unwrap();
+    let (v, staged) = Vault::take(&[], &declared, &map, &[]).unwrap();
+    let (gw, tls) = (&staged.placeholders["GW_KEY"], &staged.placeholders["TLS_KEY"]);
+    let head = format!("GET / HTTP/1.1\r\nAuthorization: Bearer {gw}\r\nX-T: {tls}\r\n\r\n");
+    let out = v.http_head("gw.lan", 4000, head.as_bytes()).unwrap();
+    let text = String::from_utf8(out.head.to_vec()).unwrap();
+    assert!(
+        text.contains("Authorization: Bearer gw-REAL\r\n") && text.contains(tls.as_str()),
+        "{text}"
+    );
+    assert_eq!(out.envs, ["GW_KEY"]);
+    let tls_only = format!("GET / HTTP/1.1\r\nAuthorization: Bearer {tls}\r\n\r\n");
+    let out = v.http_head("gw.lan", 4000, tls_only.as_bytes()).unwrap();
+    assert!(out.envs.is_empty() && !String::from_utf8_lossy(&out.head).contains("tls-REAL"));
+    let Err(trip) = v.http_head("other.lan", 80, head.as_bytes()) else {
+        panic!("a placeholder to another host passed");
+    };
+    assert_eq!(trip.place, "header authorization");
+}
