@@ -278,10 +278,11 @@ fn open_mode_substitutes_and_keeps_the_hosts_loopback_out() {
     });
 }
 
-/// Real agents: claude (x-api-key from the built-in table, its base URL from the command line)
-/// and codex (a `[[credential]]` with a Bearer token) answer through the substituting proxy.
+/// Real agents: claude and gemini (keys of the built-in table, their base URLs from the command
+/// line) and codex (a `[[credential]]` with a Bearer token) answer through the substituting
+/// proxy.
 #[test]
-fn claude_and_codex_answer_with_only_a_placeholder() {
+fn claude_codex_and_gemini_answer_with_only_a_placeholder() {
     let Some(addr) = host_address() else {
         println!("SKIP: no address of this machine from `hostname -I`");
         return;
@@ -302,12 +303,15 @@ fn claude_and_codex_answer_with_only_a_placeholder() {
             &format!("Bearer {real}"),
             &codex_log,
         );
+        let gemini_log = env.root().join("gemini.jsonl");
+        let gemini_ep = tls_endpoint(&addr, &pki, "x-goog-api-key", &real, &gemini_log);
         env.write_global_config(&format!(
-            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"{addr}:{c}\", \"{addr}:{x}\"]\n\n\
+            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"{addr}:{c}\", \"{addr}:{x}\", \"{addr}:{g}\"]\n\n\
              [image]\nca_certs = [\"{ca}\"]\n\n\
              [[credential]]\nenv = \"SCRIPTED_KEY\"\nhosts = [\"{addr}:{x}\"]\n",
             c = claude_ep.port,
             x = codex_ep.port,
+            g = gemini_ep.port,
             ca = pki.0.display()
         ));
         let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", claude_ep.port);

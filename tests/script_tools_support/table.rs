@@ -44,6 +44,7 @@ pub const TOOLS: &[(&str, &str, &str)] = &[
     ("paste", "coreutils", ""),
     ("podman", "podman", ""),
     ("node", "nodejs", ""),
+    ("openssl", "openssl", ""),
     ("python3", "python3-minimal", "python3"),
     ("rm", "coreutils", ""),
     ("runc", "runc", ""),
