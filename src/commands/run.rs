@@ -199,7 +199,7 @@ async fn launch_async(
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     let (errors, background) = tokio::join!(cleanup.run(client), background);
-    facts.agent_hook_record = services.stop(result.as_ref().ok().copied()).await;
+    (facts.agent_hook_record, facts.tripwires) = services.stop(result.as_ref().ok().copied()).await;
     if !errors.is_empty() {
         owner.keep(); // the next launch after this process is gone sweeps
     }

@@ -114,7 +114,12 @@ pub struct EgressLog {
     launch_id: String,
     /// Allowed connections past the budget, by destination (`("", 0)`: the others).
     overflow: std::sync::Mutex<std::collections::BTreeMap<(String, u16), Overflow>>,
+    /// The launch's tripwire records, for its report (the first [`MAX_TRIPWIRES`]).
+    tripwires: std::sync::Mutex<Vec<EgressRecord>>,
 }
+
+/// Tripwire records kept for the report.
+const MAX_TRIPWIRES: usize = 100;
 
 impl EgressLog {
     /// A log at `path` for `launch_id`.
@@ -138,7 +143,13 @@ impl EgressLog {
             log: LaunchLog::new(path, "egress log", budgets),
             launch_id,
             overflow: Default::default(),
+            tripwires: Default::default(),
         }
+    }
+
+    /// The tripwire records of this launch so far (docs/credentials.md).
+    pub fn tripwires(&self) -> Vec<EgressRecord> {
+        self.tripwires.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The launch id records carry.
@@ -157,8 +168,15 @@ impl EgressLog {
                 }
             }
             Decision::Failed => drop(self.log.write(FAILURES, &line)),
-            Decision::Refused | Decision::Invalid | Decision::Tripwire => {
+            Decision::Refused | Decision::Invalid => {
                 let _ = self.log.write(REFUSALS, &line);
+            }
+            Decision::Tripwire => {
+                let _ = self.log.write(REFUSALS, &line);
+                let mut kept = self.tripwires.lock().unwrap_or_else(|e| e.into_inner());
+                if kept.len() < MAX_TRIPWIRES {
+                    kept.push(record.clone());
+                }
             }
             Decision::Dropped => self.log.note(&line),
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::agent_hooks::log::{RecordServer, RecordSummary};
 use crate::egress::Egress;
-use crate::egress::log::EgressLog;
+use crate::egress::log::{EgressLog, EgressRecord};
 use crate::ssh_agent::SshFilter;
 
 /// The running services; each is absent when the plan does not ask for it.
@@ -37,8 +37,9 @@ impl HostServices {
         .collect()
     }
 
-    /// Stop every service once the container is gone; the record's summary, when there was one.
-    pub async fn stop(self, exit: Option<u8>) -> Option<RecordSummary> {
+    /// Stop every service once the container is gone; the record's summary, when there was one,
+    /// and the egress log's tripwire records.
+    pub async fn stop(self, exit: Option<u8>) -> (Option<RecordSummary>, Vec<EgressRecord>) {
         if let Some(e) = self.egress {
             e.stop().await;
         }
@@ -46,9 +47,10 @@ impl HostServices {
             s.stop().await;
         }
         self.egress_log.finish();
+        let tripwires = self.egress_log.tripwires();
         match self.records {
-            Some(r) => Some(r.stop(exit).await),
-            None => None,
+            Some(r) => (Some(r.stop(exit).await), tripwires),
+            None => (None, tripwires),
         }
     }
 }

@@ -118,6 +118,8 @@ pub struct Facts {
     pub leftovers: Vec<Leftover>,
     /// The end of the agent hook record, when the launch had agent hooks.
     pub agent_hook_record: Option<RecordSummary>,
+    /// The egress log's tripwire records of this launch.
+    pub tripwires: Vec<crate::egress::log::EgressRecord>,
     /// The directories an agent can write, as far as the launch learnt them: the report's
     /// path must not pass through a symlink planted there (`workspace::user_paths`).
     pub writable: Vec<WritableRoot>,
@@ -206,6 +208,9 @@ pub struct Report {
     /// With agent hooks: what the agent hook record lacks (`incomplete`, empty when complete)
     /// and what was dropped past its budgets (`null` without agent hooks).
     pub agent_hook_record: Option<RecordSummary>,
+    /// A credential's placeholder seen going to a host it is not for: the egress log's
+    /// `tripwire` records of this launch (docs/credentials.md); empty when none.
+    pub tripwires: Vec<crate::egress::log::EgressRecord>,
 }
 
 impl Report {
@@ -229,6 +234,7 @@ impl Report {
             hooks,
             leftovers: facts.leftovers,
             agent_hook_record: facts.agent_hook_record,
+            tripwires: facts.tripwires,
         }
     }
 

@@ -85,6 +85,18 @@ fn egress_log(env: &TestEnv) -> Vec<Value> {
 
 /// Run `agent` with the real key in `key_var` taken from ags's environment (never argv).
 fn launch(env: &TestEnv, agent: &str, key: (&str, &str), envs: &[String], args: &[&str]) -> Output {
+    launch_with(env, &[], agent, key, envs, args)
+}
+
+/// [`launch`] with more of `ags`'s flags.
+fn launch_with(
+    env: &TestEnv,
+    flags: &[&str],
+    agent: &str,
+    key: (&str, &str),
+    envs: &[String],
+    args: &[&str],
+) -> Output {
     let mut all: Vec<String> = [
         "--tty=false",
         "--image",
@@ -97,6 +109,7 @@ fn launch(env: &TestEnv, agent: &str, key: (&str, &str), envs: &[String], args: 
     .iter()
     .map(|s| s.to_string())
     .collect();
+    all.extend(flags.iter().map(|f| f.to_string()));
     all.extend(["--env".to_string(), key.0.to_string()]);
     for e in envs {
         all.extend(["--env".to_string(), e.clone()]);
@@ -148,13 +161,15 @@ fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
             curl -sS http://{addr}:{o}/v1/messages -H "authorization: Bearer $ANTHROPIC_API_KEY" -d '{{}}'; echo
             echo "tunnelled=$(curl -sS -o /dev/null -w '%{{http_code}}' --proxytunnel -x http://127.0.0.1:3128 http://{addr}:{o}/x -H "x-api-key: $ANTHROPIC_API_KEY")"
             for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done
-            find /run /tmp "$HOME" /workspace -type f -exec cat {{}} + 2>/dev/null | tr -c '[:print:]\n' ' '"#,
+            find /run /tmp "$HOME" "$PWD" -type f -exec cat {{}} + 2>/dev/null | tr -c '[:print:]\n' ' '"#,
             p = ep.port,
             o = other.port,
         );
         let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", ep.port);
-        let out = launch(
+        let report = env.root().join("report.json");
+        let out = launch_with(
             env,
+            &["--report", report.to_str().unwrap()],
             "shell",
             ("ANTHROPIC_API_KEY", &real),
             &[base],
@@ -162,6 +177,13 @@ fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
         );
         let text = stdout(&out);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let trips = report["tripwires"].as_array().cloned().unwrap_or_default();
+        assert!(
+            trips.len() == 1 && trips[0]["port"] == other.port && trips[0]["decision"] == "tripwire",
+            "{}: the report's tripwires: {report:#}",
+            env.mode()
+        );
         assert!(
             !text.contains(&real),
             "{}: the real key inside the container:\n{text}",
@@ -228,8 +250,9 @@ fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
     });
 }
 
-/// Open mode runs the proxy too when a key goes through it; the proxy, on the host, does not
-/// reach the host's own loopback for the agent.
+/// Open mode runs the proxy too when a key goes through it (here a `[[credential]]` of the
+/// user's, for the plain shell agent); the proxy, on the host, does not reach the host's own
+/// loopback for the agent.
 #[test]
 fn open_mode_substitutes_and_keeps_the_hosts_loopback_out() {
     let Some(addr) = host_address() else {
@@ -243,23 +266,22 @@ fn open_mode_substitutes_and_keeps_the_hosts_loopback_out() {
         let real = real_key(env);
         let pki = test_pki(&env.root().join("pki"), &addr);
         let ep_log = env.root().join("endpoint.jsonl");
-        let ep = tls_endpoint(&addr, &pki, "x-api-key", &real, &ep_log);
+        let bearer = format!("Bearer {real}");
+        let ep = tls_endpoint(&addr, &pki, "authorization", &bearer, &ep_log);
         let local = endpoint_with("127.0.0.1", &[]);
-        env.write_global_config(&format!("[image]\nca_certs = [\"{}\"]\n", pki.0.display()));
+        // A token of the user's own, declared for the plain shell agent.
+        env.write_global_config(&format!(
+            "[image]\nca_certs = [\"{}\"]\n\n[[credential]]\nenv = \"MY_TOKEN\"\nhosts = [\"{addr}:{}\"]\n",
+            pki.0.display(),
+            ep.port
+        ));
         let script = format!(
-            r#"curl -sS https://{addr}:{p}/v1/messages -H "x-api-key: $ANTHROPIC_API_KEY" -d '{{}}'; echo
+            r#"curl -sS https://{addr}:{p}/v1/messages -H "authorization: Bearer $MY_TOKEN" -d '{{}}'; echo
             echo "local=$(curl -sS --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{l}/v1/messages -d '{{}}')""#,
             p = ep.port,
             l = local.port,
         );
-        let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", ep.port);
-        let out = launch(
-            env,
-            "shell",
-            ("ANTHROPIC_API_KEY", &real),
-            &[base],
-            &["sh", "-c", &script],
-        );
+        let out = launch(env, "shell", ("MY_TOKEN", &real), &[], &["sh", "-c", &script]);
         let text = stdout(&out);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert!(text.contains("message_start"), "{}: {}", env.mode(), show(&out));
