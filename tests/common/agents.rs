@@ -168,24 +168,31 @@ pub fn agents(env: &TestEnv, ep: &Endpoint) -> Vec<Agent> {
 }
 
 pub fn launch(env: &TestEnv, agent: &Agent) -> Output {
-    let mut all: Vec<String> = [
+    let flags: Vec<String> = agent
+        .env
+        .iter()
+        .flat_map(|e| ["--env".to_string(), e.clone()])
+        .collect();
+    env.run(agent_args(env, agent.name, &flags, &agent.args))
+}
+
+/// `ags`'s arguments running `agent` in the agent image without a terminal, labelled for the
+/// test, with more `flags` (each `--env KEY=VALUE` one of them) and the agent's `args`.
+pub fn agent_args(env: &TestEnv, agent: &str, flags: &[String], args: &[String]) -> Vec<String> {
+    let fixed = [
         "--tty=false",
         "--image",
         AGENT_IMAGE,
         "--label",
         &env.label(),
         "--agent",
-        agent.name,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for e in &agent.env {
-        all.extend(["--env".to_string(), e.clone()]);
-    }
+        agent,
+    ];
+    let mut all: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
+    all.extend(flags.iter().cloned());
     all.push("--".into());
-    all.extend(agent.args.iter().cloned());
-    env.run(all)
+    all.extend(args.iter().cloned());
+    all
 }
 
 pub fn log(env: &TestEnv) -> Vec<Value> {

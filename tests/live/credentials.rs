@@ -27,7 +27,7 @@ fn real_key(env: &TestEnv) -> String {
 }
 
 /// A test CA and a certificate for `name` signed by it: (CA PEM path, cert path, key path).
-fn test_pki(dir: &std::path::Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
+fn test_pki(dir: &std::path::Path, name: &str) -> Pki {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     std::fs::create_dir_all(dir).unwrap();
     let ca_key = KeyPair::generate().unwrap();
@@ -48,13 +48,7 @@ fn test_pki(dir: &std::path::Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 /// An HTTPS endpoint on `addr` requiring `header=value`, logging to `log`.
-fn tls_endpoint(
-    addr: &str,
-    pki: &(PathBuf, PathBuf, PathBuf),
-    header: &str,
-    value: &str,
-    log: &std::path::Path,
-) -> Endpoint {
+fn tls_endpoint(addr: &str, pki: &Pki, header: &str, value: &str, log: &std::path::Path) -> Endpoint {
     let (cert, key) = (pki.1.to_str().unwrap(), pki.2.to_str().unwrap());
     let required = format!("{header}={value}");
     let log = log.to_str().unwrap();
@@ -97,28 +91,32 @@ fn launch_with(
     envs: &[String],
     args: &[&str],
 ) -> Output {
-    let mut all: Vec<String> = [
-        "--tty=false",
-        "--image",
-        AGENT_IMAGE,
-        "--label",
-        &env.label(),
-        "--agent",
-        agent,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    all.extend(flags.iter().map(|f| f.to_string()));
+    let mut all: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
     all.extend(["--env".to_string(), key.0.to_string()]);
-    for e in envs {
-        all.extend(["--env".to_string(), e.clone()]);
-    }
-    all.push("--".into());
-    all.extend(args.iter().map(|s| s.to_string()));
+    all.extend(envs.iter().flat_map(|e| ["--env".to_string(), e.clone()]));
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let all = common::agents::agent_args(env, agent, &all, &args);
     let mut cmd: Command = env.cmd(&all);
     cmd.env(key.0, key.1);
     run_command(cmd, None, Duration::from_secs(300))
+}
+
+/// The test CA's PEM, and the endpoint's certificate and key.
+type Pki = (PathBuf, PathBuf, PathBuf);
+
+/// `f(env, address, real key, test PKI)` in each mode whose service has the agent image; the
+/// endpoints listen on this machine's own address.
+fn each_mode_keyed(f: impl Fn(&TestEnv, &str, &str, &Pki)) {
+    let Some(addr) = host_address() else {
+        println!("SKIP: no address of this machine from `hostname -I`");
+        return;
+    };
+    each_mode(|env| {
+        if has_agent_image(env) {
+            let pki = test_pki(&env.root().join("pki"), &addr);
+            f(env, &addr, &real_key(env), &pki);
+        }
+    });
 }
 
 fn has_agent_image(env: &TestEnv) -> bool {
@@ -133,19 +131,10 @@ fn has_agent_image(env: &TestEnv) -> bool {
 /// the placeholder sent to another host is refused and recorded.
 #[test]
 fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
-    let Some(addr) = host_address() else {
-        println!("SKIP: no address of this machine from `hostname -I`");
-        return;
-    };
-    each_mode(|env| {
-        if !has_agent_image(env) {
-            return;
-        }
-        let real = real_key(env);
-        let pki = test_pki(&env.root().join("pki"), &addr);
+    each_mode_keyed(|env, addr, real, pki| {
         let ep_log = env.root().join("endpoint.jsonl");
-        let ep = tls_endpoint(&addr, &pki, "x-api-key", &real, &ep_log);
-        let other = endpoint_with(&addr, &[]);
+        let ep = tls_endpoint(addr, pki, "x-api-key", real, &ep_log);
+        let other = endpoint_with(addr, &[]);
         env.write_global_config(&format!(
             "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"{addr}:{}\", \"{addr}:{}\"]\n\n[image]\nca_certs = [\"{}\"]\n",
             ep.port,
@@ -171,7 +160,7 @@ fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
             env,
             &["--report", report.to_str().unwrap()],
             "shell",
-            ("ANTHROPIC_API_KEY", &real),
+            ("ANTHROPIC_API_KEY", real),
             &[base],
             &["sh", "-c", &script],
         );
@@ -185,7 +174,7 @@ fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
             env.mode()
         );
         assert!(
-            !text.contains(&real),
+            !text.contains(real),
             "{}: the real key inside the container:\n{text}",
             env.mode()
         );
@@ -233,14 +222,14 @@ fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
         assert_eq!(trips.len(), 1, "{}: {log:#?}", env.mode());
         let all_log = serde_json::to_string(&log).unwrap();
         assert!(
-            !all_log.contains(&real) && !all_log.contains(&placeholder),
+            !all_log.contains(real) && !all_log.contains(&placeholder),
             "values in the egress log"
         );
-        assert!(!show(&out).contains(&real), "the real key in ags's output");
+        assert!(!show(&out).contains(real), "the real key in ags's output");
 
         let mut dirs = podman_storage_dirs(env);
         dirs.push(env.root().to_path_buf());
-        let found = files_containing(&dirs, &[&real], Some(&marker));
+        let found = files_containing(&dirs, &[real], Some(&marker));
         assert!(
             found.is_empty(),
             "{}: the real key on disk: {found:?}",
@@ -255,19 +244,10 @@ fn the_real_key_reaches_its_host_and_nothing_the_agent_can_read() {
 /// loopback for the agent.
 #[test]
 fn open_mode_substitutes_and_keeps_the_hosts_loopback_out() {
-    let Some(addr) = host_address() else {
-        println!("SKIP: no address of this machine from `hostname -I`");
-        return;
-    };
-    each_mode(|env| {
-        if !has_agent_image(env) {
-            return;
-        }
-        let real = real_key(env);
-        let pki = test_pki(&env.root().join("pki"), &addr);
+    each_mode_keyed(|env, addr, real, pki| {
         let ep_log = env.root().join("endpoint.jsonl");
         let bearer = format!("Bearer {real}");
-        let ep = tls_endpoint(&addr, &pki, "authorization", &bearer, &ep_log);
+        let ep = tls_endpoint(addr, pki, "authorization", &bearer, &ep_log);
         let local = endpoint_with("127.0.0.1", &[]);
         // A token of the user's own, declared for the plain shell agent.
         env.write_global_config(&format!(
@@ -281,7 +261,7 @@ fn open_mode_substitutes_and_keeps_the_hosts_loopback_out() {
             p = ep.port,
             l = local.port,
         );
-        let out = launch(env, "shell", ("MY_TOKEN", &real), &[], &["sh", "-c", &script]);
+        let out = launch(env, "shell", ("MY_TOKEN", real), &[], &["sh", "-c", &script]);
         let text = stdout(&out);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert!(text.contains("message_start"), "{}: {}", env.mode(), show(&out));
@@ -305,28 +285,13 @@ fn open_mode_substitutes_and_keeps_the_hosts_loopback_out() {
 /// proxy.
 #[test]
 fn claude_codex_and_gemini_answer_with_only_a_placeholder() {
-    let Some(addr) = host_address() else {
-        println!("SKIP: no address of this machine from `hostname -I`");
-        return;
-    };
-    each_mode(|env| {
-        if !has_agent_image(env) {
-            return;
-        }
-        let real = real_key(env);
-        let pki = test_pki(&env.root().join("pki"), &addr);
+    each_mode_keyed(|env, addr, real, pki| {
         let claude_log = env.root().join("claude.jsonl");
-        let claude_ep = tls_endpoint(&addr, &pki, "x-api-key", &real, &claude_log);
+        let claude_ep = tls_endpoint(addr, pki, "x-api-key", real, &claude_log);
         let codex_log = env.root().join("codex.jsonl");
-        let codex_ep = tls_endpoint(
-            &addr,
-            &pki,
-            "authorization",
-            &format!("Bearer {real}"),
-            &codex_log,
-        );
+        let codex_ep = tls_endpoint(addr, pki, "authorization", &format!("Bearer {real}"), &codex_log);
         let gemini_log = env.root().join("gemini.jsonl");
-        let gemini_ep = tls_endpoint(&addr, &pki, "x-goog-api-key", &real, &gemini_log);
+        let gemini_ep = tls_endpoint(addr, pki, "x-goog-api-key", real, &gemini_log);
         env.write_global_config(&format!(
             "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"{addr}:{c}\", \"{addr}:{x}\", \"{addr}:{g}\"]\n\n\
              [image]\nca_certs = [\"{ca}\"]\n\n\
@@ -337,21 +302,15 @@ fn claude_codex_and_gemini_answer_with_only_a_placeholder() {
             ca = pki.0.display()
         ));
         let base = format!("ANTHROPIC_BASE_URL=https://{addr}:{}", claude_ep.port);
-        let out = launch(
+        let envs = [base, "DISABLE_TELEMETRY=1".into()];
+        answers(
             env,
             "claude",
-            ("ANTHROPIC_API_KEY", &real),
-            &[base, "DISABLE_TELEMETRY=1".into()],
+            ("ANTHROPIC_API_KEY", real),
+            &envs,
             &["-p", "say hi"],
+            &claude_log,
         );
-        assert_eq!(out.status.code(), Some(0), "claude: {}", show(&out));
-        assert!(stdout(&out).contains(REPLY), "claude: {}", show(&out));
-        let seen = read_jsonl(&std::fs::read_to_string(&claude_log).unwrap_or_default());
-        assert!(
-            !seen.is_empty() && seen.iter().all(|r| r["key_ok"] == true),
-            "claude: {seen:#?}"
-        );
-
         let codex_args: Vec<String> = ["exec", "--skip-git-repo-check"]
             .into_iter()
             .map(String::from)
@@ -359,16 +318,39 @@ fn claude_codex_and_gemini_answer_with_only_a_placeholder() {
             .chain(["say hi".to_string()])
             .collect();
         let codex_args: Vec<&str> = codex_args.iter().map(String::as_str).collect();
-        let out = launch(env, "codex", ("SCRIPTED_KEY", &real), &[], &codex_args);
-        assert_eq!(out.status.code(), Some(0), "codex: {}", show(&out));
-        assert!(stdout(&out).contains(REPLY), "codex: {}", show(&out));
-        let seen = read_jsonl(&std::fs::read_to_string(&codex_log).unwrap_or_default());
-        assert!(
-            !seen.is_empty() && seen.iter().all(|r| r["key_ok"] == true),
-            "codex: {seen:#?}"
+        answers(env, "codex", ("SCRIPTED_KEY", real), &[], &codex_args, &codex_log);
+        common::agents::seed_gemini(env);
+        let base = format!("GOOGLE_GEMINI_BASE_URL=https://{addr}:{}", gemini_ep.port);
+        answers(
+            env,
+            "gemini",
+            ("GEMINI_API_KEY", real),
+            &[base],
+            &["-p", "say hi"],
+            &gemini_log,
         );
         assert_clean(env);
     });
+}
+
+/// `agent` answers through the proxy, and its endpoint saw the real key in every request.
+fn answers(
+    env: &TestEnv,
+    agent: &str,
+    key: (&str, &str),
+    envs: &[String],
+    args: &[&str],
+    log: &std::path::Path,
+) {
+    let out = launch(env, agent, key, envs, args);
+    assert_eq!(out.status.code(), Some(0), "{agent}: {}", show(&out));
+    assert!(stdout(&out).contains(REPLY), "{agent}: {}", show(&out));
+    assert!(!show(&out).contains(key.1), "{agent}: the real key in the output");
+    let seen = read_jsonl(&std::fs::read_to_string(log).unwrap_or_default());
+    assert!(
+        !seen.is_empty() && seen.iter().all(|r| r["key_ok"] == true),
+        "{agent}: {seen:#?}"
+    );
 }
 
 /// Requests that would carry the key past the declared host or hand it back (found by an
@@ -377,22 +359,13 @@ fn claude_codex_and_gemini_answer_with_only_a_placeholder() {
 /// (it wants an authority key identifier). An `http://` base URL (a local gateway) does get it.
 #[test]
 fn requests_that_could_take_the_key_elsewhere_are_refused() {
-    let Some(addr) = host_address() else {
-        println!("SKIP: no address of this machine from `hostname -I`");
-        return;
-    };
-    each_mode(|env| {
-        if !has_agent_image(env) {
-            return;
-        }
-        let real = real_key(env);
-        let pki = test_pki(&env.root().join("pki"), &addr);
+    each_mode_keyed(|env, addr, real, pki| {
         let tls_log = env.root().join("tls.jsonl");
-        let ep = tls_endpoint(&addr, &pki, "x-api-key", &real, &tls_log);
+        let ep = tls_endpoint(addr, pki, "x-api-key", real, &tls_log);
         let plain_log = env.root().join("plain.jsonl");
         let required = format!("x-api-key={real}");
         let plain = endpoint_with(
-            &addr,
+            addr,
             &[
                 "--require-header",
                 &required,
@@ -435,7 +408,7 @@ print("trace=" + send(f"TRACE /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api
         let first = launch(
             env,
             "shell",
-            ("ANTHROPIC_API_KEY", &real),
+            ("ANTHROPIC_API_KEY", real),
             &[base],
             &["sh", "-c", &script],
         );
@@ -445,7 +418,7 @@ print("trace=" + send(f"TRACE /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api
         let out = launch(
             env,
             "shell",
-            ("ANTHROPIC_API_KEY", &real),
+            ("ANTHROPIC_API_KEY", real),
             &[base],
             &["sh", "-c", &script],
         );
@@ -479,7 +452,7 @@ print("trace=" + send(f"TRACE /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api
         let out = launch(
             env,
             "shell",
-            ("ANTHROPIC_API_KEY", &real),
+            ("ANTHROPIC_API_KEY", real),
             &[base],
             &["sh", "-c", &script],
         );
@@ -489,7 +462,7 @@ print("trace=" + send(f"TRACE /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api
             env.mode(),
             show(&out)
         );
-        assert!(!show(&out).contains(&real) && !show(&first).contains(&real));
+        assert!(!show(&out).contains(real) && !show(&first).contains(real));
         assert_clean(env);
     });
 }

@@ -46,24 +46,12 @@ fn launch(
     env.write_global_config(&format!(
         "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"{entry}\"]\n"
     ));
-    let mut all: Vec<String> = [
-        "--tty=false",
-        "--image",
-        AGENT_IMAGE,
-        "--label",
-        &env.label(),
-        "--agent",
-        agent,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for e in envs {
-        all.extend(["--env".to_string(), e.clone()]);
-    }
-    all.push("--".into());
-    all.extend(args.iter().map(|s| s.to_string()));
-    env.run(all)
+    let flags: Vec<String> = envs
+        .iter()
+        .flat_map(|e| ["--env".to_string(), e.clone()])
+        .collect();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    env.run(common::agents::agent_args(env, agent, &flags, &args))
 }
 
 fn check(env: &TestEnv, ep: &Endpoint, agent: &str, envs: &[String], args: &[&str]) {
