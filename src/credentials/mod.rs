@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use zeroize::Zeroizing;
 
 use model::{Credential, Delivery};
-pub use relay::{Outcome, terminate};
+pub use relay::{Inner, Outcome, terminate};
 
 /// Errors making a launch's credentials ready.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +150,24 @@ impl Vault {
         value: &str,
     ) -> Option<(Zeroizing<String>, &str)> {
         self.rewrite_if(host, port, name, value, |_| true)
+    }
+
+    /// [`Self::rewrite`] on plain HTTP: only the credentials declared for it (`plain_http`).
+    pub fn rewrite_plain(
+        &self,
+        host: &str,
+        port: u16,
+        name: &str,
+        value: &str,
+    ) -> Option<(Zeroizing<String>, &str)> {
+        self.rewrite_if(host, port, name, value, |c| c.plain_http)
+    }
+
+    /// Whether a credential for `host:port` may go over plain HTTP: a tunnel there may carry it.
+    pub fn plain_http(&self, host: &str, port: u16) -> bool {
+        self.entries
+            .iter()
+            .any(|e| e.rule.plain_http && e.rule.is_for(host, port))
     }
 
     /// [`Self::rewrite`] for the credentials `allowed` accepts.

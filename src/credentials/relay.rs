@@ -40,73 +40,115 @@ pub struct Outcome {
 
 type Body = Either<Incoming, Full<Bytes>>;
 
+/// What the agent speaks inside its tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inner {
+    /// TLS; `answered`: the `200` has already been sent (the caller looked at the first byte).
+    Tls { answered: bool },
+    /// Plain HTTP (a host declared for it: `plain_http`).
+    Plain,
+}
+
 /// Relay `client` (which sent `CONNECT host:port`) to `upstream`, substituting. `up` and
 /// `down` count the bytes the agent sent and received.
 pub async fn terminate<C>(
     mut client: C,
     upstream: TcpStream,
     vault: Arc<Vault>,
-    host: String,
-    port: u16,
+    (host, port): (String, u16),
     counts: (Arc<AtomicU64>, Arc<AtomicU64>),
+    inner: Inner,
 ) -> Outcome
 where
     C: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let mut outcome = Outcome::default();
+    let counted = |inner| Counted {
+        inner,
+        up: counts.0.clone(),
+        down: counts.1.clone(),
+    };
+    let answered = match inner {
+        Inner::Plain => return serve(counted(client), upstream, vault, (host, port), true).await,
+        Inner::Tls { answered } => answered,
+    };
     let upstream = match verified(&vault, &host, upstream).await {
         Ok(s) => s,
         Err(why) => {
-            let body = format!("ags egress: {why}\n");
-            let head = format!(
-                "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = client.write_all(head.as_bytes()).await;
-            outcome.failed = Some(why);
-            return outcome;
+            if !answered {
+                let body = format!("ags egress: {why}\n");
+                let head = format!(
+                    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = client.write_all(head.as_bytes()).await;
+            }
+            return Outcome {
+                failed: Some(why),
+                ..Outcome::default()
+            };
         }
     };
     let accepted = async {
-        client
-            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            .await
-            .map_err(|e| e.to_string())?;
+        if !answered {
+            client
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         let config = vault.authority.server_config(&host).map_err(|e| e.to_string())?;
-        let counted = Counted {
-            inner: client,
-            up: counts.0,
-            down: counts.1,
-        };
         tokio::time::timeout(
             HANDSHAKE_TIMEOUT,
-            tokio_rustls::TlsAcceptor::from(config).accept(counted),
+            tokio_rustls::TlsAcceptor::from(config).accept(counted(client)),
         )
         .await
         .map_err(|_| "the agent's TLS handshake timed out".to_string())?
         .map_err(|e| format!("the agent's TLS handshake failed: {e}"))
     };
-    let agent = match accepted.await {
-        Ok(a) => a,
-        Err(why) => {
-            outcome.failed = Some(why);
-            return outcome;
-        }
-    };
+    match accepted.await {
+        Ok(agent) => serve(agent, upstream, vault, (host, port), false).await,
+        Err(why) => Outcome {
+            failed: Some(why),
+            ..Outcome::default()
+        },
+    }
+}
+
+/// Serve the agent's HTTP/1.1 requests, each checked, rewritten (`plain`: only credentials
+/// declared for plain HTTP) and passed on to `upstream`.
+async fn serve<A, U>(
+    agent: A,
+    upstream: U,
+    vault: Arc<Vault>,
+    (host, port): (String, u16),
+    plain: bool,
+) -> Outcome
+where
+    A: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    U: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let Ok((sender, conn)) =
         hyper::client::conn::http1::handshake::<_, Incoming>(TokioIo::new(upstream)).await
     else {
-        outcome.failed = Some(format!("{host}: the HTTP handshake failed"));
-        return outcome;
+        return Outcome {
+            failed: Some(format!("{host}: the HTTP handshake failed")),
+            ..Outcome::default()
+        };
     };
     let upstream_task = tokio::spawn(conn);
-    let shared = Arc::new(Mutex::new(outcome));
+    let shared = Arc::new(Mutex::new(Outcome::default()));
     let sender = Arc::new(tokio::sync::Mutex::new(sender));
     let service = {
         let shared = shared.clone();
         hyper::service::service_fn(move |req| {
             let (vault, host, sender, shared) = (vault.clone(), host.clone(), sender.clone(), shared.clone());
-            async move { Ok::<_, std::convert::Infallible>(one(req, &vault, &host, port, &sender, &shared).await) }
+            async move {
+                let at = Target {
+                    host: &host,
+                    port,
+                    plain,
+                };
+                Ok::<_, std::convert::Infallible>(one(req, &vault, at, &sender, &shared).await)
+            }
         })
     };
     let _ = hyper::server::conn::http1::Builder::new()
@@ -114,6 +156,14 @@ where
         .await;
     upstream_task.abort();
     std::mem::take(&mut *shared.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Where a request goes: the tunnel's host and port, and whether it is plain HTTP.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    host: &'a str,
+    port: u16,
+    plain: bool,
 }
 
 /// Connect TLS to the real host and verify its certificate for `host`.
@@ -168,8 +218,7 @@ fn ordinary(req: &Request<Incoming>, host: &str, port: u16) -> Result<(), String
 async fn one(
     mut req: Request<Incoming>,
     vault: &Vault,
-    host: &str,
-    port: u16,
+    Target { host, port, plain }: Target<'_>,
     sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Incoming>>,
     shared: &Mutex<Outcome>,
 ) -> Response<Body> {
@@ -200,7 +249,11 @@ async fn one(
     let mut done = Vec::new();
     for (name, value) in req.headers_mut().iter_mut() {
         let Ok(text) = value.to_str() else { continue };
-        if let Some((real, env)) = vault.rewrite(host, port, name.as_str(), text)
+        let rewritten = match plain {
+            true => vault.rewrite_plain(host, port, name.as_str(), text),
+            false => vault.rewrite(host, port, name.as_str(), text),
+        };
+        if let Some((real, env)) = rewritten
             && let Ok(mut v) = HeaderValue::from_str(&real)
         {
             v.set_sensitive(true);

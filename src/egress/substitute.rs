@@ -11,7 +11,7 @@ use tokio::net::{TcpStream, UnixStream};
 
 use super::log::{Decision, EgressLog, EgressRecord};
 use super::request::Request;
-use crate::credentials::{self, Vault};
+use crate::credentials::{self, Inner, Vault};
 
 /// The substitutions of a request.
 type Substituted = std::collections::BTreeMap<String, u64>;
@@ -62,7 +62,7 @@ fn tripwire_record(
 /// Relay a `CONNECT` to a credential host through the terminating relay; record the
 /// connection (`record`, already carrying the address) and each tripwire.
 pub(super) async fn tunnel(
-    client: UnixStream,
+    mut client: UnixStream,
     upstream: TcpStream,
     vault: Arc<Vault>,
     mut record: EgressRecord,
@@ -72,14 +72,20 @@ pub(super) async fn tunnel(
     let started = Instant::now();
     let (up, down) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let (host, port) = (record.host.clone(), record.port);
-    let relay = credentials::terminate(
-        client,
-        upstream,
-        vault,
-        host.clone(),
-        port,
-        (up.clone(), down.clone()),
-    );
+    let inner = match vault.plain_http(&host, port) {
+        false => Inner::Tls { answered: false },
+        true => match speaks_tls(&mut client).await {
+            Some(true) => Inner::Tls { answered: true },
+            Some(false) => Inner::Plain,
+            None => {
+                record.decision = Decision::Failed;
+                record.reason = "the agent closed the tunnel before sending anything".into();
+                return log.append(&record);
+            }
+        },
+    };
+    let counts = (up.clone(), down.clone());
+    let relay = credentials::terminate(client, upstream, vault, (host.clone(), port), counts, inner);
     let outcome = tokio::select! {
         o = relay => Some(o),
         _ = stop => None,
@@ -97,4 +103,39 @@ pub(super) async fn tunnel(
     record.bytes_down = down.load(Ordering::Relaxed);
     record.duration_ms = started.elapsed().as_millis() as u64;
     log.append(&record);
+}
+
+/// For a host whose credential may go over plain HTTP, a tunnel may carry either: answer the
+/// `CONNECT`, then look at the agent's first byte (a TLS handshake record starts with 0x16)
+/// without taking it. `None` when the agent closed or failed first.
+async fn speaks_tls(client: &mut UnixStream) -> Option<bool> {
+    use std::os::fd::AsRawFd;
+    use tokio::io::{AsyncWriteExt, Interest};
+    client
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .await
+        .ok()?;
+    let client = &*client;
+    let peek = || {
+        let mut byte = [0u8; 1];
+        let flags = nix::sys::socket::MsgFlags::MSG_PEEK;
+        nix::sys::socket::recv(client.as_raw_fd(), &mut byte, flags)
+            .map(|n| (n, byte[0]))
+            .map_err(std::io::Error::from)
+    };
+    let wait = async {
+        loop {
+            client.readable().await.ok()?;
+            match client.try_io(Interest::READABLE, peek) {
+                Ok((0, _)) => return None,
+                Ok((_, b)) => return Some(b == 0x16),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(_) => return None,
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), wait)
+        .await
+        .ok()
+        .flatten()
 }

@@ -443,11 +443,13 @@ print("trace=" + send(f"TRACE /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api
             "{}: only the ordinary request arrives: {seen:#?}",
             env.mode()
         );
-        // An http:// base URL names a gateway without TLS: the key goes in there.
+        // An http:// base URL names a gateway without TLS: the key goes in there, in an
+        // absolute-URI request and in a tunnel (gemini and pi tunnel even http://).
         let base = format!("ANTHROPIC_BASE_URL=http://{addr}:{}", plain.port);
         let script = format!(
-            "curl -sS -o /dev/null -w 'plain=%{{http_code}}' http://{addr}:{}/v1/messages -H \"x-api-key: $ANTHROPIC_API_KEY\" -d '{{}}'",
-            plain.port
+            "curl -sS -o /dev/null -w 'plain=%{{http_code}} ' http://{addr}:{q}/v1/messages -H \"x-api-key: $ANTHROPIC_API_KEY\" -d '{{}}'\n\
+             curl -sS -o /dev/null -w 'tunnel=%{{http_code}}' --proxytunnel http://{addr}:{q}/v1/messages -H \"x-api-key: $ANTHROPIC_API_KEY\" -d '{{}}'",
+            q = plain.port
         );
         let out = launch(
             env,
@@ -457,7 +459,7 @@ print("trace=" + send(f"TRACE /v1/messages HTTP/1.1\r\nHost: {addr}:{p}\r\nx-api
             &["sh", "-c", &script],
         );
         assert!(
-            stdout(&out).contains("plain=200"),
+            stdout(&out).contains("plain=200") && stdout(&out).contains("tunnel=200"),
             "{}: {}",
             env.mode(),
             show(&out)
