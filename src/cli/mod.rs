@@ -125,6 +125,10 @@ pub struct RunArgs {
     /// through ags's egress proxy) or none. Cannot go below a project overlay's mode.
     #[arg(long, value_enum, value_name = "MODE")]
     pub network: Option<NetworkMode>,
+    /// Add a destination to the allowlist for this launch (HOST[:PORT], *.DOMAIN, IP or CIDR,
+    /// as in [network] allow); applies in allowlist mode.
+    #[arg(long = "allow", value_name = "HOST[:PORT]")]
+    pub allow: Vec<String>,
     /// After the launch, write a JSON report (launch id, image, exit code, phase timings, hook
     /// runs, leftovers) to PATH, atomically, or to standard output with `-` (docs/ci.md).
     #[arg(long, value_name = "PATH")]

@@ -188,7 +188,23 @@ pub(super) fn check_args(global: &GlobalArgs, args: &RunArgs) -> Result<(), Erro
     if let Some(image) = &args.image {
         plan::check::check_image_ref(image)?;
     }
+    allow_entries(&args.allow)?;
     Ok(())
+}
+
+/// Parse the `--allow` entries.
+fn allow_entries(raw: &[String]) -> Result<Vec<config::AllowEntry>, Error> {
+    raw.iter()
+        .map(|r| {
+            config::AllowEntry::parse(r).map_err(|rule| {
+                CommandError::invalid(
+                    format!("--allow {r:?}"),
+                    format!("{rule}; write it as in [network] allow (docs/network.md)"),
+                )
+                .into()
+            })
+        })
+        .collect()
 }
 
 /// Resolve the launch options: terminal detection, the user's mounts (checked with `rules`,
@@ -233,6 +249,7 @@ pub(super) fn settings(
         op_secret_sets: args.op_secret_sets.clone(),
         lockdown: args.lockdown,
         network: args.network.map(network_mode),
+        allow: allow_entries(&args.allow)?,
         skip_permissions: args.yolo || agent.skip_permissions,
         agent_args: agent.args,
         name: args.name.clone(),

@@ -180,9 +180,13 @@ fn kube_checks(config: &Config, settings: &RunSettings, git: bool) -> Result<(),
     let profile = crate::plan::check::find_agent(&settings.agent)?;
     let egress = crate::egress::plan::plan(
         config,
-        settings.network,
+        crate::egress::plan::Requested {
+            network: settings.network,
+            allow: &settings.allow,
+        },
         profile,
         std::path::Path::new("/"),
+        false,
         false,
     );
     let checked = kube::check_network(egress.mode, &egress.mode_origin.to_string(), git)

@@ -91,12 +91,17 @@ pub fn start(
     }
     install_forwarder(&proxy.forwarder)?;
     let listener = listen(proxy)?;
-    let policy = Arc::new(match plan.mode {
+    let policy = match plan.mode {
         crate::config::Network::Allowlist => {
             proxy::Policy::new(plan.allow.iter().map(|a| a.entry.clone()).collect()).with_vault(vault)
         }
         _ => proxy::Policy::open(vault),
-    });
+    };
+    let policy = Arc::new(
+        policy
+            .with_host_ports(plan.host_ports.clone())
+            .with_deny(plan.deny.clone()),
+    );
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(proxy::serve(listener, policy, log, stopped));
     Ok(Some(Egress {

@@ -53,8 +53,12 @@ pub struct NetworkFile {
     pub mode: Option<String>,
     /// Allowlist entries.
     pub allow: Option<Vec<String>>,
+    /// Entries refused even when an allow entry matches (same syntax).
+    pub deny: Option<Vec<String>>,
     /// Add the hosts of the launched agent's own API in allowlist mode (default true).
     pub agent_hosts: Option<bool>,
+    /// Ports of the host's loopback the agent may reach, in any mode (global config only).
+    pub host_loopback: Option<Vec<u16>>,
 }
 
 /// What an entry matches.
@@ -150,6 +154,39 @@ impl AllowEntry {
     pub fn names_exactly(&self, host: &str, port: u16) -> bool {
         matches!(&self.target, Target::Host(h) if h == host) && self.ports.contains(&port)
     }
+
+    /// Whether this entry, read as a deny entry, matches the name `host` on `port`: a deny
+    /// entry without a port matches every port.
+    pub fn denies_name(&self, host: &str, port: u16) -> bool {
+        self.allows_name(host, self.deny_port(port))
+    }
+
+    /// Whether this entry, read as a deny entry, matches the address `ip` on `port`.
+    pub fn denies_addr(&self, ip: IpAddr, port: u16) -> bool {
+        self.allows_addr(ip, self.deny_port(port))
+    }
+
+    /// `port` for an entry with one; for a bare entry, a port it holds (so any port matches).
+    fn deny_port(&self, port: u16) -> u16 {
+        match self.ports.as_slice() {
+            [_] | [] => port,
+            [first, ..] => *first,
+        }
+    }
+
+    /// The port of the host's loopback this entry opens: an entry with an explicit port naming
+    /// `host.ags.internal`, `localhost`, `127.0.0.1` or `[::1]`.
+    pub fn host_port(&self) -> Option<u16> {
+        let local = match &self.target {
+            Target::Host(h) => h == HOST_NAME || h == "localhost",
+            Target::Net { addr, prefix } => addr.is_loopback() && *prefix == full_prefix(addr),
+            Target::Suffix(_) => false,
+        };
+        match self.ports.as_slice() {
+            [port] if local => Some(*port),
+            _ => None,
+        }
+    }
 }
 
 /// Where a mode or an allowlist entry came from (shown by `ags plan`).
@@ -189,8 +226,12 @@ pub struct EgressSettings {
     pub floor: Option<Network>,
     /// Configured entries, global first.
     pub allow: Vec<(AllowEntry, EgressOrigin)>,
+    /// Deny entries of the global config and the overlay (the overlay only adds).
+    pub deny: Vec<(AllowEntry, EgressOrigin)>,
     /// Whether the agent's own API hosts are added in allowlist mode.
     pub agent_hosts: bool,
+    /// `host_loopback`: ports of the host's loopback opened in any mode.
+    pub host_loopback: Vec<u16>,
 }
 
 impl Default for EgressSettings {
@@ -199,7 +240,9 @@ impl Default for EgressSettings {
             mode_origin: EgressOrigin::Default,
             floor: None,
             allow: Vec::new(),
+            deny: Vec::new(),
             agent_hosts: true,
+            host_loopback: Vec::new(),
         }
     }
 }
@@ -211,8 +254,16 @@ pub type FieldError = (String, String);
 struct Parsed {
     mode: Option<Network>,
     allow: Option<Vec<AllowEntry>>,
+    deny: Vec<AllowEntry>,
     agent_hosts: Option<bool>,
+    host_loopback: Option<Vec<u16>>,
 }
+
+/// At most this many host-loopback ports (each is a listener in the container).
+pub const MAX_HOST_PORTS: usize = 16;
+
+/// The name under which the agent reaches the host's loopback (docs/network.md).
+pub const HOST_NAME: &str = "host.ags.internal";
 
 fn parse_file(file: Option<&NetworkFile>, sandbox_network: Option<&str>) -> Result<Parsed, FieldError> {
     let err = |k: &str, m: String| (k.to_string(), m);
@@ -238,22 +289,34 @@ fn parse_file(file: Option<&NetworkFile>, sandbox_network: Option<&str>) -> Resu
         })?),
         (None, None) => None,
     };
-    let allow = f
-        .allow
-        .map(|list| {
+    let entries = |key: &str, list: Option<Vec<String>>| {
+        list.map(|list| {
             list.iter()
                 .enumerate()
                 .map(|(i, raw)| {
                     AllowEntry::parse(raw)
-                        .map_err(|m| err(&format!("network.allow[{i}]"), format!("{raw:?}: {m}")))
+                        .map_err(|m| err(&format!("network.{key}[{i}]"), format!("{raw:?}: {m}")))
                 })
                 .collect::<Result<Vec<_>, _>>()
         })
-        .transpose()?;
+        .transpose()
+    };
+    let allow = entries("allow", f.allow)?;
+    let deny = entries("deny", f.deny)?.unwrap_or_default();
+    if let Some(ports) = &f.host_loopback
+        && (ports.len() > MAX_HOST_PORTS || ports.contains(&0))
+    {
+        return Err(err(
+            "network.host_loopback",
+            format!("{ports:?}: must list at most {MAX_HOST_PORTS} ports from 1 to 65535"),
+        ));
+    }
     Ok(Parsed {
         mode,
         allow,
+        deny,
         agent_hosts: f.agent_hosts,
+        host_loopback: f.host_loopback,
     })
 }
 
@@ -321,6 +384,16 @@ pub fn resolve(
         }
         settings.agent_hosts = a;
     }
+    if o.host_loopback.is_some() {
+        return Err(narrow(
+            "network.host_loopback",
+            "a project overlay may not open ports of the host's loopback; set it in the global config".into(),
+        ));
+    }
+    settings.host_loopback = g.host_loopback.unwrap_or_default();
+    settings.deny = (g.deny.into_iter().map(|e| (e, EgressOrigin::Config)))
+        .chain(o.deny.into_iter().map(|e| (e, EgressOrigin::ProjectConfig)))
+        .collect();
     Ok((mode, settings))
 }
 
@@ -405,73 +478,10 @@ fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-fn full_prefix(addr: &IpAddr) -> u8 {
-    if addr.is_ipv4() { 32 } else { 128 }
-}
-
-fn network_of(addr: IpAddr, prefix: u8) -> IpAddr {
-    match addr {
-        IpAddr::V4(a) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V4((u32::from(a) & mask).into())
-        }
-        IpAddr::V6(a) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V6((u128::from(a) & mask).into())
-        }
-    }
-}
-
-fn in_net(ip: IpAddr, net: IpAddr, prefix: u8) -> bool {
-    let ip = canonical(ip);
-    ip.is_ipv4() == net.is_ipv4() && network_of(ip, prefix) == net
-}
-
-/// An IPv4-mapped IPv6 address as the IPv4 address it is.
-pub fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
-}
-
-/// Whether `ip` is not a public unicast address: loopback, private, shared (CGNAT), link-local,
-/// unique-local, multicast, unspecified, broadcast or reserved. The proxy refuses these unless an
-/// entry names them explicitly.
-pub fn is_internal(ip: IpAddr) -> bool {
-    match canonical(ip) {
-        IpAddr::V4(a) => {
-            let o = a.octets();
-            a.is_loopback()
-                || a.is_private()
-                || a.is_link_local()
-                || a.is_multicast()
-                || a.is_unspecified()
-                || a.is_broadcast()
-                || o[0] == 0
-                || (o[0] == 100 && (o[1] & 0xc0) == 64)
-                || o[0] >= 240
-        }
-        IpAddr::V6(a) => {
-            let s = a.segments();
-            a.is_loopback()
-                || a.is_unspecified()
-                || a.is_multicast()
-                || (s[0] & 0xffc0) == 0xfe80
-                || (s[0] & 0xfe00) == 0xfc00
-                || (s[0] == 0x64 && s[1] == 0xff9b)
-                // An IPv4 address inside: IPv4-compatible `::a.b.c.d`, 6to4 `2002:aabb:ccdd::`
-                // (session-18 attacker B's remark: on a host with such routes they reach it).
-                || (s[..6] == [0; 6] && is_internal(IpAddr::V4(v4_of(s[6], s[7]))))
-                || (s[0] == 0x2002 && is_internal(IpAddr::V4(v4_of(s[1], s[2]))))
-        }
-    }
-}
-
-/// The IPv4 address held in two 16-bit segments.
-fn v4_of(hi: u16, lo: u16) -> std::net::Ipv4Addr {
-    std::net::Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))
-}
+#[path = "model_addr.rs"]
+mod addr;
+pub use addr::{canonical, is_internal};
+use addr::{full_prefix, in_net, network_of};
 
 #[cfg(test)]
 #[path = "model_tests.rs"]

@@ -102,6 +102,63 @@ fn file(mode: Option<&str>, allow: Option<&[&str]>, agent_hosts: Option<bool>) -
         mode: mode.map(Into::into),
         allow: allow.map(|a| a.iter().map(|s| s.to_string()).collect()),
         agent_hosts,
+        host_loopback: None,
+        deny: None,
+    }
+}
+
+#[test]
+fn deny_entries_add_up_and_a_bare_one_matches_every_port() {
+    let mut g = file(Some("allowlist"), Some(&["a.com"]), None);
+    g.deny = Some(vec!["*.tracker.example".into()]);
+    let mut o = file(None, None, None);
+    o.deny = Some(vec!["a.com:8443".into()]);
+    let (_, s) = resolve((Some(&g), None), Some(&o)).unwrap();
+    let shown: Vec<(&str, &EgressOrigin)> = s.deny.iter().map(|(e, o)| (e.entry.as_str(), o)).collect();
+    assert_eq!(
+        shown,
+        [
+            ("*.tracker.example", &EgressOrigin::Config),
+            ("a.com:8443", &EgressOrigin::ProjectConfig)
+        ]
+    );
+    let (e, _) = &s.deny[0];
+    assert!(e.denies_name("x.tracker.example", 22) && e.denies_name("x.tracker.example", 443));
+    let (e, _) = &s.deny[1];
+    assert!(e.denies_name("a.com", 8443) && !e.denies_name("a.com", 443));
+    o.deny = Some(vec!["bad host".into()]);
+    let (in_overlay, (key, _)) = resolve((Some(&g), None), Some(&o)).unwrap_err();
+    assert!(in_overlay && key == "network.deny[0]");
+}
+
+#[test]
+fn host_loopback_ports_come_from_the_global_config_and_loopback_entries() {
+    let mut g = file(None, None, None);
+    g.host_loopback = Some(vec![11434, 5432]);
+    let (_, s) = resolve((Some(&g), None), None).unwrap();
+    assert_eq!(s.host_loopback, vec![11434, 5432]);
+    // An overlay may not open the host's loopback.
+    let mut o = file(None, None, None);
+    o.host_loopback = Some(vec![22]);
+    let (in_overlay, (key, msg)) = resolve((Some(&g), None), Some(&o)).unwrap_err();
+    assert!(in_overlay && key == "network.host_loopback", "{msg}");
+    g.host_loopback = Some(vec![0]);
+    assert!(resolve((Some(&g), None), None).is_err());
+    g.host_loopback = Some((1..=17).collect());
+    assert!(resolve((Some(&g), None), None).is_err());
+    // Entries with a port naming the host's loopback open that port; others do not.
+    let port = |e: &str| AllowEntry::parse(e).unwrap().host_port();
+    for (entry, want) in [
+        ("127.0.0.1:11434", Some(11434)),
+        ("[::1]:8080", Some(8080)),
+        ("localhost:3000", Some(3000)),
+        ("host.ags.internal:5432", Some(5432)),
+        ("127.0.0.1", None),
+        ("127.0.0.0/8:80", None),
+        ("10.0.0.1:80", None),
+        ("example.com:80", None),
+    ] {
+        assert_eq!(port(entry), want, "{entry}");
     }
 }
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::agents::AgentProfile;
 use crate::config::{AllowEntry, Config, EgressOrigin, Network};
+use crate::egress::model::HOST_NAME;
 
 /// Where the forwarder listens inside the container.
 pub const PROXY_LISTEN: &str = "127.0.0.1:3128";
@@ -33,6 +34,15 @@ pub const PROXY_ENV_KEYS: [&str; 6] = [
     "https_proxy",
     "no_proxy",
 ];
+
+/// What the command line asks of the network: `--network` and `--allow`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Requested<'a> {
+    /// `--network`.
+    pub network: Option<Network>,
+    /// `--allow` entries, added to the allowlist (origin `cli`) in allowlist mode.
+    pub allow: &'a [AllowEntry],
+}
 
 /// One effective allowlist entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -73,38 +83,66 @@ pub struct EgressPlan {
     pub mode_origin: EgressOrigin,
     /// The allowlist (empty unless the mode is `allowlist`).
     pub allow: Vec<PlanAllow>,
+    /// Entries refused even when an allow entry matches (`[network] deny`).
+    pub deny: Vec<PlanAllow>,
     /// The proxy (allowlist mode, and open mode when a credential goes through it).
     pub proxy: Option<ProxyPlan>,
     /// Whether the proxy substitutes credentials (docs/credentials.md); in open mode it then
     /// admits every destination but this host's own (loopback, link-local).
     pub credentials: bool,
+    /// Ports of the host's loopback the agent reaches (`host_loopback`, and allowlist entries
+    /// naming the host's loopback with a port): the forwarder listens on each at the
+    /// container's `127.0.0.1` and the proxy connects them to the host's; `host.ags.internal`
+    /// names them too (docs/network.md).
+    pub host_ports: Vec<u16>,
 }
 
 /// Decide the mode and the allowlist. `cli` is `--network`; it cannot go below a project
 /// overlay's mode. `host_stage_dir` is the launch's private staging directory; the socket
 /// directory is its sibling with `-egress` appended (swept like it). `credentials`: a
-/// credential goes through the proxy, which then runs in open mode too.
+/// credential goes through the proxy, which then runs in open mode too. `local`: the service
+/// runs on this host (only then are ports of its loopback opened; a remote or exported
+/// launch has no host loopback of this machine to reach).
 pub fn plan(
     config: &Config,
-    cli: Option<Network>,
+    cli: Requested<'_>,
     agent: &AgentProfile,
     host_stage_dir: &Path,
     credentials: bool,
+    local: bool,
 ) -> EgressPlan {
     let floor = config.egress.floor.unwrap_or(Network::Open);
-    let (mode, mode_origin) = match cli {
+    let (mode, mode_origin) = match cli.network {
         Some(m) if m >= floor => (m, EgressOrigin::Cli),
         Some(_) => (floor, EgressOrigin::ProjectConfig),
         None => (config.network, config.egress.mode_origin.clone()),
     };
     let credentials = credentials && mode != Network::None;
+    let deny: Vec<PlanAllow> = match mode {
+        Network::None => Vec::new(),
+        _ => config
+            .egress
+            .deny
+            .iter()
+            .map(|(entry, origin)| PlanAllow {
+                entry: entry.clone(),
+                origin: origin.clone(),
+            })
+            .collect(),
+    };
     if mode != Network::Allowlist {
+        let host_ports = match mode {
+            Network::Open if local => host_ports(&config.egress.host_loopback, &[], &deny),
+            _ => Vec::new(),
+        };
         return EgressPlan {
             mode,
             mode_origin,
             allow: Vec::new(),
-            proxy: credentials.then(|| proxy_plan(config, host_stage_dir)),
+            deny,
+            proxy: (credentials || !host_ports.is_empty()).then(|| proxy_plan(config, host_stage_dir)),
             credentials,
+            host_ports,
         };
     }
     let mut allow: Vec<PlanAllow> = config
@@ -116,6 +154,15 @@ pub fn plan(
             origin: origin.clone(),
         })
         .collect();
+    for entry in cli.allow {
+        if !allow.iter().any(|a| a.entry == *entry) {
+            let origin = EgressOrigin::Cli;
+            allow.push(PlanAllow {
+                entry: entry.clone(),
+                origin,
+            });
+        }
+    }
     if config.egress.agent_hosts {
         for raw in agent.egress {
             let entry = AllowEntry::parse(raw).unwrap_or_else(|e| panic!("agent table entry {raw}: {e}"));
@@ -125,13 +172,38 @@ pub fn plan(
             }
         }
     }
+    let host_ports = host_ports(&config.egress.host_loopback, &allow, &deny);
     EgressPlan {
         mode,
         mode_origin,
         allow,
+        deny,
         proxy: Some(proxy_plan(config, host_stage_dir)),
         credentials,
+        host_ports,
     }
+}
+
+/// The host-loopback ports: `configured` and those of `allow`'s entries, sorted, without the
+/// forwarder's own port and those a `deny` entry names.
+fn host_ports(configured: &[u16], allow: &[PlanAllow], deny: &[PlanAllow]) -> Vec<u16> {
+    let own = PROXY_LISTEN.rsplit(':').next().and_then(|p| p.parse().ok());
+    let denied = |p: u16| {
+        deny.iter().any(|d| {
+            d.entry.denies_addr([127, 0, 0, 1].into(), p)
+                || d.entry.denies_addr(std::net::Ipv6Addr::LOCALHOST.into(), p)
+                || [HOST_NAME, "localhost"].iter().any(|n| d.entry.denies_name(n, p))
+        })
+    };
+    let mut ports: Vec<u16> = configured
+        .iter()
+        .copied()
+        .chain(allow.iter().filter_map(|a| a.entry.host_port()))
+        .filter(|p| Some(*p) != own && !denied(*p))
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }
 
 fn proxy_plan(config: &Config, host_stage_dir: &Path) -> ProxyPlan {
@@ -151,22 +223,25 @@ pub fn egress_log(config: &Config) -> PathBuf {
 }
 
 impl EgressPlan {
-    /// The container command: the forwarder in front of `command` in allowlist mode.
+    /// The container command: the forwarder in front of `command` when the proxy runs.
     pub fn wrap(&self, command: Vec<String>) -> Vec<String> {
-        match &self.proxy {
-            None => command,
-            Some(p) => [
-                FORWARDER_MOUNT,
-                "--listen",
-                &p.listen,
-                "--socket",
-                &format!("{EGRESS_MOUNT}/{SOCKET_NAME}"),
-                "--",
-            ]
+        let Some(p) = &self.proxy else { return command };
+        let mut args: Vec<String> = [FORWARDER_MOUNT, "--listen", &p.listen, "--socket"]
             .into_iter()
             .map(String::from)
-            .chain(command)
-            .collect(),
+            .collect();
+        args.push(format!("{EGRESS_MOUNT}/{SOCKET_NAME}"));
+        for port in &self.host_ports {
+            args.extend(["--forward".to_string(), port.to_string()]);
         }
+        args.push("--".into());
+        args.extend(command);
+        args
+    }
+
+    /// Whether the agent is given the proxy variables: in allowlist mode, and when credentials
+    /// go through the proxy (not for host-loopback ports alone, which need no proxy variable).
+    pub fn proxy_env(&self) -> bool {
+        self.proxy.is_some() && (self.mode == Network::Allowlist || self.credentials)
     }
 }

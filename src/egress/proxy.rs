@@ -22,6 +22,8 @@ pub use super::request::Host;
 pub(super) use super::request::Request;
 use super::request::{parse_head, read_head};
 use crate::config::{AllowEntry, canonical, is_internal};
+use crate::egress::model::HOST_NAME;
+use crate::egress::plan::PlanAllow;
 
 /// Connections served at once (two descriptors each; the default soft limit is 1024).
 pub const MAX_CONNECTIONS: usize = 256;
@@ -37,6 +39,10 @@ pub struct Policy {
     /// Open mode: every destination but this host's own (loopback, link-local).
     open: bool,
     vault: Option<Arc<crate::credentials::Vault>>,
+    /// Ports of this host's loopback the launch reaches (docs/network.md).
+    host_ports: Vec<u16>,
+    /// `[network] deny`: refused whatever else matches.
+    deny: Vec<PlanAllow>,
 }
 
 /// Why an attempt is refused.
@@ -50,6 +56,8 @@ impl Policy {
             entries,
             open: false,
             vault: None,
+            host_ports: Vec::new(),
+            deny: Vec::new(),
         }
     }
 
@@ -59,6 +67,8 @@ impl Policy {
             entries: Vec::new(),
             open: true,
             vault,
+            host_ports: Vec::new(),
+            deny: Vec::new(),
         }
     }
 
@@ -67,8 +77,60 @@ impl Policy {
         Self { vault, ..self }
     }
 
+    /// This policy reaching `ports` of this host's loopback.
+    pub fn with_host_ports(self, ports: Vec<u16>) -> Self {
+        Self {
+            host_ports: ports,
+            ..self
+        }
+    }
+
+    /// This policy refusing what `deny` matches, before anything else is looked at.
+    pub fn with_deny(self, deny: Vec<PlanAllow>) -> Self {
+        Self { deny, ..self }
+    }
+
+    /// The deny entry matching `host:port`, as a refusal.
+    fn denied(&self, host: &Host, port: u16) -> Option<Refusal> {
+        let found = self.deny.iter().find(|d| match host {
+            Host::Ip(ip) => d.entry.denies_addr(*ip, port),
+            Host::Name(n) => d.entry.denies_name(n, port),
+        })?;
+        Some(Refusal(format!(
+            "{} port {port} is denied by the deny entry {} ({}); a deny entry beats every allow entry",
+            host.shown(),
+            found.entry.entry,
+            found.origin
+        )))
+    }
+
+    /// The address on this host's loopback when `host:port` names an opened port of it
+    /// (`host.ags.internal`, `localhost` or a loopback address).
+    pub fn host_loopback(&self, host: &Host, port: u16) -> Option<SocketAddr> {
+        if !self.host_ports.contains(&port) {
+            return None;
+        }
+        let ip = match host {
+            Host::Name(n) if n == HOST_NAME || n == "localhost" => IpAddr::from([127, 0, 0, 1]),
+            Host::Ip(ip) if canonical(*ip).is_loopback() => canonical(*ip),
+            _ => return None,
+        };
+        Some(SocketAddr::new(ip, port))
+    }
+
     /// Decide a destination before resolving it: the entry that allows it, or why not.
     pub fn admit(&self, host: &Host, port: u16) -> Result<String, Refusal> {
+        if let Some(refusal) = self.denied(host, port) {
+            return Err(refusal);
+        }
+        if self.host_loopback(host, port).is_some() {
+            return Ok(format!("the host's loopback port {port} is open to this launch"));
+        }
+        if matches!(host, Host::Name(n) if n == HOST_NAME) {
+            return Err(Refusal(format!(
+                "port {port} of the host's loopback is not open to this launch; open it with an allowlist entry \"127.0.0.1:{port}\" or with host_loopback = [{port}] under [network] in the global config"
+            )));
+        }
         if self.open {
             return Ok("open mode".into());
         }
@@ -89,6 +151,17 @@ impl Policy {
     /// Of the addresses `name` resolved to, those that may be used: public ones, and internal
     /// ones only when an entry names that exact host or covers the address.
     pub fn usable(&self, name: &str, port: u16, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, Refusal> {
+        let kept: Vec<SocketAddr> = addrs
+            .iter()
+            .copied()
+            .filter(|a| self.denied(&Host::Ip(canonical(a.ip())), port).is_none())
+            .collect();
+        if kept.is_empty() && !addrs.is_empty() {
+            return Err(self
+                .denied(&Host::Ip(canonical(addrs[0].ip())), port)
+                .expect("denied"));
+        }
+        let addrs = &kept[..];
         if self.open {
             return open_usable(name, addrs);
         }
@@ -284,9 +357,13 @@ enum Connect {
 /// Resolve (on the host) and connect to the first usable address.
 async fn connect(policy: &Policy, req: &Request) -> Result<(TcpStream, SocketAddr), Connect> {
     let addrs = match &req.host {
+        host if policy.host_loopback(host, req.port).is_some() => {
+            policy.host_loopback(host, req.port).into_iter().collect()
+        }
         Host::Ip(ip) if policy.open => {
             open_usable(&ip.to_string(), &[SocketAddr::new(*ip, req.port)]).map_err(Connect::Refused)?
         }
+        // Admission has checked the deny entries against the address itself.
         Host::Ip(ip) => vec![SocketAddr::new(*ip, req.port)],
         Host::Name(n) => {
             let found: Vec<SocketAddr> = tokio::net::lookup_host((n.as_str(), req.port))

@@ -71,3 +71,73 @@ fn internal_addresses_need_an_explicit_entry() {
     ];
     assert_eq!(p.usable("www.corp.example", 443, &mixed).unwrap(), [mixed[1]]);
 }
+
+#[test]
+fn only_the_opened_ports_of_the_hosts_loopback_are_reached() {
+    let local = |p: &Policy, h: Host, port| p.host_loopback(&h, port).map(|a| a.to_string());
+    let name = |n: &str| Host::Name(n.into());
+    for p in [Policy::open(None), policy(&["example.com"])] {
+        let p = p.with_host_ports(vec![11434]);
+        for host in [
+            name("host.ags.internal"),
+            name("localhost"),
+            Host::Ip("127.0.0.1".parse().unwrap()),
+        ] {
+            assert_eq!(local(&p, host.clone(), 11434).as_deref(), Some("127.0.0.1:11434"));
+            assert!(p.admit(&host, 11434).is_ok());
+            assert_eq!(local(&p, host, 22), None);
+        }
+        assert_eq!(
+            local(&p, Host::Ip("::1".parse().unwrap()), 11434).as_deref(),
+            Some("[::1]:11434")
+        );
+        assert_eq!(
+            local(&p, Host::Ip("::ffff:127.0.0.1".parse().unwrap()), 11434).as_deref(),
+            Some("127.0.0.1:11434")
+        );
+        assert_eq!(local(&p, name("example.com"), 11434), None);
+        // The name never resolves elsewhere: a port not opened is refused, with the fix.
+        let msg = p.admit(&name("host.ags.internal"), 22).unwrap_err().0;
+        assert!(
+            msg.contains("host_loopback = [22]") && msg.contains("127.0.0.1:22"),
+            "{msg}"
+        );
+        assert!(open_usable("127.0.0.1", &["127.0.0.1:22".parse().unwrap()]).is_err());
+    }
+}
+
+#[test]
+fn a_deny_entry_beats_every_allow_entry() {
+    use crate::config::EgressOrigin;
+    let deny = |e: &str| PlanAllow {
+        entry: AllowEntry::parse(e).unwrap(),
+        origin: EgressOrigin::ProjectConfig,
+    };
+    let p = policy(&["*.example.org", "10.0.0.0/8:443"])
+        .with_deny(vec![deny("bad.example.org"), deny("10.1.0.0/16")]);
+    assert!(p.admit(&Host::Name("good.example.org".into()), 443).is_ok());
+    let msg = p.admit(&Host::Name("bad.example.org".into()), 443).unwrap_err().0;
+    assert!(
+        msg.contains("deny entry bad.example.org (project config)"),
+        "{msg}"
+    );
+    assert!(p.admit(&Host::Ip("10.1.2.3".parse().unwrap()), 443).is_err());
+    assert!(p.admit(&Host::Ip("10.2.2.3".parse().unwrap()), 443).is_ok());
+    // A name resolving into a denied network is refused after resolution.
+    let addrs = ["10.1.2.3:443".parse().unwrap()];
+    let p = p.with_host_ports(vec![]);
+    let allowed = policy(&["db.example.org:443"]).with_deny(vec![deny("10.1.0.0/16")]);
+    assert!(allowed.usable("db.example.org", 443, &addrs).is_err());
+    let both = [
+        "10.1.2.3:443".parse().unwrap(),
+        "93.184.216.34:443".parse().unwrap(),
+    ];
+    assert_eq!(
+        allowed.usable("db.example.org", 443, &both).unwrap(),
+        vec![both[1]]
+    );
+    // Open mode obeys deny entries too.
+    let open = Policy::open(None).with_deny(vec![deny("bad.example.org")]);
+    assert!(open.admit(&Host::Name("bad.example.org".into()), 8080).is_err());
+    drop(p);
+}

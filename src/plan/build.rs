@@ -36,7 +36,17 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let elsewhere = input.remote || input.exported;
     let credentials = credentials::plan(&input.config.user.credentials, &base_env, elsewhere);
     let proxied = credentials::any_proxied(&credentials) || (!run.op_secret_sets.is_empty() && !elsewhere);
-    let egress = network::plan(input.config, run.network, profile, input.host_stage_dir, proxied);
+    let egress = network::plan(
+        input.config,
+        network::Requested {
+            network: run.network,
+            allow: &run.allow,
+        },
+        profile,
+        input.host_stage_dir,
+        proxied,
+        !elsewhere,
+    );
     if !ports.is_empty() && egress.mode == crate::config::Network::None {
         return Err(PlanError::PublishWithoutNetwork);
     }

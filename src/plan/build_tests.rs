@@ -547,3 +547,52 @@ fn selinux_decides_the_label() {
     let plan = plan_in(&config(), &shell(&[]), &HookLayer::default(), true, true).unwrap();
     assert_eq!(plan.security.selinux_label, SelinuxLabel::Disabled);
 }
+
+#[test]
+fn host_loopback_ports_allow_and_deny_reach_the_plan() {
+    use crate::config::{AllowEntry, EgressOrigin};
+    let entry = |e: &str| AllowEntry::parse(e).unwrap();
+    let mut cfg = Config {
+        network: Network::Allowlist,
+        ..config()
+    };
+    cfg.egress.allow = vec![(entry("127.0.0.1:11434"), EgressOrigin::Config)];
+    cfg.egress.deny = vec![
+        (entry("localhost:5432"), EgressOrigin::Config),
+        (entry("evil.example"), EgressOrigin::Config),
+    ];
+    cfg.egress.host_loopback = vec![5432, 8080, 3128];
+    let run = RunSettings {
+        allow: vec![entry("[::1]:9000"), entry("example.org")],
+        ..shell(&["true"])
+    };
+    let plan = plan_in(&cfg, &run, &HookLayer::default(), true, false).unwrap();
+    let e = &plan.egress;
+    // Denied 5432 and the forwarder's own 3128 are not opened; --allow adds its entries.
+    assert_eq!(e.host_ports, vec![8080, 9000, 11434]);
+    let cli: Vec<&str> = e
+        .allow
+        .iter()
+        .filter(|a| a.origin == EgressOrigin::Cli)
+        .map(|a| a.entry.entry.as_str())
+        .collect();
+    assert_eq!(cli, ["[::1]:9000", "example.org"]);
+    assert_eq!(e.deny.len(), 2);
+    let cmd = plan.container_command.join(" ");
+    assert!(
+        cmd.contains("--forward 8080 --forward 9000 --forward 11434 --"),
+        "{cmd}"
+    );
+    assert!(plan.env.iter().any(|v| v.key == "HTTP_PROXY"));
+    // Open mode: only host_loopback, no proxy variables; a remote launch opens nothing.
+    cfg.network = Network::Open;
+    let plan = plan_in(&cfg, &run, &HookLayer::default(), true, false).unwrap();
+    assert_eq!(plan.egress.host_ports, vec![8080]);
+    assert!(plan.egress.proxy.is_some() && plan.egress.allow.is_empty());
+    assert!(!plan.env.iter().any(|v| v.key == "HTTP_PROXY"), "{:?}", plan.env);
+    let text = crate::plan::text::render(&plan);
+    assert!(
+        text.contains("port 8080: 127.0.0.1:8080") && text.contains("evil.example every port"),
+        "{text}"
+    );
+}

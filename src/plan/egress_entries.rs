@@ -23,7 +23,7 @@ pub fn mounts(egress: &EgressPlan) -> Vec<PlanMount> {
 
 /// The proxy environment (plain values chosen by `ags`).
 pub fn env(egress: &EgressPlan) -> Vec<PlanEnv> {
-    if egress.proxy.is_none() {
+    if !egress.proxy_env() {
         return Vec::new();
     }
     PROXY_ENV_KEYS

@@ -51,6 +51,8 @@ pub struct RunSettings {
     pub lockdown: bool,
     /// `--network`.
     pub network: Option<Network>,
+    /// `--allow`, parsed.
+    pub allow: Vec<crate::config::AllowEntry>,
     /// "The sandbox is the boundary": `--yolo` or `[agent.NAME] skip_permissions`.
     pub skip_permissions: bool,
     /// `[agent.NAME] args` of the launched agent.

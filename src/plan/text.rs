@@ -51,6 +51,21 @@ fn launch(out: &mut Lines, plan: &LaunchPlan) {
             format!("{} ports {ports} from {}", a.entry.entry, a.origin),
         );
     }
+    for d in &plan.egress.deny {
+        let ports = match d.entry.ports.as_slice() {
+            [p] => format!("port {p}"),
+            _ => "every port".into(),
+        };
+        out.line("deny", format!("{} {ports} from {}", d.entry.entry, d.origin));
+    }
+    for port in &plan.egress.host_ports {
+        out.line(
+            "host loopback",
+            format!(
+                "port {port}: 127.0.0.1:{port} and host.ags.internal:{port} reach the host's 127.0.0.1:{port}"
+            ),
+        );
+    }
     for c in &plan.credentials {
         let how = match &c.note {
             None => "placeholder; the proxy adds the key".to_string(),

@@ -57,6 +57,11 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
             Network::None | Network::Allowlist => Some(Namespace::new(NsMode::None)),
         },
         hostname: None,
+        // The name of the host's loopback ports the forwarder listens on (docs/network.md).
+        hostadd: match plan.egress.host_ports.is_empty() {
+            true => Vec::new(),
+            false => vec![format!("{}:127.0.0.1", crate::egress::model::HOST_NAME)],
+        },
         mounts: mounts(plan),
         volumes: volumes(plan),
         resource_limits: Some(resource_limits(&plan.security)),
@@ -121,7 +126,8 @@ fn every_field_is_placed(plan: &LaunchPlan) {
         network: _,
         // Their placeholders are in the staged env file, the CA in the staging volume.
         credentials: _,
-        // The proxy is already in `mounts`, `env` and `container_command`.
+        // The proxy is already in `mounts`, `env` and `container_command`; its host name
+        // is read above.
         egress: _,
         ports: _,
         init: _,

@@ -74,6 +74,9 @@ pub struct SpecGenerator {
     /// Hostname inside the container.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// Extra `/etc/hosts` lines, `NAME:ADDRESS` (`--add-host`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hostadd: Vec<String>,
     /// Bind and tmpfs mounts.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<Mount>,
@@ -365,6 +368,7 @@ mod tests {
             group_entry: Some("g:x:1:u".into()),
             netns: Some(Namespace::new(NsMode::None)),
             hostname: Some("h".into()),
+            hostadd: vec!["host.ags.internal:127.0.0.1".into()],
             mounts: vec![Mount::bind("/s", "/d", &["ro", "rbind"]), Mount::tmpfs("/t", &[])],
             volumes: vec![NamedVolume {
                 name: "v".into(),
@@ -403,7 +407,7 @@ mod tests {
             "annotations": {"a": "2"}, "cap_drop": ["all"], "no_new_privileges": true,
             "userns": {"nsmode": "keep-id", "value": "uid=1"},
             "idmappings": {"UIDMap": [{"container_id": 0, "host_id": 1, "size": 2}], "GIDMap": []},
-            "passwd_entry": "u:*:1:1::/w:/bin/sh", "group_entry": "g:x:1:u", "netns": {"nsmode": "none"},
+            "passwd_entry": "u:*:1:1::/w:/bin/sh", "group_entry": "g:x:1:u", "netns": {"nsmode": "none"}, "hostadd": ["host.ags.internal:127.0.0.1"],
             "hostname": "h",
             "mounts": [
                 {"destination": "/d", "source": "/s", "type": "bind", "options": ["ro", "rbind"]},

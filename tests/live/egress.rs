@@ -22,7 +22,7 @@ use common::launch::{Background, assert_clean, launch_args, run_agent, stdout};
 use common::{Mode, TestEnv, each_mode, show};
 
 /// A server on 127.0.0.1 answering every request with `hello <tag>`; returns its port.
-fn server(tag: &'static str) -> u16 {
+pub fn server(tag: &'static str) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test server");
     let port = listener.local_addr().expect("local addr").port();
     std::thread::spawn(move || {
@@ -49,7 +49,7 @@ fn through_proxy(request: &str) -> String {
     format!("printf '{request}\\r\\n\\r\\n' | nc 127.0.0.1 3128; echo")
 }
 
-fn egress_log(env: &TestEnv) -> Vec<Value> {
+pub fn egress_log(env: &TestEnv) -> Vec<Value> {
     let out = env.run(["log", "--egress", "--json", "-n", "100"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     stdout(&out)
@@ -79,7 +79,7 @@ fn allowlist_reaches_only_the_listed_destination() {
             format!("echo '## unlisted-host'; {}", through_proxy("CONNECT api.example.invalid:443 HTTP/1.1")),
             format!("echo '## raw-ip'; {}", through_proxy(&format!("CONNECT 127.0.0.2:{allowed} HTTP/1.1"))),
             format!("echo '## private'; {}", through_proxy(&format!("GET http://10.88.0.1:{allowed}/ HTTP/1.1"))),
-            format!("echo '## direct'; nc -w 3 127.0.0.1 {allowed} </dev/null; echo direct-exit=$?; nc -w 3 10.88.0.1 {allowed} </dev/null; echo bridge-exit=$?"),
+            format!("echo '## direct'; nc -w 3 127.0.0.1 {unlisted} </dev/null; echo direct-exit=$?; nc -w 3 10.88.0.1 {allowed} </dev/null; echo bridge-exit=$?"),
             "echo '## dns'; nslookup example.com; echo dns-exit=$?".to_string(),
             "echo '## interfaces'; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '".to_string(),
             "echo '## env'; echo \"$HTTPS_PROXY $http_proxy $NO_PROXY\"".to_string(),

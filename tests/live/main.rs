@@ -46,6 +46,7 @@ mod git_outside;
 mod git_protect;
 mod harness_smoke;
 mod hooks_cli;
+mod host_loopback;
 mod image;
 mod keep_id;
 mod kube_export;

@@ -1,0 +1,134 @@
+//! Services on the host's loopback (issue 26, item 1), against real Podman: a port of the
+//! host's `127.0.0.1` that an allowlist entry names (allowlist mode) or `host_loopback` opens
+//! (open mode) is reached inside the container at `127.0.0.1:PORT` (the forwarder listens
+//! there) and as `host.ags.internal:PORT`, through the proxy variables or without them; no
+//! other port of the host's loopback is. A real agent CLI reaches a model endpoint on the
+//! host's loopback through an allowlist entry.
+//!
+//! The services are servers of this test process on the host's 127.0.0.1; no traffic goes
+//! anywhere else.
+
+use crate::common;
+use crate::egress::{egress_log, server};
+
+use common::agents::{AGENT_IMAGE, REPLY, agent_args, endpoint_with};
+use common::launch::{assert_clean, run_agent, stdout};
+use common::{TestEnv, each_mode, show};
+
+/// Sections of `text` written as `## NAME` lines by the scripts below.
+fn section(text: &str, name: &str) -> String {
+    let start = text
+        .find(&format!("## {name}\n"))
+        .unwrap_or_else(|| panic!("no section {name} in {text}"));
+    let rest = &text[start + name.len() + 4..];
+    rest[..rest.find("## ").unwrap_or(rest.len())].to_string()
+}
+
+/// The script: the opened port directly, by name without the proxy, by name through the proxy
+/// (`wget` honours `http_proxy`), and the other port in the same three ways.
+fn script(open: u16, other: u16) -> String {
+    let get = "printf 'GET / HTTP/1.0\\r\\n\\r\\n'";
+    [
+        format!("echo '## direct'; {get} | nc -w 5 127.0.0.1 {open}; echo exit=$?"),
+        format!("echo '## by-name'; {get} | nc -w 5 host.ags.internal {open}; echo exit=$?"),
+        format!("echo '## proxied'; wget -q -O - http://host.ags.internal:{open}/ 2>&1; echo exit=$?"),
+        format!("echo '## other-direct'; {get} | nc -w 5 127.0.0.1 {other}; echo exit=$?"),
+        format!("echo '## other-by-name'; {get} | nc -w 5 host.ags.internal {other}; echo exit=$?"),
+        format!("echo '## other-proxied'; wget -q -O - http://host.ags.internal:{other}/ 2>&1; echo exit=$?"),
+        "echo '## env'; echo \"proxy=${http_proxy:-none}\"".to_string(),
+    ]
+    .join("; ")
+}
+
+/// Run the script under `config` and check what was reached; returns the script's output.
+fn check(env: &TestEnv, config: &str, open: u16, other: u16) -> String {
+    env.write_global_config(config);
+    let plan = env.run(["plan"]);
+    assert!(
+        stdout(&plan).contains(&format!("port {open}: 127.0.0.1:{open}")),
+        "{}",
+        show(&plan)
+    );
+    let out = run_agent(env, &[], &["sh", "-c", &script(open, other)]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let text = stdout(&out);
+    for name in ["direct", "by-name"] {
+        assert!(
+            section(&text, name).contains("hello open"),
+            "{name}: {}",
+            show(&out)
+        );
+    }
+    for name in ["other-direct", "other-by-name", "other-proxied"] {
+        let s = section(&text, name);
+        assert!(!s.contains("hello"), "{name}: {}", show(&out));
+    }
+    assert_clean(env);
+    text
+}
+
+#[test]
+fn opened_ports_of_the_hosts_loopback_are_reached_and_no_other() {
+    let open = server("open");
+    let other = server("other");
+    each_mode(|env| {
+        let config =
+            format!("[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"127.0.0.1:{open}\"]\n");
+        let text = check(env, &config, open, other);
+        assert!(section(&text, "proxied").contains("hello open"), "{text}");
+        assert!(
+            section(&text, "env").contains("proxy=http://127.0.0.1:3128"),
+            "{text}"
+        );
+        let log = egress_log(env);
+        let count = |port: u16, decision: &str| {
+            log.iter()
+                .filter(|r| r["port"] == port && r["decision"] == decision)
+                .count()
+        };
+        // Each way in to the opened port went through the proxy and is in the log.
+        assert_eq!(count(open, "allowed"), 3, "{log:#?}");
+        assert_eq!(count(other, "refused"), 1, "{log:#?}");
+
+        let config = format!("[network]\nmode = \"open\"\nhost_loopback = [{open}]\n");
+        let text = check(env, &config, open, other);
+        // Open mode gives no proxy variables for the host's loopback alone.
+        assert!(section(&text, "env").contains("proxy=none"), "{text}");
+        assert!(section(&text, "proxied").contains("hello open"), "{text}");
+    });
+}
+
+#[test]
+fn an_agent_reaches_a_model_endpoint_on_the_hosts_loopback() {
+    let ep = endpoint_with("127.0.0.1", &[]);
+    each_mode(|env| {
+        if !common::api::image_exists(&env.mode().socket(), AGENT_IMAGE).unwrap_or(false) {
+            println!("SKIP: {}: no {AGENT_IMAGE} in this service", env.mode());
+            return;
+        }
+        env.write_global_config(&format!(
+            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"127.0.0.1:{}\"]\n",
+            ep.port
+        ));
+        let flags: Vec<String> = [
+            format!("ANTHROPIC_BASE_URL=http://127.0.0.1:{}", ep.port),
+            "ANTHROPIC_API_KEY=sk-ant-test".into(),
+            "DISABLE_TELEMETRY=1".into(),
+        ]
+        .into_iter()
+        .flat_map(|e| ["--env".to_string(), e])
+        .collect();
+        let args = ["-p".to_string(), "say hi".into()];
+        let out = env.run(agent_args(env, "claude", &flags, &args));
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(stdout(&out).contains(REPLY), "{}", show(&out));
+        let log = egress_log(env);
+        assert!(
+            log.iter().any(|r| r["port"] == ep.port
+                && r["decision"] == "allowed"
+                && r["bytes_down"].as_u64() > Some(0)),
+            "{log:#?}"
+        );
+        assert_clean(env);
+    });
+}
