@@ -197,6 +197,9 @@ pub enum NetworkMode {
 pub enum Command {
     /// Print the effective launch plan without creating anything.
     Plan(PlanArgs),
+    /// Would the network policy of a launch here let the agent reach HOST[:PORT], and which
+    /// rule decides: exit 0 when allowed, 1 when refused (docs/network.md).
+    Explain(ExplainArgs),
     /// Inspect, test and manage hooks (prepare, started, finished).
     Hooks(HooksArgs),
     /// Remove containers and volumes left behind by `ags` processes that are gone, and run the
@@ -219,6 +222,26 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) to standard output: `ags man | man -l -`.
     Man,
+}
+
+/// `ags explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The destination: HOST[:PORT], IP[:PORT] or [IPv6]:PORT (port 443 when left out).
+    #[arg(value_name = "HOST[:PORT]")]
+    pub target: String,
+    /// The agent whose launch is asked about (its own API hosts join the allowlist).
+    #[arg(long, default_value = "shell", value_name = "NAME")]
+    pub agent: String,
+    /// The network mode asked about, as `--network` of a launch.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub network: Option<NetworkMode>,
+    /// Entries added as `--allow` of a launch would add them.
+    #[arg(long = "allow", value_name = "HOST[:PORT]")]
+    pub allow: Vec<String>,
+    /// The project directory (default: the current directory).
+    #[arg(long, value_name = "PATH")]
+    pub workdir: Option<PathBuf>,
 }
 
 /// `ags completions`.

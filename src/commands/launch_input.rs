@@ -193,7 +193,7 @@ pub(super) fn check_args(global: &GlobalArgs, args: &RunArgs) -> Result<(), Erro
 }
 
 /// Parse the `--allow` entries.
-fn allow_entries(raw: &[String]) -> Result<Vec<config::AllowEntry>, Error> {
+pub(super) fn allow_entries(raw: &[String]) -> Result<Vec<config::AllowEntry>, Error> {
     raw.iter()
         .map(|r| {
             config::AllowEntry::parse(r).map_err(|rule| {
@@ -280,7 +280,7 @@ fn host_term() -> String {
 }
 
 /// `--network MODE` as the config's network mode.
-fn network_mode(mode: NetworkMode) -> config::Network {
+pub(super) fn network_mode(mode: NetworkMode) -> config::Network {
     match mode {
         NetworkMode::Open => config::Network::Open,
         NetworkMode::Allowlist => config::Network::Allowlist,

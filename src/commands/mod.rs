@@ -3,6 +3,7 @@
 
 mod completions;
 mod doctor;
+mod explain;
 mod gc;
 mod git_host;
 mod guard_neighbours;
@@ -27,6 +28,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
     match cli.command {
         None => run::run(&cli.global, &cli.run),
         Some(Command::Plan(args)) => plan::plan(&cli.global, &args),
+        Some(Command::Explain(args)) => explain::explain(&cli.global, &args),
         Some(Command::Gc(args)) => gc::gc(&cli.global, &args),
         Some(Command::Hooks(args)) => hooks::hooks(&cli.global, &args),
         Some(Command::Image(args)) => image::image(&cli.global, &args),

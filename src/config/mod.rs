@@ -410,10 +410,15 @@ pub fn parse_file(path: &Path) -> Result<ConfigFile> {
 }
 
 fn parse_text(path: &Path, text: &str) -> Result<ConfigFile> {
-    toml::from_str(text).map_err(|e| ConfigError::Parse {
+    let mut file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.into(),
         message: safety::parse_message(&e),
-    })
+    })?;
+    if let Some(network) = &mut file.network {
+        // So that an allow or deny entry can be named by its file and line.
+        network.source = Some(crate::egress::model::Source::new(path, text));
+    }
+    Ok(file)
 }
 
 fn canonical_workdir(p: Option<&Path>) -> Result<PathBuf> {

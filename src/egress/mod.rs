@@ -6,6 +6,7 @@
 //! directory. [`proxy`] holds the protocol handling and the decisions, [`log`] the JSONL record
 //! of every attempt. `forwarder.rs` is the separate program that runs inside the container.
 
+pub mod explain;
 pub mod log;
 pub mod model;
 pub mod plan;
@@ -91,17 +92,7 @@ pub fn start(
     }
     install_forwarder(&proxy.forwarder)?;
     let listener = listen(proxy)?;
-    let policy = match plan.mode {
-        crate::config::Network::Allowlist => {
-            proxy::Policy::new(plan.allow.iter().map(|a| a.entry.clone()).collect()).with_vault(vault)
-        }
-        _ => proxy::Policy::open(vault),
-    };
-    let policy = Arc::new(
-        policy
-            .with_host_ports(plan.host_ports.clone())
-            .with_deny(plan.deny.clone()),
-    );
+    let policy = Arc::new(policy(plan, vault));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(proxy::serve(listener, policy, log, stopped));
     Ok(Some(Egress {
@@ -109,6 +100,17 @@ pub fn start(
         stop,
         dir: proxy.socket_dir.clone(),
     }))
+}
+
+/// The proxy's policy for `plan`, substituting the credentials of `vault`.
+pub fn policy(plan: &EgressPlan, vault: Option<Arc<crate::credentials::Vault>>) -> proxy::Policy {
+    let policy = match plan.mode {
+        crate::config::Network::Allowlist => proxy::Policy::new(plan.allow.clone()).with_vault(vault),
+        _ => proxy::Policy::open(vault),
+    };
+    policy
+        .with_host_ports(plan.host_ports.clone())
+        .with_deny(plan.deny.clone())
 }
 
 /// Create the private directory (0700; it must not exist) and listen in it.

@@ -10,6 +10,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
+use toml::Spanned;
 
 /// Container network mode, least strict first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -52,13 +53,63 @@ pub struct NetworkFile {
     /// `"open"`, `"allowlist"` or `"none"`.
     pub mode: Option<String>,
     /// Allowlist entries.
-    pub allow: Option<Vec<String>>,
+    pub allow: Option<Vec<Spanned<String>>>,
     /// Entries refused even when an allow entry matches (same syntax).
-    pub deny: Option<Vec<String>>,
+    pub deny: Option<Vec<Spanned<String>>>,
     /// Add the hosts of the launched agent's own API in allowlist mode (default true).
     pub agent_hosts: Option<bool>,
     /// Ports of the host's loopback the agent may reach, in any mode (global config only).
     pub host_loopback: Option<Vec<u16>>,
+    /// The file this was read from and where its lines start, to name an entry's line.
+    #[serde(skip)]
+    pub source: Option<Source>,
+}
+
+/// A config file's path and where its lines start.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Source {
+    path: std::path::PathBuf,
+    line_starts: Vec<usize>,
+}
+
+impl Source {
+    /// The source of `text`, read from `path`.
+    pub fn new(path: &std::path::Path, text: &str) -> Self {
+        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
+        Self {
+            path: path.to_path_buf(),
+            line_starts: starts.collect(),
+        }
+    }
+
+    /// `path:line` of the byte `offset`.
+    fn at(&self, offset: usize) -> String {
+        let line = self.line_starts.partition_point(|&s| s <= offset);
+        format!("{}:{line}", self.path.display())
+    }
+}
+
+/// One allow or deny entry of the effective policy: where it came from and where it is written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    /// The entry.
+    #[serde(flatten)]
+    pub entry: AllowEntry,
+    /// Where it came from.
+    pub origin: EgressOrigin,
+    /// The file and line that hold it (`path:line`), for entries read from a config file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+}
+
+impl Rule {
+    /// How a message names this rule: the entry, its layer and its place.
+    pub fn shown(&self) -> String {
+        match &self.at {
+            Some(at) => format!("{} ({}, {at})", self.entry.entry, self.origin),
+            None => format!("{} ({})", self.entry.entry, self.origin),
+        }
+    }
 }
 
 /// What an entry matches.
@@ -225,9 +276,9 @@ pub struct EgressSettings {
     /// The project overlay's mode: the command line cannot go below it.
     pub floor: Option<Network>,
     /// Configured entries, global first.
-    pub allow: Vec<(AllowEntry, EgressOrigin)>,
+    pub allow: Vec<Rule>,
     /// Deny entries of the global config and the overlay (the overlay only adds).
-    pub deny: Vec<(AllowEntry, EgressOrigin)>,
+    pub deny: Vec<Rule>,
     /// Whether the agent's own API hosts are added in allowlist mode.
     pub agent_hosts: bool,
     /// `host_loopback`: ports of the host's loopback opened in any mode.
@@ -253,8 +304,8 @@ pub type FieldError = (String, String);
 /// One file's `[network]` (and the old `[sandbox] network`), parsed.
 struct Parsed {
     mode: Option<Network>,
-    allow: Option<Vec<AllowEntry>>,
-    deny: Vec<AllowEntry>,
+    allow: Option<Vec<(AllowEntry, Option<String>)>>,
+    deny: Vec<(AllowEntry, Option<String>)>,
     agent_hosts: Option<bool>,
     host_loopback: Option<Vec<u16>>,
 }
@@ -289,20 +340,23 @@ fn parse_file(file: Option<&NetworkFile>, sandbox_network: Option<&str>) -> Resu
         })?),
         (None, None) => None,
     };
-    let entries = |key: &str, list: Option<Vec<String>>| {
+    let entries = |key: &str, list: Option<Vec<Spanned<String>>>| {
         list.map(|list| {
             list.iter()
                 .enumerate()
                 .map(|(i, raw)| {
+                    let at = f.source.as_ref().map(|s| s.at(raw.span().start));
+                    let raw = raw.get_ref();
                     AllowEntry::parse(raw)
+                        .map(|e| (e, at))
                         .map_err(|m| err(&format!("network.{key}[{i}]"), format!("{raw:?}: {m}")))
                 })
                 .collect::<Result<Vec<_>, _>>()
         })
         .transpose()
     };
-    let allow = entries("allow", f.allow)?;
-    let deny = entries("deny", f.deny)?.unwrap_or_default();
+    let allow = entries("allow", f.allow.clone())?;
+    let deny = entries("deny", f.deny.clone())?.unwrap_or_default();
     if let Some(ports) = &f.host_loopback
         && (ports.len() > MAX_HOST_PORTS || ports.contains(&0))
     {
@@ -351,15 +405,18 @@ pub fn resolve(
         mode = m;
         settings.floor = Some(m);
     }
-    settings.allow = g_allow
-        .iter()
-        .cloned()
-        .map(|e| (e, EgressOrigin::Config))
-        .collect();
+    let rule = |origin: EgressOrigin| {
+        move |(entry, at)| Rule {
+            entry,
+            origin: origin.clone(),
+            at,
+        }
+    };
+    settings.allow = g_allow.iter().cloned().map(rule(EgressOrigin::Config)).collect();
     if let Some(list) = o.allow {
         let restricted = !g_allow.is_empty() || g.mode == Some(Network::Allowlist);
-        for (i, entry) in list.iter().enumerate() {
-            if restricted && !g_allow.contains(entry) {
+        for (i, (entry, _)) in list.iter().enumerate() {
+            if restricted && !g_allow.iter().any(|(e, _)| e == entry) {
                 return Err(narrow(
                     &format!("network.allow[{i}]"),
                     format!(
@@ -369,10 +426,7 @@ pub fn resolve(
                 ));
             }
         }
-        settings.allow = list
-            .into_iter()
-            .map(|e| (e, EgressOrigin::ProjectConfig))
-            .collect();
+        settings.allow = list.into_iter().map(rule(EgressOrigin::ProjectConfig)).collect();
     }
     settings.agent_hosts = g.agent_hosts.unwrap_or(true);
     if let Some(a) = o.agent_hosts {
@@ -391,8 +445,8 @@ pub fn resolve(
         ));
     }
     settings.host_loopback = g.host_loopback.unwrap_or_default();
-    settings.deny = (g.deny.into_iter().map(|e| (e, EgressOrigin::Config)))
-        .chain(o.deny.into_iter().map(|e| (e, EgressOrigin::ProjectConfig)))
+    settings.deny = (g.deny.into_iter().map(rule(EgressOrigin::Config)))
+        .chain(o.deny.into_iter().map(rule(EgressOrigin::ProjectConfig)))
         .collect();
     Ok((mode, settings))
 }

@@ -100,21 +100,51 @@ fn modes_order_by_strictness() {
 fn file(mode: Option<&str>, allow: Option<&[&str]>, agent_hosts: Option<bool>) -> NetworkFile {
     NetworkFile {
         mode: mode.map(Into::into),
-        allow: allow.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        allow: allow.map(|a| a.iter().map(|s| sp(s)).collect()),
         agent_hosts,
         host_loopback: None,
         deny: None,
+        source: None,
     }
+}
+
+fn sp(s: &str) -> toml::Spanned<String> {
+    toml::Spanned::new(0..0, s.to_string())
+}
+
+#[test]
+fn entries_are_named_by_file_and_line() {
+    let text = "# c\n[network]\nmode = \"allowlist\"\nallow = [\n  \"a.com\",\n  \"b.com:8443\",\n]\ndeny = [\"c.com\"]\n";
+    // Parsed from the whole file's text, as the config loader does.
+    #[derive(serde::Deserialize)]
+    struct Whole {
+        network: NetworkFile,
+    }
+    let mut whole: Whole = toml::from_str(text).unwrap();
+    whole.network.source = Some(Source::new(std::path::Path::new("/h/config.toml"), text));
+    let (_, s) = resolve((Some(&whole.network), None), None).unwrap();
+    let at: Vec<&str> = s
+        .allow
+        .iter()
+        .chain(&s.deny)
+        .map(|r| r.at.as_deref().unwrap())
+        .collect();
+    assert_eq!(at, ["/h/config.toml:5", "/h/config.toml:6", "/h/config.toml:8"]);
+    assert_eq!(s.allow[1].shown(), "b.com:8443 (config, /h/config.toml:6)");
 }
 
 #[test]
 fn deny_entries_add_up_and_a_bare_one_matches_every_port() {
     let mut g = file(Some("allowlist"), Some(&["a.com"]), None);
-    g.deny = Some(vec!["*.tracker.example".into()]);
+    g.deny = Some(vec![sp("*.tracker.example")]);
     let mut o = file(None, None, None);
-    o.deny = Some(vec!["a.com:8443".into()]);
+    o.deny = Some(vec![sp("a.com:8443")]);
     let (_, s) = resolve((Some(&g), None), Some(&o)).unwrap();
-    let shown: Vec<(&str, &EgressOrigin)> = s.deny.iter().map(|(e, o)| (e.entry.as_str(), o)).collect();
+    let shown: Vec<(&str, &EgressOrigin)> = s
+        .deny
+        .iter()
+        .map(|r| (r.entry.entry.as_str(), &r.origin))
+        .collect();
     assert_eq!(
         shown,
         [
@@ -122,11 +152,11 @@ fn deny_entries_add_up_and_a_bare_one_matches_every_port() {
             ("a.com:8443", &EgressOrigin::ProjectConfig)
         ]
     );
-    let (e, _) = &s.deny[0];
+    let e = &s.deny[0].entry;
     assert!(e.denies_name("x.tracker.example", 22) && e.denies_name("x.tracker.example", 443));
-    let (e, _) = &s.deny[1];
+    let e = &s.deny[1].entry;
     assert!(e.denies_name("a.com", 8443) && !e.denies_name("a.com", 443));
-    o.deny = Some(vec!["bad host".into()]);
+    o.deny = Some(vec![sp("bad host")]);
     let (in_overlay, (key, _)) = resolve((Some(&g), None), Some(&o)).unwrap_err();
     assert!(in_overlay && key == "network.deny[0]");
 }
@@ -172,7 +202,7 @@ fn overlay_narrows_never_widens() {
     assert_eq!(s.floor, Some(Network::None));
     assert_eq!(s.mode_origin, EgressOrigin::ProjectConfig);
     assert_eq!(s.allow.len(), 1);
-    assert_eq!(s.allow[0].1, EgressOrigin::ProjectConfig);
+    assert_eq!(s.allow[0].origin, EgressOrigin::ProjectConfig);
     assert!(!s.agent_hosts);
     // Wider mode, a new destination, agent hosts back on: refused, naming the key.
     let (in_overlay, (key, _)) =

@@ -44,15 +44,8 @@ pub struct Requested<'a> {
     pub allow: &'a [AllowEntry],
 }
 
-/// One effective allowlist entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlanAllow {
-    /// The entry.
-    #[serde(flatten)]
-    pub entry: AllowEntry,
-    /// Where it came from.
-    pub origin: EgressOrigin,
-}
+/// One effective allowlist or deny entry.
+pub use crate::egress::model::Rule as PlanAllow;
 
 /// The host side of the egress proxy of one launch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -120,15 +113,7 @@ pub fn plan(
     let credentials = credentials && mode != Network::None;
     let deny: Vec<PlanAllow> = match mode {
         Network::None => Vec::new(),
-        _ => config
-            .egress
-            .deny
-            .iter()
-            .map(|(entry, origin)| PlanAllow {
-                entry: entry.clone(),
-                origin: origin.clone(),
-            })
-            .collect(),
+        _ => config.egress.deny.clone(),
     };
     if mode != Network::Allowlist {
         let host_ports = match mode {
@@ -145,21 +130,13 @@ pub fn plan(
             host_ports,
         };
     }
-    let mut allow: Vec<PlanAllow> = config
-        .egress
-        .allow
-        .iter()
-        .map(|(entry, origin)| PlanAllow {
-            entry: entry.clone(),
-            origin: origin.clone(),
-        })
-        .collect();
+    let mut allow: Vec<PlanAllow> = config.egress.allow.clone();
     for entry in cli.allow {
         if !allow.iter().any(|a| a.entry == *entry) {
-            let origin = EgressOrigin::Cli;
             allow.push(PlanAllow {
                 entry: entry.clone(),
-                origin,
+                origin: EgressOrigin::Cli,
+                at: None,
             });
         }
     }
@@ -168,7 +145,11 @@ pub fn plan(
             let entry = AllowEntry::parse(raw).unwrap_or_else(|e| panic!("agent table entry {raw}: {e}"));
             if !allow.iter().any(|a| a.entry == entry) {
                 let origin = EgressOrigin::Agent(agent.name.into());
-                allow.push(PlanAllow { entry, origin });
+                allow.push(PlanAllow {
+                    entry,
+                    origin,
+                    at: None,
+                });
             }
         }
     }

@@ -21,7 +21,7 @@ use super::log::{Decision, EgressLog};
 pub use super::request::Host;
 pub(super) use super::request::Request;
 use super::request::{parse_head, read_head};
-use crate::config::{AllowEntry, canonical, is_internal};
+use crate::config::{canonical, is_internal};
 use crate::egress::model::HOST_NAME;
 use crate::egress::plan::PlanAllow;
 
@@ -35,7 +35,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// The policy of one launch: the allowlist (or open mode) and the credentials it substitutes.
 #[derive(Debug)]
 pub struct Policy {
-    entries: Vec<AllowEntry>,
+    entries: Vec<PlanAllow>,
     /// Open mode: every destination but this host's own (loopback, link-local).
     open: bool,
     vault: Option<Arc<crate::credentials::Vault>>,
@@ -51,7 +51,7 @@ pub struct Refusal(pub String);
 
 impl Policy {
     /// A policy allowing `entries`.
-    pub fn new(entries: Vec<AllowEntry>) -> Self {
+    pub fn new(entries: Vec<PlanAllow>) -> Self {
         Self {
             entries,
             open: false,
@@ -97,10 +97,9 @@ impl Policy {
             Host::Name(n) => d.entry.denies_name(n, port),
         })?;
         Some(Refusal(format!(
-            "{} port {port} is denied by the deny entry {} ({}); a deny entry beats every allow entry",
+            "{} port {port} is denied by the deny entry {}; a deny entry beats every allow entry",
             host.shown(),
-            found.entry.entry,
-            found.origin
+            found.shown()
         )))
     }
 
@@ -112,7 +111,7 @@ impl Policy {
         }
         let ip = match host {
             Host::Name(n) if n == HOST_NAME || n == "localhost" => IpAddr::from([127, 0, 0, 1]),
-            Host::Ip(ip) if canonical(*ip).is_loopback() => canonical(*ip),
+            Host::Ip(ip) if is_host_loopback(canonical(*ip)) => canonical(*ip),
             _ => return None,
         };
         Some(SocketAddr::new(ip, port))
@@ -124,7 +123,13 @@ impl Policy {
             return Err(refusal);
         }
         if self.host_loopback(host, port).is_some() {
-            return Ok(format!("the host's loopback port {port} is open to this launch"));
+            let by = match self.entries.iter().find(|e| e.entry.host_port() == Some(port)) {
+                Some(rule) => rule.shown(),
+                None => "[network] host_loopback (config)".into(),
+            };
+            return Ok(format!(
+                "the host's loopback port {port} is open to this launch, by {by}"
+            ));
         }
         if matches!(host, Host::Name(n) if n == HOST_NAME) {
             return Err(Refusal(format!(
@@ -135,15 +140,17 @@ impl Policy {
             return Ok("open mode".into());
         }
         let found = match host {
-            Host::Ip(ip) => self.entries.iter().find(|e| e.allows_addr(*ip, port)),
-            Host::Name(n) => self.entries.iter().find(|e| e.allows_name(n, port)),
+            Host::Ip(ip) => self.entries.iter().find(|e| e.entry.allows_addr(*ip, port)),
+            Host::Name(n) => self.entries.iter().find(|e| e.entry.allows_name(n, port)),
         };
-        found.map(|e| format!("allowed by {}", e.entry)).ok_or_else(|| {
+        found.map(|e| format!("allowed by {}", e.shown())).ok_or_else(|| {
             Refusal(match host {
                 Host::Ip(ip) => format!(
-                    "the address {ip} port {port} is not on this launch's allowlist (a raw IP needs an IP or CIDR entry)"
+                    "the address {ip} port {port} is not on this launch's allowlist (a raw IP needs an IP or CIDR entry; no entry matched, and allowlist mode refuses the rest: built in)"
                 ),
-                Host::Name(n) => format!("{n} port {port} is not on this launch's allowlist"),
+                Host::Name(n) => format!(
+                    "{n} port {port} is not on this launch's allowlist (no entry matched, and allowlist mode refuses the rest: built in)"
+                ),
             })
         })
     }
@@ -165,13 +172,13 @@ impl Policy {
         if self.open {
             return open_usable(name, addrs);
         }
-        let exact = self.entries.iter().any(|e| e.names_exactly(name, port));
+        let exact = self.entries.iter().any(|e| e.entry.names_exactly(name, port));
         let ok: Vec<SocketAddr> = addrs
             .iter()
             .copied()
             .filter(|a| {
                 let ip = canonical(a.ip());
-                !is_internal(ip) || exact || self.entries.iter().any(|e| e.allows_addr(ip, port))
+                !is_internal(ip) || exact || self.entries.iter().any(|e| e.entry.allows_addr(ip, port))
             })
             .collect();
         if ok.is_empty() {
@@ -191,10 +198,16 @@ impl Policy {
         }
         self.entries
             .iter()
-            .map(|e| e.entry.as_str())
+            .map(|e| e.entry.entry.as_str())
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// Exactly `127.0.0.1` or `::1`: the addresses an opened host-loopback port is reached at
+/// (not the rest of `127.0.0.0/8`, where other services may listen).
+fn is_host_loopback(ip: IpAddr) -> bool {
+    ip == IpAddr::from([127, 0, 0, 1]) || ip == IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
 }
 
 /// In open mode the proxy, on the host, reaches what the container could: not this host's

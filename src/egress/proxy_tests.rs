@@ -1,7 +1,12 @@
 use super::*;
 
 fn policy(entries: &[&str]) -> Policy {
-    Policy::new(entries.iter().map(|e| AllowEntry::parse(e).unwrap()).collect())
+    let rule = |e: &&str| PlanAllow {
+        entry: crate::config::AllowEntry::parse(e).unwrap(),
+        origin: crate::config::EgressOrigin::Config,
+        at: Some("/c.toml:3".into()),
+    };
+    Policy::new(entries.iter().map(rule).collect())
 }
 
 #[test]
@@ -96,6 +101,7 @@ fn only_the_opened_ports_of_the_hosts_loopback_are_reached() {
             Some("127.0.0.1:11434")
         );
         assert_eq!(local(&p, name("example.com"), 11434), None);
+        assert_eq!(local(&p, Host::Ip("127.0.0.2".parse().unwrap()), 11434), None);
         // The name never resolves elsewhere: a port not opened is refused, with the fix.
         let msg = p.admit(&name("host.ags.internal"), 22).unwrap_err().0;
         assert!(
@@ -110,8 +116,9 @@ fn only_the_opened_ports_of_the_hosts_loopback_are_reached() {
 fn a_deny_entry_beats_every_allow_entry() {
     use crate::config::EgressOrigin;
     let deny = |e: &str| PlanAllow {
-        entry: AllowEntry::parse(e).unwrap(),
+        entry: crate::config::AllowEntry::parse(e).unwrap(),
         origin: EgressOrigin::ProjectConfig,
+        at: None,
     };
     let p = policy(&["*.example.org", "10.0.0.0/8:443"])
         .with_deny(vec![deny("bad.example.org"), deny("10.1.0.0/16")]);

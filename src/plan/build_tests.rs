@@ -552,15 +552,17 @@ fn selinux_decides_the_label() {
 fn host_loopback_ports_allow_and_deny_reach_the_plan() {
     use crate::config::{AllowEntry, EgressOrigin};
     let entry = |e: &str| AllowEntry::parse(e).unwrap();
+    let rule = |e: &str| crate::egress::model::Rule {
+        entry: entry(e),
+        origin: EgressOrigin::Config,
+        at: None,
+    };
     let mut cfg = Config {
         network: Network::Allowlist,
         ..config()
     };
-    cfg.egress.allow = vec![(entry("127.0.0.1:11434"), EgressOrigin::Config)];
-    cfg.egress.deny = vec![
-        (entry("localhost:5432"), EgressOrigin::Config),
-        (entry("evil.example"), EgressOrigin::Config),
-    ];
+    cfg.egress.allow = vec![rule("127.0.0.1:11434")];
+    cfg.egress.deny = vec![rule("localhost:5432"), rule("evil.example")];
     cfg.egress.host_loopback = vec![5432, 8080, 3128];
     let run = RunSettings {
         allow: vec![entry("[::1]:9000"), entry("example.org")],
