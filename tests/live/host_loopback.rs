@@ -132,3 +132,68 @@ fn an_agent_reaches_a_model_endpoint_on_the_hosts_loopback() {
         assert_clean(env);
     });
 }
+
+/// `ags explain` gives the proxy's own decision for every layer: a global-config entry, a
+/// command-line `--allow`, a project overlay's deny beating a global allow, an opened port of
+/// the host's loopback, the built-in refusal of the rest, and a deny entry covering the address
+/// a name resolves to. Each row is asked of `ags explain` and tried through the proxy of one
+/// launch with the same configuration.
+#[test]
+fn explain_matches_the_proxys_decision_for_every_layer() {
+    let (global, cli, denied, other) = (server("g"), server("c"), server("d"), server("o"));
+    each_mode(|env| {
+        env.write_global_config(&format!(
+            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\n  \"127.0.0.1:{global}\",\n  \"127.0.0.1:{denied}\",\n  \"localhost:{other}\",\n]\n"
+        ));
+        common::launch::write_overlay(
+            env,
+            &format!("[network]\ndeny = [\"127.0.0.1:{denied}\", \"127.0.0.1:{other}\"]\n"),
+        );
+        common::launch::trust_overlay(env);
+        let cli_allow = format!("127.0.0.1:{cli}");
+        // (destination, allowed, what the answer names)
+        let rows = [
+            (format!("127.0.0.1:{global}"), true, "config, ".to_string()),
+            (cli_allow.clone(), true, "(command line)".to_string()),
+            (
+                format!("127.0.0.1:{denied}"),
+                false,
+                "deny entry 127.0.0.1".to_string(),
+            ),
+            (
+                format!("host.ags.internal:{global}"),
+                true,
+                "host's loopback".to_string(),
+            ),
+            (format!("127.0.0.1:{}", other + 1), false, "built in".to_string()),
+            (format!("localhost:{other}"), false, "project config".to_string()),
+        ];
+        let mut script = String::new();
+        for (i, (dest, _, _)) in rows.iter().enumerate() {
+            script.push_str(&format!(
+                "echo '## row{i}'; printf 'CONNECT {dest} HTTP/1.1\\r\\n\\r\\n' | nc -w 5 127.0.0.1 3128 | head -1; "
+            ));
+        }
+        let out = run_agent(env, &["--allow", &cli_allow], &["sh", "-c", &script]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let text = stdout(&out);
+        for (i, (dest, allowed, names)) in rows.iter().enumerate() {
+            let proxy = section(&text, &format!("row{i}"));
+            assert_eq!(proxy.contains(" 200 "), *allowed, "{dest}: proxy said {proxy}");
+            assert_eq!(proxy.contains(" 403 "), !allowed, "{dest}: proxy said {proxy}");
+            let asked = env.run(["explain", "--allow", &cli_allow, dest.as_str()]);
+            let said = stdout(&asked);
+            assert_eq!(
+                asked.status.code(),
+                Some(if *allowed { 0 } else { 1 }),
+                "{dest}: {}",
+                show(&asked)
+            );
+            assert!(said.contains(names.as_str()), "{dest}: {said}");
+        }
+        // The rule's file and line are named.
+        let said = stdout(&env.run(["explain", &format!("127.0.0.1:{denied}")]));
+        assert!(said.contains(".ags/config.toml:2"), "{said}");
+        assert_clean(env);
+    });
+}
