@@ -200,6 +200,10 @@ pub enum Command {
     /// Would the network policy of a launch here let the agent reach HOST[:PORT], and which
     /// rule decides: exit 0 when allowed, 1 when refused (docs/network.md).
     Explain(ExplainArgs),
+    /// Grant a destination to running allowlist-mode launches without a restart, for a time
+    /// (`--for 30m`) or for one launch (`--launch ID`); `--list` and `--revoke ID` manage grants
+    /// (docs/network.md).
+    Allow(AllowArgs),
     /// Inspect, test and manage hooks (prepare, started, finished).
     Hooks(HooksArgs),
     /// Remove containers and volumes left behind by `ags` processes that are gone, and run the
@@ -242,6 +246,28 @@ pub struct ExplainArgs {
     /// The project directory (default: the current directory).
     #[arg(long, value_name = "PATH")]
     pub workdir: Option<PathBuf>,
+}
+
+/// `ags allow`.
+#[derive(Debug, Args)]
+pub struct AllowArgs {
+    /// The entry granted (as in [network] allow: HOST[:PORT], *.DOMAIN, IP or CIDR).
+    #[arg(value_name = "HOST[:PORT]", required_unless_present_any = ["list", "revoke"])]
+    pub entry: Option<String>,
+    /// How long the grant lasts (a number with s, m, h or d); without it, until the launch
+    /// named by --launch ends.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Only this launch (its id, `ags-PID-NANOS`, as the proxy's refusal and `ags log --egress`
+    /// show it); without it, every launch of yours.
+    #[arg(long, value_name = "ID")]
+    pub launch: Option<String>,
+    /// List the grants that still hold.
+    #[arg(long, conflicts_with_all = ["entry", "duration", "launch", "revoke"])]
+    pub list: bool,
+    /// Remove the grant GRANT (its id, as `--list` shows it).
+    #[arg(long, value_name = "GRANT", conflicts_with_all = ["entry", "duration", "launch"])]
+    pub revoke: Option<String>,
 }
 
 /// `ags completions`.

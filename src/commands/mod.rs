@@ -1,6 +1,7 @@
 //! Orchestration: one function per subcommand. This is the only module that calls several
 //! stages; each function reads as the sequence of stage calls it performs.
 
+mod allow;
 mod completions;
 mod doctor;
 mod explain;
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         None => run::run(&cli.global, &cli.run),
         Some(Command::Plan(args)) => plan::plan(&cli.global, &args),
         Some(Command::Explain(args)) => explain::explain(&cli.global, &args),
+        Some(Command::Allow(args)) => allow::allow(&args),
         Some(Command::Gc(args)) => gc::gc(&cli.global, &args),
         Some(Command::Hooks(args)) => hooks::hooks(&cli.global, &args),
         Some(Command::Image(args)) => image::image(&cli.global, &args),

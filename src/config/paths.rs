@@ -96,6 +96,11 @@ impl Paths {
         self.state_dir().join("egress.jsonl")
     }
 
+    /// The grants in flight of `ags allow` (docs/network.md), one file each.
+    pub fn egress_grants(&self) -> PathBuf {
+        self.state_dir().join("grants")
+    }
+
     /// The JSONL log of agent hook records (docs/agent-hooks.md).
     pub fn agent_hooks_log(&self) -> PathBuf {
         self.state_dir().join("agent-hooks.jsonl")

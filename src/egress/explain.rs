@@ -47,7 +47,11 @@ pub fn parse_target(raw: &str) -> Result<(Host, u16), String> {
 /// Decide `host:port` under `plan`, resolving a name on this host like the proxy.
 pub fn explain(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
     let refuse = |why: String| Verdict { allowed: false, why };
-    let policy = super::policy(plan, None);
+    let mut policy = super::policy(plan, None);
+    if let Some(proxy) = &plan.proxy {
+        // Grants for every launch count; those for one launch are that launch's.
+        policy = policy.with_grants(proxy.grants.clone(), "-".into());
+    }
     let local = policy.host_loopback(host, port).is_some();
     match plan.mode {
         Network::None => return refuse("network mode none: the container has only its own loopback".into()),

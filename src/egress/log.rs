@@ -69,6 +69,8 @@ pub enum Decision {
     /// A request carried a credential's placeholder to a host the credential is not for:
     /// refused (403) and recorded (docs/credentials.md).
     Tripwire,
+    /// A grant in flight was made (`ags allow`): the entry, who, for which launch, until when.
+    Granted,
 }
 
 /// One attempt.
@@ -178,7 +180,7 @@ impl EgressLog {
                     kept.push(record.clone());
                 }
             }
-            Decision::Dropped => self.log.note(&line),
+            Decision::Dropped | Decision::Granted => self.log.note(&line),
         }
     }
 
@@ -285,6 +287,17 @@ pub fn render(r: &EgressRecord) -> String {
             r.launch_id,
             r.kind,
             decision,
+            crate::text::escape_line(&r.reason)
+        );
+    }
+    if r.decision == Decision::Granted {
+        return format!(
+            "{} {} {:<7} {:<8} {} {}",
+            r.time,
+            r.launch_id,
+            r.kind,
+            decision,
+            crate::text::escape_line(&r.host),
             crate::text::escape_line(&r.reason)
         );
     }

@@ -7,9 +7,11 @@
 //! of every attempt. `forwarder.rs` is the separate program that runs inside the container.
 
 pub mod explain;
+pub mod grants;
 pub mod log;
 pub mod model;
 pub mod plan;
+mod policy;
 pub mod proxy;
 mod request;
 mod substitute;
@@ -92,7 +94,8 @@ pub fn start(
     }
     install_forwarder(&proxy.forwarder)?;
     let listener = listen(proxy)?;
-    let policy = Arc::new(policy(plan, vault));
+    let policy = policy(plan, vault).with_grants(proxy.grants.clone(), log.launch_id().to_string());
+    let policy = Arc::new(policy);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(proxy::serve(listener, policy, log, stopped));
     Ok(Some(Egress {

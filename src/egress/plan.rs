@@ -58,6 +58,8 @@ pub struct ProxyPlan {
     pub listen: String,
     /// The JSONL log of egress attempts.
     pub log: PathBuf,
+    /// The directory of grants in flight (`ags allow`), read at each decision.
+    pub grants: PathBuf,
 }
 
 impl ProxyPlan {
@@ -195,6 +197,7 @@ fn proxy_plan(config: &Config, host_stage_dir: &Path) -> ProxyPlan {
         forwarder: config.paths.cache_dir().join("egress").join(FORWARDER_FILE),
         listen: PROXY_LISTEN.into(),
         log: egress_log(config),
+        grants: config.paths.egress_grants(),
     }
 }
 

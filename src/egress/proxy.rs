@@ -5,10 +5,10 @@
 //! `403` with a text body saying why. Only the request line and headers are read; bodies and
 //! tunnels are relayed untouched and never logged.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
@@ -18,12 +18,11 @@ use tokio::task::JoinSet;
 use zeroize::Zeroizing;
 
 use super::log::{Decision, EgressLog};
+use super::policy::open_usable;
+pub use super::policy::{Policy, Refusal};
 pub use super::request::Host;
 pub(super) use super::request::Request;
 use super::request::{parse_head, read_head};
-use crate::config::{canonical, is_internal};
-use crate::egress::model::HOST_NAME;
-use crate::egress::plan::PlanAllow;
 
 /// Connections served at once (two descriptors each; the default soft limit is 1024).
 pub const MAX_CONNECTIONS: usize = 256;
@@ -31,205 +30,6 @@ pub const MAX_CONNECTIONS: usize = 256;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long resolving and connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// The policy of one launch: the allowlist (or open mode) and the credentials it substitutes.
-#[derive(Debug)]
-pub struct Policy {
-    entries: Vec<PlanAllow>,
-    /// Open mode: every destination but this host's own (loopback, link-local).
-    open: bool,
-    vault: Option<Arc<crate::credentials::Vault>>,
-    /// Ports of this host's loopback the launch reaches (docs/network.md).
-    host_ports: Vec<u16>,
-    /// `[network] deny`: refused whatever else matches.
-    deny: Vec<PlanAllow>,
-}
-
-/// Why an attempt is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal(pub String);
-
-impl Policy {
-    /// A policy allowing `entries`.
-    pub fn new(entries: Vec<PlanAllow>) -> Self {
-        Self {
-            entries,
-            open: false,
-            vault: None,
-            host_ports: Vec::new(),
-            deny: Vec::new(),
-        }
-    }
-
-    /// Open mode, substituting the credentials of `vault`.
-    pub fn open(vault: Option<Arc<crate::credentials::Vault>>) -> Self {
-        Self {
-            entries: Vec::new(),
-            open: true,
-            vault,
-            host_ports: Vec::new(),
-            deny: Vec::new(),
-        }
-    }
-
-    /// This policy substituting the credentials of `vault`.
-    pub fn with_vault(self, vault: Option<Arc<crate::credentials::Vault>>) -> Self {
-        Self { vault, ..self }
-    }
-
-    /// This policy reaching `ports` of this host's loopback.
-    pub fn with_host_ports(self, ports: Vec<u16>) -> Self {
-        Self {
-            host_ports: ports,
-            ..self
-        }
-    }
-
-    /// This policy refusing what `deny` matches, before anything else is looked at.
-    pub fn with_deny(self, deny: Vec<PlanAllow>) -> Self {
-        Self { deny, ..self }
-    }
-
-    /// The deny entry matching `host:port`, as a refusal.
-    fn denied(&self, host: &Host, port: u16) -> Option<Refusal> {
-        let found = self.deny.iter().find(|d| match host {
-            Host::Ip(ip) => d.entry.denies_addr(*ip, port),
-            Host::Name(n) => d.entry.denies_name(n, port),
-        })?;
-        Some(Refusal(format!(
-            "{} port {port} is denied by the deny entry {}; a deny entry beats every allow entry",
-            host.shown(),
-            found.shown()
-        )))
-    }
-
-    /// The address on this host's loopback when `host:port` names an opened port of it
-    /// (`host.ags.internal`, `localhost` or a loopback address).
-    pub fn host_loopback(&self, host: &Host, port: u16) -> Option<SocketAddr> {
-        if !self.host_ports.contains(&port) {
-            return None;
-        }
-        let ip = match host {
-            Host::Name(n) if n == HOST_NAME || n == "localhost" => IpAddr::from([127, 0, 0, 1]),
-            Host::Ip(ip) if is_host_loopback(canonical(*ip)) => canonical(*ip),
-            _ => return None,
-        };
-        Some(SocketAddr::new(ip, port))
-    }
-
-    /// Decide a destination before resolving it: the entry that allows it, or why not.
-    pub fn admit(&self, host: &Host, port: u16) -> Result<String, Refusal> {
-        if let Some(refusal) = self.denied(host, port) {
-            return Err(refusal);
-        }
-        if self.host_loopback(host, port).is_some() {
-            let by = match self.entries.iter().find(|e| e.entry.host_port() == Some(port)) {
-                Some(rule) => rule.shown(),
-                None => "[network] host_loopback (config)".into(),
-            };
-            return Ok(format!(
-                "the host's loopback port {port} is open to this launch, by {by}"
-            ));
-        }
-        if matches!(host, Host::Name(n) if n == HOST_NAME) {
-            return Err(Refusal(format!(
-                "port {port} of the host's loopback is not open to this launch; open it with an allowlist entry \"127.0.0.1:{port}\" or with host_loopback = [{port}] under [network] in the global config"
-            )));
-        }
-        if self.open {
-            return Ok("open mode".into());
-        }
-        let found = match host {
-            Host::Ip(ip) => self.entries.iter().find(|e| e.entry.allows_addr(*ip, port)),
-            Host::Name(n) => self.entries.iter().find(|e| e.entry.allows_name(n, port)),
-        };
-        found.map(|e| format!("allowed by {}", e.shown())).ok_or_else(|| {
-            Refusal(match host {
-                Host::Ip(ip) => format!(
-                    "the address {ip} port {port} is not on this launch's allowlist (a raw IP needs an IP or CIDR entry; no entry matched, and allowlist mode refuses the rest: built in)"
-                ),
-                Host::Name(n) => format!(
-                    "{n} port {port} is not on this launch's allowlist (no entry matched, and allowlist mode refuses the rest: built in)"
-                ),
-            })
-        })
-    }
-
-    /// Of the addresses `name` resolved to, those that may be used: public ones, and internal
-    /// ones only when an entry names that exact host or covers the address.
-    pub fn usable(&self, name: &str, port: u16, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, Refusal> {
-        let kept: Vec<SocketAddr> = addrs
-            .iter()
-            .copied()
-            .filter(|a| self.denied(&Host::Ip(canonical(a.ip())), port).is_none())
-            .collect();
-        if kept.is_empty() && !addrs.is_empty() {
-            return Err(self
-                .denied(&Host::Ip(canonical(addrs[0].ip())), port)
-                .expect("denied"));
-        }
-        let addrs = &kept[..];
-        if self.open {
-            return open_usable(name, addrs);
-        }
-        let exact = self.entries.iter().any(|e| e.entry.names_exactly(name, port));
-        let ok: Vec<SocketAddr> = addrs
-            .iter()
-            .copied()
-            .filter(|a| {
-                let ip = canonical(a.ip());
-                !is_internal(ip) || exact || self.entries.iter().any(|e| e.entry.allows_addr(ip, port))
-            })
-            .collect();
-        if ok.is_empty() {
-            let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
-            return Err(Refusal(format!(
-                "{name} resolves to an internal address ({}); only an entry naming exactly {name} or that address may reach it",
-                shown.join(", ")
-            )));
-        }
-        Ok(ok)
-    }
-
-    /// The entries, for refusal messages.
-    pub fn summary(&self) -> String {
-        if self.entries.is_empty() {
-            return "(nothing)".into();
-        }
-        self.entries
-            .iter()
-            .map(|e| e.entry.entry.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-/// Exactly `127.0.0.1` or `::1`: the addresses an opened host-loopback port is reached at
-/// (not the rest of `127.0.0.0/8`, where other services may listen).
-fn is_host_loopback(ip: IpAddr) -> bool {
-    ip == IpAddr::from([127, 0, 0, 1]) || ip == IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
-}
-
-/// In open mode the proxy, on the host, reaches what the container could: not this host's
-/// own loopback or link-local addresses (nor unspecified or multicast ones).
-fn open_usable(name: &str, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, Refusal> {
-    let own = |ip: IpAddr| match canonical(ip) {
-        IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local() || v4.is_unspecified() || v4.is_multicast(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-        }
-    };
-    let ok: Vec<SocketAddr> = addrs.iter().copied().filter(|a| !own(a.ip())).collect();
-    if ok.is_empty() {
-        return Err(Refusal(format!(
-            "{name} is a loopback or link-local address, which the proxy (on the host) does not reach in open mode"
-        )));
-    }
-    Ok(ok)
-}
 
 /// Serve connections until `stop` turns true; then end every open connection, each recording
 /// what it relayed so far, and return.
@@ -301,13 +101,10 @@ async fn handle(
     let host = req.host.shown();
     let (kind, port) = (req.kind, req.port);
     let refused = |why: String| log.record(kind, &host, port, Decision::Refused, why);
-    let reason = match policy.admit(&req.host, req.port) {
-        Ok(reason) => reason,
+    let (reason, until) = match policy.admit_until(&req.host, req.port) {
+        Ok(admitted) => admitted,
         Err(Refusal(why)) => {
-            let body = format!(
-                "{why}. Allowed: {}. To allow it, add it to [network] allow in the global config (docs/network.md).",
-                policy.summary()
-            );
+            let body = refusal_body(&policy, &why, &req.host, port);
             log.append(&refused(why));
             let _ = client.write_all(&response(403, "Forbidden", &body)).await;
             return;
@@ -354,12 +151,45 @@ async fn handle(
     tokio::select! {
         _ = relay(client, upstream, &req, rest, &up, &down) => {}
         _ = stopped(&mut stop) => {}
+        _ = expiry(until) => record.reason.push_str("; cut when its grant expired"),
     }
     let (up, down) = (up.load(Ordering::Relaxed), down.load(Ordering::Relaxed));
     record.bytes_up = up;
     record.bytes_down = down;
     record.duration_ms = started.elapsed().as_millis() as u64;
     log.append(&record);
+}
+
+/// The 403 text: why, what is allowed, and how to allow it (the config, or a grant in flight to
+/// this running launch).
+fn refusal_body(policy: &Policy, why: &str, host: &Host, port: u16) -> String {
+    let target = match host {
+        Host::Ip(std::net::IpAddr::V6(ip)) => format!("[{ip}]:{port}"),
+        _ => format!("{}:{port}", host.shown()),
+    };
+    let grant = match policy.launch() {
+        Some(launch) if !why.contains("deny entry") => {
+            format!(
+                " To grant it to this running launch for 30 minutes, run on the host: ags allow {target} --launch {launch} --for 30m."
+            )
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{why}. Allowed: {}. To allow it, add it to [network] allow in the global config (docs/network.md).{grant}",
+        policy.summary()
+    )
+}
+
+/// Wait until `until` (forever without one).
+async fn expiry(until: Option<SystemTime>) {
+    match until {
+        Some(t) => {
+            let left = t.duration_since(SystemTime::now()).unwrap_or_default();
+            tokio::time::sleep(left).await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 enum Connect {

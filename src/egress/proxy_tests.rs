@@ -1,4 +1,5 @@
 use super::*;
+use crate::egress::plan::PlanAllow;
 
 fn policy(entries: &[&str]) -> Policy {
     let rule = |e: &&str| PlanAllow {

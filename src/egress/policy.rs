@@ -1,0 +1,265 @@
+//! The decisions of the egress proxy of one launch: the allowlist (or open mode), the deny
+//! entries, the opened ports of the host's loopback and the grants in flight, each naming the
+//! rule that decided (docs/network.md). Pure except for reading the grants directory.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::request::Host;
+use crate::config::{canonical, is_internal};
+use crate::egress::model::HOST_NAME;
+use crate::egress::plan::PlanAllow;
+
+/// The policy of one launch: the allowlist (or open mode) and the credentials it substitutes.
+#[derive(Debug)]
+pub struct Policy {
+    entries: Vec<PlanAllow>,
+    /// Open mode: every destination but this host's own (loopback, link-local).
+    pub(super) open: bool,
+    pub(super) vault: Option<Arc<crate::credentials::Vault>>,
+    /// Ports of this host's loopback the launch reaches (docs/network.md).
+    host_ports: Vec<u16>,
+    /// `[network] deny`: refused whatever else matches.
+    deny: Vec<PlanAllow>,
+    /// Grants in flight: their directory and this launch's id (allowlist mode).
+    grants: Option<(PathBuf, String)>,
+}
+
+/// Why an attempt is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+impl Policy {
+    /// A policy allowing `entries`.
+    pub fn new(entries: Vec<PlanAllow>) -> Self {
+        Self {
+            entries,
+            open: false,
+            vault: None,
+            host_ports: Vec::new(),
+            deny: Vec::new(),
+            grants: None,
+        }
+    }
+
+    /// Open mode, substituting the credentials of `vault`.
+    pub fn open(vault: Option<Arc<crate::credentials::Vault>>) -> Self {
+        Self {
+            entries: Vec::new(),
+            open: true,
+            vault,
+            host_ports: Vec::new(),
+            deny: Vec::new(),
+            grants: None,
+        }
+    }
+
+    /// This policy substituting the credentials of `vault`.
+    pub fn with_vault(self, vault: Option<Arc<crate::credentials::Vault>>) -> Self {
+        Self { vault, ..self }
+    }
+
+    /// This policy reaching `ports` of this host's loopback.
+    pub fn with_host_ports(self, ports: Vec<u16>) -> Self {
+        Self {
+            host_ports: ports,
+            ..self
+        }
+    }
+
+    /// This policy reading the grants in flight of `launch` from `dir` at each decision.
+    pub fn with_grants(self, dir: PathBuf, launch: String) -> Self {
+        Self {
+            grants: Some((dir, launch)),
+            ..self
+        }
+    }
+
+    /// The grants holding now, as rules with their deadlines (none in open mode).
+    fn granted(&self) -> Vec<(PlanAllow, Option<SystemTime>)> {
+        match &self.grants {
+            Some((dir, launch)) if !self.open => super::grants::active(dir, launch),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The launch these grants are for, for the refusal's advice.
+    pub fn launch(&self) -> Option<&str> {
+        self.grants.as_ref().map(|(_, l)| l.as_str())
+    }
+
+    /// This policy refusing what `deny` matches, before anything else is looked at.
+    pub fn with_deny(self, deny: Vec<PlanAllow>) -> Self {
+        Self { deny, ..self }
+    }
+
+    /// The deny entry matching `host:port`, as a refusal.
+    fn denied(&self, host: &Host, port: u16) -> Option<Refusal> {
+        let found = self.deny.iter().find(|d| match host {
+            Host::Ip(ip) => d.entry.denies_addr(*ip, port),
+            Host::Name(n) => d.entry.denies_name(n, port),
+        })?;
+        Some(Refusal(format!(
+            "{} port {port} is denied by the deny entry {}; a deny entry beats every allow entry",
+            host.shown(),
+            found.shown()
+        )))
+    }
+
+    /// The address on this host's loopback when `host:port` names an opened port of it
+    /// (`host.ags.internal`, `localhost` or a loopback address).
+    pub fn host_loopback(&self, host: &Host, port: u16) -> Option<SocketAddr> {
+        if !self.host_ports.contains(&port) {
+            return None;
+        }
+        let ip = match host {
+            Host::Name(n) if n == HOST_NAME || n == "localhost" => IpAddr::from([127, 0, 0, 1]),
+            Host::Ip(ip) if is_host_loopback(canonical(*ip)) => canonical(*ip),
+            _ => return None,
+        };
+        Some(SocketAddr::new(ip, port))
+    }
+
+    /// Decide a destination before resolving it: the entry that allows it, or why not.
+    pub fn admit(&self, host: &Host, port: u16) -> Result<String, Refusal> {
+        self.admit_until(host, port).map(|(reason, _)| reason)
+    }
+
+    /// [`Self::admit`], with the deadline of the grant that admitted it.
+    pub fn admit_until(&self, host: &Host, port: u16) -> Result<(String, Option<SystemTime>), Refusal> {
+        match self.admit_static(host, port) {
+            Err(Refusal(why)) if self.denied(host, port).is_none() => {
+                let matches = |r: &PlanAllow| match host {
+                    Host::Ip(ip) => r.entry.allows_addr(*ip, port),
+                    Host::Name(n) => r.entry.allows_name(n, port),
+                };
+                let found = self.granted().into_iter().find(|(r, _)| matches(r));
+                match found {
+                    Some((rule, until)) => Ok((format!("allowed by {}", rule.shown()), until)),
+                    None => Err(Refusal(why)),
+                }
+            }
+            other => other.map(|reason| (reason, None)),
+        }
+    }
+
+    /// The decision of the configured rules alone.
+    fn admit_static(&self, host: &Host, port: u16) -> Result<String, Refusal> {
+        if let Some(refusal) = self.denied(host, port) {
+            return Err(refusal);
+        }
+        if self.host_loopback(host, port).is_some() {
+            let by = match self.entries.iter().find(|e| e.entry.host_port() == Some(port)) {
+                Some(rule) => rule.shown(),
+                None => "[network] host_loopback (config)".into(),
+            };
+            return Ok(format!(
+                "the host's loopback port {port} is open to this launch, by {by}"
+            ));
+        }
+        if matches!(host, Host::Name(n) if n == HOST_NAME) {
+            return Err(Refusal(format!(
+                "port {port} of the host's loopback is not open to this launch; open it with an allowlist entry \"127.0.0.1:{port}\" or with host_loopback = [{port}] under [network] in the global config"
+            )));
+        }
+        if self.open {
+            return Ok("open mode".into());
+        }
+        let found = match host {
+            Host::Ip(ip) => self.entries.iter().find(|e| e.entry.allows_addr(*ip, port)),
+            Host::Name(n) => self.entries.iter().find(|e| e.entry.allows_name(n, port)),
+        };
+        found.map(|e| format!("allowed by {}", e.shown())).ok_or_else(|| {
+            Refusal(match host {
+                Host::Ip(ip) => format!(
+                    "the address {ip} port {port} is not on this launch's allowlist (a raw IP needs an IP or CIDR entry; no entry matched, and allowlist mode refuses the rest: built in)"
+                ),
+                Host::Name(n) => format!(
+                    "{n} port {port} is not on this launch's allowlist (no entry matched, and allowlist mode refuses the rest: built in)"
+                ),
+            })
+        })
+    }
+
+    /// Of the addresses `name` resolved to, those that may be used: public ones, and internal
+    /// ones only when an entry names that exact host or covers the address.
+    pub fn usable(&self, name: &str, port: u16, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, Refusal> {
+        let kept: Vec<SocketAddr> = addrs
+            .iter()
+            .copied()
+            .filter(|a| self.denied(&Host::Ip(canonical(a.ip())), port).is_none())
+            .collect();
+        if kept.is_empty() && !addrs.is_empty() {
+            return Err(self
+                .denied(&Host::Ip(canonical(addrs[0].ip())), port)
+                .expect("denied"));
+        }
+        let addrs = &kept[..];
+        if self.open {
+            return open_usable(name, addrs);
+        }
+        let granted: Vec<PlanAllow> = match addrs.iter().any(|a| is_internal(canonical(a.ip()))) {
+            true => self.granted().into_iter().map(|(r, _)| r).collect(),
+            false => Vec::new(),
+        };
+        let rules = || self.entries.iter().chain(&granted);
+        let exact = rules().any(|e| e.entry.names_exactly(name, port));
+        let ok: Vec<SocketAddr> = addrs
+            .iter()
+            .copied()
+            .filter(|a| {
+                let ip = canonical(a.ip());
+                !is_internal(ip) || exact || rules().any(|e| e.entry.allows_addr(ip, port))
+            })
+            .collect();
+        if ok.is_empty() {
+            let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
+            return Err(Refusal(format!(
+                "{name} resolves to an internal address ({}); only an entry naming exactly {name} or that address may reach it",
+                shown.join(", ")
+            )));
+        }
+        Ok(ok)
+    }
+
+    /// The entries, for refusal messages.
+    pub fn summary(&self) -> String {
+        if self.entries.is_empty() {
+            return "(nothing)".into();
+        }
+        self.entries
+            .iter()
+            .map(|e| e.entry.entry.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Exactly `127.0.0.1` or `::1`: the addresses an opened host-loopback port is reached at
+/// (not the rest of `127.0.0.0/8`, where other services may listen).
+fn is_host_loopback(ip: IpAddr) -> bool {
+    ip == IpAddr::from([127, 0, 0, 1]) || ip == IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
+}
+
+/// In open mode the proxy, on the host, reaches what the container could: not this host's
+/// own loopback or link-local addresses (nor unspecified or multicast ones).
+pub(super) fn open_usable(name: &str, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, Refusal> {
+    let own = |ip: IpAddr| match canonical(ip) {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local() || v4.is_unspecified() || v4.is_multicast(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
+        }
+    };
+    let ok: Vec<SocketAddr> = addrs.iter().copied().filter(|a| !own(a.ip())).collect();
+    if ok.is_empty() {
+        return Err(Refusal(format!(
+            "{name} is a loopback or link-local address, which the proxy (on the host) does not reach in open mode"
+        )));
+    }
+    Ok(ok)
+}
