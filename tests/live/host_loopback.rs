@@ -12,7 +12,7 @@ use crate::common;
 use crate::egress::{egress_log, server};
 
 use common::agents::{AGENT_IMAGE, REPLY, agent_args, endpoint_with};
-use common::launch::{assert_clean, run_agent, stdout};
+use common::launch::{Background, assert_clean, launch_args, run_agent, stdout};
 use common::{TestEnv, each_mode, show};
 
 /// Sections of `text` written as `## NAME` lines by the scripts below.
@@ -194,6 +194,106 @@ fn explain_matches_the_proxys_decision_for_every_layer() {
         // The rule's file and line are named.
         let said = stdout(&env.run(["explain", &format!("127.0.0.1:{denied}")]));
         assert!(said.contains(".ags/config.toml:2"), "{said}");
+        assert_clean(env);
+    });
+}
+
+/// A grant in flight: a refused destination is granted to the running launch (with the command
+/// its 403 names), reached, and refused again after the grant expires; a tunnel the grant
+/// admitted is cut at the expiry; the grant is in the egress log.
+#[test]
+fn a_grant_opens_a_refused_destination_in_a_running_launch_until_it_expires() {
+    let port = server("granted");
+    each_mode(|env| {
+        env.write_global_config(
+            "[network]\nmode = \"allowlist\"\nagent_hosts = false\nallow = [\"127.0.0.1:1\"]\n",
+        );
+        let ask = format!(
+            "printf 'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\nGET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 127.0.0.1 3128"
+        );
+        let script = format!(
+            r#"seen=0; i=0; long=0
+while [ $i -lt 300 ]; do
+  r=$({ask})
+  case "$r" in
+    *" 200 "*) echo "try $i: 200"
+      if [ $seen = 0 ]; then seen=1; (printf 'CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n'; sleep 60) | nc 127.0.0.1 3128 >/dev/null & long=$!; fi ;;
+    *" 403 "*) [ $i = 0 ] && echo "$r" | tail -1; echo "try $i: 403"; [ $seen = 1 ] && break ;;
+    *) echo "try $i: other" ;;
+  esac
+  i=$((i+1)); sleep 0.3
+done
+sleep 2
+if kill -0 $long 2>/dev/null; then echo long=open; else echo long=closed; fi"#
+        );
+        let bg = Background::spawn(env, &launch_args(env, &["--tty=false"], &["sh", "-c", &script]));
+        bg.expect_stdout("try 0: 403", std::time::Duration::from_secs(120));
+        let text = bg.stdout_so_far();
+        let advice = text
+            .split("run on the host: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no advice: {text}"));
+        let command: Vec<&str> = advice.split_whitespace().take(7).collect();
+        assert_eq!(
+            command[..3],
+            ["ags", "allow", &format!("127.0.0.1:{port}")],
+            "{text}"
+        );
+        assert_eq!(command[3], "--launch", "{text}");
+        let launch = command[4].to_string();
+        let granted = env.run([
+            "allow",
+            &format!("127.0.0.1:{port}"),
+            "--launch",
+            &launch,
+            "--for",
+            "3s",
+        ]);
+        assert_eq!(granted.status.code(), Some(0), "{}", show(&granted));
+        let out = bg.wait();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let text = stdout(&out);
+        let order: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split(": ").nth(1))
+            .filter(|s| s.len() == 3)
+            .collect();
+        let first_ok = order
+            .iter()
+            .position(|s| *s == "200")
+            .unwrap_or_else(|| panic!("never granted: {text}"));
+        assert!(
+            order[first_ok..].last() == Some(&"403"),
+            "not refused after the expiry: {text}"
+        );
+        assert!(
+            text.contains("long=closed"),
+            "the granted tunnel outlived its grant: {text}"
+        );
+        let log = egress_log(env);
+        assert!(
+            log.iter()
+                .any(|r| r["decision"] == "granted" && r["launch_id"] == launch.as_str()),
+            "{log:#?}"
+        );
+        let by_grant: Vec<&serde_json::Value> = log
+            .iter()
+            .filter(|r| r["port"] == port && r["decision"] == "allowed")
+            .collect();
+        assert!(
+            !by_grant.is_empty()
+                && by_grant
+                    .iter()
+                    .all(|r| r["reason"].as_str().unwrap_or("").contains("grant ")),
+            "{log:#?}"
+        );
+        assert!(
+            by_grant.iter().any(|r| r["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("cut when its grant expired")),
+            "{log:#?}"
+        );
         assert_clean(env);
     });
 }
