@@ -203,6 +203,9 @@ pub struct ProjectFile {
     pub image: Option<String>,
     /// Protected paths the agent may change in this project (added to `[protect] allow`).
     pub protect_allow: Option<Vec<String>>,
+    /// `[project.network]`: this project's network, over the global `[network]` (its mode and
+    /// flags win, its allow and deny entries are added; docs/network.md).
+    pub network: Option<crate::egress::model::NetworkFile>,
 }
 
 /// One `[[prepare_hook]]`, `[[started_hook]]` or `[[finished_hook]]` declaration as written.

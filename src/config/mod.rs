@@ -205,8 +205,20 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         .unwrap_or_default();
     let sandbox_network = sandbox.network.clone();
     let (mut image, pids_limit) = sandbox_settings(&primary_path, sandbox)?;
-    let (network, egress) =
-        network_settings(&primary_path, primary.as_ref(), sandbox_network, overlay.as_ref())?;
+    let project_network = match &primary {
+        Some(f) => user::project_network(&primary_path, &f.project, &project, &paths)?,
+        None => None,
+    };
+    let global_network = crate::egress::model::NetworkFile::merged(
+        primary.as_ref().and_then(|f| f.network.as_ref()),
+        project_network.as_ref(),
+    );
+    let (network, egress) = network_settings(
+        &primary_path,
+        global_network.as_ref(),
+        sandbox_network,
+        overlay.as_ref(),
+    )?;
     let user = user_settings(&primary_path, primary.as_ref(), &project, &paths, &mut image)?;
     Ok(Config {
         paths,
@@ -276,15 +288,12 @@ fn agent_hook_settings(
 /// floor; an invalid entry is named in the file that holds it.
 fn network_settings(
     primary_path: &Path,
-    primary: Option<&ConfigFile>,
+    global: Option<&crate::egress::model::NetworkFile>,
     sandbox_network: Option<String>,
     overlay: Option<&(PathBuf, ConfigFile)>,
 ) -> Result<(Network, EgressSettings)> {
     crate::egress::model::resolve(
-        (
-            primary.and_then(|f| f.network.as_ref()),
-            sandbox_network.as_deref(),
-        ),
+        (global, sandbox_network.as_deref()),
         overlay.and_then(|(_, f)| f.network.as_ref()),
     )
     .map_err(|(in_overlay, (key, message))| ConfigError::Invalid {
@@ -414,8 +423,12 @@ fn parse_text(path: &Path, text: &str) -> Result<ConfigFile> {
         path: path.into(),
         message: safety::parse_message(&e),
     })?;
-    if let Some(network) = &mut file.network {
-        // So that an allow or deny entry can be named by its file and line.
+    // So that an allow or deny entry can be named by its file and line.
+    let networks = file
+        .network
+        .iter_mut()
+        .chain(file.project.iter_mut().filter_map(|p| p.network.as_mut()));
+    for network in networks {
         network.source = Some(crate::egress::model::Source::new(path, text));
     }
     Ok(file)

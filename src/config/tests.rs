@@ -595,3 +595,40 @@ fn a_fifo_config_is_refused_without_blocking() {
     let err = parse_file(&fifo).unwrap_err().to_string();
     assert!(err.contains("not a regular file"), "{err}");
 }
+
+#[test]
+fn a_projects_network_goes_over_the_global_one() {
+    let e = env();
+    write(
+        &e.paths.global_config(),
+        &format!(
+            "[network]\nmode = \"open\"\nallow = [\"a.example\"]\ndeny = [\"x.example\"]\n\n\
+             [[project]]\npath = \"{project}\"\n[project.network]\nmode = \"allowlist\"\nallow = [\"b.example:8443\"]\nhost_loopback = [11434]\n\n\
+             [[project]]\npath = \"/does/not/exist\"\n[project.network]\nallow = [\"never.example\"]\n",
+            project = e.project.display()
+        ),
+    );
+    let cfg = load_with(e.paths.clone(), &opts(&e.project.join("sub"))).unwrap();
+    assert_eq!(cfg.network, Network::Allowlist);
+    let allow: Vec<(&str, Option<&str>)> = cfg
+        .egress
+        .allow
+        .iter()
+        .map(|r| (r.entry.entry.as_str(), r.at.as_deref()))
+        .collect();
+    let file = e.paths.global_config().display().to_string();
+    assert_eq!(
+        allow,
+        [
+            ("a.example", Some(format!("{file}:3").as_str())),
+            ("b.example:8443", Some(format!("{file}:10").as_str()))
+        ]
+    );
+    assert_eq!(cfg.egress.deny.len(), 1);
+    assert_eq!(cfg.egress.host_loopback, [11434]);
+    // Another project gets the global network alone.
+    let other = e.project.parent().unwrap().join("other");
+    fs::create_dir_all(&other).unwrap();
+    let cfg = load_with(e.paths.clone(), &opts(&other)).unwrap();
+    assert_eq!((cfg.network, cfg.egress.allow.len()), (Network::Open, 1));
+}

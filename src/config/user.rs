@@ -358,6 +358,31 @@ pub fn project_protect_allow(
     Ok(out)
 }
 
+/// The `[project.network]` of the most specific `[[project]]` whose path is the project root
+/// or one of its ancestors (compared canonically), if it has one.
+pub fn project_network(
+    path: &Path,
+    entries: &[ProjectFile],
+    project: &Path,
+    paths: &Paths,
+) -> Result<Option<crate::egress::model::NetworkFile>, ConfigError> {
+    let mut best: Option<(usize, &crate::egress::model::NetworkFile)> = None;
+    for (i, entry) in entries.iter().enumerate() {
+        let Some(network) = &entry.network else { continue };
+        let dir = host_path(&entry.path, paths).ok_or_else(|| ConfigError::Invalid {
+            path: path.into(),
+            key: format!("project[{i}].path"),
+            message: PATH_RULE.into(),
+        })?;
+        let Ok(dir) = dir.canonicalize() else { continue };
+        let depth = dir.components().count();
+        if project.starts_with(&dir) && best.is_none_or(|(d, _)| depth > d) {
+            best = Some((depth, network));
+        }
+    }
+    Ok(best.map(|(_, n)| n.clone()))
+}
+
 const PATH_RULE: &str = "must be an absolute path (or start with ~/) without NUL or line breaks";
 
 /// `~/x` → `$HOME/x`; other paths must be absolute. No NUL or line breaks.

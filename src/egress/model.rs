@@ -65,6 +65,41 @@ pub struct NetworkFile {
     pub source: Option<Source>,
 }
 
+impl NetworkFile {
+    /// The global `[network]` with a matching `[[project]]`'s `network` over it: the project's
+    /// mode and flags win, allow and deny entries and `host_loopback` ports add up.
+    pub fn merged(global: Option<&Self>, project: Option<&Self>) -> Option<Self> {
+        let Some(p) = project else { return global.cloned() };
+        let g = global.cloned().unwrap_or_default();
+        let join = |a: Option<Vec<Spanned<String>>>, b: &Option<Vec<Spanned<String>>>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(
+                a.into_iter()
+                    .flatten()
+                    .chain(b.iter().flatten().cloned())
+                    .collect(),
+            ),
+        };
+        let host_loopback = match (g.host_loopback, &p.host_loopback) {
+            (None, None) => None,
+            (a, b) => Some(
+                a.into_iter()
+                    .flatten()
+                    .chain(b.iter().flatten().copied())
+                    .collect(),
+            ),
+        };
+        Some(Self {
+            mode: p.mode.clone().or(g.mode),
+            allow: join(g.allow, &p.allow),
+            deny: join(g.deny, &p.deny),
+            agent_hosts: p.agent_hosts.or(g.agent_hosts),
+            host_loopback,
+            source: g.source.or_else(|| p.source.clone()),
+        })
+    }
+}
+
 /// A config file's path and where its lines start.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Source {
