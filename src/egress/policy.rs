@@ -95,11 +95,22 @@ impl Policy {
         Self { deny, ..self }
     }
 
-    /// The deny entry matching `host:port`, as a refusal.
+    /// The deny entry matching `host:port`, as a refusal. The host's loopback is one place
+    /// under every spelling: a deny entry naming `localhost`, `host.ags.internal`,
+    /// `127.0.0.1` or `::1` refuses all of them.
     fn denied(&self, host: &Host, port: u16) -> Option<Refusal> {
-        let found = self.deny.iter().find(|d| match host {
-            Host::Ip(ip) => d.entry.denies_addr(*ip, port),
-            Host::Name(n) => d.entry.denies_name(n, port),
+        let loopback = is_loopback_target(host);
+        let found = self.deny.iter().find(|d| {
+            let e = &d.entry;
+            let direct = match host {
+                Host::Ip(ip) => e.denies_addr(*ip, port),
+                Host::Name(n) => e.denies_name(n, port),
+            };
+            direct
+                || (loopback
+                    && ([HOST_NAME, "localhost"].iter().any(|n| e.denies_name(n, port))
+                        || e.denies_addr(IpAddr::from([127, 0, 0, 1]), port)
+                        || e.denies_addr(IpAddr::from(std::net::Ipv6Addr::LOCALHOST), port)))
         })?;
         Some(Refusal(format!(
             "{} port {port} is denied by the deny entry {}; a deny entry beats every allow entry",
@@ -109,17 +120,26 @@ impl Policy {
     }
 
     /// The address on this host's loopback when `host:port` names an opened port of it
-    /// (`host.ags.internal`, `localhost` or a loopback address).
-    pub fn host_loopback(&self, host: &Host, port: u16) -> Option<SocketAddr> {
-        if !self.host_ports.contains(&port) {
+    /// (`host.ags.internal`, `localhost`, `127.0.0.1` or `::1`: always the host's
+    /// `127.0.0.1:PORT`), with the deadline of the grant that opened it, if a grant did.
+    pub fn host_loopback_until(&self, host: &Host, port: u16) -> Option<(SocketAddr, Option<SystemTime>)> {
+        if !is_loopback_target(host) {
             return None;
         }
-        let ip = match host {
-            Host::Name(n) if n == HOST_NAME || n == "localhost" => IpAddr::from([127, 0, 0, 1]),
-            Host::Ip(ip) if is_host_loopback(canonical(*ip)) => canonical(*ip),
-            _ => return None,
-        };
-        Some(SocketAddr::new(ip, port))
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if self.host_ports.contains(&port) {
+            return Some((addr, None));
+        }
+        let granted = self
+            .granted()
+            .into_iter()
+            .find(|(r, _)| r.entry.host_port() == Some(port));
+        granted.map(|(_, until)| (addr, until))
+    }
+
+    /// [`Self::host_loopback_until`] without the deadline.
+    pub fn host_loopback(&self, host: &Host, port: u16) -> Option<SocketAddr> {
+        self.host_loopback_until(host, port).map(|(a, _)| a)
     }
 
     /// Decide a destination before resolving it: the entry that allows it, or why not.
@@ -131,9 +151,12 @@ impl Policy {
     pub fn admit_until(&self, host: &Host, port: u16) -> Result<(String, Option<SystemTime>), Refusal> {
         match self.admit_static(host, port) {
             Err(Refusal(why)) if self.denied(host, port).is_none() => {
-                let matches = |r: &PlanAllow| match host {
-                    Host::Ip(ip) => r.entry.allows_addr(*ip, port),
-                    Host::Name(n) => r.entry.allows_name(n, port),
+                let matches = |r: &PlanAllow| {
+                    (is_loopback_target(host) && r.entry.host_port() == Some(port))
+                        || match host {
+                            Host::Ip(ip) => r.entry.allows_addr(*ip, port),
+                            Host::Name(n) => r.entry.allows_name(n, port),
+                        }
                 };
                 let found = self.granted().into_iter().find(|(r, _)| matches(r));
                 match found {
@@ -150,7 +173,7 @@ impl Policy {
         if let Some(refusal) = self.denied(host, port) {
             return Err(refusal);
         }
-        if self.host_loopback(host, port).is_some() {
+        if self.host_ports.contains(&port) && is_loopback_target(host) {
             let by = match self.entries.iter().find(|e| e.entry.host_port() == Some(port)) {
                 Some(rule) => rule.shown(),
                 None => "[network] host_loopback (config)".into(),
@@ -186,6 +209,17 @@ impl Policy {
     /// Of the addresses `name` resolved to, those that may be used: public ones, and internal
     /// ones only when an entry names that exact host or covers the address.
     pub fn usable(&self, name: &str, port: u16, addrs: &[SocketAddr]) -> Result<Vec<SocketAddr>, Refusal> {
+        self.usable_until(name, port, addrs).map(|(ok, _)| ok)
+    }
+
+    /// [`Self::usable`], with the deadline of the grant that made an internal address usable
+    /// (the configured rules first; a grant only when they do not suffice).
+    pub fn usable_until(
+        &self,
+        name: &str,
+        port: u16,
+        addrs: &[SocketAddr],
+    ) -> Result<(Vec<SocketAddr>, Option<SystemTime>), Refusal> {
         let kept: Vec<SocketAddr> = addrs
             .iter()
             .copied()
@@ -196,32 +230,24 @@ impl Policy {
                 .denied(&Host::Ip(canonical(addrs[0].ip())), port)
                 .expect("denied"));
         }
-        let addrs = &kept[..];
         if self.open {
-            return open_usable(name, addrs);
+            return open_usable(name, &kept).map(|ok| (ok, None));
         }
-        let granted: Vec<PlanAllow> = match addrs.iter().any(|a| is_internal(canonical(a.ip()))) {
-            true => self.granted().into_iter().map(|(r, _)| r).collect(),
-            false => Vec::new(),
-        };
-        let rules = || self.entries.iter().chain(&granted);
-        let exact = rules().any(|e| e.entry.names_exactly(name, port));
-        let ok: Vec<SocketAddr> = addrs
-            .iter()
-            .copied()
-            .filter(|a| {
-                let ip = canonical(a.ip());
-                !is_internal(ip) || exact || rules().any(|e| e.entry.allows_addr(ip, port))
-            })
-            .collect();
-        if ok.is_empty() {
-            let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
-            return Err(Refusal(format!(
-                "{name} resolves to an internal address ({}); only an entry naming exactly {name} or that address may reach it",
-                shown.join(", ")
-            )));
+        let ok = usable_by(&self.entries, name, port, &kept);
+        if !ok.is_empty() {
+            return Ok((ok, None));
         }
-        Ok(ok)
+        for (rule, until) in self.granted() {
+            let ok = usable_by(std::slice::from_ref(&rule), name, port, &kept);
+            if !ok.is_empty() {
+                return Ok((ok, until));
+            }
+        }
+        let shown: Vec<String> = kept.iter().map(|a| a.ip().to_string()).collect();
+        Err(Refusal(format!(
+            "{name} resolves to an internal address ({}); only an entry naming exactly {name} or that address may reach it",
+            shown.join(", ")
+        )))
     }
 
     /// The entries, for refusal messages.
@@ -234,6 +260,29 @@ impl Policy {
             .map(|e| e.entry.entry.as_str())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// Of `addrs`, those `rules` let `name` use: public ones, internal ones when a rule names
+/// `name` exactly or covers the address.
+fn usable_by(rules: &[PlanAllow], name: &str, port: u16, addrs: &[SocketAddr]) -> Vec<SocketAddr> {
+    let exact = rules.iter().any(|e| e.entry.names_exactly(name, port));
+    addrs
+        .iter()
+        .copied()
+        .filter(|a| {
+            let ip = canonical(a.ip());
+            !is_internal(ip) || exact || rules.iter().any(|e| e.entry.allows_addr(ip, port))
+        })
+        .collect()
+}
+
+/// Whether `host` names the host's loopback: `host.ags.internal`, `localhost`, `127.0.0.1`
+/// or `::1` (not the rest of `127.0.0.0/8`).
+fn is_loopback_target(host: &Host) -> bool {
+    match host {
+        Host::Name(n) => n == HOST_NAME || n == "localhost",
+        Host::Ip(ip) => is_host_loopback(canonical(*ip)),
     }
 }
 

@@ -123,7 +123,7 @@ async fn handle(
     let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(&policy, &req))
         .await
         .unwrap_or_else(|_| Err(Connect::Failed(format!("{host} port {}: timed out", req.port))));
-    let (upstream, addr) = match connected {
+    let (upstream, addr, granted) = match connected {
         Ok(c) => c,
         Err(Connect::Refused(Refusal(why))) => {
             log.append(&refused(why.clone()));
@@ -136,7 +136,14 @@ async fn handle(
             return;
         }
     };
+    let until = match (until, granted) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let mut record = log.record(req.kind, &host, req.port, Decision::Allowed, reason);
+    if granted.is_some() {
+        record.reason.push_str("; its internal address by a grant");
+    }
     record.address = Some(addr.to_string());
     record.substituted = substituted;
     if let Some(vault) = policy
@@ -144,7 +151,13 @@ async fn handle(
         .clone()
         .filter(|v| req.kind == "connect" && v.terminates(&host, req.port))
     {
-        return super::substitute::tunnel(client, upstream, vault, record, &log, stopped(&mut stop)).await;
+        let ended = async {
+            tokio::select! {
+                _ = stopped(&mut stop) => {}
+                _ = expiry(until) => {}
+            }
+        };
+        return super::substitute::tunnel(client, upstream, vault, record, &log, ended).await;
     }
     let started = Instant::now();
     let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -192,13 +205,18 @@ async fn expiry(until: Option<SystemTime>) {
     }
 }
 
+/// A connection made: the stream, the address, and the deadline of a grant that made the
+/// address usable (a name that resolved to an internal address).
+type Connected = (TcpStream, SocketAddr, Option<SystemTime>);
+
 enum Connect {
     Refused(Refusal),
     Failed(String),
 }
 
 /// Resolve (on the host) and connect to the first usable address.
-async fn connect(policy: &Policy, req: &Request) -> Result<(TcpStream, SocketAddr), Connect> {
+async fn connect(policy: &Policy, req: &Request) -> Result<Connected, Connect> {
+    let mut until = None;
     let addrs = match &req.host {
         host if policy.host_loopback(host, req.port).is_some() => {
             policy.host_loopback(host, req.port).into_iter().collect()
@@ -213,13 +231,17 @@ async fn connect(policy: &Policy, req: &Request) -> Result<(TcpStream, SocketAdd
                 .await
                 .map_err(|e| Connect::Failed(format!("cannot resolve {n}: {e}")))?
                 .collect();
-            policy.usable(n, req.port, &found).map_err(Connect::Refused)?
+            let (addrs, granted) = policy
+                .usable_until(n, req.port, &found)
+                .map_err(Connect::Refused)?;
+            until = granted;
+            addrs
         }
     };
     let mut last = String::new();
     for a in addrs {
         match TcpStream::connect(a).await {
-            Ok(s) => return Ok((s, a)),
+            Ok(s) => return Ok((s, a, until)),
             Err(e) => last = format!("{a}: {e}"),
         }
     }

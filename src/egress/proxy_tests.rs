@@ -93,9 +93,10 @@ fn only_the_opened_ports_of_the_hosts_loopback_are_reached() {
             assert!(p.admit(&host, 11434).is_ok());
             assert_eq!(local(&p, host, 22), None);
         }
+        // Every spelling reaches the host's 127.0.0.1 (session-21 attack F3).
         assert_eq!(
             local(&p, Host::Ip("::1".parse().unwrap()), 11434).as_deref(),
-            Some("[::1]:11434")
+            Some("127.0.0.1:11434")
         );
         assert_eq!(
             local(&p, Host::Ip("::ffff:127.0.0.1".parse().unwrap()), 11434).as_deref(),
@@ -148,4 +149,48 @@ fn a_deny_entry_beats_every_allow_entry() {
     let open = Policy::open(None).with_deny(vec![deny("bad.example.org")]);
     assert!(open.admit(&Host::Name("bad.example.org".into()), 8080).is_err());
     drop(p);
+}
+
+#[test]
+fn a_deny_of_the_hosts_loopback_covers_every_spelling_and_grants_carry_their_deadline() {
+    use crate::config::EgressOrigin;
+    let deny = |e: &str| PlanAllow {
+        entry: crate::config::AllowEntry::parse(e).unwrap(),
+        origin: EgressOrigin::Config,
+        at: None,
+    };
+    // Session-21 attack F2: a name deny entry for the loopback refuses its IP spellings too.
+    for d in ["localhost", "host.ags.internal", "127.0.0.1:18080", "[::1]"] {
+        let p = policy(&["127.0.0.1:18080", "localhost:18080"]).with_deny(vec![deny(d)]);
+        for h in ["127.0.0.1", "::1", "::ffff:127.0.0.1"] {
+            assert!(p.admit(&Host::Ip(h.parse().unwrap()), 18080).is_err(), "{d} {h}");
+        }
+        for n in ["localhost", "host.ags.internal"] {
+            assert!(p.admit(&Host::Name(n.into()), 18080).is_err(), "{d} {n}");
+        }
+    }
+    // Session-21 attack F1: a name a rule admits, usable only through a grant, carries the
+    // grant's deadline.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("state/grants");
+    let entry = crate::config::AllowEntry::parse("127.0.0.1:18083").unwrap();
+    let g = crate::egress::grants::Grant::new(&entry, None, Some(Duration::from_secs(60)), "u".into());
+    crate::egress::grants::write(&dir, &g).unwrap();
+    let p = policy(&["*.atk.test:18083"]).with_grants(dir.clone(), "ags-1-2".into());
+    let (reason, until) = p.admit_until(&Host::Name("a.atk.test".into()), 18083).unwrap();
+    assert!(until.is_none() && reason.contains("*.atk.test"), "{reason}");
+    let (ok, until) = p
+        .usable_until("a.atk.test", 18083, &["127.0.0.1:18083".parse().unwrap()])
+        .unwrap();
+    assert_eq!((ok.len(), until), (1, g.deadline()));
+    // A grant of a loopback port opens it under the name too, with its deadline.
+    let p = policy(&[]).with_grants(dir, "ags-1-2".into());
+    let (_, until) = p
+        .admit_until(&Host::Name("host.ags.internal".into()), 18083)
+        .unwrap();
+    assert_eq!(until, g.deadline());
+    assert_eq!(
+        p.host_loopback(&Host::Name("host.ags.internal".into()), 18083),
+        Some("127.0.0.1:18083".parse().unwrap())
+    );
 }
