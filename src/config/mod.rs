@@ -7,6 +7,7 @@
 
 mod decls;
 mod file;
+mod network;
 mod overlay;
 mod paths;
 mod safety;
@@ -205,19 +206,12 @@ pub fn load_with(paths: Paths, opts: &LoadOptions) -> Result<Config> {
         .unwrap_or_default();
     let sandbox_network = sandbox.network.clone();
     let (mut image, pids_limit) = sandbox_settings(&primary_path, sandbox)?;
-    let project_network = match &primary {
-        Some(f) => user::project_network(&primary_path, &f.project, &project, &paths)?,
-        None => None,
-    };
-    let global_network = crate::egress::model::NetworkFile::merged(
-        primary.as_ref().and_then(|f| f.network.as_ref()),
-        project_network.as_ref(),
-    );
-    let (network, egress) = network_settings(
+    let (network, egress) = network::settings(
         &primary_path,
-        global_network.as_ref(),
+        primary.as_ref(),
         sandbox_network,
         overlay.as_ref(),
+        (&project, &paths),
     )?;
     let user = user_settings(&primary_path, primary.as_ref(), &project, &paths, &mut image)?;
     Ok(Config {
@@ -282,28 +276,6 @@ fn agent_hook_settings(
         })
         .collect();
     Ok(crate::agent_hooks::config::resolve(&agent_hook_files)?)
-}
-
-/// `[network]` of the primary config (or its older `[sandbox] network`) under the overlay's
-/// floor; an invalid entry is named in the file that holds it.
-fn network_settings(
-    primary_path: &Path,
-    global: Option<&crate::egress::model::NetworkFile>,
-    sandbox_network: Option<String>,
-    overlay: Option<&(PathBuf, ConfigFile)>,
-) -> Result<(Network, EgressSettings)> {
-    crate::egress::model::resolve(
-        (global, sandbox_network.as_deref()),
-        overlay.and_then(|(_, f)| f.network.as_ref()),
-    )
-    .map_err(|(in_overlay, (key, message))| ConfigError::Invalid {
-        path: match (in_overlay, overlay) {
-            (true, Some((p, _))) => p.clone(),
-            _ => primary_path.to_path_buf(),
-        },
-        key,
-        message,
-    })
 }
 
 /// The project overlay at `path` of the project `root`, when it is trusted (or trusted now on
