@@ -231,7 +231,8 @@ pub enum Command {
 /// `ags explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The destination: HOST[:PORT], IP[:PORT] or [IPv6]:PORT (port 443 when left out).
+    /// The destination: HOST[:PORT], IP[:PORT] or [IPv6]:PORT (port 443 when left out); or a
+    /// request, "METHOD HOST[:PORT]/PATH", to ask the method and path rules too.
     #[arg(value_name = "HOST[:PORT]")]
     pub target: String,
     /// The agent whose launch is asked about (its own API hosts join the allowlist).

@@ -51,6 +51,13 @@ pub fn allow(args: &AllowArgs) -> Result<u8, Error> {
 fn grant(args: &AllowArgs, paths: &Paths) -> Result<u8, Error> {
     let raw = args.entry.clone().unwrap_or_default();
     let entry = super::launch_input::allow_entries(std::slice::from_ref(&raw))?.remove(0);
+    if entry.request.is_some() {
+        return Err(CommandError::invalid(
+            format!("ags allow {raw}"),
+            "a grant opens a destination (HOST[:PORT]); method and path rules go into [network] allow of the global config",
+        )
+        .into());
+    }
     if args.duration.is_none() && args.launch.is_none() {
         return Err(CommandError::invalid(
             format!("ags allow {raw}"),

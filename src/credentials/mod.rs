@@ -19,8 +19,9 @@ use std::path::PathBuf;
 
 use zeroize::Zeroizing;
 
+use crate::egress::model::AllowEntry;
 use model::{Credential, Delivery};
-pub use relay::{Inner, Outcome, terminate};
+pub use relay::{Inner, Outcome, RequestCheck, terminate};
 
 /// Errors making a launch's credentials ready.
 #[derive(Debug, thiserror::Error)]
@@ -71,13 +72,14 @@ pub struct Staged {
 impl Vault {
     /// Take the proxied credentials out of `values` (the launch's effective environment):
     /// `creds` from the plan, then any `declared` one only `--op-secret-set` brought. Makes the
-    /// placeholders and the launch's CA (allowed to name none but the credentials' hosts; with
-    /// no credential, none at all). `extra_cas`: `[image] ca_certs`.
+    /// placeholders and the launch's CA (allowed to name none but the credentials' hosts and
+    /// `inspected`, the destinations of method and path rules; with neither, none at all).
+    /// `extra_cas`: `[image] ca_certs`.
     pub fn take(
         creds: &[plan::PlanCredential],
         declared: &[Credential],
         values: &BTreeMap<&str, &str>,
-        extra_cas: &[PathBuf],
+        (inspected, extra_cas): (&[AllowEntry], &[PathBuf]),
     ) -> Result<(Self, Staged), CredentialError> {
         let mut rules: Vec<Credential> = creds.iter().map(|c| c.rule.clone()).collect();
         for d in declared {
@@ -98,7 +100,11 @@ impl Vault {
                 })
             })
             .collect();
-        let hosts: Vec<&model::Credential> = entries.iter().map(|e| &e.rule).collect();
+        let hosts: Vec<&AllowEntry> = entries
+            .iter()
+            .flat_map(|e| e.rule.hosts.iter())
+            .chain(inspected)
+            .collect();
         let authority = tls::Authority::new(&hosts)?;
         let (upstream, host_pems) = tls::upstream(extra_cas)?;
         let ca_pem = authority.ca_pem();

@@ -167,6 +167,12 @@ fn parse(f: &CredentialFile) -> Result<Credential, (&'static str, String)> {
         .iter()
         .map(|h| {
             let entry = AllowEntry::parse(h).map_err(|e| ("hosts", format!("{h:?}: {e}")))?;
+            if entry.request.is_some() {
+                return Err((
+                    "hosts",
+                    format!("{h:?}: a credential is for hosts (HOST[:PORT]), not for a method or a path"),
+                ));
+            }
             match entry.target {
                 Target::Net { addr, prefix } if prefix != full_prefix(addr) => Err((
                     "hosts",

@@ -101,7 +101,8 @@ fn base_url_host(env: &[PlanEnv], var: &str) -> Option<(AllowEntry, bool)> {
         Some((_, p)) if !p.contains(']') => authority.to_string(),
         _ => format!("{authority}:{default}"),
     };
-    AllowEntry::parse(&with_port).ok().map(|e| (e, default == 80))
+    let entry = AllowEntry::parse(&with_port).ok().filter(|e| e.request.is_none())?;
+    Some((entry, default == 80))
 }
 
 /// The CA variables (plain values: paths in the staging volume), replacing any other value.

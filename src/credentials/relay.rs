@@ -36,7 +36,13 @@ pub struct Outcome {
     pub tripwires: Vec<super::Tripwire>,
     /// Why the connection was refused or failed before any request, when it was.
     pub failed: Option<String>,
+    /// Requests the method and path rules refused (403), each with why.
+    pub refused: Vec<String>,
 }
+
+/// The check each request of a terminated tunnel passes before it goes on (the egress
+/// policy's method and path rules): given the method and the origin-form target, why not.
+pub type RequestCheck = Arc<dyn Fn(&str, &str) -> Result<(), String> + Send + Sync>;
 
 type Body = Either<Incoming, Full<Bytes>>;
 
@@ -54,7 +60,7 @@ pub enum Inner {
 pub async fn terminate<C>(
     mut client: C,
     upstream: TcpStream,
-    vault: Arc<Vault>,
+    (vault, check): (Arc<Vault>, RequestCheck),
     (host, port): (String, u16),
     counts: (Arc<AtomicU64>, Arc<AtomicU64>),
     inner: Inner,
@@ -68,7 +74,7 @@ where
         down: counts.1.clone(),
     };
     let answered = match inner {
-        Inner::Plain => return serve(counted(client), upstream, vault, (host, port), true).await,
+        Inner::Plain => return serve(counted(client), upstream, (vault, check), (host, port), true).await,
         Inner::Tls { answered } => answered,
     };
     let upstream = match verified(&vault, &host, upstream).await {
@@ -105,7 +111,7 @@ where
         .map_err(|e| format!("the agent's TLS handshake failed: {e}"))
     };
     match accepted.await {
-        Ok(agent) => serve(agent, upstream, vault, (host, port), false).await,
+        Ok(agent) => serve(agent, upstream, (vault, check), (host, port), false).await,
         Err(why) => Outcome {
             failed: Some(why),
             ..Outcome::default()
@@ -118,7 +124,7 @@ where
 async fn serve<A, U>(
     agent: A,
     upstream: U,
-    vault: Arc<Vault>,
+    (vault, check): (Arc<Vault>, RequestCheck),
     (host, port): (String, u16),
     plain: bool,
 ) -> Outcome
@@ -141,13 +147,14 @@ where
         let shared = shared.clone();
         hyper::service::service_fn(move |req| {
             let (vault, host, sender, shared) = (vault.clone(), host.clone(), sender.clone(), shared.clone());
+            let check = check.clone();
             async move {
                 let at = Target {
                     host: &host,
                     port,
                     plain,
                 };
-                Ok::<_, std::convert::Infallible>(one(req, &vault, at, &sender, &shared).await)
+                Ok::<_, std::convert::Infallible>(one(req, (&vault, &check), at, &sender, &shared).await)
             }
         })
     };
@@ -217,7 +224,7 @@ fn ordinary(req: &Request<Incoming>, host: &str, port: u16) -> Result<(), String
 /// Check, rewrite and pass on one request.
 async fn one(
     mut req: Request<Incoming>,
-    vault: &Vault,
+    (vault, check): (&Vault, &RequestCheck),
     Target { host, port, plain }: Target<'_>,
     sender: &tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Incoming>>,
     shared: &Mutex<Outcome>,
@@ -244,6 +251,10 @@ async fn one(
         lock(shared)
             .tripwires
             .push(super::Tripwire { env, place: where_ });
+        return refusal(StatusCode::FORBIDDEN, &why);
+    }
+    if let Err(why) = check(req.method().as_str(), &target) {
+        lock(shared).refused.push(why.clone());
         return refusal(StatusCode::FORBIDDEN, &why);
     }
     let mut done = Vec::new();

@@ -17,8 +17,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::CredentialError;
-use super::model::Credential;
-use crate::egress::model::Target;
+use crate::egress::model::{AllowEntry, Target};
 
 /// The launch's certificate authority.
 pub struct Authority {
@@ -28,8 +27,9 @@ pub struct Authority {
 }
 
 impl Authority {
-    /// A new CA allowed to name only the hosts of `creds`.
-    pub fn new(creds: &[&Credential]) -> Result<Self, CredentialError> {
+    /// A new CA allowed to name only `hosts` (the credentials' hosts and those of method and
+    /// path rules).
+    pub fn new(hosts: &[&AllowEntry]) -> Result<Self, CredentialError> {
         let fail = |e: rcgen::Error| CredentialError::Authority(e.to_string());
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(fail)?;
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
@@ -40,7 +40,7 @@ impl Authority {
         let now = SystemTime::now();
         params.not_before = (now - Duration::from_secs(3600)).into();
         params.not_after = (now + Duration::from_secs(7 * 24 * 3600)).into();
-        params.name_constraints = Some(constraints(creds));
+        params.name_constraints = Some(constraints(hosts));
         let key = KeyPair::generate().map_err(fail)?;
         let ca_pem = params.self_signed(&key).map_err(fail)?.pem();
         Ok(Self {
@@ -90,14 +90,13 @@ impl Authority {
     }
 }
 
-/// The names the CA may certify: the credentials' host names (a name covers the names below
+/// The names the CA may certify: the host names of `hosts` (a name covers the names below
 /// it). With no host name, only the reserved name `invalid` (RFC 6761): an empty list would be
 /// no constraint. Addresses are not constrained: some clients (claude's runtime) refuse every
 /// certificate under a CA with an address constraint; the CA's key never leaves this process.
-fn constraints(creds: &[&Credential]) -> NameConstraints {
-    let mut names: Vec<GeneralSubtree> = creds
+fn constraints(hosts: &[&AllowEntry]) -> NameConstraints {
+    let mut names: Vec<GeneralSubtree> = hosts
         .iter()
-        .flat_map(|c| c.hosts.iter())
         .filter_map(|h| match &h.target {
             Target::Host(n) | Target::Suffix(n) => Some(GeneralSubtree::DnsName(n.clone())),
             Target::Net { .. } => None,

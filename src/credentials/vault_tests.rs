@@ -3,7 +3,7 @@ use super::*;
 fn vault(values: &[(&str, &str)]) -> (Vault, Staged) {
     let map: BTreeMap<&str, &str> = values.iter().copied().collect();
     let declared = model::built_in();
-    Vault::take(&[], &declared, &map, &[]).unwrap()
+    Vault::take(&[], &declared, &map, (&[], &[])).unwrap()
 }
 
 #[test]
@@ -62,7 +62,7 @@ fn plain_http_heads_get_a_key_only_where_declared_and_trip_elsewhere() {
         ..Default::default()
     });
     let declared = model::resolve(&files).unwrap();
-    let (v, staged) = Vault::take(&[], &declared, &map, &[]).unwrap();
+    let (v, staged) = Vault::take(&[], &declared, &map, (&[], &[])).unwrap();
     let (gw, tls) = (&staged.placeholders["GW_KEY"], &staged.placeholders["TLS_KEY"]);
     let head = format!("GET / HTTP/1.1\r\nAuthorization: Bearer {gw}\r\nX-T: {tls}\r\n\r\n");
     let out = v.http_head("gw.lan", 4000, head.as_bytes()).unwrap();

@@ -18,6 +18,33 @@ pub struct Verdict {
     pub why: String,
 }
 
+/// A request to ask about: the method and the path (with any query).
+pub type Asked = (String, String);
+
+/// Parse `[METHOD ]HOST[:PORT][/PATH]` (`[v6]:PORT` for IPv6; 443 without a port; `GET` for
+/// a path without a method).
+pub fn parse_request(raw: &str) -> Result<(Host, u16, Option<Asked>), String> {
+    let (method, rest) = match raw.split_once(' ') {
+        Some((m, rest)) if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => (Some(m), rest.trim()),
+        Some(_) => return Err("a request is METHOD HOST[:PORT]/PATH, the method in capitals".into()),
+        None => (None, raw),
+    };
+    let from = rest.find(']').map_or(0, |i| i + 1);
+    let (dest, path) = match rest[from..].find('/') {
+        Some(i) => rest.split_at(from + i),
+        None => (rest, ""),
+    };
+    let (host, port) = parse_target(dest)?;
+    let asked = match (method, path) {
+        (None, "") => None,
+        (m, p) => Some((
+            m.unwrap_or("GET").to_string(),
+            if p.is_empty() { "/".to_string() } else { p.to_string() },
+        )),
+    };
+    Ok((host, port, asked))
+}
+
 /// Parse `HOST[:PORT]` (`[v6]:PORT` for IPv6; 443 without a port).
 pub fn parse_target(raw: &str) -> Result<(Host, u16), String> {
     let (host, port) = match raw.strip_prefix('[') {
@@ -44,8 +71,23 @@ pub fn parse_target(raw: &str) -> Result<(Host, u16), String> {
     Ok((host, port))
 }
 
-/// Decide `host:port` under `plan`, resolving a name on this host like the proxy.
-pub fn explain(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
+/// Decide `host:port` (and the request `asked`, when given) under `plan`, resolving a name
+/// on this host like the proxy, then applying the method and path rules like it.
+pub fn explain(plan: &EgressPlan, host: &Host, port: u16, asked: Option<&Asked>) -> Verdict {
+    let verdict = explain_destination(plan, host, port);
+    let Some((method, path)) = asked.filter(|_| verdict.allowed && plan.mode == Network::Allowlist) else {
+        return verdict;
+    };
+    let policy = super::policy(plan, None);
+    match policy.check_request(host, port, method, path) {
+        Ok(None) => verdict,
+        Ok(Some(why)) => Verdict { allowed: true, why },
+        Err(Refusal(why)) => Verdict { allowed: false, why },
+    }
+}
+
+/// Decide the destination `host:port` as a whole.
+fn explain_destination(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
     let refuse = |why: String| Verdict { allowed: false, why };
     let mut policy = super::policy(plan, None);
     if let Some(proxy) = &plan.proxy {

@@ -140,7 +140,7 @@ pub fn active(dir: &Path, launch: &str) -> Vec<(Rule, Option<SystemTime>)> {
         .into_iter()
         .filter(|g| g.holds(launch, now))
         .filter_map(|g| {
-            let entry = AllowEntry::parse(&g.entry).ok()?;
+            let entry = AllowEntry::parse(&g.entry).ok().filter(|e| e.request.is_none())?;
             let rule = Rule {
                 entry,
                 origin: EgressOrigin::Grant(g.id.clone()),

@@ -174,6 +174,10 @@ pub struct AllowEntry {
     pub target: Target,
     /// The ports it allows (a bare entry: 443 and 80).
     pub ports: Vec<u16>,
+    /// For a method and path rule: the requests it names (only those; see
+    /// [`RequestRule`]). Such an entry never admits a destination wholesale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestRule>,
 }
 
 /// Ports a bare entry allows.
@@ -181,11 +185,19 @@ pub const DEFAULT_PORTS: [u16; 2] = [443, 80];
 
 impl AllowEntry {
     /// Parse `host`, `*.suffix`, `IP`, `[IPv6]`, `CIDR`, each with an optional `:PORT`
-    /// (IPv6 with a port in brackets: `[::1]:8080`).
+    /// (IPv6 with a port in brackets: `[::1]:8080`), optionally a method before it and a path
+    /// after it (`GET github.com/myorg/*`: a method and path rule).
     pub fn parse(raw: &str) -> Result<Self, String> {
         let s = raw.trim();
-        if s.is_empty() || s.len() > 260 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if s.is_empty() || s.len() > 1024 || s.chars().any(|c| c.is_control() || (c.is_whitespace() && c != ' ')) {
             return Err("must be a non-empty host, *.domain, IP or CIDR without spaces".into());
+        }
+        let (request, s) = RequestRule::split(s)?;
+        if s.len() > 260 {
+            return Err("the destination is longer than 260 characters".into());
+        }
+        if request.is_some() && s.contains('/') {
+            return Err("a method and path rule names a host or an address, not a network".into());
         }
         let (target, port) = split_port(s)?;
         let target = parse_target(target)?;
@@ -205,15 +217,32 @@ impl AllowEntry {
                 _ => format!("{addr}/{prefix}"),
             },
         };
-        let entry = match port {
+        let mut entry = match port {
             Some(p) => format!("{shown}:{p}"),
             None => shown,
         };
-        Ok(Self { entry, target, ports })
+        if let Some(r) = &request {
+            entry = match &r.method {
+                Some(m) => format!("{m} {entry}{}", r.path_shown()),
+                None => format!("{entry}{}", r.path_shown()),
+            };
+        }
+        Ok(Self {
+            entry,
+            target,
+            ports,
+            request,
+        })
     }
 
-    /// Whether the entry allows a name `host` (normalized, not an IP literal) on `port`.
+    /// Whether the entry allows a name `host` (normalized, not an IP literal) on `port`
+    /// wholesale (not a method and path rule).
     pub fn allows_name(&self, host: &str, port: u16) -> bool {
+        self.request.is_none() && self.reaches_name(host, port)
+    }
+
+    /// Whether the entry's destination is the name `host` on `port`, whatever its request part.
+    pub fn reaches_name(&self, host: &str, port: u16) -> bool {
         self.ports.contains(&port)
             && match &self.target {
                 Target::Host(h) => h == host,
@@ -226,8 +255,15 @@ impl AllowEntry {
             }
     }
 
-    /// Whether the entry allows the address `ip` on `port` (IP and CIDR entries only).
+    /// Whether the entry allows the address `ip` on `port` wholesale (IP and CIDR entries
+    /// only, not a method and path rule).
     pub fn allows_addr(&self, ip: IpAddr, port: u16) -> bool {
+        self.request.is_none() && self.reaches_addr(ip, port)
+    }
+
+    /// Whether the entry's destination covers the address `ip` on `port`, whatever its
+    /// request part.
+    pub fn reaches_addr(&self, ip: IpAddr, port: u16) -> bool {
         self.ports.contains(&port)
             && match &self.target {
                 Target::Net { addr, prefix } => in_net(ip, *addr, *prefix),
@@ -261,8 +297,11 @@ impl AllowEntry {
     }
 
     /// The port of the host's loopback this entry opens: an entry with an explicit port naming
-    /// `host.ags.internal`, `localhost`, `127.0.0.1` or `[::1]`.
+    /// `host.ags.internal`, `localhost`, `127.0.0.1` or `[::1]` (not a method and path rule).
     pub fn host_port(&self) -> Option<u16> {
+        if self.request.is_some() {
+            return None;
+        }
         let local = match &self.target {
             Target::Host(h) => h == HOST_NAME || h == "localhost",
             Target::Net { addr, prefix } => addr.is_loopback() && *prefix == full_prefix(addr),
@@ -426,6 +465,10 @@ pub const HOST_NAME: &str = "host.ags.internal";
 #[path = "model_resolve.rs"]
 mod resolve;
 pub use resolve::{FieldError, resolve};
+
+#[path = "model_request.rs"]
+mod request;
+pub use request::{RequestRule, request_path, shorten};
 
 #[path = "model_addr.rs"]
 mod addr;

@@ -118,7 +118,7 @@ pub fn resolve(
     if let Some(list) = o.allow {
         let restricted = !g_allow.is_empty() || g.mode == Some(Network::Allowlist);
         for (i, (entry, _)) in list.iter().enumerate() {
-            if restricted && !g_allow.iter().any(|(e, _)| e == entry) {
+            if restricted && !g_allow.iter().any(|(e, _)| e == entry || covers(e, entry)) {
                 return Err(narrow(
                     &format!("network.allow[{i}]"),
                     format!(
@@ -151,4 +151,10 @@ pub fn resolve(
         .chain(o.deny.into_iter().map(rule(EgressOrigin::ProjectConfig)))
         .collect();
     Ok((mode, settings))
+}
+
+/// Whether the global entry `g` admits everything the overlay's method and path rule `o`
+/// names: the same destination, wholesale, on each of its ports.
+fn covers(g: &AllowEntry, o: &AllowEntry) -> bool {
+    g.request.is_none() && o.request.is_some() && g.target == o.target && o.ports.iter().all(|p| g.ports.contains(p))
 }

@@ -90,6 +90,10 @@ pub struct EgressPlan {
     /// container's `127.0.0.1` and the proxy connects them to the host's; `host.ags.internal`
     /// names them too (docs/network.md).
     pub host_ports: Vec<u16>,
+    /// The destinations whose requests the proxy reads, terminating TLS with the launch's CA:
+    /// those of method and path rules naming a host (allowlist mode; docs/network.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inspected: Vec<AllowEntry>,
 }
 
 /// Decide the mode and the allowlist. `cli` is `--network`; it cannot go below a project
@@ -130,6 +134,7 @@ pub fn plan(
             proxy: (credentials || !host_ports.is_empty()).then(|| proxy_plan(config, host_stage_dir)),
             credentials,
             host_ports,
+            inspected: Vec::new(),
         };
     }
     let mut allow: Vec<PlanAllow> = config.egress.allow.clone();
@@ -156,6 +161,7 @@ pub fn plan(
         }
     }
     let host_ports = host_ports(&config.egress.host_loopback, &allow, &deny);
+    let inspected = inspected(&allow, &deny);
     EgressPlan {
         mode,
         mode_origin,
@@ -164,7 +170,24 @@ pub fn plan(
         proxy: Some(proxy_plan(config, host_stage_dir)),
         credentials,
         host_ports,
+        inspected,
     }
+}
+
+/// The destinations of the method and path rules naming a host (not an address: the launch
+/// CA certifies names), once each.
+fn inspected(allow: &[PlanAllow], deny: &[PlanAllow]) -> Vec<AllowEntry> {
+    let mut out: Vec<AllowEntry> = Vec::new();
+    for rule in allow.iter().chain(deny) {
+        let e = &rule.entry;
+        if e.request.is_some()
+            && !matches!(e.target, crate::egress::model::Target::Net { .. })
+            && !out.iter().any(|o| o.target == e.target && o.ports == e.ports)
+        {
+            out.push(e.clone());
+        }
+    }
+    out
 }
 
 /// The host-loopback ports: `configured` and those of `allow`'s entries, sorted, without the

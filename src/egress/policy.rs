@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use super::request::Host;
 use crate::config::{canonical, is_internal};
-use crate::egress::model::HOST_NAME;
+use crate::egress::model::{HOST_NAME, request_path, shorten};
 use crate::egress::plan::PlanAllow;
 
 /// The policy of one launch: the allowlist (or open mode) and the credentials it substitutes.
@@ -147,8 +147,92 @@ impl Policy {
         self.admit_until(host, port).map(|(reason, _)| reason)
     }
 
-    /// [`Self::admit`], with the deadline of the grant that admitted it.
+    /// [`Self::admit`], with the deadline of the grant that admitted it. A destination only
+    /// method and path rules reach is admitted here; its requests are then each decided by
+    /// [`Self::check_request`].
     pub fn admit_until(&self, host: &Host, port: u16) -> Result<(String, Option<SystemTime>), Refusal> {
+        match self.admit_whole(host, port) {
+            Err(refusal) if self.denied(host, port).is_none() => {
+                let rules = self.request_rules(&self.entries, host, port);
+                if rules.is_empty() {
+                    return Err(refusal);
+                }
+                let shown: Vec<String> = rules.iter().map(|r| r.shown()).collect();
+                Ok((format!("only requests matching {}", shown.join(", ")), None))
+            }
+            other => other,
+        }
+    }
+
+    /// Whether `host:port` is admitted only for the requests method and path rules name.
+    pub fn by_requests(&self, host: &Host, port: u16) -> bool {
+        self.admit_whole(host, port).is_err() && !self.request_rules(&self.entries, host, port).is_empty()
+    }
+
+    /// Whether the proxy reads the requests of a tunnel to `host:port` (terminating its TLS
+    /// with the launch CA) to decide them: a method and path rule decides there (a deny rule,
+    /// or allow rules alone). Names only: the launch CA certifies names.
+    pub fn inspects(&self, host: &Host, port: u16) -> bool {
+        matches!(host, Host::Name(_))
+            && (!self.request_rules(&self.deny, host, port).is_empty() || self.by_requests(host, port))
+    }
+
+    /// Decide one request (`method`, its origin-form `target`) to `host:port`, when method and
+    /// path rules reach that destination: `Ok(None)` when none does (the destination's
+    /// admission decides alone), the rule that allows it, or why not. A deny rule beats
+    /// everything; one matches without regard to case.
+    pub fn check_request(&self, host: &Host, port: u16, method: &str, target: &str) -> Result<Option<String>, Refusal> {
+        let denies = self.request_rules(&self.deny, host, port);
+        let allows = self.request_rules(&self.entries, host, port);
+        if denies.is_empty() && allows.is_empty() {
+            return Ok(None);
+        }
+        let path = request_path(target)
+            .map_err(|why| Refusal(format!("{why} ({} port {port} has method and path rules)", host.shown())))?;
+        let shown = format!("{method} {}{}", host.shown(), shorten(&path));
+        let matching = |rules: &[&PlanAllow], fold: bool| {
+            rules
+                .iter()
+                .find(|r| r.entry.request.as_ref().is_some_and(|q| q.matches(method, &path, fold)))
+                .map(|r| r.shown())
+        };
+        if let Some(rule) = matching(&denies, true) {
+            return Err(Refusal(format!(
+                "{shown} is denied by the deny entry {rule}; a deny entry beats every allow entry"
+            )));
+        }
+        if let Ok((reason, _)) = self.admit_whole(host, port) {
+            return Ok(Some(reason));
+        }
+        match matching(&allows, false) {
+            Some(rule) => Ok(Some(format!("allowed by {rule}"))),
+            None => {
+                let listed: Vec<String> = allows.iter().map(|r| r.shown()).collect();
+                Err(Refusal(format!(
+                    "{shown} matches none of the method and path rules for {} port {port}: {}",
+                    host.shown(),
+                    listed.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// The method and path rules of `rules` whose destination is `host:port`.
+    fn request_rules<'a>(&self, rules: &'a [PlanAllow], host: &Host, port: u16) -> Vec<&'a PlanAllow> {
+        rules
+            .iter()
+            .filter(|r| {
+                r.entry.request.is_some()
+                    && match host {
+                        Host::Ip(ip) => r.entry.reaches_addr(*ip, port),
+                        Host::Name(n) => r.entry.reaches_name(n, port),
+                    }
+            })
+            .collect()
+    }
+
+    /// The decision of the configured rules and the grants, for the destination as a whole.
+    fn admit_whole(&self, host: &Host, port: u16) -> Result<(String, Option<SystemTime>), Refusal> {
         match self.admit_static(host, port) {
             Err(Refusal(why)) if self.denied(host, port).is_none() => {
                 let matches = |r: &PlanAllow| {

@@ -101,7 +101,7 @@ async fn handle(
     let host = req.host.shown();
     let (kind, port) = (req.kind, req.port);
     let refused = |why: String| log.record(kind, &host, port, Decision::Refused, why);
-    let (reason, until) = match policy.admit_until(&req.host, req.port) {
+    let (reason, until, inspect) = match decide(&policy, &req) {
         Ok(admitted) => admitted,
         Err(Refusal(why)) => {
             let body = refusal_body(&policy, &why, &req.host, port);
@@ -149,7 +149,7 @@ async fn handle(
     if let Some(vault) = policy
         .vault
         .clone()
-        .filter(|v| req.kind == "connect" && v.terminates(&host, req.port))
+        .filter(|v| req.kind == "connect" && (inspect || v.terminates(&host, req.port)))
     {
         let ended = async {
             tokio::select! {
@@ -157,7 +157,8 @@ async fn handle(
                 _ = expiry(until) => {}
             }
         };
-        return super::substitute::tunnel(client, upstream, vault, record, &log, ended).await;
+        let check = checker(policy.clone(), &req);
+        return super::substitute::tunnel(client, upstream, (vault, check), record, &log, ended).await;
     }
     let started = Instant::now();
     let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -171,6 +172,46 @@ async fn handle(
     record.bytes_down = down;
     record.duration_ms = started.elapsed().as_millis() as u64;
     log.append(&record);
+}
+
+/// Decide a request head: the reason it is admitted, the deadline of a grant that admitted
+/// it, and whether the tunnel's requests are each checked (method and path rules decide
+/// there). A plain-HTTP request is decided whole here; a tunnel that rules decide by request
+/// needs the launch CA to read them.
+fn decide(policy: &Policy, req: &Request) -> Result<(String, Option<SystemTime>, bool), Refusal> {
+    let (reason, until) = policy.admit_until(&req.host, req.port)?;
+    if req.kind == "http" {
+        let reason = policy
+            .check_request(&req.host, req.port, &req.method, &req.target)?
+            .unwrap_or(reason);
+        return Ok((reason, until, false));
+    }
+    let inspect = policy.inspects(&req.host, req.port);
+    let host = req.host.shown();
+    if inspect && policy.vault.is_none() {
+        return Err(Refusal(format!(
+            "{host} port {} has method and path rules, but this launch has no CA to read its requests with",
+            req.port
+        )));
+    }
+    if !inspect && policy.by_requests(&req.host, req.port) {
+        return Err(Refusal(format!(
+            "{host} port {} is reached only by method and path rules, which the proxy can check for a host name or for plain HTTP, not inside a tunnel to an address",
+            req.port
+        )));
+    }
+    Ok((reason, until, inspect))
+}
+
+/// The check each request of a terminated tunnel passes (method and path rules).
+fn checker(policy: Arc<Policy>, req: &Request) -> crate::credentials::RequestCheck {
+    let (host, port) = (req.host.clone(), req.port);
+    Arc::new(move |method: &str, target: &str| {
+        policy
+            .check_request(&host, port, method, target)
+            .map(|_| ())
+            .map_err(|Refusal(why)| why)
+    })
 }
 
 /// The 403 text: why, what is allowed, and how to allow it (the config, or a grant in flight to

@@ -194,3 +194,62 @@ fn a_deny_of_the_hosts_loopback_covers_every_spelling_and_grants_carry_their_dea
         Some("127.0.0.1:18083".parse().unwrap())
     );
 }
+
+fn with_deny(p: Policy, deny: &[&str]) -> Policy {
+    let rule = |e: &&str| PlanAllow {
+        entry: crate::config::AllowEntry::parse(e).unwrap(),
+        origin: crate::config::EgressOrigin::Config,
+        at: Some("/c.toml:9".into()),
+    };
+    p.with_deny(deny.iter().map(rule).collect())
+}
+
+#[test]
+fn method_and_path_rules_decide_each_request() {
+    let gh = Host::Name("github.com".into());
+    let p = with_deny(
+        policy(&["GET github.com/myorg/*", "api.example.org"]),
+        &["POST api.example.org/admin/*"],
+    );
+    // The destination is admitted for its requests only, and its tunnels are read.
+    let (why, _) = p.admit_until(&gh, 443).unwrap();
+    assert!(why.contains("only requests matching GET github.com/myorg/* (config, /c.toml:3)"), "{why}");
+    assert!(p.by_requests(&gh, 443) && p.inspects(&gh, 443));
+    let ok = p.check_request(&gh, 443, "GET", "/myorg/repo/info/refs?x=1").unwrap();
+    assert!(ok.unwrap().contains("allowed by GET github.com/myorg/*"));
+    for (method, target) in [
+        ("POST", "/myorg/repo"),
+        ("GET", "/other/repo"),
+        ("GET", "/myorg/../other/repo"),
+        ("GET", "/myorg/%2e%2e/other"),
+        ("GET", "/myorg%2fx"),
+    ] {
+        assert!(p.check_request(&gh, 443, method, target).is_err(), "{method} {target}");
+    }
+    // A deny rule reads a whole-destination entry's requests too, without regard to case.
+    let api = Host::Name("api.example.org".into());
+    assert!(p.inspects(&api, 443) && !p.by_requests(&api, 443));
+    let Refusal(why) = p.check_request(&api, 443, "POST", "/ADMIN/users").unwrap_err();
+    assert!(why.contains("deny entry POST api.example.org/admin/*"), "{why}");
+    assert!(p.check_request(&api, 443, "GET", "/admin/users").is_ok());
+    // No rule reaches it: the destination decides alone, and nothing is read.
+    let other = Host::Name("b.example.org".into());
+    assert_eq!(p.check_request(&other, 443, "POST", "/x"), Ok(None));
+    assert!(!p.inspects(&Host::Name("api.example.org".into()), 8443));
+}
+
+#[test]
+fn a_tunnel_only_rules_admit_needs_a_name_and_the_launch_ca() {
+    let head = |h: &str| parse_head(h.as_bytes()).unwrap();
+    let p = policy(&["GET github.com/myorg/*", "GET 10.0.0.5/api/*"]);
+    // No CA (no vault): the tunnel cannot be read, so it is refused.
+    let Refusal(why) = decide(&p, &head("CONNECT github.com:443 HTTP/1.1\r\n\r\n")).unwrap_err();
+    assert!(why.contains("no CA"), "{why}");
+    let Refusal(why) = decide(&p, &head("CONNECT 10.0.0.5:443 HTTP/1.1\r\n\r\n")).unwrap_err();
+    assert!(why.contains("not inside a tunnel to an address"), "{why}");
+    // Plain HTTP is read here: the request line decides.
+    let (why, _, inspect) = decide(&p, &head("GET http://10.0.0.5/api/v1 HTTP/1.1\r\n\r\n")).unwrap();
+    assert!(why.contains("allowed by GET 10.0.0.5/api/*") && !inspect, "{why}");
+    assert!(decide(&p, &head("POST http://10.0.0.5/api/v1 HTTP/1.1\r\n\r\n")).is_err());
+    assert!(decide(&p, &head("GET http://10.0.0.5/api/../admin HTTP/1.1\r\n\r\n")).is_err());
+}

@@ -59,6 +59,10 @@ pub(super) struct Request {
     pub(super) kind: &'static str,
     pub(super) host: Host,
     pub(super) port: u16,
+    /// For plain HTTP: the method and the origin-form target (path and query), for the
+    /// method and path rules.
+    pub(super) method: String,
+    pub(super) target: String,
     /// For plain HTTP: the head to send upstream (origin-form request line).
     pub(super) upstream_head: Option<Zeroizing<Vec<u8>>>,
 }
@@ -119,6 +123,8 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
             kind: "connect",
             host,
             port,
+            method: String::new(),
+            target: String::new(),
             upstream_head: None,
         });
     }
@@ -159,6 +165,8 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
         kind: "http",
         host,
         port,
+        method: method.to_string(),
+        target: path,
         upstream_head: Some(Zeroizing::new(out.into_bytes())),
     })
 }

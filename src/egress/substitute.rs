@@ -64,7 +64,7 @@ fn tripwire_record(
 pub(super) async fn tunnel(
     mut client: UnixStream,
     upstream: TcpStream,
-    vault: Arc<Vault>,
+    (vault, check): (Arc<Vault>, credentials::RequestCheck),
     mut record: EgressRecord,
     log: &EgressLog,
     stop: impl std::future::Future<Output = ()>,
@@ -85,7 +85,7 @@ pub(super) async fn tunnel(
         },
     };
     let counts = (up.clone(), down.clone());
-    let relay = credentials::terminate(client, upstream, vault, (host.clone(), port), counts, inner);
+    let relay = credentials::terminate(client, upstream, (vault, check), (host.clone(), port), counts, inner);
     let outcome = tokio::select! {
         o = relay => Some(o),
         _ = stop => None,
@@ -93,6 +93,9 @@ pub(super) async fn tunnel(
     let outcome = outcome.unwrap_or_default();
     for t in &outcome.tripwires {
         log.append(&tripwire_record(log, "connect", &host, port, (&t.env, &t.place)));
+    }
+    for why in outcome.refused {
+        log.append(&log.record("connect", &host, port, Decision::Refused, why));
     }
     if let Some(why) = outcome.failed {
         record.decision = Decision::Failed;

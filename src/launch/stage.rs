@@ -77,11 +77,12 @@ pub fn take_credentials(
     declared: &[crate::credentials::model::Credential],
     extra_cas: &[PathBuf],
 ) -> Result<Option<std::sync::Arc<crate::credentials::Vault>>, crate::credentials::CredentialError> {
-    if !plan.egress.credentials {
+    if !plan.egress.credentials && plan.egress.inspected.is_empty() {
         return Ok(None);
     }
-    let (vault, staged) =
-        crate::credentials::Vault::take(&plan.credentials, declared, &values(plan, secrets), extra_cas)?;
+    let values = values(plan, secrets);
+    let inspected = (plan.egress.inspected.as_slice(), extra_cas);
+    let (vault, staged) = crate::credentials::Vault::take(&plan.credentials, declared, &values, inspected)?;
     secrets.placeholders = staged.placeholders;
     if let Some(staging) = plan.staging.as_mut() {
         let files = crate::credentials::plan::root_files(&staged.ca_pem, &staged.bundle_pem);

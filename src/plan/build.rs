@@ -145,7 +145,7 @@ fn launch_env(
         env.extend(w.env.iter().cloned());
     }
     let mut proxy_env = egress_entries::env(egress);
-    if egress.credentials {
+    if egress.credentials || !egress.inspected.is_empty() {
         proxy_env.extend(credentials::ca_env());
     }
     env.retain(|e| !proxy_env.iter().any(|p| p.key == e.key));

@@ -27,7 +27,7 @@ fn real_key(env: &TestEnv) -> String {
 }
 
 /// A test CA and a certificate for `name` signed by it: (CA PEM path, cert path, key path).
-fn test_pki(dir: &std::path::Path, name: &str) -> Pki {
+pub(crate) fn test_pki(dir: &std::path::Path, name: &str) -> Pki {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     std::fs::create_dir_all(dir).unwrap();
     let ca_key = KeyPair::generate().unwrap();
@@ -48,7 +48,7 @@ fn test_pki(dir: &std::path::Path, name: &str) -> Pki {
 }
 
 /// An HTTPS endpoint on `addr` requiring `header=value`, logging to `log`.
-fn tls_endpoint(addr: &str, pki: &Pki, header: &str, value: &str, log: &std::path::Path) -> Endpoint {
+pub(crate) fn tls_endpoint(addr: &str, pki: &Pki, header: &str, value: &str, log: &std::path::Path) -> Endpoint {
     let (cert, key) = (pki.1.to_str().unwrap(), pki.2.to_str().unwrap());
     let required = format!("{header}={value}");
     let log = log.to_str().unwrap();
@@ -102,7 +102,7 @@ fn launch_with(
 }
 
 /// The test CA's PEM, and the endpoint's certificate and key.
-type Pki = (PathBuf, PathBuf, PathBuf);
+pub(crate) type Pki = (PathBuf, PathBuf, PathBuf);
 
 /// `f(env, address, real key, test PKI)` in each mode whose service has the agent image; the
 /// endpoints listen on this machine's own address.
@@ -119,7 +119,7 @@ fn each_mode_keyed(f: impl Fn(&TestEnv, &str, &str, &Pki)) {
     });
 }
 
-fn has_agent_image(env: &TestEnv) -> bool {
+pub(crate) fn has_agent_image(env: &TestEnv) -> bool {
     let found = common::api::image_exists(&env.mode().socket(), AGENT_IMAGE).unwrap_or(false);
     if !found {
         println!("SKIP: {}: no {AGENT_IMAGE} in this service", env.mode());

@@ -65,5 +65,6 @@ mod podman_client;
 mod protected_files;
 mod remote_files;
 mod remote_ssh;
+mod request_rules;
 mod staging_ram;
 mod state_volumes;

@@ -1,0 +1,183 @@
+//! Method and path rules (`"GET github.com/myorg/*"`, docs/network.md): the part of an allow or
+//! deny entry that names requests rather than a whole destination, and the one way a request's
+//! path is read before it is compared (decoded, and refused when it could mean two paths).
+//! Pure.
+
+use serde::Serialize;
+
+/// The request part of an entry: an optional method and a path, exact or a prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestRule {
+    /// The method (`GET`), or any method.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The path as written, without a trailing `*`.
+    pub path: String,
+    /// Whether the path is a prefix (written with a trailing `*`).
+    pub prefix: bool,
+}
+
+impl RequestRule {
+    /// Split `[METHOD ]DESTINATION[/PATH]` into the request part (none when the entry has no
+    /// method and no path) and the destination.
+    pub(super) fn split(raw: &str) -> Result<(Option<Self>, &str), String> {
+        let (method, rest) = match raw.split_once(' ') {
+            Some((m, rest)) => {
+                let ok = (1..=20).contains(&m.len()) && m.bytes().all(|b| b.is_ascii_uppercase());
+                if !ok || rest.contains(char::is_whitespace) {
+                    return Err("write a method rule as METHOD HOST/PATH: one method in capitals (GET), one space, then the destination".into());
+                }
+                (Some(m.to_string()), rest)
+            }
+            None => (None, raw),
+        };
+        let (dest, path) = match path_start(rest) {
+            Some(i) => (&rest[..i], Some(&rest[i..])),
+            None => (rest, None),
+        };
+        let Some(path) = path else {
+            return match method {
+                Some(m) => Ok((
+                    Some(Self {
+                        method: Some(m),
+                        path: "/".into(),
+                        prefix: true,
+                    }),
+                    dest,
+                )),
+                None => Ok((None, dest)),
+            };
+        };
+        let (body, prefix) = match path.strip_suffix('*') {
+            Some(b) => (b, true),
+            None => (path, false),
+        };
+        check_rule_path(body)?;
+        Ok((
+            Some(Self {
+                method,
+                path: body.to_string(),
+                prefix,
+            }),
+            dest,
+        ))
+    }
+
+    /// How the rule is written after its destination: ` /path*`'s path part.
+    pub(super) fn path_shown(&self) -> String {
+        match (self.prefix, self.path.as_str()) {
+            (true, "/") if self.method.is_some() => String::new(),
+            (true, p) => format!("{p}*"),
+            (false, p) => p.to_string(),
+        }
+    }
+
+    /// Whether a request (`method`, its path read by [`request_path`]) matches. `fold`:
+    /// compare without case (deny rules: a server that ignores case must not slip past one).
+    pub fn matches(&self, method: &str, path: &str, fold: bool) -> bool {
+        if self.method.as_deref().is_some_and(|m| m != method) {
+            return false;
+        }
+        let (rule, path) = match fold {
+            true => (self.path.to_ascii_lowercase(), path.to_ascii_lowercase()),
+            false => (self.path.clone(), path.to_string()),
+        };
+        match self.prefix {
+            true => path.starts_with(&rule),
+            false => path == rule,
+        }
+    }
+}
+
+/// Where the path of a destination starts: the first `/` that is not a CIDR's prefix length
+/// (`10.0.0.0/8`, `10.0.0.0/8:443`) nor inside an IPv6 bracket.
+fn path_start(dest: &str) -> Option<usize> {
+    let from = match dest.starts_with('[') {
+        true => dest.find(']')? + 1,
+        false => 0,
+    };
+    let i = from + dest[from..].find('/')?;
+    let rest = &dest[i + 1..];
+    let len = rest.split([':', '/']).next().unwrap_or_default();
+    if dest[..i].parse::<std::net::IpAddr>().is_ok() && !len.is_empty() && len.bytes().all(|b| b.is_ascii_digit()) {
+        return rest.find('/').map(|j| i + 1 + j);
+    }
+    Some(i)
+}
+
+/// A rule's path: absolute, plain characters, no `%`, `?`, `#`, `*` or `\`, no `.` or `..`
+/// segment, no empty segment.
+fn check_rule_path(path: &str) -> Result<(), String> {
+    let plain = path.starts_with('/')
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'%' | b'?' | b'#' | b'*' | b'\\'));
+    if !plain || !segments_ok(path) {
+        return Err(format!(
+            "the path {path:?} must start with '/', hold no '%', '?', '#' or '\\', no '.', '..' or empty segment, and '*' only at its end (a prefix)"
+        ));
+    }
+    Ok(())
+}
+
+/// No `.`, `..` or empty segment before the last one.
+fn segments_ok(path: &str) -> bool {
+    let segs: Vec<&str> = path[1..].split('/').collect();
+    let last = segs.len().saturating_sub(1);
+    segs.iter()
+        .enumerate()
+        .all(|(i, s)| *s != "." && *s != ".." && (!s.is_empty() || i == last))
+}
+
+/// A request target's path as the rules read it: the query and fragment dropped, percent
+/// escapes decoded. Refused (the reason) when it could reach another path than it reads:
+/// an encoded `/` or `\`, a `.` or `..` segment, an empty segment, a control character, or
+/// not an absolute path.
+pub fn request_path(target: &str) -> Result<String, String> {
+    let path = target.split(['?', '#']).next().unwrap_or_default();
+    let refuse = |what: &str| {
+        Err(format!(
+            "the request path {:?} {what}; method and path rules read only plain paths",
+            shorten(path)
+        ))
+    };
+    if !path.starts_with('/') {
+        return refuse("is not an absolute path");
+    }
+    let mut out = Vec::with_capacity(path.len());
+    let bytes = path.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%' {
+            let hex = path.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
+            match hex {
+                Some(b'/' | b'\\') => return refuse("encodes a '/' or '\\'"),
+                Some(d) => out.push(d),
+                None => return refuse("holds a '%' that is not an escape"),
+            }
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    let Ok(decoded) = String::from_utf8(out) else {
+        return refuse("does not decode to UTF-8");
+    };
+    if decoded.contains(|c: char| c.is_control() || c == '\\') {
+        return refuse("holds a control character or '\\'");
+    }
+    if !segments_ok(&decoded) {
+        return refuse("holds a '.', '..' or empty segment");
+    }
+    Ok(decoded)
+}
+
+/// At most 200 characters of `path`, for messages.
+pub fn shorten(path: &str) -> String {
+    match path.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &path[..i]),
+        None => path.to_string(),
+    }
+}
