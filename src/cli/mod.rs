@@ -232,7 +232,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// The destination: HOST[:PORT], IP[:PORT] or [IPv6]:PORT (port 443 when left out); or a
-    /// request, "METHOD HOST[:PORT]/PATH", to ask the method and path rules too.
+    /// request, "METHOD HOST[:PORT]/PATH", to ask the method and path rules too; or an egress
+    /// record's id (LAUNCH.N, from a 403 or `ags log --egress`) to show why it was decided.
     #[arg(value_name = "HOST[:PORT]")]
     pub target: String,
     /// The agent whose launch is asked about (its own API hosts join the allowlist).

@@ -1,4 +1,4 @@
-//! `ags explain [METHOD ]HOST[:PORT][/PATH]`: the network policy a launch here would have, asked about one
+//! `ags explain [METHOD ]HOST[:PORT][/PATH]` or `ags explain RECORD`: the network policy a launch here would have, asked about one
 //! destination (`egress::explain` decides). Exit 0 when allowed, 1 when refused.
 
 use crate::Error;
@@ -9,12 +9,29 @@ use crate::error::CommandError;
 
 /// Print the verdict and the rule behind it.
 pub fn explain(global: &GlobalArgs, args: &ExplainArgs) -> Result<u8, Error> {
+    if is_record_id(&args.target) {
+        return explain_record(global, args);
+    }
     let (host, port, asked) = parse_request(&args.target).map_err(|rule| {
         CommandError::invalid(
             format!("ags explain {:?}", args.target),
-            format!("{rule}; write HOST[:PORT], or METHOD HOST[:PORT]/PATH for a request"),
+            format!("{rule}; write HOST[:PORT], METHOD HOST[:PORT]/PATH for a request, or a record id"),
         )
     })?;
+    let verdict = decide_here(global, args, &host, port, asked.as_ref())?;
+    let word = if verdict.allowed { "allowed" } else { "refused" };
+    println!("{word}: {}", crate::text::escape_controls(&verdict.why));
+    Ok(if verdict.allowed { 0 } else { 1 })
+}
+
+/// The verdict on `host:port` (and the request `asked`) for a launch here.
+fn decide_here(
+    global: &GlobalArgs,
+    args: &ExplainArgs,
+    host: &crate::egress::proxy::Host,
+    port: u16,
+    asked: Option<&crate::egress::explain::Asked>,
+) -> Result<crate::egress::explain::Verdict, Error> {
     let allow = super::launch_input::allow_entries(&args.allow)?;
     let profile = crate::plan::check::find_agent(&args.agent)?;
     let config = super::run::load_config(global, args.workdir.clone())?;
@@ -31,8 +48,40 @@ pub fn explain(global: &GlobalArgs, args: &ExplainArgs) -> Result<u8, Error> {
         false,
         local,
     );
-    let verdict = decide(&egress, &host, port, asked.as_ref());
-    let word = if verdict.allowed { "allowed" } else { "refused" };
-    println!("{word}: {}", crate::text::escape_controls(&verdict.why));
-    Ok(if verdict.allowed { 0 } else { 1 })
+    Ok(decide(&egress, host, port, asked))
+}
+
+/// Whether `raw` is an egress record's id (`ags-PID-NANOS.N`).
+fn is_record_id(raw: &str) -> bool {
+    raw.starts_with("ags-")
+        && raw
+            .rsplit_once('.')
+            .is_some_and(|(launch, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !launch.contains(':'))
+}
+
+/// `ags explain RECORD`: the record's decision and reason (the rule, its layer, file and line,
+/// as the proxy wrote them), then what a launch here would get now. Exit 0 when the record
+/// was allowed, 1 otherwise.
+fn explain_record(global: &GlobalArgs, args: &ExplainArgs) -> Result<u8, Error> {
+    let path = crate::config::Paths::from_env()?.egress_log();
+    let records: Vec<crate::egress::log::EgressRecord> = crate::egress::log::read_last(&path, usize::MAX)
+        .map_err(CommandError::io(format!("egress log {}", path.display())))?;
+    let Some(r) = records.into_iter().rev().find(|r| r.id == args.target) else {
+        return Err(CommandError::invalid(
+            format!("ags explain {}", crate::text::escape_line(&args.target)),
+            format!(
+                "no record with that id in the egress log {} (or its rotated copy); ags log --egress lists the ids",
+                path.display()
+            ),
+        )
+        .into());
+    };
+    println!("{}", crate::egress::log::render(&r));
+    let allowed = r.decision == crate::egress::log::Decision::Allowed;
+    if let Some(host) = crate::egress::proxy::Host::parse(&r.host).filter(|_| r.port > 0) {
+        let now = decide_here(global, args, &host, r.port, None)?;
+        let word = if now.allowed { "allowed" } else { "refused" };
+        println!("now, for a launch here: {word}: {}", crate::text::escape_controls(&now.why));
+    }
+    Ok(if allowed { 0 } else { 1 })
 }

@@ -82,6 +82,9 @@ pub struct EgressRecord {
     pub time: String,
     /// The launch whose agent made it.
     pub launch_id: String,
+    /// The record's id: the launch id, a dot and its number in the launch (`ags explain ID`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
     /// `connect` (a tunnel) or `http` (a plain-HTTP request).
     pub kind: String,
     /// Destination host as asked (validated; `?` when malformed).
@@ -118,6 +121,8 @@ pub struct EgressLog {
     overflow: std::sync::Mutex<std::collections::BTreeMap<(String, u16), Overflow>>,
     /// The launch's tripwire records, for its report (the first [`MAX_TRIPWIRES`]).
     tripwires: std::sync::Mutex<Vec<EgressRecord>>,
+    /// The number of the next record.
+    next: std::sync::atomic::AtomicU64,
 }
 
 /// Tripwire records kept for the report.
@@ -146,6 +151,7 @@ impl EgressLog {
             launch_id,
             overflow: Default::default(),
             tripwires: Default::default(),
+            next: std::sync::atomic::AtomicU64::new(1),
         }
     }
 
@@ -246,6 +252,11 @@ impl EgressLog {
             version: EGRESS_LOG_VERSION,
             time: crate::time::rfc3339(SystemTime::now()),
             launch_id: self.launch_id.clone(),
+            id: format!(
+                "{}.{}",
+                self.launch_id,
+                self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ),
             kind: kind.into(),
             host: host.into(),
             port,
@@ -284,7 +295,7 @@ pub fn render(r: &EgressRecord) -> String {
         return format!(
             "{} {} {:<7} {:<8} {n} records not written: {}",
             r.time,
-            r.launch_id,
+            shown_id(r),
             r.kind,
             decision,
             crate::text::escape_line(&r.reason)
@@ -294,7 +305,7 @@ pub fn render(r: &EgressRecord) -> String {
         return format!(
             "{} {} {:<7} {:<8} {} {}",
             r.time,
-            r.launch_id,
+            shown_id(r),
             r.kind,
             decision,
             crate::text::escape_line(&r.host),
@@ -305,7 +316,7 @@ pub fn render(r: &EgressRecord) -> String {
     format!(
         "{} {} {:<7} {:<8} {}:{} up={} down={} {}ms {}{}",
         r.time,
-        r.launch_id,
+        shown_id(r),
         r.kind,
         decision,
         crate::text::escape_line(&r.host),
@@ -321,11 +332,19 @@ pub fn render(r: &EgressRecord) -> String {
     )
 }
 
+/// The record's id, or its launch's for a record written before records had ids.
+fn shown_id(r: &EgressRecord) -> &str {
+    match r.id.is_empty() {
+        true => &r.launch_id,
+        false => &r.id,
+    }
+}
+
 /// The column names above the rows [`render`] prints.
 pub fn header() -> String {
     format!(
         "{} {} {:<7} {:<8} DESTINATION, BYTES, DURATION, REASON",
-        "TIME", "LAUNCH", "KIND", "DECISION"
+        "TIME", "RECORD", "KIND", "DECISION"
     )
 }
 

@@ -104,8 +104,9 @@ async fn handle(
     let (reason, until, inspect) = match decide(&policy, &req) {
         Ok(admitted) => admitted,
         Err(Refusal(why)) => {
-            let body = refusal_body(&policy, &why, &req.host, port);
-            log.append(&refused(why));
+            let record = refused(why);
+            let body = refusal_body(&policy, &record, &req.host);
+            log.append(&record);
             let _ = client.write_all(&response(403, "Forbidden", &body)).await;
             return;
         }
@@ -216,7 +217,8 @@ fn checker(policy: Arc<Policy>, req: &Request) -> crate::credentials::RequestChe
 
 /// The 403 text: why, what is allowed, and how to allow it (the config, or a grant in flight to
 /// this running launch).
-fn refusal_body(policy: &Policy, why: &str, host: &Host, port: u16) -> String {
+fn refusal_body(policy: &Policy, record: &super::log::EgressRecord, host: &Host) -> String {
+    let (why, port) = (record.reason.as_str(), record.port);
     let target = match host {
         Host::Ip(std::net::IpAddr::V6(ip)) => format!("[{ip}]:{port}"),
         _ => format!("{}:{port}", host.shown()),
@@ -230,8 +232,10 @@ fn refusal_body(policy: &Policy, why: &str, host: &Host, port: u16) -> String {
         _ => String::new(),
     };
     format!(
-        "{why}. Allowed: {}. To allow it, add it to [network] allow in the global config (docs/network.md).{grant}",
-        policy.summary()
+        "{why}. Allowed: {}. To allow it, add it to [network] allow in the global config (docs/network.md).{grant} This refusal is record {}: on the host, ags explain {} shows it.",
+        policy.summary(),
+        record.id,
+        record.id
     )
 }
 

@@ -35,6 +35,7 @@ fn script(tls: u16, plain: u16) -> String {
         format!("echo denied=$({curl} -X POST -d '{{}}' {base}/V1/ADMIN/messages)"),
         format!("echo plain=$({curl} http://127.0.0.1:{plain}/ok/x)"),
         format!("echo plain_other=$({curl} http://127.0.0.1:{plain}/no/x)"),
+        format!("echo \"said=$(curl -sS --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{plain}/no/x)\""),
     ]
     .join("\n")
 }
@@ -88,6 +89,7 @@ fn method_and_path_rules_decide_each_request_through_terminated_tls() {
         assert!(egress.contains("a '.', '..' or empty segment"), "{egress}");
         assert_clean(env);
         explain_agrees(env, tls.port, plain.port);
+        explain_record(env, &stdout(&out));
     });
 }
 
@@ -105,4 +107,23 @@ fn explain_agrees(env: &TestEnv, tls: u16, plain: u16) {
         let out = env.run(["explain", &asked]);
         assert_eq!(out.status.code(), Some(code), "{asked}: {}", show(&out));
     }
+}
+
+/// The 403 names its record; `ags explain RECORD` shows it and today's answer.
+fn explain_record(env: &TestEnv, text: &str) {
+    let said = text.lines().find(|l| l.starts_with("said=")).unwrap_or_default();
+    let at = said.find("ags explain ").unwrap_or_else(|| panic!("no record in {said}"));
+    let id = said[at + "ags explain ".len()..]
+        .split(|c: char| c.is_whitespace())
+        .next()
+        .unwrap()
+        .trim_end_matches('.');
+    let out = env.run(["explain", id]);
+    assert_eq!(out.status.code(), Some(1), "{id}: {}", show(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains(id) && shown.contains("refused"), "{shown}");
+    assert!(shown.contains("matches none of the method and path rules"), "{shown}");
+    assert!(shown.contains("now, for a launch here: allowed: only requests matching"), "{shown}");
+    let none = env.run(["explain", &format!("{id}999")]);
+    assert_eq!(none.status.code(), Some(125), "{}", show(&none));
 }
