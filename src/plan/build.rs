@@ -51,7 +51,8 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         return Err(PlanError::PublishWithoutNetwork);
     }
     let env = launch_env(input, base_env, wiring.as_ref(), &egress)?;
-    let (files, in_volume, staging) = staged_files(input, hook_files, wiring.as_ref(), &env);
+    let ca = !egress.inspected.is_empty();
+    let (files, in_volume, staging) = staged_files(input, (hook_files, wiring.as_ref()), &env, ca);
     let record = agent_record::plan(input.config, run.agent_hooks, input.remote, input.host_stage_dir);
     let extra = capability_mounts(&egress, wiring.as_ref(), record.as_ref());
     let mounts = build_mounts(input, hook_mounts, &files, staging.as_ref(), extra)?;
@@ -156,15 +157,16 @@ fn launch_env(
 
 /// The generated files (the hooks' and the wiring's): placed in the host stage directory, or in
 /// the staging volume on a remote service (`in_volume`); and the staging volume, needed for
-/// staged values, files in it and files owned by root.
+/// staged values, files in it and files owned by root (`ca`: the launch CA's, made at launch).
 fn staged_files(
     input: &PlanInput<'_>,
-    hook_files: &[PlanFile],
-    wiring: Option<&agent_hooks::WiringPlan>,
+    (hook_files, wiring): (&[PlanFile], Option<&agent_hooks::WiringPlan>),
     env: &[PlanEnv],
+    ca: bool,
 ) -> (Vec<PlanFile>, bool, Option<Staging>) {
     let staged = env.iter().any(|e| !matches!(e.source, EnvSource::Plain { .. }))
-        || !input.run.op_secret_sets.is_empty();
+        || !input.run.op_secret_sets.is_empty()
+        || ca;
     let generated: Vec<PlanFile> = hook_files
         .iter()
         .cloned()
