@@ -359,7 +359,7 @@ mod tests {
         let reason = "x.example port 443 is not on this launch's allowlist\n\x1b[2J".to_string();
         let row = render(&log.record("connect", "x.example", 443, Decision::Refused, reason));
         assert!(row.contains("this launch's allowlist\\n\\u{1b}[2J"), "{row}");
-        assert!(header().starts_with("TIME LAUNCH KIND"));
+        assert!(header().starts_with("TIME RECORD KIND"));
     }
 
     #[test]
