@@ -13,6 +13,7 @@ use crate::error::CommandError;
 pub fn allow(args: &AllowArgs) -> Result<u8, Error> {
     let paths = Paths::from_env()?;
     let dir = paths.egress_grants();
+    grants::sweep(&dir);
     if args.list {
         let now = std::time::SystemTime::now();
         let live: Vec<Grant> = grants::all(&dir)
@@ -71,6 +72,13 @@ fn grant(args: &AllowArgs, paths: &Paths) -> Result<u8, Error> {
         return Err(
             CommandError::invalid(format!("--launch {l:?}"), "not a launch id (ags-PID-NANOS)").into(),
         );
+    }
+    if let Some(l) = args.launch.as_deref().filter(|l| !grants::launch_alive(l)) {
+        return Err(CommandError::invalid(
+            format!("--launch {l}"),
+            "no launch with that id runs on this machine (its ags process is gone); the 403 the agent got names the id of its own launch",
+        )
+        .into());
     }
     let grant = Grant::new(&entry, args.launch.clone(), args.duration, who());
     let dir = paths.egress_grants();

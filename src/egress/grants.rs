@@ -111,6 +111,25 @@ pub fn revoke(dir: &Path, id: &str) -> io::Result<bool> {
     }
 }
 
+/// Remove the grants that can no longer hold: past their expiry, or for a launch whose `ags`
+/// process is gone. Returns how many were removed (a file that cannot be removed stays).
+pub fn sweep(dir: &Path) -> usize {
+    let now = SystemTime::now();
+    all(dir)
+        .into_iter()
+        .filter(|g| g.deadline().is_some_and(|d| now >= d) || g.launch.as_deref().is_some_and(|l| !launch_alive(l)))
+        .filter(|g| revoke(dir, &g.id).unwrap_or(false))
+        .count()
+}
+
+/// Whether the launch `id` (`ags-PID-NANOS`) may still be running on this machine: its `ags`
+/// process exists. A reused process id answers yes; the grant then waits for its expiry.
+pub fn launch_alive(id: &str) -> bool {
+    let pid = id.strip_prefix("ags-").and_then(|r| r.split('-').next());
+    pid.and_then(|p| p.parse::<u32>().ok())
+        .is_some_and(|p| crate::procfs::process_start_time(p).is_some())
+}
+
 /// Every stored grant, valid or not yet swept (unreadable files are passed over). Nothing
 /// when the directory is missing or not private (owned by another user, writable by others).
 pub fn all(dir: &Path) -> Vec<Grant> {
@@ -178,5 +197,29 @@ mod tests {
         // A directory others may write is not trusted.
         std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
         assert!(all(&dir).is_empty());
+    }
+
+    #[test]
+    fn a_sweep_removes_expired_grants_and_those_of_ended_launches() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state/grants");
+        let entry = AllowEntry::parse("example.org").unwrap();
+        let me = format!("ags-{}-5", std::process::id());
+        let live = Grant::new(&entry, Some(me.clone()), None, "u".into());
+        // No process has the largest pid the kernel could give.
+        let ended = Grant::new(&entry, Some("ags-4194305-5".into()), None, "u".into());
+        let mut expired = Grant::new(&entry, None, Some(Duration::from_secs(60)), "u".into());
+        expired.expires = Some(1);
+        let timed = Grant::new(&entry, None, Some(Duration::from_secs(600)), "u".into());
+        for g in [&live, &ended, &expired, &timed] {
+            write(&dir, g).unwrap();
+        }
+        assert!(launch_alive(&me) && !launch_alive("ags-4194305-5") && !launch_alive("x"));
+        assert_eq!(sweep(&dir), 2);
+        let mut left: Vec<String> = all(&dir).into_iter().map(|g| g.id).collect();
+        left.sort();
+        let mut want = vec![live.id, timed.id];
+        want.sort();
+        assert_eq!(left, want);
     }
 }
