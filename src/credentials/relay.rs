@@ -42,7 +42,9 @@ pub struct Outcome {
 
 /// The check each request of a terminated tunnel passes before it goes on (the egress
 /// policy's method and path rules): given the method and the origin-form target, why not.
-pub type RequestCheck = Arc<dyn Fn(&str, &str) -> Result<(), String> + Send + Sync>;
+/// The third argument: whether the request carries a header that overrides its method or
+/// path for some servers (`egress`'s `OVERRIDES`).
+pub type RequestCheck = Arc<dyn Fn(&str, &str, bool) -> Result<(), String> + Send + Sync>;
 
 type Body = Either<Incoming, Full<Bytes>>;
 
@@ -194,6 +196,11 @@ async fn verified(
 /// naming the host this connection is to.
 fn ordinary(req: &Request<Incoming>, host: &str, port: u16) -> Result<(), String> {
     let method = req.method().as_str();
+    if !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(format!(
+            "the method {method:?} is not in capitals; servers that read it without regard to case would see another request than the rules did"
+        ));
+    }
     if ["CONNECT", "TRACE", "TRACK"]
         .iter()
         .any(|m| m.eq_ignore_ascii_case(method))
@@ -253,7 +260,11 @@ async fn one(
             .push(super::Tripwire { env, place: where_ });
         return refusal(StatusCode::FORBIDDEN, &why);
     }
-    if let Err(why) = check(req.method().as_str(), &target) {
+    let overrides = req
+        .headers()
+        .keys()
+        .any(|n| crate::egress::request::OVERRIDES.contains(&n.as_str()));
+    if let Err(why) = check(req.method().as_str(), &target, overrides) {
         lock(shared).refused.push(why.clone());
         return refusal(StatusCode::FORBIDDEN, &why);
     }

@@ -75,11 +75,18 @@ pub fn parse_target(raw: &str) -> Result<(Host, u16), String> {
 /// on this host like the proxy, then applying the method and path rules like it.
 pub fn explain(plan: &EgressPlan, host: &Host, port: u16, asked: Option<&Asked>) -> Verdict {
     let verdict = explain_destination(plan, host, port);
-    let Some((method, path)) = asked.filter(|_| verdict.allowed && plan.mode == Network::Allowlist) else {
+    if !verdict.allowed || plan.mode != Network::Allowlist {
         return verdict;
-    };
+    }
     let policy = super::policy(plan, None);
-    match policy.check_request(host, port, method, path) {
+    let Some((method, path)) = asked else {
+        // Asked as a destination: as a tunnel to it.
+        return match policy.tunnel_refusal(host, port) {
+            Some(Refusal(why)) => Verdict { allowed: false, why },
+            None => verdict,
+        };
+    };
+    match policy.check_request(host, port, (method, path, false)) {
         Ok(None) => verdict,
         Ok(Some(why)) => Verdict { allowed: true, why },
         Err(Refusal(why)) => Verdict { allowed: false, why },

@@ -13,7 +13,7 @@ pub mod model;
 pub mod plan;
 mod policy;
 pub mod proxy;
-mod request;
+pub(crate) mod request;
 mod substitute;
 
 use std::io;

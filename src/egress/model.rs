@@ -289,7 +289,7 @@ impl AllowEntry {
     }
 
     /// `port` for an entry with one; for a bare entry, a port it holds (so any port matches).
-    fn deny_port(&self, port: u16) -> u16 {
+    pub(crate) fn deny_port(&self, port: u16) -> u16 {
         match self.ports.as_slice() {
             [_] | [] => port,
             [first, ..] => *first,

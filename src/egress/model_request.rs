@@ -74,17 +74,24 @@ impl RequestRule {
 
     /// Whether a request (`method`, its path read by [`request_path`]) matches. `fold`:
     /// compare without case (deny rules: a server that ignores case must not slip past one).
+    /// A deny rule (`fold`) also matches its path with or without a trailing `/`, and its
+    /// method in any case.
     pub fn matches(&self, method: &str, path: &str, fold: bool) -> bool {
-        if self.method.as_deref().is_some_and(|m| m != method) {
+        let method_ok = |m: &String| match fold {
+            true => m.eq_ignore_ascii_case(method),
+            false => m == method,
+        };
+        if self.method.as_ref().is_some_and(|m| !method_ok(m)) {
             return false;
         }
         let (rule, path) = match fold {
             true => (self.path.to_ascii_lowercase(), path.to_ascii_lowercase()),
             false => (self.path.clone(), path.to_string()),
         };
+        let bare = rule.strip_suffix('/').filter(|b| fold && !b.is_empty());
         match self.prefix {
-            true => path.starts_with(&rule),
-            false => path == rule,
+            true => path.starts_with(&rule) || bare.is_some_and(|b| path == b),
+            false => path == rule || (fold && path.strip_suffix('/') == Some(rule.as_str())),
         }
     }
 }
@@ -134,7 +141,7 @@ fn segments_ok(path: &str) -> bool {
 /// an encoded `/` or `\`, a `.` or `..` segment, an empty segment, a control character, or
 /// not an absolute path.
 pub fn request_path(target: &str) -> Result<String, String> {
-    let path = target.split(['?', '#']).next().unwrap_or_default();
+    let path = target.split('?').next().unwrap_or_default();
     let refuse = |what: &str| {
         Err(format!(
             "the request path {:?} {what}; method and path rules read only plain paths",
@@ -143,6 +150,10 @@ pub fn request_path(target: &str) -> Result<String, String> {
     };
     if !path.starts_with('/') {
         return refuse("is not an absolute path");
+    }
+    // A fragment is never sent; a server may keep a raw '#' in the path (session-22 F6).
+    if path.contains('#') {
+        return refuse("holds a '#'");
     }
     let mut out = Vec::with_capacity(path.len());
     let bytes = path.as_bytes();
@@ -165,8 +176,10 @@ pub fn request_path(target: &str) -> Result<String, String> {
     let Ok(decoded) = String::from_utf8(out) else {
         return refuse("does not decode to UTF-8");
     };
-    if decoded.contains(|c: char| c.is_control() || c == '\\') {
-        return refuse("holds a control character or '\\'");
+    // ';' starts parameters some servers strip (`..;/`), a '%' left after decoding is read as an
+    // escape by servers that decode twice (session-22 F7).
+    if decoded.contains(|c: char| c.is_control() || matches!(c, '\\' | ';' | '%')) {
+        return refuse("holds a control character, '\\', ';' or a '%' after decoding");
     }
     if !segments_ok(&decoded) {
         return refuse("holds a '.', '..' or empty segment");

@@ -153,7 +153,7 @@ impl Policy {
     pub fn admit_until(&self, host: &Host, port: u16) -> Result<(String, Option<SystemTime>), Refusal> {
         match self.admit_whole(host, port) {
             Err(refusal) if self.denied(host, port).is_none() => {
-                let rules = self.request_rules(&self.entries, host, port);
+                let rules = self.request_rules(false, host, port);
                 if rules.is_empty() {
                     return Err(refusal);
                 }
@@ -166,7 +166,20 @@ impl Policy {
 
     /// Whether `host:port` is admitted only for the requests method and path rules name.
     pub fn by_requests(&self, host: &Host, port: u16) -> bool {
-        self.admit_whole(host, port).is_err() && !self.request_rules(&self.entries, host, port).is_empty()
+        self.admit_whole(host, port).is_err() && !self.request_rules(false, host, port).is_empty()
+    }
+
+    /// Why a tunnel to `host:port` is refused although the destination is admitted: method and
+    /// path rules decide there (allow rules alone, or a deny rule), and the proxy cannot read
+    /// a tunnel to an address (the launch CA certifies names; session-22 attack F2).
+    pub fn tunnel_refusal(&self, host: &Host, port: u16) -> Option<Refusal> {
+        let ruled = self.by_requests(host, port) || !self.request_rules(true, host, port).is_empty();
+        (matches!(host, Host::Ip(_)) && ruled).then(|| {
+            Refusal(format!(
+                "{} port {port} has method and path rules, which the proxy reads in plain HTTP, not inside a tunnel to an address: send plain HTTP, or name a host",
+                host.shown()
+            ))
+        })
     }
 
     /// Whether the proxy reads the requests of a tunnel to `host:port` (terminating its TLS
@@ -174,18 +187,31 @@ impl Policy {
     /// or allow rules alone). Names only: the launch CA certifies names.
     pub fn inspects(&self, host: &Host, port: u16) -> bool {
         matches!(host, Host::Name(_))
-            && (!self.request_rules(&self.deny, host, port).is_empty() || self.by_requests(host, port))
+            && (!self.request_rules(true, host, port).is_empty() || self.by_requests(host, port))
     }
 
     /// Decide one request (`method`, its origin-form `target`) to `host:port`, when method and
     /// path rules reach that destination: `Ok(None)` when none does (the destination's
     /// admission decides alone), the rule that allows it, or why not. A deny rule beats
     /// everything; one matches without regard to case.
-    pub fn check_request(&self, host: &Host, port: u16, method: &str, target: &str) -> Result<Option<String>, Refusal> {
-        let denies = self.request_rules(&self.deny, host, port);
-        let allows = self.request_rules(&self.entries, host, port);
+    /// `overrides`: the request carries a header some servers take as another method or path
+    /// (`X-HTTP-Method-Override`, `X-Original-URL`, …): refused where rules read requests.
+    pub fn check_request(
+        &self,
+        host: &Host,
+        port: u16,
+        (method, target, overrides): (&str, &str, bool),
+    ) -> Result<Option<String>, Refusal> {
+        let denies = self.request_rules(true, host, port);
+        let allows = self.request_rules(false, host, port);
         if denies.is_empty() && allows.is_empty() {
             return Ok(None);
+        }
+        if overrides {
+            return Err(Refusal(format!(
+                "the request carries a header that overrides its method or path (X-HTTP-Method-Override, X-Original-URL, X-Rewrite-URL), which {} port {port}'s method and path rules do not let through",
+                host.shown()
+            )));
         }
         let path = request_path(target)
             .map_err(|why| Refusal(format!("{why} ({} port {port} has method and path rules)", host.shown())))?;
@@ -217,16 +243,26 @@ impl Policy {
         }
     }
 
-    /// The method and path rules of `rules` whose destination is `host:port`.
-    fn request_rules<'a>(&self, rules: &'a [PlanAllow], host: &Host, port: u16) -> Vec<&'a PlanAllow> {
+    /// The method and path rules (of the deny list, or the allowlist) whose destination is
+    /// `host:port`. A deny rule without a port covers every port; the host's loopback is one
+    /// place under every spelling (session-22 attack F4, F5).
+    fn request_rules(&self, deny: bool, host: &Host, port: u16) -> Vec<&PlanAllow> {
+        let rules = if deny { &self.deny } else { &self.entries };
+        let loopback = is_loopback_target(host);
         rules
             .iter()
             .filter(|r| {
-                r.entry.request.is_some()
-                    && match host {
-                        Host::Ip(ip) => r.entry.reaches_addr(*ip, port),
-                        Host::Name(n) => r.entry.reaches_name(n, port),
-                    }
+                let e = &r.entry;
+                let p = if deny { e.deny_port(port) } else { port };
+                let direct = match host {
+                    Host::Ip(ip) => e.reaches_addr(*ip, p),
+                    Host::Name(n) => e.reaches_name(n, p),
+                };
+                let aliased = loopback
+                    && ([HOST_NAME, "localhost"].iter().any(|n| e.reaches_name(n, p))
+                        || e.reaches_addr(IpAddr::from([127, 0, 0, 1]), p)
+                        || e.reaches_addr(IpAddr::from(std::net::Ipv6Addr::LOCALHOST), p));
+                e.request.is_some() && (direct || aliased)
             })
             .collect()
     }

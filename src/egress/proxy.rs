@@ -183,7 +183,7 @@ fn decide(policy: &Policy, req: &Request) -> Result<(String, Option<SystemTime>,
     let (reason, until) = policy.admit_until(&req.host, req.port)?;
     if req.kind == "http" {
         let reason = policy
-            .check_request(&req.host, req.port, &req.method, &req.target)?
+            .check_request(&req.host, req.port, (&req.method, &req.target, req.overrides))?
             .unwrap_or(reason);
         return Ok((reason, until, false));
     }
@@ -195,11 +195,8 @@ fn decide(policy: &Policy, req: &Request) -> Result<(String, Option<SystemTime>,
             req.port
         )));
     }
-    if !inspect && policy.by_requests(&req.host, req.port) {
-        return Err(Refusal(format!(
-            "{host} port {} is reached only by method and path rules, which the proxy can check for a host name or for plain HTTP, not inside a tunnel to an address",
-            req.port
-        )));
+    if let Some(refusal) = policy.tunnel_refusal(&req.host, req.port) {
+        return Err(refusal);
     }
     Ok((reason, until, inspect))
 }
@@ -207,9 +204,9 @@ fn decide(policy: &Policy, req: &Request) -> Result<(String, Option<SystemTime>,
 /// The check each request of a terminated tunnel passes (method and path rules).
 fn checker(policy: Arc<Policy>, req: &Request) -> crate::credentials::RequestCheck {
     let (host, port) = (req.host.clone(), req.port);
-    Arc::new(move |method: &str, target: &str| {
+    Arc::new(move |method: &str, target: &str, overrides: bool| {
         policy
-            .check_request(&host, port, method, target)
+            .check_request(&host, port, (method, target, overrides))
             .map(|_| ())
             .map_err(|Refusal(why)| why)
     })
@@ -266,6 +263,8 @@ async fn connect(policy: &Policy, req: &Request) -> Result<Connected, Connect> {
         host if policy.host_loopback(host, req.port).is_some() => {
             policy.host_loopback(host, req.port).into_iter().collect()
         }
+        // Admitted by method and path rules naming the host's loopback under another spelling.
+        Host::Name(n) if n == crate::egress::model::HOST_NAME => vec![SocketAddr::from(([127, 0, 0, 1], req.port))],
         Host::Ip(ip) if policy.open => {
             open_usable(&ip.to_string(), &[SocketAddr::new(*ip, req.port)]).map_err(Connect::Refused)?
         }

@@ -10,6 +10,17 @@ use zeroize::Zeroizing;
 
 use crate::config::canonical;
 
+/// Headers some servers take as the request's method or path instead of its request line
+/// (lowercase): where method and path rules read requests, a request carrying one is refused.
+pub const OVERRIDES: [&str; 6] = [
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+    "x-original-url",
+    "x-rewrite-url",
+    "x-original-method",
+];
+
 /// Largest request head accepted.
 pub(super) const MAX_HEAD: usize = 16 * 1024;
 
@@ -63,6 +74,8 @@ pub(super) struct Request {
     /// method and path rules.
     pub(super) method: String,
     pub(super) target: String,
+    /// Whether a header overrides the method or path for some servers ([`OVERRIDES`]).
+    pub(super) overrides: bool,
     /// For plain HTTP: the head to send upstream (origin-form request line).
     pub(super) upstream_head: Option<Zeroizing<Vec<u8>>>,
 }
@@ -117,6 +130,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
     if text.split("\r\n").skip(1).any(|l| l.starts_with([' ', '\t'])) {
         return Err("a header folded over several lines (obsolete since RFC 7230) is refused".into());
     }
+    check_framing(&text)?;
     if method == "CONNECT" {
         let (host, port) = authority(target, None)?;
         return Ok(Request {
@@ -125,6 +139,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
             port,
             method: String::new(),
             target: String::new(),
+            overrides: false,
             upstream_head: None,
         });
     }
@@ -145,6 +160,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
         p => format!("/{p}"),
     };
     let mut out = format!("{method} {path} {version}\r\nHost: {auth}\r\n");
+    let mut overrides = false;
     for h in lines.filter(|l| !l.is_empty()) {
         let name = h
             .split(':')
@@ -152,6 +168,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
             .unwrap_or_default()
             .trim()
             .to_ascii_lowercase();
+        overrides |= OVERRIDES.contains(&name.as_str());
         if !matches!(
             name.as_str(),
             "host" | "connection" | "proxy-connection" | "proxy-authorization" | "keep-alive"
@@ -167,8 +184,29 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
         port,
         method: method.to_string(),
         target: path,
+        overrides,
         upstream_head: Some(Zeroizing::new(out.into_bytes())),
     })
+}
+
+/// Every line ends in CRLF and holds no other control character (a lone LF or CR would end a
+/// line for some servers and not for this reader: a request smuggled past the rules, session-22
+/// attack F1), and every header is `NAME: value` with a token for a name.
+fn check_framing(text: &str) -> Result<(), String> {
+    let body = text.strip_suffix("\r\n\r\n").unwrap_or(text);
+    for (i, line) in body.split("\r\n").enumerate() {
+        if line.chars().any(|c| (c.is_control() && c != '\t') || c == '\u{7f}') {
+            return Err("a line of the request head holds a control character (a bare CR or LF, or another); lines end in CRLF".into());
+        }
+        let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        let named = line
+            .split_once(':')
+            .is_some_and(|(name, _)| !name.is_empty() && name.bytes().all(tchar));
+        if i > 0 && !named {
+            return Err("a header line must be NAME: value, the name a token".into());
+        }
+    }
+    Ok(())
 }
 
 /// `host:port` (IPv6 in brackets); `default` when the port may be left out.
