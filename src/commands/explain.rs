@@ -18,20 +18,14 @@ pub fn explain(global: &GlobalArgs, args: &ExplainArgs) -> Result<u8, Error> {
             format!("{rule}; write HOST[:PORT], METHOD HOST[:PORT]/PATH for a request, or a record id"),
         )
     })?;
-    let verdict = decide_here(global, args, &host, port, asked.as_ref())?;
+    let verdict = decide(&plan_here(global, args)?, &host, port, asked.as_ref());
     let word = if verdict.allowed { "allowed" } else { "refused" };
     println!("{word}: {}", crate::text::escape_controls(&verdict.why));
     Ok(if verdict.allowed { 0 } else { 1 })
 }
 
-/// The verdict on `host:port` (and the request `asked`) for a launch here.
-fn decide_here(
-    global: &GlobalArgs,
-    args: &ExplainArgs,
-    host: &crate::egress::proxy::Host,
-    port: u16,
-    asked: Option<&crate::egress::explain::Asked>,
-) -> Result<crate::egress::explain::Verdict, Error> {
+/// The network part of the plan a launch here would have.
+fn plan_here(global: &GlobalArgs, args: &ExplainArgs) -> Result<crate::egress::plan::EgressPlan, Error> {
     let allow = super::launch_input::allow_entries(&args.allow)?;
     let profile = crate::plan::check::find_agent(&args.agent)?;
     let config = super::run::load_config(global, args.workdir.clone())?;
@@ -48,7 +42,7 @@ fn decide_here(
         false,
         local,
     );
-    Ok(decide(&egress, host, port, asked))
+    Ok(egress)
 }
 
 /// Whether `raw` is an egress record's id (`ags-PID-NANOS.N`).
@@ -79,7 +73,12 @@ fn explain_record(global: &GlobalArgs, args: &ExplainArgs) -> Result<u8, Error> 
     println!("{}", crate::egress::log::render(&r));
     let allowed = r.decision == crate::egress::log::Decision::Allowed;
     if let Some(host) = crate::egress::proxy::Host::parse(&r.host).filter(|_| r.port > 0) {
-        let now = decide_here(global, args, &host, r.port, None)?;
+        let plan = plan_here(global, args)?;
+        // A plain-HTTP record is asked about as plain HTTP (its path is not recorded).
+        let now = match r.kind.as_str() {
+            "http" => crate::egress::explain::explain_plain(&plan, &host, r.port),
+            _ => decide(&plan, &host, r.port, None),
+        };
         let word = if now.allowed { "allowed" } else { "refused" };
         println!("now, for a launch here: {word}: {}", crate::text::escape_controls(&now.why));
     }

@@ -93,6 +93,11 @@ pub fn explain(plan: &EgressPlan, host: &Host, port: u16, asked: Option<&Asked>)
     }
 }
 
+/// Decide the destination `host:port` for plain HTTP, before its request is read.
+pub fn explain_plain(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
+    explain_destination(plan, host, port)
+}
+
 /// Decide the destination `host:port` as a whole.
 fn explain_destination(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
     let refuse = |why: String| Verdict { allowed: false, why };
