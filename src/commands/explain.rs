@@ -48,9 +48,9 @@ fn plan_here(global: &GlobalArgs, args: &ExplainArgs) -> Result<crate::egress::p
 /// Whether `raw` is an egress record's id (`ags-PID-NANOS.N`).
 fn is_record_id(raw: &str) -> bool {
     raw.starts_with("ags-")
-        && raw
-            .rsplit_once('.')
-            .is_some_and(|(launch, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !launch.contains(':'))
+        && raw.rsplit_once('.').is_some_and(|(launch, n)| {
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !launch.contains(':')
+        })
 }
 
 /// `ags explain RECORD`: the record's decision and reason (the rule, its layer, file and line,
@@ -80,7 +80,10 @@ fn explain_record(global: &GlobalArgs, args: &ExplainArgs) -> Result<u8, Error> 
             _ => decide(&plan, &host, r.port, None),
         };
         let word = if now.allowed { "allowed" } else { "refused" };
-        println!("now, for a launch here: {word}: {}", crate::text::escape_controls(&now.why));
+        println!(
+            "now, for a launch here: {word}: {}",
+            crate::text::escape_controls(&now.why)
+        );
     }
     Ok(if allowed { 0 } else { 1 })
 }

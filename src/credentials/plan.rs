@@ -101,7 +101,9 @@ fn base_url_host(env: &[PlanEnv], var: &str) -> Option<(AllowEntry, bool)> {
         Some((_, p)) if !p.contains(']') => authority.to_string(),
         _ => format!("{authority}:{default}"),
     };
-    let entry = AllowEntry::parse(&with_port).ok().filter(|e| e.request.is_none())?;
+    let entry = AllowEntry::parse(&with_port)
+        .ok()
+        .filter(|e| e.request.is_none())?;
     Some((entry, default == 80))
 }
 

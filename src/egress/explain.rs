@@ -25,7 +25,9 @@ pub type Asked = (String, String);
 /// a path without a method).
 pub fn parse_request(raw: &str) -> Result<(Host, u16, Option<Asked>), String> {
     let (method, rest) = match raw.split_once(' ') {
-        Some((m, rest)) if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => (Some(m), rest.trim()),
+        Some((m, rest)) if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => {
+            (Some(m), rest.trim())
+        }
         Some(_) => return Err("a request is METHOD HOST[:PORT]/PATH, the method in capitals".into()),
         None => (None, raw),
     };
@@ -39,7 +41,11 @@ pub fn parse_request(raw: &str) -> Result<(Host, u16, Option<Asked>), String> {
         (None, "") => None,
         (m, p) => Some((
             m.unwrap_or("GET").to_string(),
-            if p.is_empty() { "/".to_string() } else { p.to_string() },
+            if p.is_empty() {
+                "/".to_string()
+            } else {
+                p.to_string()
+            },
         )),
     };
     Ok((host, port, asked))

@@ -117,7 +117,9 @@ pub fn sweep(dir: &Path) -> usize {
     let now = SystemTime::now();
     all(dir)
         .into_iter()
-        .filter(|g| g.deadline().is_some_and(|d| now >= d) || g.launch.as_deref().is_some_and(|l| !launch_alive(l)))
+        .filter(|g| {
+            g.deadline().is_some_and(|d| now >= d) || g.launch.as_deref().is_some_and(|l| !launch_alive(l))
+        })
         .filter(|g| revoke(dir, &g.id).unwrap_or(false))
         .count()
 }

@@ -189,7 +189,11 @@ impl AllowEntry {
     /// after it (`GET github.com/myorg/*`: a method and path rule).
     pub fn parse(raw: &str) -> Result<Self, String> {
         let s = raw.trim();
-        if s.is_empty() || s.len() > 1024 || s.chars().any(|c| c.is_control() || (c.is_whitespace() && c != ' ')) {
+        if s.is_empty()
+            || s.len() > 1024
+            || s.chars()
+                .any(|c| c.is_control() || (c.is_whitespace() && c != ' '))
+        {
             return Err("must be a non-empty host, *.domain, IP or CIDR without spaces".into());
         }
         let (request, s) = RequestRule::split(s)?;

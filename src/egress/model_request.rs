@@ -106,7 +106,10 @@ fn path_start(dest: &str) -> Option<usize> {
     let i = from + dest[from..].find('/')?;
     let rest = &dest[i + 1..];
     let len = rest.split([':', '/']).next().unwrap_or_default();
-    if dest[..i].parse::<std::net::IpAddr>().is_ok() && !len.is_empty() && len.bytes().all(|b| b.is_ascii_digit()) {
+    if dest[..i].parse::<std::net::IpAddr>().is_ok()
+        && !len.is_empty()
+        && len.bytes().all(|b| b.is_ascii_digit())
+    {
         return rest.find('/').map(|j| i + 1 + j);
     }
     Some(i)
@@ -161,7 +164,9 @@ pub fn request_path(target: &str) -> Result<String, String> {
     while i < bytes.len() {
         let b = bytes[i];
         if b == b'%' {
-            let hex = path.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
+            let hex = path
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
             match hex {
                 Some(b'/' | b'\\') => return refuse("encodes a '/' or '\\'"),
                 Some(d) => out.push(d),

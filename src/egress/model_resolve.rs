@@ -156,5 +156,8 @@ pub fn resolve(
 /// Whether the global entry `g` admits everything the overlay's method and path rule `o`
 /// names: the same destination, wholesale, on each of its ports.
 fn covers(g: &AllowEntry, o: &AllowEntry) -> bool {
-    g.request.is_none() && o.request.is_some() && g.target == o.target && o.ports.iter().all(|p| g.ports.contains(p))
+    g.request.is_none()
+        && o.request.is_some()
+        && g.target == o.target
+        && o.ports.iter().all(|p| g.ports.contains(p))
 }

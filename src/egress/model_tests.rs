@@ -248,13 +248,25 @@ fn method_and_path_rules_parse_and_show_as_written() {
     assert_eq!(r.target, Target::Host("github.com".into()));
     assert_eq!(r.ports, DEFAULT_PORTS);
     let q = r.request.clone().unwrap();
-    assert_eq!((q.method.as_deref(), q.path.as_str(), q.prefix), (Some("GET"), "/myorg/", true));
+    assert_eq!(
+        (q.method.as_deref(), q.path.as_str(), q.prefix),
+        (Some("GET"), "/myorg/", true)
+    );
     // A rule never admits its destination wholesale; its destination is still named.
     assert!(!r.allows_name("github.com", 443) && r.reaches_name("github.com", 443));
     assert!(!r.denies_name("github.com", 443) && r.host_port().is_none());
     assert_eq!(e("POST API.github.com").entry, "POST api.github.com");
-    assert_eq!(e("example.org:8080/v1/status").entry, "example.org:8080/v1/status");
-    assert_eq!(e("10.0.0.5:80/api/*").target, Target::Net { addr: "10.0.0.5".parse().unwrap(), prefix: 32 });
+    assert_eq!(
+        e("example.org:8080/v1/status").entry,
+        "example.org:8080/v1/status"
+    );
+    assert_eq!(
+        e("10.0.0.5:80/api/*").target,
+        Target::Net {
+            addr: "10.0.0.5".parse().unwrap(),
+            prefix: 32
+        }
+    );
     assert_eq!(e("[fd00::1]:80/x").entry, "[fd00::1]:80/x");
     // A CIDR is still a CIDR, not a path.
     assert!(e("10.0.0.0/8").request.is_none());
@@ -277,9 +289,22 @@ fn method_and_path_rules_parse_and_show_as_written() {
 
 #[test]
 fn a_request_path_is_read_once_and_refused_when_it_could_mean_two() {
-    assert_eq!(request_path("/myorg/repo.git/info/refs?service=x").unwrap(), "/myorg/repo.git/info/refs");
+    assert_eq!(
+        request_path("/myorg/repo.git/info/refs?service=x").unwrap(),
+        "/myorg/repo.git/info/refs"
+    );
     assert_eq!(request_path("/my%6Frg/a%20b").unwrap(), "/myorg/a b");
-    for bad in ["/myorg/../other", "/myorg/%2e%2e/other", "/a%2Fb", "/a%5cb", "//x", "/a/./b", "x", "/a%zz", "/a%0ab"] {
+    for bad in [
+        "/myorg/../other",
+        "/myorg/%2e%2e/other",
+        "/a%2Fb",
+        "/a%5cb",
+        "//x",
+        "/a/./b",
+        "x",
+        "/a%zz",
+        "/a%0ab",
+    ] {
         assert!(request_path(bad).is_err(), "{bad}");
     }
     let q = e("GET github.com/myorg/*").request.unwrap();

@@ -213,13 +213,22 @@ impl Policy {
                 host.shown()
             )));
         }
-        let path = request_path(target)
-            .map_err(|why| Refusal(format!("{why} ({} port {port} has method and path rules)", host.shown())))?;
+        let path = request_path(target).map_err(|why| {
+            Refusal(format!(
+                "{why} ({} port {port} has method and path rules)",
+                host.shown()
+            ))
+        })?;
         let shown = format!("{method} {}{}", host.shown(), shorten(&path));
         let matching = |rules: &[&PlanAllow], fold: bool| {
             rules
                 .iter()
-                .find(|r| r.entry.request.as_ref().is_some_and(|q| q.matches(method, &path, fold)))
+                .find(|r| {
+                    r.entry
+                        .request
+                        .as_ref()
+                        .is_some_and(|q| q.matches(method, &path, fold))
+                })
                 .map(|r| r.shown())
         };
         if let Some(rule) = matching(&denies, true) {

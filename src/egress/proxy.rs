@@ -264,7 +264,9 @@ async fn connect(policy: &Policy, req: &Request) -> Result<Connected, Connect> {
             policy.host_loopback(host, req.port).into_iter().collect()
         }
         // Admitted by method and path rules naming the host's loopback under another spelling.
-        Host::Name(n) if n == crate::egress::model::HOST_NAME => vec![SocketAddr::from(([127, 0, 0, 1], req.port))],
+        Host::Name(n) if n == crate::egress::model::HOST_NAME => {
+            vec![SocketAddr::from(([127, 0, 0, 1], req.port))]
+        }
         Host::Ip(ip) if policy.open => {
             open_usable(&ip.to_string(), &[SocketAddr::new(*ip, req.port)]).map_err(Connect::Refused)?
         }

@@ -213,9 +213,14 @@ fn method_and_path_rules_decide_each_request() {
     );
     // The destination is admitted for its requests only, and its tunnels are read.
     let (why, _) = p.admit_until(&gh, 443).unwrap();
-    assert!(why.contains("only requests matching GET github.com/myorg/* (config, /c.toml:3)"), "{why}");
+    assert!(
+        why.contains("only requests matching GET github.com/myorg/* (config, /c.toml:3)"),
+        "{why}"
+    );
     assert!(p.by_requests(&gh, 443) && p.inspects(&gh, 443));
-    let ok = p.check_request(&gh, 443, ("GET", "/myorg/repo/info/refs?x=1", false)).unwrap();
+    let ok = p
+        .check_request(&gh, 443, ("GET", "/myorg/repo/info/refs?x=1", false))
+        .unwrap();
     assert!(ok.unwrap().contains("allowed by GET github.com/myorg/*"));
     for (method, target) in [
         ("POST", "/myorg/repo"),
@@ -224,12 +229,17 @@ fn method_and_path_rules_decide_each_request() {
         ("GET", "/myorg/%2e%2e/other"),
         ("GET", "/myorg%2fx"),
     ] {
-        assert!(p.check_request(&gh, 443, (method, target, false)).is_err(), "{method} {target}");
+        assert!(
+            p.check_request(&gh, 443, (method, target, false)).is_err(),
+            "{method} {target}"
+        );
     }
     // A deny rule reads a whole-destination entry's requests too, without regard to case.
     let api = Host::Name("api.example.org".into());
     assert!(p.inspects(&api, 443) && !p.by_requests(&api, 443));
-    let Refusal(why) = p.check_request(&api, 443, ("POST", "/ADMIN/users", false)).unwrap_err();
+    let Refusal(why) = p
+        .check_request(&api, 443, ("POST", "/ADMIN/users", false))
+        .unwrap_err();
     assert!(why.contains("deny entry POST api.example.org/admin/*"), "{why}");
     assert!(p.check_request(&api, 443, ("GET", "/admin/users", false)).is_ok());
     // No rule reaches it: the destination decides alone, and nothing is read.
@@ -258,7 +268,9 @@ fn a_tunnel_only_rules_admit_needs_a_name_and_the_launch_ca() {
 fn attacks_on_the_rules_are_refused() {
     let head = |h: &[u8]| parse_head(h);
     // F1: a bare LF (or CR) inside the head would end it earlier for some servers.
-    assert!(head(b"GET http://127.0.0.1:9/ok/x HTTP/1.1\r\nX-A: 1\n\nDELETE /admin HTTP/1.1\r\n\r\n").is_err());
+    assert!(
+        head(b"GET http://127.0.0.1:9/ok/x HTTP/1.1\r\nX-A: 1\n\nDELETE /admin HTTP/1.1\r\n\r\n").is_err()
+    );
     assert!(head(b"GET http://127.0.0.1:9/ok/x HTTP/1.1\r\nX-A: 1\rX-B: 2\r\n\r\n").is_err());
     assert!(head(b"GET http://127.0.0.1:9/ok/x HTTP/1.1\r\nno colon here\r\n\r\n").is_err());
     assert!(head(b"GET http://127.0.0.1:9/ok/x HTTP/1.1\r\nBad Name: 1\r\n\r\n").is_err());
@@ -268,31 +280,65 @@ fn attacks_on_the_rules_are_refused() {
     for deny in ["POST 127.0.0.1:9/*", "POST 127.0.0.1/*"] {
         let p = with_deny(policy(&["127.0.0.1:9"]), &[deny]);
         assert!(p.tunnel_refusal(&ip, 9).is_some(), "{deny}");
-        assert!(p.check_request(&ip, 9, ("POST", "/admin", false)).is_err(), "{deny}");
-        assert!(p.check_request(&ip, 9, ("GET", "/admin", false)).unwrap().is_some(), "{deny}");
+        assert!(
+            p.check_request(&ip, 9, ("POST", "/admin", false)).is_err(),
+            "{deny}"
+        );
+        assert!(
+            p.check_request(&ip, 9, ("GET", "/admin", false))
+                .unwrap()
+                .is_some(),
+            "{deny}"
+        );
     }
     let named = with_deny(policy(&["example.org:8443"]), &["POST example.org/*"]);
     assert!(named.inspects(&Host::Name("example.org".into()), 8443));
     // F3: a deny rule's method in any case; F5: every spelling of the host's loopback.
     let lo = with_deny(policy(&["localhost:9"]), &["POST localhost:9/admin/*"]);
-    for host in [Host::Name("localhost".into()), Host::Name(crate::egress::model::HOST_NAME.into()), ip.clone(), Host::Ip("::1".parse().unwrap())] {
+    for host in [
+        Host::Name("localhost".into()),
+        Host::Name(crate::egress::model::HOST_NAME.into()),
+        ip.clone(),
+        Host::Ip("::1".parse().unwrap()),
+    ] {
         for method in ["POST", "post", "Post"] {
-            assert!(lo.check_request(&host, 9, (method, "/admin/x", false)).is_err(), "{host:?} {method}");
+            assert!(
+                lo.check_request(&host, 9, (method, "/admin/x", false)).is_err(),
+                "{host:?} {method}"
+            );
         }
         // F7: the prefix's directory itself, and its trailing-slash twin.
-        assert!(lo.check_request(&host, 9, ("POST", "/ADMIN", false)).is_err(), "{host:?}");
+        assert!(
+            lo.check_request(&host, 9, ("POST", "/ADMIN", false)).is_err(),
+            "{host:?}"
+        );
     }
     // F6, F7: '#', ';' and a '%' left after decoding are refused where rules read requests.
     let gh = Host::Name("github.com".into());
     let p = policy(&["GET github.com/myorg/*"]);
-    for target in ["/myorg/#/../../admin", "/myorg/..;/other", "/myorg/%252e%252e/other", "/myorg/x;y"] {
-        assert!(p.check_request(&gh, 443, ("GET", target, false)).is_err(), "{target}");
+    for target in [
+        "/myorg/#/../../admin",
+        "/myorg/..;/other",
+        "/myorg/%252e%252e/other",
+        "/myorg/x;y",
+    ] {
+        assert!(
+            p.check_request(&gh, 443, ("GET", target, false)).is_err(),
+            "{target}"
+        );
     }
     // F8: a header that overrides the method or path.
     assert!(p.check_request(&gh, 443, ("GET", "/myorg/x", true)).is_err());
     let r = head(b"GET http://10.0.0.5/api/v1 HTTP/1.1\r\nX-HTTP-Method-Override: DELETE\r\n\r\n").unwrap();
     assert!(r.overrides);
-    let exact = with_deny(policy(&["api.example.org"]), &["DELETE api.example.org/repos/o/r"]);
+    let exact = with_deny(
+        policy(&["api.example.org"]),
+        &["DELETE api.example.org/repos/o/r"],
+    );
     let api = Host::Name("api.example.org".into());
-    assert!(exact.check_request(&api, 443, ("DELETE", "/repos/o/r/", false)).is_err());
+    assert!(
+        exact
+            .check_request(&api, 443, ("DELETE", "/repos/o/r/", false))
+            .is_err()
+    );
 }

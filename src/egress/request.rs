@@ -195,7 +195,10 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
 fn check_framing(text: &str) -> Result<(), String> {
     let body = text.strip_suffix("\r\n\r\n").unwrap_or(text);
     for (i, line) in body.split("\r\n").enumerate() {
-        if line.chars().any(|c| (c.is_control() && c != '\t') || c == '\u{7f}') {
+        if line
+            .chars()
+            .any(|c| (c.is_control() && c != '\t') || c == '\u{7f}')
+        {
             return Err("a line of the request head holds a control character (a bare CR or LF, or another); lines end in CRLF".into());
         }
         let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);

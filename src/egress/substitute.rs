@@ -85,7 +85,14 @@ pub(super) async fn tunnel(
         },
     };
     let counts = (up.clone(), down.clone());
-    let relay = credentials::terminate(client, upstream, (vault, check), (host.clone(), port), counts, inner);
+    let relay = credentials::terminate(
+        client,
+        upstream,
+        (vault, check),
+        (host.clone(), port),
+        counts,
+        inner,
+    );
     let outcome = tokio::select! {
         o = relay => Some(o),
         _ = stop => None,

@@ -48,7 +48,13 @@ pub(crate) fn test_pki(dir: &std::path::Path, name: &str) -> Pki {
 }
 
 /// An HTTPS endpoint on `addr` requiring `header=value`, logging to `log`.
-pub(crate) fn tls_endpoint(addr: &str, pki: &Pki, header: &str, value: &str, log: &std::path::Path) -> Endpoint {
+pub(crate) fn tls_endpoint(
+    addr: &str,
+    pki: &Pki,
+    header: &str,
+    value: &str,
+    log: &std::path::Path,
+) -> Endpoint {
     let (cert, key) = (pki.1.to_str().unwrap(), pki.2.to_str().unwrap());
     let required = format!("{header}={value}");
     let log = log.to_str().unwrap();

@@ -35,7 +35,9 @@ fn script(tls: u16, plain: u16) -> String {
         format!("echo denied=$({curl} -X POST -d '{{}}' {base}/V1/ADMIN/messages)"),
         format!("echo plain=$({curl} http://127.0.0.1:{plain}/ok/x)"),
         format!("echo plain_other=$({curl} http://127.0.0.1:{plain}/no/x)"),
-        format!("echo \"said=$(curl -sS --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{plain}/no/x)\""),
+        format!(
+            "echo \"said=$(curl -sS --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:{plain}/no/x)\""
+        ),
     ]
     .join("\n")
 }
@@ -51,7 +53,14 @@ fn method_and_path_rules_decide_each_request_through_terminated_tls() {
         let (cert, key) = (pki.1.to_str().unwrap(), pki.2.to_str().unwrap());
         let tls = endpoint_with(
             "127.0.0.1",
-            &["--tls-cert", cert, "--tls-key", key, "--log", log.to_str().unwrap()],
+            &[
+                "--tls-cert",
+                cert,
+                "--tls-key",
+                key,
+                "--log",
+                log.to_str().unwrap(),
+            ],
         );
         let plain = endpoint_with("127.0.0.1", &[]);
         env.write_global_config(&format!(
@@ -62,7 +71,12 @@ fn method_and_path_rules_decide_each_request_through_terminated_tls() {
             p = plain.port,
             ca = pki.0.display()
         ));
-        let args = agent_args(env, "shell", &[], &["sh".into(), "-c".into(), script(tls.port, plain.port)]);
+        let args = agent_args(
+            env,
+            "shell",
+            &[],
+            &["sh".into(), "-c".into(), script(tls.port, plain.port)],
+        );
         let out = run_command(env.cmd(&args), None, std::time::Duration::from_secs(300));
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         let got = codes(&stdout(&out));
@@ -77,14 +91,22 @@ fn method_and_path_rules_decide_each_request_through_terminated_tls() {
             ("plain_other", "403"),
         ];
         for (name, code) in want {
-            assert_eq!(got.get(name).map(String::as_str), Some(code), "{name}: {}", show(&out));
+            assert_eq!(
+                got.get(name).map(String::as_str),
+                Some(code),
+                "{name}: {}",
+                show(&out)
+            );
         }
         // The endpoint saw the allowed request only.
         let seen = std::fs::read_to_string(&log).unwrap_or_default();
         assert_eq!(seen.lines().count(), 1, "{seen}");
         assert!(seen.contains("\"/v1/messages\""), "{seen}");
         let egress = stdout(&env.run(["log", "--egress", "--json", "-n", "100"]));
-        assert!(egress.contains("matches none of the method and path rules"), "{egress}");
+        assert!(
+            egress.contains("matches none of the method and path rules"),
+            "{egress}"
+        );
         assert!(egress.contains("deny entry POST localhost"), "{egress}");
         assert!(egress.contains("a '.', '..' or empty segment"), "{egress}");
         assert_clean(env);
@@ -112,7 +134,9 @@ fn explain_agrees(env: &TestEnv, tls: u16, plain: u16) {
 /// The 403 names its record; `ags explain RECORD` shows it and today's answer.
 fn explain_record(env: &TestEnv, text: &str) {
     let said = text.lines().find(|l| l.starts_with("said=")).unwrap_or_default();
-    let at = said.find("ags explain ").unwrap_or_else(|| panic!("no record in {said}"));
+    let at = said
+        .find("ags explain ")
+        .unwrap_or_else(|| panic!("no record in {said}"));
     let id = said[at + "ags explain ".len()..]
         .split(|c: char| c.is_whitespace())
         .next()
@@ -122,8 +146,14 @@ fn explain_record(env: &TestEnv, text: &str) {
     assert_eq!(out.status.code(), Some(1), "{id}: {}", show(&out));
     let shown = stdout(&out);
     assert!(shown.contains(id) && shown.contains("refused"), "{shown}");
-    assert!(shown.contains("matches none of the method and path rules"), "{shown}");
-    assert!(shown.contains("now, for a launch here: allowed: only requests matching"), "{shown}");
+    assert!(
+        shown.contains("matches none of the method and path rules"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("now, for a launch here: allowed: only requests matching"),
+        "{shown}"
+    );
     let none = env.run(["explain", &format!("{id}999")]);
     assert_eq!(none.status.code(), Some(125), "{}", show(&none));
 }
