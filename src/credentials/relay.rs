@@ -263,7 +263,7 @@ async fn one(
     let overrides = req
         .headers()
         .keys()
-        .any(|n| crate::egress::request::OVERRIDES.contains(&n.as_str()));
+        .any(|n| crate::egress::model::OVERRIDES.contains(&n.as_str()));
     if let Err(why) = check(req.method().as_str(), &target, overrides) {
         lock(shared).refused.push(why.clone());
         return refusal(StatusCode::FORBIDDEN, &why);

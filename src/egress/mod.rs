@@ -13,7 +13,7 @@ pub mod model;
 pub mod plan;
 mod policy;
 pub mod proxy;
-pub(crate) mod request;
+mod request;
 mod substitute;
 
 use std::io;

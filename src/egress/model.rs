@@ -472,7 +472,7 @@ pub use resolve::{FieldError, resolve};
 
 #[path = "model_request.rs"]
 mod request;
-pub use request::{RequestRule, request_path, shorten};
+pub use request::{OVERRIDES, RequestRule, request_path, shorten};
 
 #[path = "model_addr.rs"]
 mod addr;

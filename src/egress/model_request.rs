@@ -5,6 +5,17 @@
 
 use serde::Serialize;
 
+/// Headers some servers take as the request's method or path instead of its request line
+/// (lowercase): where method and path rules read requests, a request carrying one is refused.
+pub const OVERRIDES: [&str; 6] = [
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+    "x-original-url",
+    "x-rewrite-url",
+    "x-original-method",
+];
+
 /// The request part of an entry: an optional method and a path, exact or a prefix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RequestRule {

@@ -8,18 +8,8 @@ use tokio::io::AsyncReadExt;
 use tokio::net::UnixStream;
 use zeroize::Zeroizing;
 
+use super::model::OVERRIDES;
 use crate::config::canonical;
-
-/// Headers some servers take as the request's method or path instead of its request line
-/// (lowercase): where method and path rules read requests, a request carrying one is refused.
-pub const OVERRIDES: [&str; 6] = [
-    "x-http-method-override",
-    "x-http-method",
-    "x-method-override",
-    "x-original-url",
-    "x-rewrite-url",
-    "x-original-method",
-];
 
 /// Largest request head accepted.
 pub(super) const MAX_HEAD: usize = 16 * 1024;
