@@ -25,6 +25,11 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let mut settings = super::launch_input::settings(&args.run, &config, &mut rules, terminals)?;
     // A Pod has no `ags` process beside it and no copy of the dispatcher: no agent hooks.
     settings.agent_hooks &= format != PlanFormat::Kube;
+    if format == PlanFormat::Kube {
+        // Nor a check after the agent: every guarded git dir's missing pieces are mounted.
+        settings.git_guards =
+            crate::git::model::guard::with_missing(std::mem::take(&mut settings.git_guards));
+    }
     let image = settings.image.clone().unwrap_or_else(|| config.image.clone());
     crate::plan::check::check_image_ref(&image)?;
     if format == PlanFormat::Kube {
@@ -133,11 +138,14 @@ fn print_kube(
     let env_file = plan.staging.is_some().then(|| stage::env_file(&plan, &secrets));
     drop(secrets);
     let plan = without_unenforceable_limits(plan, cgroup_v1);
+    prepare_git_guards(&plan, git.is_some())?;
+    let host_kinds = host_kinds(&plan);
     let export = kube::export(&KubeInput {
         plan: &plan,
         env_file: env_file.as_deref().map(Vec::as_slice),
         workspace_from_git: git,
         redact,
+        host_kinds: &host_kinds,
     })
     .map_err(PlanError::from)?;
     if export.secret.is_some() {
@@ -147,6 +155,41 @@ fn print_kube(
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).map_err(Error::Output)?;
     out.flush().map_err(Error::Output)
+}
+
+/// Create the missing pieces the git guards mount (an empty `hooks/`, `config.worktree`, a
+/// `commondir` naming the git dir itself), as a launch does right before its container: the
+/// Pod mounts them read-only from the same paths. With `--workspace-from-git` the workdir's
+/// guards are not exported (the clone is not this repository).
+fn prepare_git_guards(plan: &LaunchPlan, from_git: bool) -> Result<(), Error> {
+    let guards: Vec<_> = plan
+        .git_guards
+        .iter()
+        .filter(|g| !(from_git && g.path.starts_with(&plan.workdir)))
+        .cloned()
+        .collect();
+    crate::git::guard::create_missing(&guards).map_err(|e| Error::Launch(e.into()))
+}
+
+/// What each bind source of `plan` is on this host, for the `hostPath` types.
+fn host_kinds(plan: &LaunchPlan) -> std::collections::BTreeMap<std::path::PathBuf, &'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let sources = plan.mounts.iter().filter_map(|m| match &m.kind {
+        crate::plan::MountKind::Bind { source } => Some(source),
+        _ => None,
+    });
+    sources
+        .filter_map(|s| {
+            let t = std::fs::metadata(s).ok()?.file_type();
+            let kind = match () {
+                _ if t.is_dir() => "Directory",
+                _ if t.is_file() => "File",
+                _ if t.is_socket() => "Socket",
+                _ => return None,
+            };
+            Some((s.clone(), kind))
+        })
+        .collect()
 }
 
 /// `plan` without its memory and CPU limits when `drop` (with a note): a rootless Podman on

@@ -29,7 +29,13 @@ const FILE_DEST: &str = "/tmp/kube-export/cfg.txt";
 /// `ags plan --format kube` of `cmd`, with the test's image and label, no terminal and no
 /// network; the manifests (stdout) and stderr.
 fn export(env: &TestEnv, cmd: &[&str]) -> (Vec<Value>, Vec<u8>, String) {
-    let extra = ["--tty=false", "--network", "none"];
+    export_with(env, &[], cmd)
+}
+
+/// [`export`] with more launch options.
+pub(crate) fn export_with(env: &TestEnv, more: &[&str], cmd: &[&str]) -> (Vec<Value>, Vec<u8>, String) {
+    let mut extra = vec!["--tty=false", "--network", "none"];
+    extra.extend_from_slice(more);
     let mut args = vec!["plan".to_string(), "--format".into(), "kube".into()];
     args.extend(launch_args(env, &extra, cmd));
     let out = env.run(&args);
@@ -46,7 +52,7 @@ fn export(env: &TestEnv, cmd: &[&str]) -> (Vec<Value>, Vec<u8>, String) {
     )
 }
 
-fn kind<'a>(docs: &'a [Value], kind: &str) -> Option<&'a Value> {
+pub(crate) fn kind<'a>(docs: &'a [Value], kind: &str) -> Option<&'a Value> {
     docs.iter().find(|d| d["kind"] == kind)
 }
 
@@ -61,7 +67,7 @@ fn play(mode: Mode, method: &str, body: &[u8], query: &str) -> Reply {
 }
 
 /// The played manifests, removed on drop (also when an assertion failed).
-struct Played<'a> {
+pub(crate) struct Played<'a> {
     mode: Mode,
     body: &'a [u8],
     docs: &'a [Value],
@@ -92,7 +98,7 @@ impl Drop for Played<'_> {
 impl Played<'_> {
     /// Play the manifests without a network (`--network none` is a NetworkPolicy, which Podman
     /// ignores).
-    fn start<'a>(mode: Mode, body: &'a [u8], docs: &'a [Value]) -> Played<'a> {
+    pub(crate) fn start<'a>(mode: Mode, body: &'a [u8], docs: &'a [Value]) -> Played<'a> {
         let played = Played { mode, body, docs };
         let reply = play(mode, "POST", body, "?network=none");
         assert!(reply.ok(), "{mode}: play kube: {} {}", reply.status, reply.text());
@@ -100,7 +106,7 @@ impl Played<'_> {
     }
 
     /// Wait for the agent container to exit; its exit code and output (stdout and stderr).
-    fn finish(&self) -> (i64, String) {
+    pub(crate) fn finish(&self) -> (i64, String) {
         let pod = kind(self.docs, "Pod").expect("a pod");
         let ctr = format!("{}-agent", pod["metadata"]["name"].as_str().expect("a name"));
         let mut state = Value::Null;

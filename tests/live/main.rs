@@ -50,6 +50,7 @@ mod host_loopback;
 mod image;
 mod keep_id;
 mod kube_export;
+mod kube_git;
 mod launch;
 mod launch_cleanup;
 mod launch_hardening;

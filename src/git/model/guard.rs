@@ -292,6 +292,43 @@ fn guard_linked_worktrees(dir: &Path, create: Create, out: &mut Vec<GitGuard>) -
     Ok(())
 }
 
+/// For an export, where no check runs after the agent (`workspace::git_inventory` finds what a
+/// local launch's agent added): `guards` plus a guard creating each missing piece of every
+/// guarded git dir (`config`, `hooks/`, `commondir`, `config.worktree`) and linked worktree
+/// entry (`commondir`, `config.worktree`), as the workdir's own repository gets them.
+pub fn with_missing(guards: Vec<GitGuard>) -> Vec<GitGuard> {
+    const GIT_DIR: [(&str, GitCreate); 4] = [
+        ("config", GitCreate::EmptyFile),
+        ("hooks", GitCreate::Dir),
+        ("commondir", GitCreate::SelfCommonDir),
+        ("config.worktree", GitCreate::EmptyFile),
+    ];
+    const ENTRY: [(&str, GitCreate); 2] = [
+        ("commondir", GitCreate::ParentCommonDir),
+        ("config.worktree", GitCreate::EmptyFile),
+    ];
+    let mut out = guards.clone();
+    for dir in guards.iter().filter(|g| !g.read_only).map(|g| &g.path) {
+        let entry = dir.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new("worktrees"));
+        let pieces: &[(&str, GitCreate)] = match () {
+            _ if entry => &ENTRY,
+            _ if std::fs::symlink_metadata(dir.join("HEAD")).is_ok() => &GIT_DIR,
+            _ => continue,
+        };
+        for (name, what) in pieces {
+            let path = dir.join(name);
+            if std::fs::symlink_metadata(&path).is_err() && !out.iter().any(|o| o.path == path) {
+                out.push(GitGuard {
+                    create: Some(*what),
+                    ..read_only(&path)
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
 /// A git dir or worktree entry pinned as its own (read-write) mount point.
 pub(crate) fn pinned(path: &Path) -> GitGuard {
     GitGuard {

@@ -182,3 +182,44 @@ fn pointer_files_are_read_as_git_reads_them() {
     assert_eq!(common_dir(&git).unwrap(), git.join(". "));
     assert!(!is_self_commondir(&git.join("commondir")));
 }
+
+#[test]
+fn an_export_guards_the_missing_pieces_of_every_guarded_git_dir() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    // A repository outside the roots (guarded, nothing created) with a linked worktree entry.
+    let dir = root.join("main/.git");
+    let entry = dir.join("worktrees/tree");
+    std::fs::create_dir_all(dir.join("hooks")).unwrap();
+    std::fs::create_dir_all(&entry).unwrap();
+    for f in ["HEAD", "config", "worktrees/tree/HEAD", "worktrees/tree/gitdir"] {
+        std::fs::write(dir.join(f), "x\n").unwrap();
+    }
+    let mut guarded = Vec::new();
+    guard_git_dir(&dir, Create::Nothing, &[], &mut guarded).unwrap();
+    assert!(guarded.iter().all(|g| g.create.is_none()), "{guarded:?}");
+    let all = with_missing(guarded.clone());
+    let added: Vec<_> = all.iter().filter(|g| !guarded.contains(g)).collect();
+    let shown: Vec<(String, Option<GitCreate>)> = added
+        .iter()
+        .map(|g| (g.path.strip_prefix(&dir).unwrap().display().to_string(), g.create))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("commondir".to_string(), Some(GitCreate::SelfCommonDir)),
+            ("config.worktree".to_string(), Some(GitCreate::EmptyFile)),
+            (
+                "worktrees/tree/commondir".to_string(),
+                Some(GitCreate::ParentCommonDir)
+            ),
+            (
+                "worktrees/tree/config.worktree".to_string(),
+                Some(GitCreate::EmptyFile)
+            ),
+        ]
+    );
+    assert!(added.iter().all(|g| g.read_only));
+    // What exists is left as it was guarded.
+    assert_eq!(with_missing(all.clone()), all);
+}

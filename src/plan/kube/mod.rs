@@ -73,6 +73,10 @@ pub struct KubeInput<'a> {
     pub workspace_from_git: Option<&'a GitSource>,
     /// Print `<redacted>` instead of the Secret's values (output to a terminal).
     pub redact: bool,
+    /// What each bind source is on this host (`File`, `Directory`, `Socket`), read by the
+    /// caller: the `hostPath` type, so that a node lacking it refuses the Pod instead of
+    /// creating a directory there.
+    pub host_kinds: &'a BTreeMap<std::path::PathBuf, &'static str>,
 }
 
 /// The exported objects.
@@ -371,7 +375,7 @@ fn volumes(input: &KubeInput<'_>, secret: &str, tag: &str) -> (Vec<Volume>, Vec<
                 format!("host-{i}-{tag}"),
                 VolumeSource::HostPath {
                     path: source.display().to_string(),
-                    kind: None,
+                    kind: input.host_kinds.get(source).copied(),
                 },
             ),
             MountKind::Volume { name } if plan.staging.as_ref().is_some_and(|s| &s.volume == name) => {

@@ -324,7 +324,8 @@ pub enum VolumeSource {
     HostPath {
         /// The path.
         path: String,
-        /// `Directory` for the workdir (must exist); none otherwise.
+        /// `Directory` for the workdir (must exist); what the source is on this host for the
+        /// other binds (`File`, `Directory`, `Socket`).
         #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
         kind: Option<&'static str>,
     },

@@ -93,6 +93,7 @@ fn export_json(plan: &LaunchPlan, env: Option<&[u8]>, git: Option<&GitSource>) -
         env_file: env,
         workspace_from_git: git,
         redact: false,
+        host_kinds: &Default::default(),
     })
     .unwrap();
     // The rendering is a `---`-separated stream of JSON documents.
@@ -268,6 +269,7 @@ fn a_terminal_sees_no_values() {
         env_file: Some(b"export TOKEN='x'\n"),
         workspace_from_git: None,
         redact: true,
+        host_kinds: &Default::default(),
     })
     .unwrap();
     let text = out.render();
@@ -319,6 +321,7 @@ fn network_none_is_a_deny_all_policy_and_allowlist_is_refused() {
         env_file: None,
         workspace_from_git: None,
         redact: false,
+        host_kinds: &Default::default(),
     };
     assert!(matches!(export(&input), Err(KubeError::Allowlist { .. })));
 }
@@ -352,6 +355,26 @@ fn other_mounts_state_and_lockdown_and_names() {
         .find(|m| m["name"] == host["name"])
         .unwrap();
     assert_eq!(m["readOnly"], true);
+    // Without a kind read on this host the type is left out; with one, a node lacking the path
+    // refuses the Pod instead of creating a directory there.
+    assert!(host["hostPath"].get("type").is_none(), "{host}");
+    let kinds = BTreeMap::from([(std::path::PathBuf::from("/data/ref"), "File")]);
+    let typed = export(&KubeInput {
+        plan: &p,
+        env_file: None,
+        workspace_from_git: None,
+        redact: false,
+        host_kinds: &kinds,
+    })
+    .unwrap();
+    let text = typed.render();
+    let pod: Value = serde_json::from_str(text.split("\n---\n").next().unwrap()).unwrap();
+    let typed = pod["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["hostPath"]["path"] == "/data/ref");
+    assert_eq!(typed.unwrap()["hostPath"]["type"], "File", "{pod}");
     // Agent state volumes are per-pod emptyDirs; every volume name is a DNS label unique to
     // the launch.
     assert!(vols.iter().any(|v| v.get("emptyDir").is_some()), "{vols:?}");
@@ -394,6 +417,7 @@ fn other_mounts_state_and_lockdown_and_names() {
         env_file: None,
         workspace_from_git: None,
         redact: false,
+        host_kinds: &Default::default(),
     };
     assert!(matches!(export(&input), Err(KubeError::PodName { .. })));
 }
