@@ -99,7 +99,7 @@ fn layouts(env: &TestEnv) -> Vec<Layout> {
 
 /// The agent's script: write the workdir, then try each guarded piece.
 fn probe(layout: &Layout) -> String {
-    let mut s = format!("echo hi > new-by-agent.txt && echo wrote-work\n");
+    let mut s = "echo hi > new-by-agent.txt && echo wrote-work\n".to_string();
     for p in &layout.guarded {
         let p = p.display();
         s.push_str(&format!(
