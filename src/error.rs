@@ -110,7 +110,31 @@ impl Error {
             _ => EXIT_AGS_FAILURE,
         }
     }
+
+    /// The report's outcome of a launch that failed with this error (docs/ci.md).
+    pub fn outcome(&self) -> Outcome {
+        use crate::launch::LaunchError as L;
+        if matches!(self.exit_code(), 129 | 130 | 143) {
+            return Outcome::Interrupted;
+        }
+        match self {
+            Error::Launch(L::Start { .. }) => Outcome::AgentFailure,
+            Error::Launch(L::PlanDrifted { .. }) => Outcome::PolicyRefusal,
+            Error::Launch(L::NameInUse { .. } | L::Report(_)) => Outcome::InvalidInput,
+            Error::Hooks(_) | Error::AgentHooks(_) => Outcome::HookRefusal,
+            Error::Containment(_)
+            | Error::GitLayout(_)
+            | Error::UserPath(_)
+            | Error::Protected(_)
+            | Error::LeftInPlace(_)
+            | Error::Written(_) => Outcome::PolicyRefusal,
+            Error::Config(_) | Error::Plan(_) | Error::Command(_) => Outcome::InvalidInput,
+            _ => Outcome::Infrastructure,
+        }
+    }
 }
+
+pub use crate::launch::report::Outcome;
 
 /// Render an error with its cause chain (`a: b: c`), skipping causes already in the message,
 /// for a terminal: terminal controls escaped ([`crate::text::escape_controls`]). Every error

@@ -133,6 +133,10 @@ pub struct RunArgs {
     /// runs, leftovers) to PATH, atomically, or to standard output with `-` (docs/ci.md).
     #[arg(long, value_name = "PATH")]
     pub report: Option<PathBuf>,
+    /// Refuse to launch unless the plan's digest (printed by `ags plan`) is DIGEST: a CI job
+    /// pins what it reviewed (docs/ci.md).
+    #[arg(long, value_name = "DIGEST")]
+    pub expect_plan: Option<String>,
     /// The sandbox is the boundary: add the agent's own flag that skips its permission prompts
     /// (claude --dangerously-skip-permissions, codex --dangerously-bypass-approvals-and-sandbox,
     /// gemini --yolo, opencode --auto). See docs/agents.md.

@@ -247,6 +247,7 @@ pub(super) fn settings(
         ssh_agent,
         labels: args.labels.clone(),
         op_secret_sets: args.op_secret_sets.clone(),
+        expect_plan: expect_plan(args.expect_plan.as_deref())?,
         lockdown: args.lockdown,
         network: args.network.map(network_mode),
         allow: allow_entries(&args.allow)?,
@@ -269,6 +270,20 @@ pub(super) fn settings(
     // Refused before any hook or `op` runs (the plan checks again).
     plan::check_agent_hook_args(&settings)?;
     Ok(settings)
+}
+
+/// `--expect-plan`: `sha256:` (optional) and 64 hex digits.
+fn expect_plan(raw: Option<&str>) -> Result<Option<String>, Error> {
+    let Some(raw) = raw else { return Ok(None) };
+    let hex = raw.strip_prefix("sha256:").unwrap_or(raw);
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(CommandError::invalid(
+            format!("--expect-plan {}", crate::text::escape_line(raw)),
+            "a plan digest is sha256: and 64 hex digits, as `ags plan` prints it",
+        )
+        .into());
+    }
+    Ok(Some(raw.to_ascii_lowercase()))
 }
 
 /// `TERM` for the container: the host's, or `xterm`.

@@ -59,13 +59,20 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
         kube_secrets,
     ));
     super::finish(rt);
-    let (plan, secrets) = built?;
+    let (plan, secrets, digest) = built?;
     match format {
-        PlanFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&plan).expect("a plan always serializes")
-        ),
-        PlanFormat::Text => print!("{}", crate::plan::text::render(&plan)),
+        PlanFormat::Json => {
+            let mut value = serde_json::to_value(&plan).expect("a plan always serializes");
+            value["digest"] = serde_json::Value::String(digest);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&value).expect("a plan always serializes")
+            )
+        }
+        PlanFormat::Text => {
+            print!("{}", crate::plan::text::render(&plan));
+            println!("digest (--expect-plan): {digest}");
+        }
         PlanFormat::Kube => {
             let cgroup_v1 = rootless_cgroup_v1(service_url.as_deref());
             print_kube(plan, secrets, git.as_ref(), cgroup_v1, args.no_hooks)?;
@@ -79,6 +86,10 @@ fn check_plan_args(args: &PlanArgs) -> Result<(PlanFormat, Option<GitSource>), E
     if args.run.report.is_some() {
         let rule = "it describes a launch; `ags plan` launches nothing (its --json output is the plan)";
         return Err(CommandError::invalid("--report", rule).into());
+    }
+    if args.run.expect_plan.is_some() {
+        let rule = "it pins a launch's plan; `ags plan` prints the digest to pin";
+        return Err(CommandError::invalid("--expect-plan", rule).into());
     }
     let format = match (args.json, args.format) {
         (true, _) => PlanFormat::Json,
@@ -104,7 +115,7 @@ async fn build(
     service: Service,
     hooks: bool,
     secrets: bool,
-) -> Result<(LaunchPlan, stage::Secrets), Error> {
+) -> Result<(LaunchPlan, stage::Secrets, String), Error> {
     let identity = identity::current();
     let signals = SignalWatch::install().map_err(Error::Signals)?;
     let prepared = match hooks {
@@ -116,6 +127,7 @@ async fn build(
         .map(crate::plan::from_hooks::hook_layer)
         .unwrap_or_default();
     let plan = super::run::build_plan(config, settings, &identity, service, &layer)?;
+    let digest = crate::plan::digest::digest(&plan, &identity);
     let secrets = match secrets {
         true => {
             let running = podman::local_running_roots(None).await;
@@ -123,7 +135,7 @@ async fn build(
         }
         false => stage::Secrets::default(),
     };
-    Ok((plan, secrets))
+    Ok((plan, secrets, digest))
 }
 
 /// The Kubernetes manifests of `plan` on standard output (values redacted on a terminal).

@@ -43,8 +43,8 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
     };
     let result = launch(global, args, &mut facts);
     let (code, error) = match &result {
-        Ok(code) => (*code, None),
-        Err(e) => (e.exit_code(), Some(crate::error::render(e))),
+        Ok(code) => ((*code, launch::report::Outcome::of_exit(*code)), None),
+        Err(e) => ((e.exit_code(), e.outcome()), Some(crate::error::render(e))),
     };
     let writable = match facts.writable.is_empty() {
         true => host_paths::fallback_writable(args.workdir.as_deref()),
@@ -77,6 +77,22 @@ fn launch(global: &GlobalArgs, args: &RunArgs, facts: &mut Facts) -> Result<u8, 
     let result = rt.block_on(launch_async(global, &config, &settings, rules, facts));
     super::finish(rt);
     result
+}
+
+/// `--expect-plan`: the plan must have the pinned digest.
+fn check_pinned(settings: &RunSettings, plan: &LaunchPlan, identity: &LaunchIdentity) -> Result<(), Error> {
+    let Some(want) = &settings.expect_plan else {
+        return Ok(());
+    };
+    let got = crate::plan::digest::digest(plan, identity);
+    match crate::plan::digest::matches(want, &got) {
+        true => Ok(()),
+        false => Err(launch::LaunchError::PlanDrifted {
+            want: want.clone(),
+            got,
+        }
+        .into()),
+    }
 }
 
 /// Load the configuration and print its warnings.
@@ -280,6 +296,7 @@ async fn prepare(
     let watch =
         Watch::begin((config.user.protect_git).then(|| git_host::scan_roots(&roots, &settings.git_guards)));
     let mut plan = build_plan(config, settings, &identity, service, &hooks)?;
+    check_pinned(settings, &plan, &identity)?;
     warn_about_wiring(config, settings, &plan, service)?;
     facts.image = Some(plan.image.clone());
     let mut secrets = lookup_secrets(config, &plan, signals, &running).await?;

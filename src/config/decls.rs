@@ -17,7 +17,9 @@ pub const DEFAULT_TIMEOUT_SECONDS: u32 = 30;
 
 /// The event a hook is declared for; part of what an approval binds, so approving a hook for
 /// one event never approves the same program for another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum HookEvent {
     /// Before any container exists; contributes env, files and mounts.

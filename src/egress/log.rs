@@ -53,7 +53,7 @@ struct Overflow {
 pub const EGRESS_LOG_VERSION: u32 = 1;
 
 /// What the proxy did with an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Decision {
     /// Connected and relayed.
@@ -74,7 +74,7 @@ pub enum Decision {
 }
 
 /// One attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EgressRecord {
     /// Format version.
     pub version: u32,

@@ -23,7 +23,7 @@ use crate::text::escape_controls;
 use crate::time::rfc3339;
 
 /// One hook execution.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Record {
     /// The launch id (for prepare hooks: the prepare phase's).
     pub launch_id: String,

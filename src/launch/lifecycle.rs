@@ -91,6 +91,9 @@ pub async fn run(
     let timed_out = io::pump(client, &id, output, input, plan.tty, signals, deadline).await?;
     crate::trace::mark("output ended");
     let code = exit_code(client, &id).await?;
+    if timed_out {
+        crate::trace::mark(super::report::TIMEOUT_MARK);
+    }
     if let Some(handle) = release
         && let Ok(Some(k)) = handle.await
     {
@@ -294,6 +297,9 @@ async fn exit_code(client: &Client, id: &str) -> Result<u8, LaunchError> {
     loop {
         let state = client.inspect(id).await?.state;
         if !state.running && state.status != "running" && state.status != "stopping" {
+            if state.oom_killed {
+                crate::trace::mark(super::report::OOM_MARK);
+            }
             return Ok(state.exit_code.clamp(0, 255) as u8);
         }
         tokio::time::sleep(delay).await;

@@ -113,6 +113,11 @@ pub enum LaunchError {
     /// `--report` was refused or could not be written.
     #[error(transparent)]
     Report(#[from] report::ReportError),
+    /// `--expect-plan`: the launch's plan is not the one pinned.
+    #[error(
+        "--expect-plan {want}: this launch's plan has the digest {got}; something it depends on changed (the configuration, a hook, an option, the image name): compare `ags plan` with what you pinned, and pin the new digest only if you accept the change"
+    )]
+    PlanDrifted { want: String, got: String },
 }
 
 impl LaunchError {

@@ -126,7 +126,7 @@ pub struct Facts {
 }
 
 /// Something the launch created and could not remove (`ags gc` retries).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Leftover {
     /// `container`, `volume` or `host-directory`.
     pub kind: &'static str,
@@ -152,7 +152,7 @@ impl From<&CleanupError> for Leftover {
 }
 
 /// Milliseconds spent in each phase; `null` for a phase the launch did not reach.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Phases {
     /// Approval and the prepare hooks.
     pub hooks: Option<u64>,
@@ -184,11 +184,58 @@ impl Phases {
     }
 }
 
+/// How a launch ended, for a CI job to branch on (docs/ci.md); the exit code stays
+/// `podman run`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The agent exited 0.
+    Success,
+    /// The agent exited non-zero (its own code; 126/127: its command could not be run).
+    AgentFailure,
+    /// `--timeout` stopped the agent (exit 124).
+    Timeout,
+    /// The kernel killed the agent for its memory limit (Podman's `OOMKilled`; exit 137).
+    OutOfMemory,
+    /// A prepare hook was not approved, failed or answered something invalid (exit 125).
+    HookRefusal,
+    /// A protection of `ags` refused the launch: a path, a mount, the git layout, the
+    /// workspace's state, a pinned plan that drifted (exit 125).
+    PolicyRefusal,
+    /// A command-line option or the configuration is invalid (exit 125).
+    InvalidInput,
+    /// Podman, 1Password, the host or `ags` itself failed (exit 125).
+    Infrastructure,
+    /// `ags` was interrupted before the agent started (exit 129, 130 or 143).
+    Interrupted,
+}
+
+impl Outcome {
+    /// The outcome of a launch that returned `code` (the agent's, or 124 for a timeout).
+    pub fn of_exit(code: u8) -> Self {
+        if crate::trace::reached(OOM_MARK).is_some() {
+            return Outcome::OutOfMemory;
+        }
+        match code {
+            0 => Outcome::Success,
+            _ if crate::trace::reached(TIMEOUT_MARK).is_some() => Outcome::Timeout,
+            _ => Outcome::AgentFailure,
+        }
+    }
+}
+
+/// The trace mark set when Podman says the kernel killed the agent for its memory limit.
+pub const OOM_MARK: &str = "oom killed";
+/// The trace mark set when `--timeout` stopped the agent.
+pub const TIMEOUT_MARK: &str = "timed out";
+
 /// The report document.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// [`REPORT_VERSION`].
     pub version: u32,
+    /// How the launch ended.
+    pub outcome: Outcome,
     /// The launch id (`null` when the launch failed before it had one).
     pub launch_id: Option<String>,
     /// The image (`null` when the launch failed before its plan existed).
@@ -214,8 +261,9 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of a launch that ended with `exit_code` (and `error` when `ags` failed).
-    pub fn new(facts: Facts, exit_code: u8, error: Option<String>) -> Self {
+    /// The report of a launch that ended with `exit_code` (and `error` when `ags` failed) and
+    /// `outcome`.
+    pub fn new(facts: Facts, (exit_code, outcome): (u8, Outcome), error: Option<String>) -> Self {
         let hooks = match (&facts.paths, &facts.launch_id) {
             (Some(paths), Some(id)) => RunLog::for_launch(paths, id).unwrap_or_else(|e| {
                 eprintln!("ags: warning: --report: reading the hook run log: {e}");
@@ -225,6 +273,7 @@ impl Report {
         };
         Report {
             version: REPORT_VERSION,
+            outcome,
             phases_ms: Phases::from_marks(facts.began),
             launch_id: facts.launch_id,
             image: facts.image,
@@ -269,9 +318,37 @@ impl Report {
     }
 }
 
+/// The report's JSON Schema (draft 2020-12), pretty, newline-terminated: what
+/// `docs/schemas/report.schema.json` holds (a test keeps it current).
+pub fn schema_text() -> String {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<Report>();
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Compare (or, with `AGS_BLESS=1`, rewrite) `docs/schemas/report.schema.json`.
+    #[test]
+    fn the_committed_report_schema_is_current() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/schemas/report.schema.json");
+        let fresh = schema_text();
+        if std::env::var_os("AGS_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(&path, &fresh).expect("write schema");
+            return;
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == fresh,
+            "{} is out of date with the report's types; regenerate it with `AGS_BLESS=1 cargo test --lib launch::report` and commit the result",
+            path.display()
+        );
+    }
 
     #[test]
     fn destination_checks_the_directory() {

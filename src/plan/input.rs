@@ -47,6 +47,8 @@ pub struct RunSettings {
     pub labels: Vec<String>,
     /// `--op-secret-set VAULT/ITEM`.
     pub op_secret_sets: Vec<String>,
+    /// `--expect-plan`: the plan digest the launch must have (`plan::digest`).
+    pub expect_plan: Option<String>,
     /// `--lockdown`.
     pub lockdown: bool,
     /// `--network`.

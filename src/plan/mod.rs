@@ -7,6 +7,7 @@
 
 mod build;
 pub mod check;
+pub mod digest;
 mod egress_entries;
 pub mod from_hooks;
 pub mod host_env;

@@ -28,6 +28,7 @@ mod attacks_git_state;
 mod attacks_quarantine;
 mod attacks_remote_staging;
 mod attacks_user_paths;
+mod ci_outcome;
 mod ci_report;
 mod concurrent_launches;
 mod conmon_lost;

@@ -68,7 +68,7 @@ pub struct Sink {
 }
 
 /// What the end of a launch found about its record (the report's `agent_hook_record`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct RecordSummary {
     /// What the record lacks (empty: complete).
     pub incomplete: Vec<String>,

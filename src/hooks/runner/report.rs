@@ -17,7 +17,7 @@ use crate::process::signal_name;
 use crate::text::escape_controls;
 
 /// How one hook execution ended (the run log's `outcome`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Exit 0 and an accepted response.
