@@ -197,6 +197,8 @@ pub enum NetworkMode {
 }
 
 /// Subcommands.
+// Parsed once per process: the size of `plan`'s options costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print the effective launch plan without creating anything.
