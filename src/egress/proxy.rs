@@ -164,7 +164,7 @@ async fn handle(
     let started = Instant::now();
     let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));
     tokio::select! {
-        _ = relay(client, upstream, &req, rest, &up, &down) => {}
+        _ = relay(client, upstream, (&req, inspect), rest, (&up, &down)) => {}
         _ = stopped(&mut stop) => {}
         _ = expiry(until) => record.reason.push_str("; cut when its grant expired"),
     }
@@ -182,10 +182,17 @@ async fn handle(
 fn decide(policy: &Policy, req: &Request) -> Result<(String, Option<SystemTime>, bool), Refusal> {
     let (reason, until) = policy.admit_until(&req.host, req.port)?;
     if req.kind == "http" {
-        let reason = policy
-            .check_request(&req.host, req.port, (&req.method, &req.target, req.overrides))?
-            .unwrap_or(reason);
-        return Ok((reason, until, false));
+        let ruled = policy.check_request(&req.host, req.port, (&req.method, &req.target, req.overrides))?;
+        if ruled.is_some() && req.body_len.is_none() {
+            return Err(Refusal(format!(
+                "{} port {} has method and path rules, and a body sent with Transfer-Encoding cannot be bounded here: send it with a Content-Length",
+                req.host.shown(),
+                req.port
+            )));
+        }
+        // Where rules decide, only this request's bytes go on (`relay`).
+        let bounded = ruled.is_some();
+        return Ok((ruled.unwrap_or(reason), until, bounded));
     }
     let inspect = policy.inspects(&req.host, req.port);
     let host = req.host.shown();
@@ -296,15 +303,20 @@ async fn connect(policy: &Policy, req: &Request) -> Result<Connected, Connect> {
 
 /// Relay, counting bytes as they pass. A tunnel ends when both directions have; a plain-HTTP
 /// exchange ends when the destination has answered and closed (it was asked to close), even if
-/// the client keeps its side open for another request.
+/// the client keeps its side open for another request. A plain-HTTP request that method and
+/// path rules decided (`bounded`) sends on its head and its `Content-Length` of body, nothing
+/// more: a second request behind it never reaches a server that ignores `Connection: close`.
 async fn relay(
     mut client: UnixStream,
     mut upstream: TcpStream,
-    req: &Request,
-    rest: Vec<u8>,
-    up: &AtomicU64,
-    down: &AtomicU64,
+    (req, bounded): (&Request, bool),
+    mut rest: Vec<u8>,
+    (up, down): (&AtomicU64, &AtomicU64),
 ) {
+    let cap = req.body_len.filter(|_| bounded && req.upstream_head.is_some());
+    if let Some(len) = cap {
+        rest.truncate(usize::try_from(len).unwrap_or(usize::MAX));
+    }
     let mut first = Zeroizing::new(Vec::new());
     match &req.upstream_head {
         None => {
@@ -325,8 +337,9 @@ async fn relay(
     up.fetch_add(first.len() as u64, Ordering::Relaxed);
     let (mut cr, mut cw) = client.into_split();
     let (mut ur, mut uw) = upstream.into_split();
-    let upward = pump(&mut cr, &mut uw, up);
-    let downward = pump(&mut ur, &mut cw, down);
+    let left = cap.map(|len| len.saturating_sub(rest.len() as u64));
+    let upward = pump(&mut cr, &mut uw, up, left);
+    let downward = pump(&mut ur, &mut cw, down, None);
     if req.upstream_head.is_some() {
         tokio::select! {
             _ = downward => {}
@@ -337,25 +350,33 @@ async fn relay(
     }
 }
 
-/// Copy until end of stream or error, then shut the writer down; counts into `total`.
-async fn pump<R, W>(from: &mut R, to: &mut W, total: &AtomicU64)
+/// Copy until end of stream or error, then shut the writer down; or copy `limit` bytes and
+/// leave the writer open (a server may take a half-closed connection for a client that went
+/// away, nginx's 499). Counts into `total`.
+async fn pump<R, W>(from: &mut R, to: &mut W, total: &AtomicU64, mut limit: Option<u64>)
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
     let mut buf = vec![0u8; 32 * 1024];
-    loop {
-        match from.read(&mut buf).await {
+    while limit != Some(0) {
+        let room = limit.map_or(buf.len(), |l| {
+            buf.len().min(usize::try_from(l).unwrap_or(usize::MAX))
+        });
+        match from.read(&mut buf[..room]).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 if to.write_all(&buf[..n]).await.is_err() {
                     break;
                 }
                 total.fetch_add(n as u64, Ordering::Relaxed);
+                limit = limit.map(|l| l - n as u64);
             }
         }
     }
-    let _ = to.shutdown().await;
+    if limit != Some(0) {
+        let _ = to.shutdown().await;
+    }
 }
 
 /// A complete response with a plain-text body.

@@ -259,7 +259,8 @@ fn a_tunnel_only_rules_admit_needs_a_name_and_the_launch_ca() {
     assert!(why.contains("not inside a tunnel to an address"), "{why}");
     // Plain HTTP is read here: the request line decides.
     let (why, _, inspect) = decide(&p, &head("GET http://10.0.0.5/api/v1 HTTP/1.1\r\n\r\n")).unwrap();
-    assert!(why.contains("allowed by GET 10.0.0.5/api/*") && !inspect, "{why}");
+    // Read by the rules: only this request's bytes go on.
+    assert!(why.contains("allowed by GET 10.0.0.5/api/*") && inspect, "{why}");
     assert!(decide(&p, &head("POST http://10.0.0.5/api/v1 HTTP/1.1\r\n\r\n")).is_err());
     assert!(decide(&p, &head("GET http://10.0.0.5/api/../admin HTTP/1.1\r\n\r\n")).is_err());
 }
@@ -340,5 +341,69 @@ fn attacks_on_the_rules_are_refused() {
         exact
             .check_request(&api, 443, ("DELETE", "/repos/o/r/", false))
             .is_err()
+    );
+}
+
+/// A server that ignores `Connection: close`: it records every byte it is sent and answers
+/// the first request; the bytes of a second request behind it must never arrive.
+#[tokio::test]
+async fn a_ruled_plain_request_sends_on_its_own_bytes_only() {
+    use std::sync::Mutex;
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = upstream.local_addr().unwrap().port();
+    let got: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let seen = got.clone();
+    tokio::spawn(async move {
+        let (mut tcp, _) = upstream.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let mut answered = false;
+        while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(500), tcp.read(&mut buf)).await {
+            if n == 0 {
+                break;
+            }
+            seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            if !answered {
+                answered = true;
+                let _ = tcp
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await;
+            }
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("p");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let sock = private.join("proxy.sock");
+    let listener = tokio::net::UnixListener::bind(&sock).unwrap();
+    let log = Arc::new(EgressLog::new(private.join("egress.jsonl"), "ags-1-2".into()));
+    let (_stop, stopped) = watch::channel(false);
+    let p = policy(&[&format!("POST 127.0.0.1:{port}/ok/*")]);
+    tokio::spawn(serve(listener, Arc::new(p), log, stopped));
+    let mut c = UnixStream::connect(&sock).await.unwrap();
+    let smuggled = format!(
+        "POST http://127.0.0.1:{port}/ok/x HTTP/1.1\r\nContent-Length: 2\r\n\r\nhiDELETE /admin HTTP/1.1\r\nHost: x\r\n\r\n"
+    );
+    c.write_all(smuggled.as_bytes()).await.unwrap();
+    let mut out = vec![0u8; 256];
+    let n = tokio::time::timeout(Duration::from_secs(5), c.read(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out[..n]).starts_with("HTTP/1.1 200"));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let sent = String::from_utf8_lossy(&got.lock().unwrap()).into_owned();
+    assert!(
+        sent.starts_with("POST /ok/x HTTP/1.1") && sent.ends_with("\r\n\r\nhi"),
+        "{sent:?}"
+    );
+    assert!(!sent.contains("DELETE"), "{sent:?}");
+    // A body framed by Transfer-Encoding cannot be bounded: refused where rules decide.
+    let chunked = format!("POST http://127.0.0.1:{port}/ok/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let r = parse_head(chunked.as_bytes()).unwrap();
+    let Refusal(why) = decide(&policy(&[&format!("POST 127.0.0.1:{port}/ok/*")]), &r).unwrap_err();
+    assert!(why.contains("Content-Length"), "{why}");
+    assert!(
+        parse_head(b"POST http://h/ok HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n").is_err()
     );
 }

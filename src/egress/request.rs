@@ -66,6 +66,9 @@ pub(super) struct Request {
     pub(super) target: String,
     /// Whether a header overrides the method or path for some servers ([`OVERRIDES`]).
     pub(super) overrides: bool,
+    /// For plain HTTP: the body's length by its `Content-Length` (0 without one); `None` with a
+    /// `Transfer-Encoding`, whose end only parsing the body finds.
+    pub(super) body_len: Option<u64>,
     /// For plain HTTP: the head to send upstream (origin-form request line).
     pub(super) upstream_head: Option<Zeroizing<Vec<u8>>>,
 }
@@ -130,6 +133,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
             method: String::new(),
             target: String::new(),
             overrides: false,
+            body_len: None,
             upstream_head: None,
         });
     }
@@ -151,6 +155,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
     };
     let mut out = format!("{method} {path} {version}\r\nHost: {auth}\r\n");
     let mut overrides = false;
+    let (mut lengths, mut encoded) = (Vec::new(), false);
     for h in lines.filter(|l| !l.is_empty()) {
         let name = h
             .split(':')
@@ -159,6 +164,12 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
             .trim()
             .to_ascii_lowercase();
         overrides |= OVERRIDES.contains(&name.as_str());
+        let value = h.split_once(':').map(|(_, v)| v.trim()).unwrap_or_default();
+        match name.as_str() {
+            "content-length" => lengths.push(value.to_string()),
+            "transfer-encoding" => encoded = true,
+            _ => {}
+        }
         if !matches!(
             name.as_str(),
             "host" | "connection" | "proxy-connection" | "proxy-authorization" | "keep-alive"
@@ -168,6 +179,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
         }
     }
     out.push_str("Connection: close\r\n\r\n");
+    let body_len = body_length(&lengths, encoded)?;
     Ok(Request {
         kind: "http",
         host,
@@ -175,6 +187,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
         method: method.to_string(),
         target: path,
         overrides,
+        body_len,
         upstream_head: Some(Zeroizing::new(out.into_bytes())),
     })
 }
@@ -200,6 +213,29 @@ fn check_framing(text: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The body's length from its `Content-Length` headers (0 without one), `None` with a
+/// `Transfer-Encoding`. Two lengths, or one with a `Transfer-Encoding`, are refused: servers
+/// would frame the request differently (RFC 9112, 6.3).
+fn body_length(lengths: &[String], encoded: bool) -> Result<Option<u64>, String> {
+    let refuse = || {
+        Err(
+            "the request's length is ambiguous (several Content-Length, or one with Transfer-Encoding)"
+                .to_string(),
+        )
+    };
+    match (lengths, encoded) {
+        ([], false) => Ok(Some(0)),
+        ([], true) => Ok(None),
+        ([one], false) => one
+            .parse::<u64>()
+            .ok()
+            .filter(|_| one.bytes().all(|b| b.is_ascii_digit()))
+            .map(Some)
+            .ok_or_else(|| "the Content-Length is not a number".to_string()),
+        _ => refuse(),
+    }
 }
 
 /// `host:port` (IPv6 in brackets); `default` when the port may be left out.
