@@ -262,7 +262,11 @@ impl PodmanError {
     /// and the container is back in its created state, so the step is worth repeating.
     pub fn is_conmon_lost(&self) -> bool {
         matches!(self, PodmanError::Api { .. })
-            && (self.says("no logs from conmon") || self.says("write child: broken pipe"))
+            && (self.says("no logs from conmon")
+                || self.says("write child: broken pipe")
+                // runc's init died before its preliminary setup (seen under load on 5.4.2 and
+                // 4.3.1): nothing ran, and the container is back in its created state.
+                || self.says("read init-p: connection reset by peer"))
     }
 
     /// A start failed because the OCI runtime could not execute the command. Only the runtime's

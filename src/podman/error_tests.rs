@@ -345,6 +345,11 @@ fn a_lost_monitor_is_recognised_in_both_wordings() {
         r#"{"cause":"broken pipe","message":"write child: broken pipe","response":500}"#,
     );
     assert!(init.is_conmon_lost() && attach.is_conmon_lost() && early.is_conmon_lost());
+    let runc = api(
+        500,
+        r#"{"cause":"OCI runtime error","message":"runc: runc create failed: unable to start container process: waiting for init preliminary setup: read init-p: connection reset by peer: OCI runtime error","response":500}"#,
+    );
+    assert!(runc.is_conmon_lost());
     let other = api(
         500,
         r#"{"cause":"exit status 1","message":"exit status 1","response":500}"#,

@@ -32,6 +32,20 @@ fi
 exec conmon "$@"
 "#;
 
+/// The OCI runtime (`runc`): with `armed` present (or `always`), a `create` fails as runc's
+/// init does when it dies before its preliminary setup under load (seen on 5.4.2 and 4.3.1).
+const RUNTIME_WRAPPER: &str = r#"#!/bin/sh
+dir=$(dirname "$0")
+case " $* " in *" create "*)
+    if [ -e "$dir/always" ] || rm "$dir/armed" 2>/dev/null; then
+        echo lost >>"$dir/lost"
+        echo "runc create failed: unable to start container process: waiting for init preliminary setup: read init-p: connection reset by peer" >&2
+        exit 1
+    fi
+esac
+exec runc "$@"
+"#;
+
 /// The faulty service: stopped (SIGTERM, then waited for) on drop.
 struct FaultyService {
     child: Child,
@@ -40,14 +54,19 @@ struct FaultyService {
 
 impl FaultyService {
     fn start(env: &TestEnv) -> FaultyService {
-        let dir = env.mkdir("faulty", 0o700);
-        let wrapper = env.write_file("faulty/conmon", WRAPPER, 0o755);
+        Self::wrapping(env, "conmon", WRAPPER)
+    }
+
+    /// A service whose `--conmon` or `--runtime` (`what`) is the `wrapper` script.
+    fn wrapping(env: &TestEnv, what: &str, wrapper: &str) -> FaultyService {
+        let dir = env.mkdir(&format!("faulty-{what}"), 0o700);
+        let wrapper = env.write_file(format!("faulty-{what}/{what}"), wrapper, 0o755);
         let socket = dir.join("podman.sock");
         let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(env.uid()))
             .unwrap()
             .expect("the mode's user");
         let args = [
-            "--conmon".to_string(),
+            format!("--{}", if what == "conmon" { "conmon" } else { "runtime" }),
             wrapper.display().to_string(),
             "system".into(),
             "service".into(),
@@ -132,6 +151,24 @@ fn a_lost_monitor_is_retried_and_one_lost_every_time_fails_cleanly() {
         assert!(stderr(&out).contains("no logs from conmon"), "{}", show(&out));
         assert!(!stdout(&out).contains("ran"), "{}", show(&out));
         assert_eq!(service.lost(), 1 + 3, "{}: one try and two more", env.mode());
+        let left = api::containers_with_label(env.mode(), &env.label());
+        assert!(left.is_empty(), "{}: left {left:?}", env.mode());
+    });
+}
+
+#[test]
+fn a_runtime_whose_init_dies_early_is_retried() {
+    each_mode(|env| {
+        let service = FaultyService::wrapping(env, "runc", RUNTIME_WRAPPER);
+        service.touch("armed");
+        let out = launch(env, &service);
+        assert_eq!(out.status.code(), Some(7), "{}: {}", env.mode(), show(&out));
+        assert!(stdout(&out).contains("ran"), "{}", show(&out));
+        assert_eq!(service.lost(), 1, "{}: the fault was not injected", env.mode());
+        service.touch("always");
+        let out = launch(env, &service);
+        assert_eq!(out.status.code(), Some(125), "{}: {}", env.mode(), show(&out));
+        assert!(stderr(&out).contains("read init-p"), "{}", show(&out));
         let left = api::containers_with_label(env.mode(), &env.label());
         assert!(left.is_empty(), "{}: left {left:?}", env.mode());
     });

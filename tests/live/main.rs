@@ -52,6 +52,7 @@ mod image;
 mod keep_id;
 mod kube_export;
 mod kube_git;
+mod kube_verify;
 mod launch;
 mod launch_cleanup;
 mod launch_hardening;
