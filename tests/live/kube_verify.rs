@@ -21,8 +21,9 @@ awk -v w="$PWD" '$5 == w || index($5, w "/") == 1 { split($6, o, ","); print "mo
 "#;
 
 /// Environment names only one side has, for a reason docs/kube.md gives: Podman sets
-/// `HOSTNAME` from the Pod's name in a Pod; a launch's command wrapper keeps none of its own.
-const ENV_ONLY_ONE_SIDE: [&str; 1] = ["HOSTNAME"];
+/// `HOSTNAME` and `container=podman` in a container it creates, not in one it plays from a Pod
+/// (Kubernetes runtimes set neither).
+const ENV_ONLY_ONE_SIDE: [&str; 2] = ["HOSTNAME", "container"];
 
 /// The probe's lines, with the environment line filtered of [`ENV_ONLY_ONE_SIDE`].
 fn posture(out: &str) -> Vec<String> {
