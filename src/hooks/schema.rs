@@ -114,26 +114,15 @@ See also: ags hooks schema prepare input|output, ags hooks validate FILE,
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use super::*;
 
     /// Compare (or, with `AGS_BLESS=1`, rewrite) one committed schema file.
     fn check_committed(side: SchemaSide) {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("docs/schemas")
-            .join(side.file_name());
-        let fresh = prepare_schema_text(side);
-        if std::env::var_os("AGS_BLESS").is_some_and(|v| v == "1") {
-            std::fs::write(&path, &fresh).expect("write schema");
-            return;
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == fresh,
-            "{} is out of date with the protocol types; regenerate it with \
-             `AGS_BLESS=1 cargo test --lib hooks::schema` and commit the result",
-            path.display()
+        crate::fsutil::check_committed(
+            &format!("docs/schemas/{}", side.file_name()),
+            &prepare_schema_text(side),
+            "cargo test --lib hooks::schema",
         );
     }
 

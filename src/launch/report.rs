@@ -336,17 +336,10 @@ mod tests {
     /// Compare (or, with `AGS_BLESS=1`, rewrite) `docs/schemas/report.schema.json`.
     #[test]
     fn the_committed_report_schema_is_current() {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/schemas/report.schema.json");
-        let fresh = schema_text();
-        if std::env::var_os("AGS_BLESS").is_some_and(|v| v == "1") {
-            std::fs::write(&path, &fresh).expect("write schema");
-            return;
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == fresh,
-            "{} is out of date with the report's types; regenerate it with `AGS_BLESS=1 cargo test --lib launch::report` and commit the result",
-            path.display()
+        crate::fsutil::check_committed(
+            "docs/schemas/report.schema.json",
+            &schema_text(),
+            "cargo test --lib launch::report",
         );
     }
 

@@ -109,25 +109,14 @@ Input (stdin, then EOF): one JSON object
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use super::*;
 
     fn check_committed(event: HookEvent, side: SchemaSide) {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("docs/schemas")
-            .join(file_name(event, side));
-        let fresh = schema_text(event, side);
-        if std::env::var_os("AGS_BLESS").is_some_and(|v| v == "1") {
-            std::fs::write(&path, &fresh).expect("write schema");
-            return;
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == fresh,
-            "{} is out of date with the protocol types; regenerate it with \
-             `AGS_BLESS=1 cargo test --lib hooks::events::schema` and commit the result",
-            path.display()
+        crate::fsutil::check_committed(
+            &format!("docs/schemas/{}", file_name(event, side)),
+            &schema_text(event, side),
+            "cargo test --lib hooks::events::schema",
         );
     }
 
