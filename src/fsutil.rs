@@ -312,6 +312,23 @@ pub fn read_small_text_nofollow(path: &Path, max: usize) -> io::Result<String> {
     String::from_utf8(bytes).map_err(|_| io::Error::other("is not UTF-8 text"))
 }
 
+/// Compare the committed file `rel` (from the repository root) with `fresh`, what the code
+/// generates now; with `AGS_BLESS=1`, rewrite it instead. `how`: the command that regenerates it.
+#[cfg(test)]
+pub fn check_committed(rel: &str, fresh: &str, how: &str) {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
+    if std::env::var_os("AGS_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, fresh).expect("write the generated file");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == fresh,
+        "{} is out of date with the code; regenerate it with `AGS_BLESS=1 {how}` and commit the result",
+        path.display()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,21 +412,4 @@ mod tests {
             assert!(ram_root_problem(&mine, false).is_some());
         }
     }
-}
-
-/// Compare the committed file `rel` (from the repository root) with `fresh`, what the code
-/// generates now; with `AGS_BLESS=1`, rewrite it instead. `how`: the command that regenerates it.
-#[cfg(test)]
-pub fn check_committed(rel: &str, fresh: &str, how: &str) {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
-    if std::env::var_os("AGS_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, fresh).expect("write the generated file");
-        return;
-    }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == fresh,
-        "{} is out of date with the code; regenerate it with `AGS_BLESS=1 {how}` and commit the result",
-        path.display()
-    );
 }

@@ -59,7 +59,7 @@ impl FaultyService {
 
     /// A service whose `--conmon` or `--runtime` (`what`) is the `wrapper` script.
     fn wrapping(env: &TestEnv, what: &str, wrapper: &str) -> FaultyService {
-        let dir = env.mkdir(&format!("faulty-{what}"), 0o700);
+        let dir = env.mkdir(format!("faulty-{what}"), 0o700);
         let wrapper = env.write_file(format!("faulty-{what}/{what}"), wrapper, 0o755);
         let socket = dir.join("podman.sock");
         let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(env.uid()))

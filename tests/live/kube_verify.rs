@@ -20,10 +20,11 @@ echo "net $(ls /sys/class/net | tr '\n' ' ')"
 awk -v w="$PWD" '$5 == w || index($5, w "/") == 1 { split($6, o, ","); print "mount", $5, o[1] }' /proc/self/mountinfo | sort -u
 "#;
 
-/// Environment names only one side has, for a reason docs/kube.md gives: Podman sets
-/// `HOSTNAME` and `container=podman` in a container it creates, not in one it plays from a Pod
-/// (Kubernetes runtimes set neither).
-const ENV_ONLY_ONE_SIDE: [&str; 2] = ["HOSTNAME", "container"];
+/// Environment names Podman sets on one side only, for reasons docs/kube.md gives: `HOSTNAME`
+/// and `container=podman` (4.3: only in a container it creates; 5.4: in a played one too), and
+/// `TERM=xterm` without a terminal (4.3 in a container it creates, 5.4 nowhere). Kubernetes
+/// runtimes set none of them; none comes from the plan.
+const ENV_ONLY_ONE_SIDE: [&str; 3] = ["HOSTNAME", "container", "TERM"];
 
 /// The probe's lines, with the environment line filtered of [`ENV_ONLY_ONE_SIDE`].
 fn posture(out: &str) -> Vec<String> {

@@ -237,16 +237,7 @@ fn plain_env(plan: &LaunchPlan) -> Vec<EnvVar> {
         }),
         _ => None,
     };
-    let mut env: Vec<EnvVar> = plan.env.iter().filter_map(plain).collect();
-    // A launch without a terminal gets Podman's default `TERM=xterm`; a played Pod would get
-    // none (a difference `tests/live/kube_verify.rs` found).
-    if !env.iter().any(|e| e.name == "TERM") {
-        env.push(EnvVar {
-            name: "TERM".into(),
-            value: "xterm".into(),
-        });
-    }
-    env
+    plan.env.iter().filter_map(plain).collect()
 }
 
 /// The project directory (a path is no label value) and, for a rootless service, Podman's
