@@ -67,8 +67,29 @@ fn a_played_export_has_the_local_launchs_posture() {
             &["sh", "-c", PROBE],
         ));
         assert_eq!(local.status.code(), Some(0), "{}", show(&local));
-        let (pod, launch) = (posture(&pod_out), posture(&stdout(&local)));
+        let (mut pod, mut launch) = (posture(&pod_out), posture(&stdout(&local)));
         assert!(pod.iter().any(|l| l.starts_with("mount ")), "{pod_out}");
+        if env.mode() == Mode::Rootless && api::podman_major(env.mode()) >= 5 {
+            // Found by this test (docs/kube.md): rootless Podman 5.4 plays the Pod with a
+            // network interface although `network=none` was asked; the launch has `lo` only.
+            // Checked as found, so that a Podman that honours it makes this test say so.
+            let net = |lines: &mut Vec<String>| {
+                let at = lines
+                    .iter()
+                    .position(|l| l.starts_with("net "))
+                    .expect("a net line");
+                lines.remove(at)
+            };
+            let (pod_net, launch_net) = (net(&mut pod), net(&mut launch));
+            assert_eq!(launch_net, "net lo", "{}", show(&local));
+            assert!(
+                pod_net.contains("eth0"),
+                "Podman now honours network=none: {pod_net}; drop this exception"
+            );
+            common::loud(
+                "rootless Podman 5: the played Pod has a network interface despite network=none (docs/kube.md)",
+            );
+        }
         assert_eq!(
             pod,
             launch,
