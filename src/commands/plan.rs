@@ -41,10 +41,12 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
         }
     }
     let rt = super::runtime()?;
+    let offline_pod = format == PlanFormat::Kube
+        && settings.network.unwrap_or(config.network) == crate::config::Network::None;
     let mut service = rt.block_on(service(
         super::target_for(global, Some(&config), Vec::new()),
         &image,
-        settings.name.as_deref(),
+        (settings.name.as_deref(), offline_pod),
     ));
     // A Pod gets generated files through its Secret, wherever the service is.
     service.remote &= format != PlanFormat::Kube;
@@ -204,6 +206,19 @@ fn host_kinds(plan: &LaunchPlan) -> std::collections::BTreeMap<std::path::PathBu
         .collect()
 }
 
+/// A rootless Podman 5 service gives a played Pod a network interface although it was asked
+/// for none (`tests/live/kube_verify.rs`): say so when `--network none` is exported for one.
+async fn warn_rootless_network(client: &podman::Client) {
+    let rootless = client.rootless().await.unwrap_or(false);
+    let major = client.server_version().await.ok().flatten().map(|v| v.major);
+    if rootless && major.is_some_and(|m| m >= 5) {
+        eprintln!(
+            "ags: warning: this rootless Podman {}'s `podman kube play --network none` still gives the Pod a network interface: the exported Pod is not offline there (docs/kube.md)",
+            major.unwrap_or_default()
+        );
+    }
+}
+
 /// `plan` without its memory and CPU limits when `drop` (with a note): a rootless Podman on
 /// cgroup v1 ignores them for a created container but refuses to start a played Pod that
 /// carries them ("cannot set memory limit: container could not join or create cgroup").
@@ -271,9 +286,12 @@ fn secret_notice(no_hooks: bool, redact: bool) {
 
 /// Ask the service what the plan depends on, and warn about what a launch would refuse (a
 /// missing image, a taken name); without a service, assume rootless unless root, no SELinux.
-async fn service(target: podman::Target, image: &str, name: Option<&str>) -> Service {
+async fn service(target: podman::Target, image: &str, (name, offline_pod): (Option<&str>, bool)) -> Service {
     match podman::connect(&target).await {
         Ok(client) => {
+            if offline_pod {
+                warn_rootless_network(&client).await;
+            }
             if let Err(e) = crate::launch::lifecycle::preflight(&client, image, name).await {
                 eprintln!(
                     "{}",

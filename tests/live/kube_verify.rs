@@ -55,7 +55,7 @@ fn a_played_export_has_the_local_launchs_posture() {
         let work = env.work_dir().canonicalize().unwrap();
         env.write_file("work/README", "hello\n", 0o644);
         git_ok(env, &work, &["init", "-q", "-b", "main"]);
-        let (docs, body, _) = export_with(env, &[], &["sh", "-c", PROBE]);
+        let (docs, body, export_warned) = export_with(env, &[], &["sh", "-c", PROBE]);
         assert!(kind(&docs, "Pod").is_some());
         let played = Played::start(env.mode(), &body, &docs);
         let (code, pod_out) = played.finish();
@@ -88,6 +88,10 @@ fn a_played_export_has_the_local_launchs_posture() {
             );
             common::loud(
                 "rootless Podman 5: the played Pod has a network interface despite network=none (docs/kube.md)",
+            );
+            assert!(
+                export_warned.contains("is not offline there"),
+                "the export says so: {export_warned}"
             );
         }
         assert_eq!(
