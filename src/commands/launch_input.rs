@@ -310,6 +310,26 @@ pub(super) fn secret_set_names(sets: &[String]) -> Result<Vec<SecretSetName>, Er
         .collect()
 }
 
+/// `--expect-plan`: the plan must have the pinned digest.
+pub(super) fn check_pinned(
+    settings: &crate::plan::RunSettings,
+    plan: &crate::plan::LaunchPlan,
+    identity: &crate::plan::LaunchIdentity,
+) -> Result<(), Error> {
+    let Some(want) = &settings.expect_plan else {
+        return Ok(());
+    };
+    let got = crate::plan::digest::digest(plan, identity);
+    match crate::plan::digest::matches(want, &got) {
+        true => Ok(()),
+        false => Err(crate::launch::LaunchError::PlanDrifted {
+            want: want.clone(),
+            got,
+        }
+        .into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,22 +79,6 @@ fn launch(global: &GlobalArgs, args: &RunArgs, facts: &mut Facts) -> Result<u8, 
     result
 }
 
-/// `--expect-plan`: the plan must have the pinned digest.
-fn check_pinned(settings: &RunSettings, plan: &LaunchPlan, identity: &LaunchIdentity) -> Result<(), Error> {
-    let Some(want) = &settings.expect_plan else {
-        return Ok(());
-    };
-    let got = crate::plan::digest::digest(plan, identity);
-    match crate::plan::digest::matches(want, &got) {
-        true => Ok(()),
-        false => Err(launch::LaunchError::PlanDrifted {
-            want: want.clone(),
-            got,
-        }
-        .into()),
-    }
-}
-
 /// Load the configuration and print its warnings.
 pub(super) fn load_config(global: &GlobalArgs, workdir: Option<PathBuf>) -> Result<Config, Error> {
     let config = config::load(&LoadOptions {
@@ -296,7 +280,7 @@ async fn prepare(
     let watch =
         Watch::begin((config.user.protect_git).then(|| git_host::scan_roots(&roots, &settings.git_guards)));
     let mut plan = build_plan(config, settings, &identity, service, &hooks)?;
-    check_pinned(settings, &plan, &identity)?;
+    launch_input::check_pinned(settings, &plan, &identity)?;
     warn_about_wiring(config, settings, &plan, service)?;
     facts.image = Some(plan.image.clone());
     let mut secrets = lookup_secrets(config, &plan, signals, &running).await?;

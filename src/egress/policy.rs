@@ -166,15 +166,16 @@ impl Policy {
 
     /// Whether `host:port` is admitted only for the requests method and path rules name.
     pub fn by_requests(&self, host: &Host, port: u16) -> bool {
-        self.admit_whole(host, port).is_err() && !self.request_rules(false, host, port).is_empty()
+        // The rules first: the admission reads the grants directory.
+        !self.request_rules(false, host, port).is_empty() && self.admit_whole(host, port).is_err()
     }
 
     /// Why a tunnel to `host:port` is refused although the destination is admitted: method and
     /// path rules decide there (allow rules alone, or a deny rule), and the proxy cannot read
     /// a tunnel to an address (the launch CA certifies names; session-22 attack F2).
     pub fn tunnel_refusal(&self, host: &Host, port: u16) -> Option<Refusal> {
-        let ruled = self.by_requests(host, port) || !self.request_rules(true, host, port).is_empty();
-        (matches!(host, Host::Ip(_)) && ruled).then(|| {
+        let ruled = || !self.request_rules(true, host, port).is_empty() || self.by_requests(host, port);
+        (matches!(host, Host::Ip(_)) && ruled()).then(|| {
             Refusal(format!(
                 "{} port {port} has method and path rules, which the proxy reads in plain HTTP, not inside a tunnel to an address: send plain HTTP, or name a host",
                 host.shown()
