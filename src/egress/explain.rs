@@ -84,7 +84,7 @@ pub fn explain(plan: &EgressPlan, host: &Host, port: u16, asked: Option<&Asked>)
     if !verdict.allowed || plan.mode != Network::Allowlist {
         return verdict;
     }
-    let policy = super::policy(plan, None);
+    let policy = asking(plan);
     let Some((method, path)) = asked else {
         // Asked as a destination: as a tunnel to it.
         return match policy.tunnel_refusal(host, port) {
@@ -99,6 +99,16 @@ pub fn explain(plan: &EgressPlan, host: &Host, port: u16, asked: Option<&Asked>)
     }
 }
 
+/// The proxy's policy for `plan`, with the grants that hold for every launch (those for one
+/// launch are that launch's).
+fn asking(plan: &EgressPlan) -> super::proxy::Policy {
+    let policy = super::policy(plan, None);
+    match &plan.proxy {
+        Some(proxy) => policy.with_grants(proxy.grants.clone(), "-".into()),
+        None => policy,
+    }
+}
+
 /// Decide the destination `host:port` for plain HTTP, before its request is read.
 pub fn explain_plain(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
     explain_destination(plan, host, port)
@@ -107,11 +117,7 @@ pub fn explain_plain(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
 /// Decide the destination `host:port` as a whole.
 fn explain_destination(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
     let refuse = |why: String| Verdict { allowed: false, why };
-    let mut policy = super::policy(plan, None);
-    if let Some(proxy) = &plan.proxy {
-        // Grants for every launch count; those for one launch are that launch's.
-        policy = policy.with_grants(proxy.grants.clone(), "-".into());
-    }
+    let policy = asking(plan);
     let local = policy.host_loopback(host, port).is_some();
     match plan.mode {
         Network::None => return refuse("network mode none: the container has only its own loopback".into()),
