@@ -51,6 +51,7 @@ pub struct AgentHookFile {
     /// `[A-Za-z0-9_-]`, at most 64 characters, unique across the config files.
     pub name: String,
     /// The normalised event (`pre_tool`, …).
+    #[serde(deserialize_with = "super::event_serde::deserialize")]
     pub event: Event,
     /// Matcher: a glob (`*`, `?`) on the agent's tool name, or `shell` / `write` for the tool
     /// kinds. Only for `pre_tool` and `post_tool`.
@@ -119,6 +120,7 @@ pub struct AgentHook {
     /// Name (in records).
     pub name: String,
     /// Normalised event.
+    #[serde(serialize_with = "super::event_serde::serialize")]
     pub event: Event,
     /// Tool matcher.
     pub tool: Option<String>,

@@ -2,25 +2,25 @@
 //!
 //! Every agent `ags` launches has its own hook mechanism (command hooks in a settings file for
 //! claude, codex and gemini; in-process plugins or extensions for opencode and pi). `ags` wires
-//! all of them, read-only, to one program, the **dispatcher** (`ags-agent-hook`, a second binary
-//! of this crate), mounted into the container under [`CONTAINER_DIR`]. The dispatcher turns the
+//! all of them, read-only, to one program, the **dispatcher** (`ags-agent-hook`, the std-only
+//! crate `crates/agent-hook`), mounted into the container under [`CONTAINER_DIR`]. The dispatcher turns the
 //! agent's native hook input into one normalised [`Event`], runs the handlers the user declared
 //! in `[[agent_hook]]` tables (and the built-in `[agent_guard]`) inside the container, answers in
 //! the agent's own protocol, and sends one record per event and per handler run to the `ags`
 //! process of the launch over a per-launch unix socket; `ags` stamps, scrubs and appends them to
 //! a JSONL log on the host that the container cannot reach.
 //!
-//! This module owns the fixed interface between the host and the container (the paths below and
-//! the normalised event names). The hook matrix and the per-agent wiring files live in `matrix`
-//! and `wiring`.
+//! The fixed interface between the host and the container (the paths and the normalised event
+//! names) and the hook matrix belong to the dispatcher's crate, which both sides build; this
+//! module re-exports them. The per-agent wiring files live in `wiring`.
 
-use serde::{Deserialize, Serialize};
+pub use ags_agent_hook::interface::*;
+pub use ags_agent_hook::matrix;
 
 pub mod config;
 pub mod dispatch;
 pub mod install;
 pub mod log;
-pub mod matrix;
 #[cfg(test)]
 #[path = "matrix_tests.rs"]
 mod matrix_tests;
@@ -29,21 +29,22 @@ pub mod plan;
 pub mod record;
 pub mod wiring;
 
-mod interface;
-pub use interface::*;
+/// Serde for [`Event`] (its name, as in [`Event::as_str`]), for the fields that hold one: the
+/// dispatcher's crate is std only.
+pub mod event_serde {
+    use serde::{Deserialize, Deserializer, Serializer, de};
 
-// Serde for [`Event`] lives here: `interface.rs` is std only, because the dispatcher (built by
-// `build.rs` without crate dependencies) compiles it too.
-impl Serialize for Event {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
+    use super::Event;
+
+    /// Write `event` as its name.
+    pub fn serialize<S: Serializer>(event: &Event, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(event.as_str())
     }
-}
 
-impl<'de> Deserialize<'de> for Event {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    /// Read an event's name.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Event, D::Error> {
         let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        s.parse().map_err(de::Error::custom)
     }
 }
 
@@ -51,11 +52,15 @@ impl<'de> Deserialize<'de> for Event {
 mod tests {
     use super::*;
 
+    #[derive(serde::Serialize)]
+    struct Named(#[serde(with = "event_serde")] Event);
+
     #[test]
     fn names_round_trip_through_str_and_serde() {
         for e in Event::ALL {
             assert_eq!(e.as_str().parse::<Event>(), Ok(e));
-            assert_eq!(serde_json::to_string(&e).unwrap(), format!("\"{e}\""));
+            let json = serde_json::to_string(&Named(e)).unwrap();
+            assert_eq!(json, format!("\"{e}\""));
         }
         assert!("PreToolUse".parse::<Event>().is_err());
     }

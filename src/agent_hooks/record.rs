@@ -91,7 +91,7 @@ pub struct Record {
     /// The agent (a name of the agent table).
     pub agent: String,
     /// The normalised event.
-    #[serde(deserialize_with = "event")]
+    #[serde(serialize_with = "super::event_serde::serialize", deserialize_with = "event")]
     pub event: Event,
     /// The agent's own event name (`PreToolUse`, `tool.execute.before`, …).
     pub native_event: String,

@@ -1,5 +1,5 @@
 //! The hook matrix against the pinned agent CLIs in the agent image (issue 14): every native
-//! event a cell of `src/agent_hooks/matrix.rs` claims must exist in the CLI the image ships.
+//! event a cell of `crates/agent-hook/src/matrix.rs` claims must exist in the CLI the image ships.
 //! What each CLI accepts is read from the CLI itself, in a container of the agent image started
 //! through `ags` (`--agent shell`, no network):
 //!
@@ -206,7 +206,7 @@ fn every_native_event_of_the_matrix_exists_in_the_pinned_cli() {
         let missing = missing(&accepted);
         assert!(
             missing.is_empty(),
-            "cells of src/agent_hooks/matrix.rs claim events the pinned CLI does not have: \
+            "cells of crates/agent-hook/src/matrix.rs claim events the pinned CLI does not have: \
              {missing:?}\nwhat the CLIs accept: {accepted:#?}"
         );
         // The check has teeth: another agent's event names are not accepted.

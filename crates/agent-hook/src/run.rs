@@ -16,9 +16,9 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::handlers::Handler;
-use super::input::truncate;
-use super::json::{self, Value};
+use crate::handlers::Handler;
+use crate::input::truncate;
+use crate::json::{self, Value};
 
 /// Most of a handler's stdout that is read (an answer is one small object).
 pub const STDOUT_MAX: usize = 64 * 1024;

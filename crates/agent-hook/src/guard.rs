@@ -7,7 +7,7 @@
 //! tripwire for commands written plainly, not a sandbox: `eval`, variables or a script file get
 //! past any pattern.
 
-use super::input::Normalised;
+use crate::input::Normalised;
 
 /// The guard of a launch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

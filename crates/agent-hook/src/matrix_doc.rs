@@ -3,7 +3,7 @@
 use super::{Cell, Event, MATRIX, Mechanism};
 
 /// Line opening the generated part of `docs/agent-hooks.md`.
-pub const BEGIN: &str = "<!-- BEGIN GENERATED from src/agent_hooks/matrix.rs; regenerate: AGS_BLESS=1 cargo test --lib agent_hooks::matrix -->";
+pub const BEGIN: &str = "<!-- BEGIN GENERATED from crates/agent-hook/src/matrix.rs; regenerate: AGS_BLESS=1 cargo test --lib agent_hooks::matrix_tests -->";
 /// Line closing it.
 pub const END: &str = "<!-- END GENERATED -->";
 

@@ -12,8 +12,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::input::{Normalised, truncate};
-use super::json::{self, Value};
+use crate::input::{Normalised, truncate};
+use crate::json::{self, Value};
 
 /// How long sending the records may take, connecting included.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);

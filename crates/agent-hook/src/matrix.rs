@@ -2,11 +2,11 @@
 //! normalised [`Event`], the agent's own event name and how it is delivered, or why the cell
 //! stays empty; per agent, where `ags` puts its wiring and whether the agent can still silence
 //! it. `docs/agent-hooks.md` is rendered from this table ([`render_markdown`]; a test fails when
-//! the page differs), the per-agent wiring files are generated from it (`wiring`), the
+//! the page differs), `ags`'s per-agent wiring files are generated from it, the
 //! dispatcher maps native names back with [`normalise`], and `tests/live/agent_hooks_cli.rs` checks
 //! every claimed native event against the pinned CLI in the agent image.
 
-use super::Event;
+use crate::Event;
 
 /// How an agent receives hooks at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,8 +290,5 @@ pub fn native(agent: &str, event: Event) -> Option<&'static str> {
 }
 
 #[path = "matrix_doc.rs"]
-pub(super) mod doc;
+pub mod doc;
 pub use doc::render_markdown;
-
-// The tests are declared by `super` (`matrix_tests`): the dispatcher program includes this file
-// and must not compile them.

@@ -10,9 +10,9 @@
 //!
 //! Nothing here fails: an input that is not JSON becomes `Value::Null` and is recorded so.
 
-use super::Event;
-use super::json::{self, Value};
-use super::matrix;
+use crate::Event;
+use crate::json::{self, Value};
+use crate::matrix;
 
 /// What kind of tool a tool name is (for `tool = "shell"` / `"write"` matchers and the guard).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

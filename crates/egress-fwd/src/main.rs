@@ -18,7 +18,7 @@
 //! not take, a warning) on a pipe before the agent starts, so no connection of the agent can
 //! come before a listener.
 //!
-//! Std only, no crate dependencies: `build.rs` compiles this file alone into a statically
+//! Std only, no crate dependencies: `ags`'s `build.rs` compiles this file alone into a statically
 //! linked executable that `ags` carries and that runs in any image, with or without a libc.
 
 use std::io::{Read, Write};

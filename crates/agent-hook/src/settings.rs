@@ -18,7 +18,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::json;
+use crate::json;
 
 /// Largest settings file read; a larger one blocks.
 const MAX_BYTES: u64 = 1024 * 1024;

@@ -14,9 +14,9 @@
 //! workdir's), checked at each `pre_tool` whatever the dispatcher's own environment says
 //! (`settings::tampered`).
 
-use super::guard::{self, Guard};
-use super::input::{Normalised, ToolKind};
-use super::json::{self, Value};
+use crate::guard::{self, Guard};
+use crate::input::{Normalised, ToolKind};
+use crate::json::{self, Value};
 
 /// Format version of the file.
 pub const VERSION: &str = "1";

@@ -8,14 +8,14 @@
 
 use std::time::Instant;
 
-use super::Event;
-use super::answer::{self, Answer};
-use super::guard::Verdict;
-use super::handlers::Handlers;
-use super::input::{self, Normalised};
-use super::run::{self, Outcome};
-use super::send::{self, Record};
-use super::settings;
+use crate::Event;
+use crate::answer::{self, Answer};
+use crate::guard::Verdict;
+use crate::handlers::Handlers;
+use crate::input::{self, Normalised};
+use crate::run::{self, Outcome};
+use crate::send::{self, Record};
+use crate::settings;
 
 /// What one invocation produces.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,40 +4,13 @@
 //! exits with the agent's status for the answer.
 //!
 //! `--handlers PATH` and `--socket PATH` replace the fixed container paths (tests and the
-//! benchmark run it outside a container). Std only: `build.rs` compiles this file and the
-//! modules it includes into a statically linked program; the crate builds it as a binary too
-//! (`test = false`: the matrix's tests belong to the library).
+//! benchmark run it outside a container). The library of this crate does the work; this
+//! file wires argv, stdin, stdout and the socket.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-#[path = "../interface.rs"]
-#[allow(dead_code)]
-mod interface;
-#[path = "../matrix.rs"]
-#[allow(dead_code, unused_imports)]
-mod matrix;
-
-#[allow(dead_code)]
-mod answer;
-#[allow(dead_code)]
-mod flow;
-#[allow(dead_code)]
-mod guard;
-#[allow(dead_code)]
-mod handlers;
-#[allow(dead_code)]
-mod input;
-#[allow(dead_code)]
-mod json;
-#[allow(dead_code)]
-mod run;
-#[allow(dead_code)]
-mod send;
-#[allow(dead_code)]
-mod settings;
-
-use interface::{Event, HANDLERS_PATH, SOCKET_PATH};
+use ags_agent_hook::{HANDLERS_PATH, SOCKET_PATH, answer, flow, handlers, send};
 
 /// Largest hook input read from stdin (an agent's post-tool input carries the tool's output; a
 /// longer one is cut, is no longer JSON, and a guarded pre-tool call is then blocked).

@@ -1,7 +1,5 @@
 //! The fixed interface between the host and the container: the paths of the dispatcher, its
-//! handlers file and the record socket, and the normalised event names. Std only: the
-//! dispatcher (`dispatch/main.rs`, compiled by `build.rs` without crate dependencies) includes
-//! this file too; serde for [`Event`] lives in `super`.
+//! handlers file and the record socket, and the normalised event names.
 
 use std::fmt;
 use std::str::FromStr;
@@ -22,7 +20,7 @@ pub const SOCKET_DIR: &str = "/run/ags-agent-hooks/sock";
 /// line).
 pub const SOCKET_PATH: &str = "/run/ags-agent-hooks/sock/record.sock";
 
-/// The file name of the dispatcher program (a binary of this crate, installed next to `ags`).
+/// The file name of the dispatcher program (this crate's program).
 pub const DISPATCHER_PROGRAM: &str = "ags-agent-hook";
 
 /// The normalised hook events, the same for every agent. Which native event of which agent maps

@@ -8,7 +8,7 @@
 //!   `{"decision": "allow" | "block", "reason": "…"}` on stdout; the shim throws (opencode) or
 //!   returns `{block: true, reason}` (pi).
 
-use super::json::{self, Value};
+use crate::json::{self, Value};
 
 /// What the dispatcher prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq)]
