@@ -1,7 +1,7 @@
 //! Where `ags` keeps its files on the host, derived once from the environment (XDG base
 //! directories with the usual fallbacks under $HOME).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::containment::{Class, Protected};
 
@@ -198,10 +198,5 @@ impl Paths {
         // who ran `ags` there needs to hear, not the approval store inside it.
         let home = Protected::self_or_ancestor("home directory", self.home.clone(), Class::Home);
         [home].into_iter().chain(ags).chain(podman).chain(creds).collect()
-    }
-
-    /// Whether `p` lies inside `dir` (both taken as given; canonicalize first when it matters).
-    pub fn is_within(p: &Path, dir: &Path) -> bool {
-        p.starts_with(dir)
     }
 }

@@ -14,10 +14,8 @@ use serde_json::{Value, json};
 use super::DISPATCHER_PATH;
 use super::matrix::{self, AgentHooks, Mechanism};
 
-/// Where the opencode plugin and the pi extension are mounted (outside [`super::CONTAINER_DIR`],
-/// which belongs to the dispatcher).
-pub const WIRING_DIR: &str = "/etc/ags-agent-hooks";
-/// The generated opencode plugin.
+/// The generated opencode plugin (the plugin and the extension live outside
+/// [`super::CONTAINER_DIR`], which belongs to the dispatcher).
 pub const OPENCODE_PLUGIN: &str = "/etc/ags-agent-hooks/opencode-plugin.js";
 /// The generated pi extension.
 pub const PI_EXTENSION: &str = "/etc/ags-agent-hooks/pi-extension.js";
