@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 
 use zeroize::Zeroizing;
 
-use super::log::{Decision, EgressLog};
+use super::log::{Decision, EgressLog, EgressRecord};
 use super::policy::open_usable;
 pub use super::policy::{Policy, Refusal};
 pub use super::request::Host;
@@ -90,63 +90,17 @@ async fn handle(
     let Ok(Ok((head, rest))) = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await else {
         return;
     };
-    let req = match parse_head(&head) {
-        Ok(r) => r,
-        Err(why) => {
-            log.append(&log.record("http", "?", 0, Decision::Invalid, why.clone()));
-            let _ = client.write_all(&response(400, "Bad Request", &why)).await;
-            return;
-        }
+    let Some(Admitted {
+        req,
+        upstream,
+        mut record,
+        until,
+        inspect,
+    }) = admit(&mut client, &policy, &log, &head).await
+    else {
+        return;
     };
     let host = req.host.shown();
-    let (kind, port) = (req.kind, req.port);
-    let refused = |why: String| log.record(kind, &host, port, Decision::Refused, why);
-    let (reason, until, inspect) = match decide(&policy, &req) {
-        Ok(admitted) => admitted,
-        Err(Refusal(why)) => {
-            let record = refused(why);
-            let body = refusal_body(&policy, &record, &req.host);
-            log.append(&record);
-            let _ = client.write_all(&response(403, "Forbidden", &body)).await;
-            return;
-        }
-    };
-    let (req, substituted) = match super::substitute::http(policy.vault.as_deref(), req, &host, &log) {
-        Ok(r) => r,
-        Err(tripwire) => {
-            log.append(&tripwire);
-            let _ = client
-                .write_all(&response(403, "Forbidden", &tripwire.reason))
-                .await;
-            return;
-        }
-    };
-    let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(&policy, &req))
-        .await
-        .unwrap_or_else(|_| Err(Connect::Failed(format!("{host} port {}: timed out", req.port))));
-    let (upstream, addr, granted) = match connected {
-        Ok(c) => c,
-        Err(Connect::Refused(Refusal(why))) => {
-            log.append(&refused(why.clone()));
-            let _ = client.write_all(&response(403, "Forbidden", &why)).await;
-            return;
-        }
-        Err(Connect::Failed(why)) => {
-            log.append(&log.record(req.kind, &host, req.port, Decision::Failed, why.clone()));
-            let _ = client.write_all(&response(502, "Bad Gateway", &why)).await;
-            return;
-        }
-    };
-    let until = match (until, granted) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    let mut record = log.record(req.kind, &host, req.port, Decision::Allowed, reason);
-    if granted.is_some() {
-        record.reason.push_str("; its internal address by a grant");
-    }
-    record.address = Some(addr.to_string());
-    record.substituted = substituted;
     if let Some(vault) = policy
         .vault
         .clone()
@@ -173,6 +127,91 @@ async fn handle(
     record.bytes_down = down;
     record.duration_ms = started.elapsed().as_millis() as u64;
     log.append(&record);
+}
+
+/// A connection the proxy let through: the request (credentials put in), the connection to
+/// its destination, the record to finish when it ends, the deadline of a grant that admitted
+/// it, and whether its requests are each checked.
+struct Admitted {
+    req: Request,
+    upstream: TcpStream,
+    record: EgressRecord,
+    until: Option<SystemTime>,
+    inspect: bool,
+}
+
+/// Parse, decide and connect one request head; a refusal or a failure is answered to `client`
+/// and recorded here (`None`).
+async fn admit(
+    client: &mut UnixStream,
+    policy: &Arc<Policy>,
+    log: &EgressLog,
+    head: &[u8],
+) -> Option<Admitted> {
+    let req = match parse_head(head) {
+        Ok(r) => r,
+        Err(why) => {
+            log.append(&log.record("http", "?", 0, Decision::Invalid, why.clone()));
+            let _ = client.write_all(&response(400, "Bad Request", &why)).await;
+            return None;
+        }
+    };
+    let host = req.host.shown();
+    let (kind, port) = (req.kind, req.port);
+    let refused = |why: String| log.record(kind, &host, port, Decision::Refused, why);
+    let (reason, until, inspect) = match decide(policy, &req) {
+        Ok(admitted) => admitted,
+        Err(Refusal(why)) => {
+            let record = refused(why);
+            let body = refusal_body(policy, &record, &req.host);
+            log.append(&record);
+            let _ = client.write_all(&response(403, "Forbidden", &body)).await;
+            return None;
+        }
+    };
+    let (req, substituted) = match super::substitute::http(policy.vault.as_deref(), req, &host, log) {
+        Ok(r) => r,
+        Err(tripwire) => {
+            log.append(&tripwire);
+            let _ = client
+                .write_all(&response(403, "Forbidden", &tripwire.reason))
+                .await;
+            return None;
+        }
+    };
+    let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(policy, &req))
+        .await
+        .unwrap_or_else(|_| Err(Connect::Failed(format!("{host} port {}: timed out", req.port))));
+    let (upstream, addr, granted) = match connected {
+        Ok(c) => c,
+        Err(Connect::Refused(Refusal(why))) => {
+            log.append(&refused(why.clone()));
+            let _ = client.write_all(&response(403, "Forbidden", &why)).await;
+            return None;
+        }
+        Err(Connect::Failed(why)) => {
+            log.append(&log.record(req.kind, &host, req.port, Decision::Failed, why.clone()));
+            let _ = client.write_all(&response(502, "Bad Gateway", &why)).await;
+            return None;
+        }
+    };
+    let until = match (until, granted) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let mut record = log.record(req.kind, &host, req.port, Decision::Allowed, reason);
+    if granted.is_some() {
+        record.reason.push_str("; its internal address by a grant");
+    }
+    record.address = Some(addr.to_string());
+    record.substituted = substituted;
+    Some(Admitted {
+        req,
+        upstream,
+        record,
+        until,
+        inspect,
+    })
 }
 
 /// Decide a request head: the reason it is admitted, the deadline of a grant that admitted

@@ -153,7 +153,27 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
         p if p.starts_with('/') => p.to_string(),
         p => format!("/{p}"),
     };
-    let mut out = format!("{method} {path} {version}\r\nHost: {auth}\r\n");
+    let (out, overrides, body_len) =
+        upstream_head(format!("{method} {path} {version}\r\nHost: {auth}\r\n"), lines)?;
+    Ok(Request {
+        kind: "http",
+        host,
+        port,
+        method: method.to_string(),
+        target: path,
+        overrides,
+        body_len,
+        upstream_head: Some(Zeroizing::new(out.into_bytes())),
+    })
+}
+
+/// The head a plain-HTTP request is sent on with: `first` (the origin-form request line and
+/// the Host), the client's headers but the hop-by-hop and proxy ones, `Connection: close`;
+/// with whether the client sent a method override header, and the body's length.
+fn upstream_head<'a>(
+    mut out: String,
+    lines: impl Iterator<Item = &'a str>,
+) -> Result<(String, bool, Option<u64>), String> {
     let mut overrides = false;
     let (mut lengths, mut encoded) = (Vec::new(), false);
     for h in lines.filter(|l| !l.is_empty()) {
@@ -179,17 +199,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
         }
     }
     out.push_str("Connection: close\r\n\r\n");
-    let body_len = body_length(&lengths, encoded)?;
-    Ok(Request {
-        kind: "http",
-        host,
-        port,
-        method: method.to_string(),
-        target: path,
-        overrides,
-        body_len,
-        upstream_head: Some(Zeroizing::new(out.into_bytes())),
-    })
+    Ok((out, overrides, body_length(&lengths, encoded)?))
 }
 
 /// Every line ends in CRLF and holds no other control character (a lone LF or CR would end a

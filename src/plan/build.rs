@@ -25,28 +25,13 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     let image = run.image.clone().unwrap_or_else(|| input.config.image.clone());
     check_settings(run, Some(&image))?;
     let profile = check::find_agent(&run.agent)?;
-    let ports: Vec<_> = run
-        .publish
-        .iter()
+    let ports: Vec<_> = (run.publish.iter())
         .map(|p| check::parse_publish(p))
         .collect::<Result<_, _>>()?;
     let wiring = wiring(input)?;
     let command = agent_command(profile, run, wiring.as_ref());
     let base_env = build_env(input, hook_env)?;
-    let elsewhere = input.remote || input.exported;
-    let credentials = credentials::plan(&input.config.user.credentials, &base_env, elsewhere);
-    let proxied = credentials::any_proxied(&credentials) || (!run.op_secret_sets.is_empty() && !elsewhere);
-    let egress = network::plan(
-        input.config,
-        network::Requested {
-            network: run.network,
-            allow: &run.allow,
-        },
-        profile,
-        input.host_stage_dir,
-        proxied,
-        !elsewhere,
-    );
+    let (credentials, egress) = network_part(input, profile, &base_env);
     if !ports.is_empty() && egress.mode == crate::config::Network::None {
         return Err(PlanError::PublishWithoutNetwork);
     }
@@ -64,9 +49,7 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
     });
     Ok(LaunchPlan {
         launch_id: input.identity.launch_id.clone(),
-        container_name: run
-            .name
-            .clone()
+        container_name: (run.name.clone())
             .unwrap_or_else(|| container_name(&input.config.project, &input.identity.suffix)),
         image,
         agent: profile.name.into(),
@@ -100,14 +83,39 @@ pub fn build(input: &PlanInput<'_>) -> Result<LaunchPlan, PlanError> {
         git_guards: run.git_guards.clone(),
         protected: run.protected.clone(),
         git_identity: run.git_identity.clone(),
-        ssh_agent: run
-            .ssh_agent
-            .as_ref()
-            .map(|s| crate::git::plan::ssh_plan(s, input.host_stage_dir)),
+        ssh_agent: (run.ssh_agent.as_ref()).map(|s| crate::git::plan::ssh_plan(s, input.host_stage_dir)),
         staging,
         lockdown: run.lockdown,
         skip_permissions: run.skip_permissions,
     })
+}
+
+/// The credentials the proxy keeps on the host and the launch's network plan.
+fn network_part(
+    input: &PlanInput<'_>,
+    profile: &agents::AgentProfile,
+    base_env: &[PlanEnv],
+) -> (
+    Vec<crate::credentials::model::PlanCredential>,
+    network::EgressPlan,
+) {
+    let run = input.run;
+    let elsewhere = input.remote || input.exported;
+    let credentials = credentials::plan(&input.config.user.credentials, base_env, elsewhere);
+    let proxied = credentials::any_proxied(&credentials) || (!run.op_secret_sets.is_empty() && !elsewhere);
+    let requested = network::Requested {
+        network: run.network,
+        allow: &run.allow,
+    };
+    let egress = network::plan(
+        input.config,
+        requested,
+        profile,
+        input.host_stage_dir,
+        proxied,
+        !elsewhere,
+    );
+    (credentials, egress)
 }
 
 /// The agent's hook wiring, unless the launch has none. A remote service cannot bind this

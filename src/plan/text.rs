@@ -34,6 +34,43 @@ fn launch(out: &mut Lines, plan: &LaunchPlan) {
     out.line("tty", plan.tty.to_string());
     out.line("user namespace", word(&plan.user_namespace));
     out.line("user", plan.user.clone().unwrap_or_default());
+    network(out, plan);
+    out.line(
+        "security",
+        format!(
+            "cap-drop={} no-new-privileges={} pids-limit={}",
+            plan.security.cap_drop.join(","),
+            plan.security.no_new_privileges,
+            plan.security.pids_limit
+        ),
+    );
+    out.line(
+        "limits",
+        format!(
+            "memory={} cpus={}",
+            plan.security
+                .memory_limit
+                .map_or("none".into(), crate::limits::show_size),
+            plan.security.cpus.map_or("none".into(), |c| c.to_string())
+        ),
+    );
+    out.line("lockdown", plan.lockdown.to_string());
+    out.line("skip prompts", plan.skip_permissions.to_string());
+    out.line("init", plan.init.to_string());
+    if let Some(t) = plan.timeout_seconds {
+        out.line("timeout", format!("{t} s"));
+    }
+    for p in &plan.ports {
+        let ip = p.host_ip.map(|ip| format!("{ip}:")).unwrap_or_default();
+        out.line(
+            "publish",
+            format!("{ip}{}:{}/{:?}", p.host_port, p.container_port, p.protocol).to_lowercase(),
+        );
+    }
+}
+
+/// The network: its mode, the allowlist, the host's loopback ports, the proxied credentials.
+fn network(out: &mut Lines, plan: &LaunchPlan) {
     out.line(
         "network",
         format!("{} from {}", word(&plan.network), plan.egress.mode_origin),
@@ -80,38 +117,6 @@ fn launch(out: &mut Lines, plan: &LaunchPlan) {
                 c.header,
                 c.origin
             ),
-        );
-    }
-    out.line(
-        "security",
-        format!(
-            "cap-drop={} no-new-privileges={} pids-limit={}",
-            plan.security.cap_drop.join(","),
-            plan.security.no_new_privileges,
-            plan.security.pids_limit
-        ),
-    );
-    out.line(
-        "limits",
-        format!(
-            "memory={} cpus={}",
-            plan.security
-                .memory_limit
-                .map_or("none".into(), crate::limits::show_size),
-            plan.security.cpus.map_or("none".into(), |c| c.to_string())
-        ),
-    );
-    out.line("lockdown", plan.lockdown.to_string());
-    out.line("skip prompts", plan.skip_permissions.to_string());
-    out.line("init", plan.init.to_string());
-    if let Some(t) = plan.timeout_seconds {
-        out.line("timeout", format!("{t} s"));
-    }
-    for p in &plan.ports {
-        let ip = p.host_ip.map(|ip| format!("{ip}:")).unwrap_or_default();
-        out.line(
-            "publish",
-            format!("{ip}{}:{}/{:?}", p.host_port, p.container_port, p.protocol).to_lowercase(),
         );
     }
 }

@@ -23,4 +23,5 @@ mod hooks_test_cmd;
 mod install;
 mod op;
 mod script_tools;
+mod size;
 mod validate_props;
