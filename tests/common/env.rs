@@ -26,8 +26,8 @@ use super::{
 ///   home/.cache/                 XDG_CACHE_HOME
 ///   run/                         XDG_RUNTIME_DIR with [`TestEnv::runtime_on_disk`]
 ///   work/                        the project directory and cwd of every command
-/// /dev/shm/ags-test-<id>/        0700: XDG_RUNTIME_DIR otherwise (not rootless: that uses
-///                                /run/user/<uid>), removed on drop too
+/// /dev/shm/ags-test-<id>/        0700: XDG_RUNTIME_DIR otherwise (rootless too: `ags` finds its
+///                                service through CONTAINER_HOST), removed on drop too
 /// ```
 ///
 /// The runtime directory is RAM-backed, as a login session's is, so a launch keeps its
@@ -104,12 +104,10 @@ impl TestEnv {
         for dir in dirs {
             env.mkdir(dir, 0o700);
         }
-        if mode != Some(Mode::Rootless) {
-            env.mkdir("run", 0o700);
-            let ram = env.ram_runtime_dir();
-            fs::create_dir(&ram).unwrap_or_else(|e| panic!("creating {}: {e}", ram.display()));
-            env.chown_mode(&ram, 0o700);
-        }
+        env.mkdir("run", 0o700);
+        let ram = env.ram_runtime_dir();
+        fs::create_dir(&ram).unwrap_or_else(|e| panic!("creating {}: {e}", ram.display()));
+        env.chown_mode(&ram, 0o700);
         env
     }
 
@@ -198,11 +196,13 @@ impl TestEnv {
         self.root.join("work")
     }
 
-    /// XDG_RUNTIME_DIR: /run/user/<uid> for rootless (where its socket lives), else
-    /// `/dev/shm/ags-test-<id>`, or `root/run` with [`Self::runtime_on_disk`].
+    /// XDG_RUNTIME_DIR: `/dev/shm/ags-test-<id>`, or `root/run` with [`Self::runtime_on_disk`]
+    /// (not rootless). Each test has its own, so another test's SIGKILLed `ags` never leaves
+    /// anything in it; the rootless service's socket stays in `/run/user/<uid>`, named by
+    /// CONTAINER_HOST.
     pub fn runtime_dir(&self) -> PathBuf {
         match self.mode {
-            Some(Mode::Rootless) => PathBuf::from(format!("/run/user/{}", self.uid())),
+            Some(Mode::Rootless) => self.ram_runtime_dir(),
             _ if self.runtime_on_disk => self.root.join("run"),
             _ => self.ram_runtime_dir(),
         }
@@ -464,8 +464,7 @@ impl Drop for TestEnv {
                 println!("cleanup of {} removed: {removed:?}", self.id);
             }
         }
-        let ram = (self.mode != Some(Mode::Rootless)).then(|| self.ram_runtime_dir());
-        for dir in std::iter::once(self.root.clone()).chain(ram) {
+        for dir in [self.root.clone(), self.ram_runtime_dir()] {
             if var("AGS_TEST_KEEP").is_some() {
                 loud(&format!("AGS_TEST_KEEP: kept {}", dir.display()));
             } else if let Err(e) = fs::remove_dir_all(&dir) {

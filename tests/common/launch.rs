@@ -199,12 +199,9 @@ fn chown_tree(path: &Path, uid: u32) {
 }
 
 /// Everything that must be gone after a test: no container or volume with the test label, no
-/// host staging directory under `$XDG_RUNTIME_DIR/ags/` or `/dev/shm/ags-<uid>/`, and no hook
-/// execution copy there or in the approval store. In rootless mode the runtime directory is shared by all tests, so there only
-/// entries of this test's launches count: their owner started after the environment was made
-/// (earlier rootless tests of the process took their turns before; a test SIGKILLing `ags`
-/// leaves its directories until a later launch sweeps them) and is gone (a live one belongs to
-/// a concurrent launch).
+/// host staging directory under `$XDG_RUNTIME_DIR/ags/` (the test's own) or of this test's
+/// launches under `/dev/shm/ags-<uid>/`, and no hook execution copy there or in the approval
+/// store.
 pub fn assert_clean(env: &TestEnv) {
     env.assert_no_leftovers();
     let left = host_leftovers(env);
@@ -213,15 +210,12 @@ pub fn assert_clean(env: &TestEnv) {
 
 /// The host-side part of [`assert_clean`].
 pub fn host_leftovers(env: &TestEnv) -> Vec<PathBuf> {
-    let shared = env.mode() == Mode::Rootless;
-    let mut left = Vec::new();
-    let stage_root = env.runtime_dir().join("ags");
-    for entry in fs::read_dir(&stage_root).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !shared || stage_dir_of_a_dead_launch_of(env, &name) {
-            left.push(entry.path());
-        }
-    }
+    let mut left: Vec<PathBuf> = (fs::read_dir(env.runtime_dir().join("ags"))
+        .into_iter()
+        .flatten()
+        .flatten())
+    .map(|entry| entry.path())
+    .collect();
     // The RAM-backed staging root when the runtime directory is on disk: shared by every launch
     // of the user, so only entries of dead owners count.
     // Hook execution copies may live there too (`ags-hook-exec-<pid>-<start>-…`).

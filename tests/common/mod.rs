@@ -197,8 +197,9 @@ pub fn modes() -> Vec<Mode> {
     out
 }
 
-/// Run `f` once per mode in [`modes`], each with a fresh [`TestEnv`]. The rootless runs of one
-/// test process take turns ([`rootless_turn`]).
+/// Run `f` once per mode in [`modes`], each with a fresh [`TestEnv`]. Rootless runs overlap:
+/// `ags` spells `keep-id` out for a local service; a test that creates a `keep-id` container
+/// itself takes [`keep_id_turn`].
 pub fn each_mode(f: impl Fn(&TestEnv)) {
     each_mode_with(|env| env, f);
 }
@@ -208,21 +209,22 @@ pub fn each_mode(f: impl Fn(&TestEnv)) {
 pub fn each_mode_with(adjust: impl Fn(TestEnv) -> TestEnv, f: impl Fn(&TestEnv)) {
     let _shared = shared();
     for mode in modes() {
-        let _turn = (mode == Mode::Rootless).then(rootless_turn);
         let env = adjust(TestEnv::new(mode));
         println!("=== {mode} mode, test id {}", env.id());
         f(&env);
     }
 }
 
-/// One rootless test at a time in this process. Podman 4.3's rootless service reads the
+/// One `keep-id` create at a time in this process, for a test that creates such a container in
+/// `env`'s rootless service itself (through the API or `kube play`): the service reads the
 /// subordinate id ranges through libsubid, which is not thread-safe: concurrent `keep-id` creates
 /// sometimes fail with "keep-id requires additional UIDs or GIDs defined in /etc/subuid and
 /// /etc/subgid" (16 concurrent creates through the API fail about once in 50), and a crash of the
-/// service in `subid_get_uid_ranges` was seen too. Parallel tests would fail at random.
-pub fn rootless_turn() -> std::sync::MutexGuard<'static, ()> {
+/// service in `subid_get_uid_ranges` was seen too. `ags`'s own launches spell `keep-id` out for a
+/// local service (`podman::spell_out_keep_id`) and take a turn of their own otherwise.
+pub fn keep_id_turn(env: &TestEnv) -> Option<std::sync::MutexGuard<'static, ()>> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    (env.mode() == Mode::Rootless).then(|| TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
 /// Launches of all live tests share the services; a test that looks at what a SIGKILLed `ags` left
@@ -251,7 +253,7 @@ pub fn exclusive() -> Exclusive {
     Exclusive(guard)
 }
 
-/// The shared turn of [`each_mode`]: taken before [`rootless_turn`], so the two locks always come
+/// The shared turn of [`each_mode`]: taken before [`keep_id_turn`], so the two locks always come
 /// in the same order.
 fn shared() -> Option<RwLockReadGuard<'static, ()>> {
     (!EXCLUSIVE_HERE.with(Cell::get)).then(|| SERVICE_WIDE.read().unwrap_or_else(PoisonError::into_inner))

@@ -35,6 +35,7 @@ echo '## owner inside'; touch "$out.file"; stat -c '%u %g' "$out.file"
 #[test]
 fn spelled_out_keep_id_is_keep_id_for_the_agent() {
     each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
         if env.mode() != Mode::Rootless {
             println!("rootful launches use no user namespace: nothing to compare");
             return;

@@ -134,6 +134,7 @@ const PROBE: &str = "cat marker.txt; echo uid=$(id -u) gid=$(id -g); grep -E '^(
 #[test]
 fn a_played_export_runs_the_command_as_the_launch_would() {
     each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
         env.write_file("work/marker.txt", "marker-in-workdir\n", 0o644);
         let (docs, body, stderr) = export(env, &["sh", "-c", PROBE]);
         assert!(
@@ -184,6 +185,7 @@ fn a_played_export_runs_the_command_as_the_launch_would() {
 #[test]
 fn hook_values_reach_the_agent_through_the_secret_only() {
     each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
         let response = json!({
             "version": 1,
             "env": {"KUBE_TOKEN": SECRET},

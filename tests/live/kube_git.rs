@@ -113,6 +113,7 @@ fn probe(layout: &Layout) -> String {
 #[test]
 fn the_export_of_each_git_layout_plays_and_keeps_git_metadata_read_only() {
     each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
         // Rootless Podman before 4.9 ignores the keep-id annotation: the played agent's uid then
         // owns nothing, so only what must hold everywhere (it plays, nothing guarded changes) is
         // checked there.

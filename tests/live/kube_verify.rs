@@ -46,6 +46,7 @@ fn posture(out: &str) -> Vec<String> {
 #[test]
 fn a_played_export_has_the_local_launchs_posture() {
     each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
         if env.mode() == Mode::Rootless && api::podman_major(env.mode()) < 5 {
             common::loud(
                 "SKIP: rootless Podman 4.3 ignores the keep-id annotation: the Pod's user differs by design there",

@@ -37,6 +37,7 @@ fn remove_volume(env: &TestEnv, name: &str) {
 #[test]
 fn a_host_login_lands_in_this_projects_state_volume_only() {
     each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
         let secret = format!("SECRET-LOGIN-{}", env.id());
         env.write_file(
             "home/.claude/.credentials.json",
@@ -90,6 +91,7 @@ fn a_host_login_lands_in_this_projects_state_volume_only() {
 #[test]
 fn refusals_name_the_agent_the_file_and_what_to_do() {
     each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
         let w = env.work_dir().display().to_string();
         let out = env.run(["login", "import", "shell", "--workdir", &w]);
         assert_eq!(out.status.code(), Some(125), "{}", show(&out));
@@ -114,6 +116,7 @@ fn refusals_name_the_agent_the_file_and_what_to_do() {
 #[test]
 fn a_gemini_import_selects_the_google_login_unless_settings_exist() {
     each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
         env.write_file("home/.gemini/oauth_creds.json", "{\"access_token\":\"t\"}", 0o600);
         let work = env.work_dir().canonicalize().unwrap();
         let volume = state_volume(env, "gemini", &work);
