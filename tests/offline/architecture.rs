@@ -743,8 +743,8 @@ fn the_checks_find_planted_problems() {
     assert!(layer_problems(&nodes, &bad, &[("g", 7)]).is_empty());
 }
 
-/// Every `src/NAME` and `src/NAME.rs` the README's Layout block names.
-fn readme_layout_names() -> BTreeSet<String> {
+/// The README's Layout block (its code block).
+fn readme_layout() -> String {
     let readme = fs::read_to_string(src_dir().join("../README.md")).expect("README.md");
     let start = readme
         .find("## Layout")
@@ -752,9 +752,15 @@ fn readme_layout_names() -> BTreeSet<String> {
     let block = &readme[start..];
     let open = block.find("```").expect("the Layout section has a code block") + 3;
     let close = open + block[open..].find("```").expect("the code block ends");
+    block[open..close].to_string()
+}
+
+/// Every `src/NAME` and `src/NAME.rs` the README's Layout block names.
+fn readme_layout_names() -> BTreeSet<String> {
+    let block = readme_layout();
     let mut names = BTreeSet::new();
-    for (i, _) in block[open..close].match_indices("src/") {
-        let rest = &block[open + i + 4..close];
+    for (i, _) in block.match_indices("src/") {
+        let rest = &block[i + 4..];
         let end = rest
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
             .unwrap_or(rest.len());
@@ -787,4 +793,22 @@ fn the_readme_layout_names_every_top_level_module() {
         "README.md's Layout: add a line for {missing:?} (src/NAME or src/NAME.rs, what it owns); \
          remove {stale:?}, which src/ does not have"
     );
+}
+
+/// The README's Layout block names every crate of the workspace (`crates/NAME/`).
+#[test]
+fn the_readme_layout_names_every_crate() {
+    let block = readme_layout();
+    let crates = src_dir().join("../crates");
+    for entry in fs::read_dir(&crates).expect("crates/") {
+        let name = entry
+            .expect("a crates/ entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            block.contains(&format!("{name}/")),
+            "README.md's Layout: name crates/{name}/ under crates/ (what the program does)"
+        );
+    }
 }
