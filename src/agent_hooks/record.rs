@@ -49,25 +49,8 @@ pub enum Kind {
     Handler,
 }
 
-/// How an event or a handler run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Ran and succeeded (for an event: every handler ran, the agent was answered).
-    Ok,
-    /// Exited non-zero.
-    Failed,
-    /// Killed at its timeout.
-    Timeout,
-    /// Killed by a signal, or could not be started.
-    Crashed,
-    /// Its output was not a valid answer.
-    InvalidOutput,
-    /// It blocked the tool call (for an event: the agent was told to block it).
-    Blocked,
-    /// Not run (its `tool` matcher did not match, or an earlier handler blocked).
-    Skipped,
-}
+/// How an event or a handler run ended (the dispatcher's type: both sides spell it one way).
+pub use ags_agent_hook::run::Outcome;
 
 /// A decision about a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,6 +94,7 @@ pub struct Record {
     #[serde(default, deserialize_with = "nullable")]
     pub handler: Option<String>,
     /// How it ended.
+    #[serde(serialize_with = "outcome_name", deserialize_with = "outcome")]
     pub outcome: Outcome,
     /// The handler's exit code, when it exited.
     #[serde(default, deserialize_with = "nullable")]
@@ -396,6 +380,22 @@ impl Entry {
             Line::Invalid(_) | Line::Incomplete(_) | Line::Unguarded(_) => None,
         }
     }
+}
+
+/// An outcome by its name.
+fn outcome_name<S: serde::Serializer>(outcome: &Outcome, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(outcome.as_str())
+}
+
+/// An outcome's name, with an error that names the outcomes, not the value.
+fn outcome<'de, D: Deserializer<'de>>(d: D) -> Result<Outcome, D::Error> {
+    let s = String::deserialize(d)?;
+    Outcome::ALL.into_iter().find(|o| o.as_str() == s).ok_or_else(|| {
+        de::Error::invalid_value(
+            de::Unexpected::Other("another string"),
+            &"an outcome: ok, failed, timeout, crashed, invalid_output, blocked, skipped",
+        )
+    })
 }
 
 /// The normalised event, with an error that names the events, not the value.

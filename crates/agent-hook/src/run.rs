@@ -42,10 +42,12 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 /// costs this much.
 const DRAIN_MAX: Duration = Duration::from_secs(5);
 
-/// How a handler run ended (the record's `outcome`).
+/// How a handler run or an event ended (the record's `outcome`; the host reads records with
+/// this type too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// Exit 0 with an allow (or no) answer.
+    /// Exit 0 with an allow (or no) answer (for an event: every handler ran, the agent was
+    /// answered).
     Ok,
     /// Exit status other than 0 and 2.
     Failed,
@@ -55,13 +57,24 @@ pub enum Outcome {
     Crashed,
     /// Exit 0 with output that is not an answer.
     InvalidOutput,
-    /// It blocked the tool call.
+    /// It blocked the tool call (for an event: the agent was told to block it).
     Blocked,
-    /// Not run: an earlier handler or the guard blocked.
+    /// Not run: its `tool` matcher did not match, or an earlier handler or the guard blocked.
     Skipped,
 }
 
 impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Ok,
+        Outcome::Failed,
+        Outcome::Timeout,
+        Outcome::Crashed,
+        Outcome::InvalidOutput,
+        Outcome::Blocked,
+        Outcome::Skipped,
+    ];
+
     /// The record's spelling.
     pub fn as_str(self) -> &'static str {
         match self {

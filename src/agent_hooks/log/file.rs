@@ -157,7 +157,7 @@ pub fn render(e: &Entry) -> String {
                 esc(&r.agent),
                 r.event.as_str(),
                 r.handler.as_deref().map(esc).unwrap_or_else(|| "-".into()),
-                word(&r.outcome),
+                r.outcome.as_str().to_string(),
                 r.decision.as_ref().map(word).unwrap_or_else(|| "-".into()),
                 r.duration_ms,
                 detail.join(" ")
