@@ -391,10 +391,9 @@ fn outcome_name<S: serde::Serializer>(outcome: &Outcome, s: S) -> Result<S::Ok, 
 fn outcome<'de, D: Deserializer<'de>>(d: D) -> Result<Outcome, D::Error> {
     let s = String::deserialize(d)?;
     Outcome::ALL.into_iter().find(|o| o.as_str() == s).ok_or_else(|| {
-        de::Error::invalid_value(
-            de::Unexpected::Other("another string"),
-            &"an outcome: ok, failed, timeout, crashed, invalid_output, blocked, skipped",
-        )
+        let names: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        let expected = format!("an outcome: {}", names.join(", "));
+        de::Error::invalid_value(de::Unexpected::Other("another string"), &expected.as_str())
     })
 }
 

@@ -112,6 +112,22 @@ fn strictness_and_limits() {
         (
             {
                 let mut v = event();
+                v["outcome"] = json!(secret);
+                v
+            },
+            "an outcome: ok, failed",
+        ),
+        (
+            {
+                let mut v = event();
+                v["outcome"] = json!("OK");
+                v
+            },
+            "an outcome: ok, failed",
+        ),
+        (
+            {
+                let mut v = event();
                 v["tool"] = json!(7);
                 v
             },
