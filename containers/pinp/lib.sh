@@ -11,7 +11,23 @@
 # Progress lines on stderr (stdout carries results); image imports and saves take long.
 AGS_SAY_FD=2
 AGS_API_TIMEOUT=600
+# The Debian suite the image is built from (trixie: Podman 5.4; sid: 5.8; experimental: 6.x on
+# top of sid) and its image: localhost/ags-pinp:latest for trixie, localhost/ags-pinp:SUITE else.
+# pinp_suite SUITE changes both.
+PINP_SUITE=${AGS_PINP_SUITE:-trixie}
+pinp_suite() {
+    case $1 in
+        trixie | sid | experimental) ;;
+        *) die "unknown suite '$1': one of trixie (Podman 5.4), sid (5.8), experimental (6.x)" ;;
+    esac
+    PINP_SUITE=$1
+    export AGS_PINP_SUITE=$1
+    if [ -z "${AGS_PINP_IMAGE:-}" ]; then
+        if [ "$1" = trixie ]; then PINP_IMAGE=localhost/ags-pinp:latest; else PINP_IMAGE=localhost/ags-pinp:$1; fi
+    fi
+}
 PINP_IMAGE=${AGS_PINP_IMAGE:-localhost/ags-pinp:latest}
+pinp_suite "$PINP_SUITE"
 # The label that records which recipe an image was built from (see pinp_recipe).
 PINP_RECIPE_LABEL=io.ags.pinp.recipe
 PINP_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -61,6 +77,7 @@ pinp_recipe() {
         find build-rootfs packages rootfs -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
         stat -c '%a %n' rootfs/usr/local/bin/ags-pinp-init build-rootfs
         printf '%s\n' "${PINP_CHANGES[@]}"
+        printf 'suite %s\n' "$PINP_SUITE"
     ) | sha256sum | cut -c1-64
 }
 

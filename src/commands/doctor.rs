@@ -12,6 +12,7 @@ pub(super) mod container;
 mod host;
 mod op;
 mod service;
+mod versions;
 
 use std::io::Write;
 

@@ -28,6 +28,7 @@ mod connections;
 mod discover;
 mod endpoint;
 mod error;
+pub mod fixes;
 mod from_plan;
 mod keep_id;
 mod models;

@@ -305,6 +305,9 @@ pub struct HostInfo {
     pub mem_total: u64,
     /// The cgroup controllers the service can use (`memory`, `cpu`, `pids`…).
     pub cgroup_controllers: Vec<String>,
+    /// The rootless network command containers get by default (`pasta`, `slirp4netns`;
+    /// Podman 5 and later report it, 4.3 does not).
+    pub rootless_network_cmd: Option<String>,
 }
 
 /// `host.security` of [`Info`].
@@ -327,6 +330,10 @@ pub struct OciRuntimeInfo {
     pub name: String,
     /// Runtime binary.
     pub path: String,
+    /// Its `--version` output (`runc version 1.1.5+ds1\ncommit: …`).
+    pub version: String,
+    /// Its distribution package (`runc_1.1.5+ds1-1+deb12u1_amd64`), when Podman knows it.
+    pub package: String,
 }
 
 /// `version` of [`Info`].

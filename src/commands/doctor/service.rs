@@ -1,7 +1,7 @@
 //! Doctor checks that talk to the Podman service: socket, version, storage driver and image;
 //! the checks that run a container are in `container.rs`.
 
-use super::{Check, container, image, no_service_detail};
+use super::{Check, container, image, no_service_detail, versions};
 use crate::config::Config;
 use crate::image::{BOOTSTRAP_SCRIPT, DEFAULT_BASE};
 use crate::podman::{self, Client, Info};
@@ -22,6 +22,7 @@ pub(super) async fn check(target: &podman::Target, config: Option<&Config>) -> O
             let checks = vec![
                 *fail,
                 skip("podman"),
+                skip("fixes"),
                 skip("storage"),
                 skip("limits"),
                 skip("image"),
@@ -39,9 +40,11 @@ pub(super) async fn check(target: &podman::Target, config: Option<&Config>) -> O
     let mut checks = vec![
         socket_check(&client, target, rootless),
         version_check(&info, client.is_remote()),
+        versions::fixes_check(&info),
         storage_check(&info),
         limits_check(&info),
     ];
+    checks.extend(versions::network_check(&info));
     let (image_check, present) = image_check(&client, &image).await;
     checks.push(image_check);
     checks.extend(container::check(&client, &info, present.then_some(image.as_str())).await);
