@@ -367,6 +367,8 @@ pub enum PlanFormat {
     /// Kubernetes manifests of the same launch: a Secret with the staged values (running the
     /// prepare hooks and 1Password lookups like a launch) and a Pod (docs/kube.md).
     Kube,
+    /// A Quadlet `.container` unit and its `.volume` units, for systemd (docs/quadlet.md).
+    Quadlet,
 }
 
 /// `ags plan`.
@@ -387,6 +389,10 @@ pub struct PlanArgs {
     /// Do not run prepare hooks (their contributions are then missing from the plan).
     #[arg(long)]
     pub no_hooks: bool,
+    /// With `--format quadlet`: write the units into DIR (e.g. ~/.config/containers/systemd)
+    /// instead of printing them.
+    #[arg(long, value_name = "DIR")]
+    pub quadlet_dir: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub run: RunArgs,
 }

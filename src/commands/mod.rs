@@ -18,6 +18,7 @@ mod launch_input;
 mod log;
 mod login;
 mod plan;
+mod plan_quadlet;
 mod run;
 mod setup;
 

@@ -1,5 +1,6 @@
 //! `ags plan`: the effective launch plan, creating nothing; with `--format kube`, the same
-//! launch as Kubernetes manifests (docs/kube.md), whose Secret needs the prepare hooks' values.
+//! launch as Kubernetes manifests (docs/kube.md), whose Secret needs the prepare hooks' values;
+//! with `--format quadlet`, as systemd units (`plan_quadlet.rs`, docs/quadlet.md).
 
 use crate::error::CommandError;
 use std::io::{IsTerminal, Write};
@@ -23,9 +24,11 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     let mut rules = super::host_paths::check_early(&config, named.as_deref(), service_url.as_deref())?;
     let terminals = crate::launch::terminal::both_are_terminals();
     let mut settings = super::launch_input::settings(&args.run, &config, &mut rules, terminals)?;
-    // A Pod has no `ags` process beside it and no copy of the dispatcher: no agent hooks.
-    settings.agent_hooks &= format != PlanFormat::Kube;
-    if format == PlanFormat::Kube {
+    // A Pod or a systemd unit has no `ags` process beside it and no copy of the dispatcher:
+    // no agent hooks.
+    let exported = matches!(format, PlanFormat::Kube | PlanFormat::Quadlet);
+    settings.agent_hooks &= !exported;
+    if exported {
         // Nor a check after the agent: every guarded git dir's missing pieces are mounted.
         settings.git_guards =
             crate::git::model::guard::with_missing(std::mem::take(&mut settings.git_guards));
@@ -49,8 +52,8 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
         (settings.name.as_deref(), offline_pod),
     ));
     // A Pod gets generated files through its Secret, wherever the service is.
-    service.remote &= format != PlanFormat::Kube;
-    service.exported = format == PlanFormat::Kube;
+    service.remote &= !exported;
+    service.exported = exported;
     let kube_secrets = format == PlanFormat::Kube && !args.no_hooks;
     let built = rt.block_on(build(
         &config,
@@ -79,6 +82,10 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             let cgroup_v1 = rootless_cgroup_v1(service_url.as_deref());
             print_kube(plan, secrets, git.as_ref(), cgroup_v1, args.no_hooks)?;
         }
+        PlanFormat::Quadlet => {
+            prepare_git_guards(&plan, false)?;
+            super::plan_quadlet::print(&plan, args.quadlet_dir.as_deref())?;
+        }
     }
     Ok(0)
 }
@@ -97,6 +104,10 @@ fn check_plan_args(args: &PlanArgs) -> Result<(PlanFormat, Option<GitSource>), E
         (true, _) => PlanFormat::Json,
         (false, format) => format.unwrap_or(PlanFormat::Text),
     };
+    if args.quadlet_dir.is_some() && format != PlanFormat::Quadlet {
+        let rule = "it is where the Quadlet units go; use it with --format quadlet";
+        return Err(CommandError::invalid("--quadlet-dir", rule).into());
+    }
     if args.workspace_from_git.is_some() && format != PlanFormat::Kube {
         let rule = "it describes the workspace of a Kubernetes Pod; use it with --format kube";
         return Err(CommandError::invalid("--workspace-from-git", rule).into());

@@ -15,7 +15,7 @@ pub mod notices;
 mod outside;
 pub mod remote;
 pub mod report;
-mod seccomp;
+pub mod seccomp;
 pub mod service_lock;
 pub mod signals;
 pub mod stage;

@@ -14,6 +14,7 @@ pub mod host_env;
 mod input;
 pub mod kube;
 mod mounts;
+pub mod quadlet;
 pub mod text;
 pub mod types;
 
@@ -72,4 +73,7 @@ pub enum PlanError {
     /// The launch cannot be exported to Kubernetes as asked.
     #[error(transparent)]
     Kube(#[from] kube::KubeError),
+    /// The Quadlet export refused the plan.
+    #[error(transparent)]
+    Quadlet(#[from] quadlet::QuadletError),
 }

@@ -172,7 +172,8 @@ impl Client {
         let retried = std::cell::Cell::new(false);
         let upgraded = retry_conmon_lost(|| async {
             if retried.replace(true) {
-                self.call(Request::new(Method::POST, container(id, "/init"))).await?;
+                self.call(Request::new(Method::POST, container(id, "/init")))
+                    .await?;
             }
             self.upgrade(req()).await
         })

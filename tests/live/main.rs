@@ -66,6 +66,7 @@ mod oci_hooks;
 mod output_logs;
 mod podman_client;
 mod protected_files;
+mod quadlet_export;
 mod remote_files;
 mod remote_ssh;
 mod request_rules;

@@ -15,10 +15,7 @@ pub(super) fn fixes_check(info: &Info) -> Check {
     let runc_text = runc.map_or(String::new(), |v| format!(", runc {v}"));
     let versions = format!("Podman {}{runc_text}", info.version.version);
     if missing.is_empty() {
-        return Check::ok(
-            "fixes",
-            format!("{versions}: no known security fix missing"),
-        );
+        return Check::ok("fixes", format!("{versions}: no known security fix missing"));
     }
     let list: Vec<String> = missing
         .iter()
@@ -87,7 +84,11 @@ mod tests {
     fn a_service_lacking_fixes_is_warned_with_each_cve() {
         let c = fixes_check(&info("5.4.2", "1.2.5", false, None));
         assert_eq!(c.status, Status::Warn);
-        assert!(c.detail.starts_with("Podman 5.4.2, runc 1.2.5 predate"), "{}", c.detail);
+        assert!(
+            c.detail.starts_with("Podman 5.4.2, runc 1.2.5 predate"),
+            "{}",
+            c.detail
+        );
         for cve in ["CVE-2025-9566", "CVE-2025-11395", "CVE-2025-52881"] {
             assert!(c.detail.contains(cve), "{}", c.detail);
         }

@@ -1,0 +1,266 @@
+//! The Quadlet export of a launch plan (`ags plan --format quadlet`, docs/quadlet.md): a
+//! `.container` unit that runs the launch's image, command, user and security settings under
+//! systemd, and a `.volume` unit per agent state volume (the same named volumes a launch
+//! mounts, so logins and settings are shared with `ags` launches). Pure: a plan in, unit files
+//! out.
+//!
+//! A unit file is a file on disk that anyone reading the unit directory can read, and Podman's
+//! secret store is on disk too: the export carries no staged value (decision 0012). A plan
+//! that stages values, forwards the ssh-agent, proxies egress or records agent hooks needs the
+//! `ags` process and is refused with what to do instead.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::types::*;
+use crate::config::Network;
+
+/// Label on the exported units' container and volumes: what made them.
+const EXPORT_LABEL: &str = "io.ags.export=quadlet";
+
+/// Errors of the Quadlet export.
+#[derive(Debug, thiserror::Error)]
+pub enum QuadletError {
+    /// The launch needs something only the `ags` process provides.
+    #[error(
+        "--format quadlet: the launch {what}, which needs the ags process beside the container; a unit run by systemd has none. {fix}"
+    )]
+    NeedsAgs { what: &'static str, fix: &'static str },
+    /// A value that a unit file cannot carry verbatim.
+    #[error("--format quadlet: {what} {value:?} contains a line break, which a unit file cannot carry")]
+    LineBreak { what: &'static str, value: String },
+}
+
+/// One unit file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// File name (`NAME.container`, `NAME-state-N.volume`).
+    pub file_name: String,
+    /// Contents.
+    pub text: String,
+}
+
+/// The units of `plan`: the container unit first. `seccomp` is the path of the seccomp
+/// profile written on this host (the unit names it).
+pub fn export(plan: &LaunchPlan, seccomp: &Path) -> Result<Vec<Unit>, QuadletError> {
+    refuse_what_needs_ags(plan)?;
+    let name = &plan.container_name;
+    let mut units = Vec::new();
+    let mut c = String::new();
+    let _ = writeln!(c, "# Made by `ags plan --format quadlet` (docs/quadlet.md).");
+    let _ = writeln!(
+        c,
+        "[Unit]\nDescription=ags {} in {}\n",
+        plan.agent,
+        plan.workdir.display()
+    );
+    let _ = writeln!(c, "[Container]");
+    let mut key = |k: &str, v: &str| {
+        let _ = writeln!(c, "{k}={v}");
+    };
+    key("ContainerName", name);
+    key("Image", &plan.image);
+    let (entry, args) = plan
+        .container_command
+        .split_first()
+        .map_or(("", &[][..]), |(e, a)| (e.as_str(), a));
+    key("Entrypoint", &escape_specifiers(entry));
+    key("Exec", &exec_line(args));
+    key(
+        "WorkingDir",
+        &escape_specifiers(&plan.workdir.display().to_string()),
+    );
+    if let Some((uid, gid)) = plan.user.as_deref().and_then(|u| u.split_once(':')) {
+        key("User", uid);
+        key("Group", gid);
+    }
+    if plan.user_namespace == UserNamespace::KeepId {
+        key("UserNS", "keep-id");
+    }
+    for cap in &plan.security.cap_drop {
+        key("DropCapability", &cap.to_lowercase());
+    }
+    if plan.security.no_new_privileges {
+        key("NoNewPrivileges", "true");
+    }
+    key(
+        "SeccompProfile",
+        &escape_specifiers(&seccomp.display().to_string()),
+    );
+    key("PidsLimit", &plan.security.pids_limit.to_string());
+    if plan.init {
+        key("RunInit", "true");
+    }
+    if plan.network == Network::None {
+        key("Network", "none");
+    }
+    for p in &plan.ports {
+        let ip = p.host_ip.map_or(String::new(), |ip| format!("{ip}:"));
+        let proto = match p.protocol {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        };
+        key(
+            "PublishPort",
+            &format!("{ip}{}:{}/{proto}", p.host_port, p.container_port),
+        );
+    }
+    for e in &plan.env {
+        if let EnvSource::Plain { value } = &e.source {
+            no_line_break("the variable", &e.key, value)?;
+            key("Environment", &quote(&format!("{}={value}", e.key)));
+        }
+    }
+    for (k, v) in labels(plan) {
+        no_line_break("the label", &k, &v)?;
+        key("Label", &quote(&format!("{k}={v}")));
+    }
+    let mut podman_args = Vec::new();
+    if let Some(bytes) = plan.security.memory_limit {
+        podman_args.push(format!("--memory={bytes}b"));
+        podman_args.push(format!("--memory-swap={bytes}b"));
+    }
+    if let Some(cpus) = plan.security.cpus {
+        podman_args.push(format!("--cpus={cpus}"));
+    }
+    if !podman_args.is_empty() {
+        key("PodmanArgs", &podman_args.join(" "));
+    }
+    for (i, m) in plan.mounts.iter().enumerate() {
+        let ro = if m.read_only { ":ro" } else { "" };
+        let dest = m.destination.display().to_string();
+        match &m.kind {
+            MountKind::Bind { source } => {
+                key(
+                    "Volume",
+                    &escape_specifiers(&format!("{}:{dest}{ro}", source.display())),
+                );
+            }
+            MountKind::Tmpfs { size } => key("Tmpfs", &format!("{dest}:size={size}")),
+            MountKind::Volume { name: volume } => {
+                let file_name = format!("{name}-state-{i}.volume");
+                key("Volume", &format!("{file_name}:{dest}{ro}"));
+                units.push(volume_unit(&file_name, volume, plan));
+            }
+            MountKind::StagedFile { .. } => unreachable!("refused above: staged values"),
+        }
+    }
+    let _ = writeln!(c, "\n[Service]\n# The agent runs once: no restart.\nRestart=no");
+    if let Some(t) = plan.timeout_seconds {
+        let _ = writeln!(c, "RuntimeMaxSec={}", t.ceil() as u64);
+    }
+    units.insert(
+        0,
+        Unit {
+            file_name: format!("{name}.container"),
+            text: c,
+        },
+    );
+    Ok(units)
+}
+
+/// The unit of one agent state volume: the named volume a launch mounts (made when missing).
+fn volume_unit(file_name: &str, volume: &str, plan: &LaunchPlan) -> Unit {
+    let mut text =
+        String::from("# Made by `ags plan --format quadlet`: the agent's state volume.\n[Volume]\n");
+    let _ = writeln!(text, "VolumeName={volume}");
+    let state = plan.state_volumes.iter().find(|s| s.name == volume);
+    for (k, v) in state.map(|s| &s.labels).into_iter().flatten() {
+        let _ = writeln!(text, "Label={}", quote(&format!("{k}={v}")));
+    }
+    Unit {
+        file_name: file_name.to_string(),
+        text,
+    }
+}
+
+/// Refuse what a unit cannot carry without `ags` beside it.
+fn refuse_what_needs_ags(plan: &LaunchPlan) -> Result<(), QuadletError> {
+    let needs = |what, fix| Err(QuadletError::NeedsAgs { what, fix });
+    if plan.needs_staging() || !plan.files.is_empty() || !plan.op_secret_sets.is_empty() {
+        return needs(
+            "stages values (--env, --env-file, config passthrough, hook env or files, 1Password)",
+            "A unit file and Podman's secret store are on disk (docs/quadlet.md). Use --no-hooks without staged values, `ags plan --format kube` (a Secret), or a systemd service that runs `ags run` itself.",
+        );
+    }
+    if plan.ssh_agent.is_some() {
+        return needs(
+            "forwards the ssh-agent through ags's filter",
+            "Drop --ssh-agent (and [git] ssh_agent).",
+        );
+    }
+    if plan.network == Network::Allowlist {
+        return needs(
+            "has an allowlist, whose egress proxy runs in the ags process",
+            "Use --network none or --network open.",
+        );
+    }
+    if plan.agent_hook_record.is_some() {
+        return needs("records agent hooks on the host", "Use --no-agent-hooks.");
+    }
+    Ok(())
+}
+
+/// The launch's labels a unit carries: as in the Kubernetes export, not the owner labels of a
+/// local launch (`ags gc` must not take a unit's container for an orphan).
+fn labels(plan: &LaunchPlan) -> Vec<(String, String)> {
+    let local = [
+        LABEL_MANAGED,
+        LABEL_OWNER_PID,
+        LABEL_OWNER_START,
+        LABEL_OWNER_HOST,
+    ];
+    let mut out: Vec<(String, String)> = plan
+        .labels
+        .iter()
+        .filter(|(k, _)| !local.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let (k, v) = EXPORT_LABEL.split_once('=').expect("a label");
+    out.push((k.into(), v.into()));
+    out
+}
+
+fn no_line_break(what: &'static str, key: &str, value: &str) -> Result<(), QuadletError> {
+    match key.contains(['\n', '\r']) || value.contains(['\n', '\r']) {
+        true => Err(QuadletError::LineBreak {
+            what,
+            value: key.to_string(),
+        }),
+        false => Ok(()),
+    }
+}
+
+/// systemd expands `%` specifiers and `$` variables in the command line it runs: double them.
+fn escape_specifiers(text: &str) -> String {
+    text.replace('%', "%%").replace('$', "$$")
+}
+
+/// One word in double quotes, with C escapes for `\`, `"`, control characters (line breaks
+/// in a script), and systemd's specifiers doubled.
+fn quote(word: &str) -> String {
+    let mut out = String::from("\"");
+    for ch in escape_specifiers(word).chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The arguments as `Exec=` reads them: each a quoted word.
+fn exec_line(args: &[String]) -> String {
+    args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+#[path = "quadlet_tests.rs"]
+mod tests;

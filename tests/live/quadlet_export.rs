@@ -1,0 +1,236 @@
+//! The Quadlet export (issue 27, item 3), in every mode: `ags plan --format quadlet` writes a
+//! `.container` unit (and a `.volume` unit per agent state volume) that Podman's own quadlet
+//! generator accepts, and the `podman run` the generated service would start carries the
+//! launch's posture: no network, every capability dropped, no new privileges, ags's seccomp
+//! profile, the user (keep-id rootless), the workdir and its git guards read-only, and the
+//! launch's command word for word (quotes, `$` and `%` included, which systemd would otherwise
+//! expand).
+//!
+//! The generator runs in a container of a pinp image (Podman 5.4 and 5.8 from Debian; Podman
+//! 4.3 has no quadlet): AGS_TEST_QUADLET_IMAGES lists them (scripts/test sets it); without it
+//! the test says so and checks only what `ags` writes. These machines have no systemd as PID 1,
+//! so the unit is not started (docs/quadlet.md).
+
+use crate::common;
+
+use std::path::Path;
+
+use serde_json::json;
+
+use common::launch::launch_args;
+use common::{Mode, TestEnv, each_mode, show};
+
+/// A command that systemd would mangle if the unit did not escape it.
+const SCRIPT: &str = "echo \"100% of $HOME\" 'it''s'; exit 3";
+
+fn export(env: &TestEnv, dir: &Path, workdir: &Path, more: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "plan".to_string(),
+        "--format".into(),
+        "quadlet".into(),
+        "--no-hooks".into(),
+    ];
+    args.extend(["--quadlet-dir".into(), dir.display().to_string()]);
+    let w = workdir.display().to_string();
+    let mut extra = vec!["--tty=false", "--network", "none", "--workdir", &w];
+    extra.extend_from_slice(more);
+    args.extend(launch_args(env, &extra, &["sh", "-c", SCRIPT]));
+    env.run(args)
+}
+
+/// systemd's words of a command line: double-quoted words with C escapes (`\\xHH` too), `$$`
+/// and `%%`.
+fn systemd_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut chars = line.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c == ' ' {
+            chars.next();
+            continue;
+        }
+        let mut word = String::new();
+        let mut quoted = false;
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => quoted = !quoted,
+                ' ' if !quoted => break,
+                '\\' => match chars.next() {
+                    Some('n') => word.push('\n'),
+                    Some('t') => word.push('\t'),
+                    // Podman 5.8's quadlet writes a space inside a word as `\x20`.
+                    Some('x') => {
+                        let hex: String = chars.by_ref().take(2).collect();
+                        word.push(u8::from_str_radix(&hex, 16).expect("\\xHH") as char);
+                    }
+                    Some(other) => word.push(other),
+                    None => {}
+                },
+                '$' | '%' if chars.peek() == Some(&c) => {
+                    chars.next();
+                    word.push(c);
+                }
+                c => word.push(c),
+            }
+        }
+        words.push(word);
+    }
+    words
+}
+
+/// Podman's quadlet generator, dry run, on the units in `dir` (user units when rootless); its
+/// exit code and output.
+fn generate(image: &str, dir: &Path, rootless: bool) -> (i64, String) {
+    let (target, args) = match rootless {
+        true => ("/etc/containers/systemd/users", vec!["-user", "-dryrun"]),
+        false => ("/etc/containers/systemd", vec!["-dryrun"]),
+    };
+    let mut command = vec!["/usr/libexec/podman/quadlet"];
+    command.extend(args);
+    let spec = json!({
+        "image": image,
+        "command": command,
+        "netns": {"nsmode": "none"},
+        "labels": {"io.ags.test": "quadlet"},
+        "mounts": [{"type": "bind", "source": dir, "destination": target, "options": ["ro"]}],
+    });
+    common::api::run_to_end(Mode::Rootful, &spec)
+}
+
+#[test]
+fn the_unit_is_accepted_by_quadlet_and_carries_the_launch() {
+    each_mode(|env| {
+        let units = env.mkdir("units", 0o755);
+        let workdir = common::git::repository(env, &[]);
+        let out = export(env, &units, &workdir, &["--agent", "claude"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let mut names: Vec<String> = std::fs::read_dir(&units)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let container = names
+            .iter()
+            .find(|n| n.ends_with(".container"))
+            .expect("a .container unit");
+        let stem = container.trim_end_matches(".container").to_string();
+        assert!(
+            names.iter().any(|n| n.ends_with(".volume")),
+            "{names:?}: the claude state volume"
+        );
+        let text = std::fs::read_to_string(units.join(container)).unwrap();
+        for line in [
+            "Network=none",
+            "DropCapability=all",
+            "NoNewPrivileges=true",
+            "Label=\"io.ags.export=quadlet\"",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        assert!(
+            !text.contains("io.ags.owner"),
+            "owner labels leave the unit:\n{text}"
+        );
+
+        let images = std::env::var("AGS_TEST_QUADLET_IMAGES").unwrap_or_default();
+        if images.is_empty() {
+            eprintln!("quadlet_export: AGS_TEST_QUADLET_IMAGES unset: Podman's generator not run");
+            return;
+        }
+        let plan = env.run([
+            "plan",
+            "--json",
+            "--no-hooks",
+            "--agent",
+            "claude",
+            "--tty=false",
+            "--network",
+            "none",
+            "--workdir",
+            &workdir.display().to_string(),
+            "--image",
+            &env.image(),
+            "--",
+            "sh",
+            "-c",
+            SCRIPT,
+        ]);
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).expect("plan --json");
+        let command: Vec<String> = serde_json::from_value(plan["container_command"].clone()).unwrap();
+        for image in images.split(',') {
+            let rootless = env.mode() == Mode::Rootless;
+            let (code, output) = generate(image, &units, rootless);
+            assert_eq!(
+                code, 0,
+                "{image}: the generator refused the units:\n{output}\n{text}"
+            );
+            assert!(!output.contains("unsupported key"), "{image}:\n{output}");
+            assert!(
+                output.contains(&format!("---{stem}.service---")),
+                "{image}:\n{output}"
+            );
+            assert!(
+                output.contains(&format!("---{stem}-state-")),
+                "{image}: no volume service:\n{output}"
+            );
+            let exec = output
+                .lines()
+                .find(|l| l.starts_with("ExecStart=") && l.contains(" run "))
+                .unwrap_or_else(|| panic!("{image}: no ExecStart:\n{output}"));
+            let words = systemd_words(exec.trim_start_matches("ExecStart="));
+            let has = |pair: &[&str]| words.windows(pair.len()).any(|w| w == pair);
+            assert!(has(&["--network", "none"]), "{image}: {words:?}");
+            assert!(has(&["--cap-drop", "all"]), "{image}: {words:?}");
+            assert!(
+                words.iter().any(|w| w == "--security-opt=no-new-privileges"),
+                "{words:?}"
+            );
+            assert!(
+                words
+                    .iter()
+                    .any(|w| w.starts_with("seccomp=") && w.contains("seccomp-no-setuid")),
+                "{words:?}"
+            );
+            let user = format!("{}:{}", env.uid(), env.gid());
+            assert!(has(&["--user", &user]), "{image}: {words:?}");
+            assert_eq!(has(&["--userns", "keep-id"]), rootless, "{image}: {words:?}");
+            let config = format!("{}/.git/config", workdir.display());
+            assert!(
+                has(&["-v", &format!("{config}:{config}:ro")]),
+                "{image}: {words:?}"
+            );
+            let at = words.iter().position(|w| *w == env.image()).expect("the image");
+            assert_eq!(
+                words[at + 1..],
+                command[1..],
+                "{image}: the command changed on its way"
+            );
+            // 5.4 writes `--entrypoint X`, 5.8 `--entrypoint=X`.
+            let joined = format!("--entrypoint={}", command[0]);
+            assert!(
+                has(&["--entrypoint", &command[0]]) || has(&[&joined]),
+                "{image}: {words:?}"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_launch_that_needs_ags_beside_it_is_refused_with_what_to_do() {
+    each_mode(|env| {
+        let units = env.mkdir("units", 0o755);
+        let workdir = env.mkdir("project", 0o755);
+        let out = export(env, &units, &workdir, &["--env", "TOKEN=quadlet-secret-5b1e"]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("stages values") && err.contains("--format kube"),
+            "{err}"
+        );
+        assert!(!err.contains("quadlet-secret-5b1e"), "{err}");
+        assert_eq!(
+            std::fs::read_dir(&units).unwrap().count(),
+            0,
+            "a refused export wrote units"
+        );
+    });
+}
