@@ -215,9 +215,13 @@ pub(crate) fn no_service_detail(e: &podman::PodmanError) -> (String, String) {
                 .map(|t| format!("{} (from {}): {}", t.url, t.source, t.reason))
                 .collect();
             let hint = hint.strip_prefix("To fix: ").unwrap_or(hint);
+            let mut fix = hint.to_owned();
+            if host_is_cgroup_v1() {
+                fix.push_str(V1_NOTE);
+            }
             (
                 format!("no Podman API service answered; tried {}", list.join(", ")),
-                hint.to_owned(),
+                fix,
             )
         }
         other => (
@@ -225,6 +229,15 @@ pub(crate) fn no_service_detail(e: &podman::PodmanError) -> (String, String) {
             "pass --url unix:///path/to/podman.sock or tcp://host:port".to_owned(),
         ),
     }
+}
+
+/// Why a Podman 6 service may not answer here (docs/podman5.md, "Podman 6").
+const V1_NOTE: &str = "; this host uses cgroup v1, on which Podman 6 and later do not start at all (\"Cgroups v1 not supported\" in the service's log): use Podman 5, or boot with cgroup v2 (`systemd.unified_cgroup_hierarchy=1`)";
+
+/// Whether this machine mounts cgroup v1 at /sys/fs/cgroup.
+fn host_is_cgroup_v1() -> bool {
+    nix::sys::statfs::statfs("/sys/fs/cgroup")
+        .is_ok_and(|s| s.filesystem_type() != nix::sys::statfs::CGROUP2_SUPER_MAGIC)
 }
 
 #[cfg(test)]

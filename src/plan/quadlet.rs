@@ -44,76 +44,76 @@ pub struct Unit {
 /// profile written on this host (the unit names it).
 pub fn export(plan: &LaunchPlan, seccomp: &Path) -> Result<Vec<Unit>, QuadletError> {
     refuse_what_needs_ags(plan)?;
-    let name = &plan.container_name;
-    let mut units = Vec::new();
-    let mut c = String::new();
-    let _ = writeln!(c, "# Made by `ags plan --format quadlet` (docs/quadlet.md).");
-    let _ = writeln!(
-        c,
+    let mut c = Section(String::new());
+    c.line("# Made by `ags plan --format quadlet` (docs/quadlet.md).");
+    c.line(&format!(
         "[Unit]\nDescription=ags {} in {}\n",
         plan.agent,
         plan.workdir.display()
-    );
-    let _ = writeln!(c, "[Container]");
-    let mut key = |k: &str, v: &str| {
-        let _ = writeln!(c, "{k}={v}");
-    };
-    key("ContainerName", name);
-    key("Image", &plan.image);
+    ));
+    c.line("[Container]");
+    posture(&mut c, plan, seccomp);
+    network(&mut c, plan);
+    environment(&mut c, plan)?;
+    let mut units = vec![];
+    mounts(&mut c, plan, &mut units);
+    c.line("\n[Service]\n# The agent runs once: no restart.\nRestart=no");
+    if let Some(t) = plan.timeout_seconds {
+        c.key("RuntimeMaxSec", &(t.ceil() as u64).to_string());
+    }
+    let file_name = format!("{}.container", plan.container_name);
+    units.insert(0, Unit { file_name, text: c.0 });
+    Ok(units)
+}
+
+/// The text of a unit, a line at a time.
+struct Section(String);
+
+impl Section {
+    fn line(&mut self, line: &str) {
+        self.0.push_str(line);
+        self.0.push('\n');
+    }
+
+    fn key(&mut self, key: &str, value: &str) {
+        let _ = writeln!(self.0, "{key}={value}");
+    }
+}
+
+/// Name, image, command, user and the security settings.
+fn posture(c: &mut Section, plan: &LaunchPlan, seccomp: &Path) {
+    c.key("ContainerName", &plan.container_name);
+    c.key("Image", &plan.image);
     let (entry, args) = plan
         .container_command
         .split_first()
         .map_or(("", &[][..]), |(e, a)| (e.as_str(), a));
-    key("Entrypoint", &escape_specifiers(entry));
-    key("Exec", &exec_line(args));
-    key(
+    c.key("Entrypoint", &escape_specifiers(entry));
+    c.key("Exec", &exec_line(args));
+    c.key(
         "WorkingDir",
         &escape_specifiers(&plan.workdir.display().to_string()),
     );
     if let Some((uid, gid)) = plan.user.as_deref().and_then(|u| u.split_once(':')) {
-        key("User", uid);
-        key("Group", gid);
+        c.key("User", uid);
+        c.key("Group", gid);
     }
     if plan.user_namespace == UserNamespace::KeepId {
-        key("UserNS", "keep-id");
+        c.key("UserNS", "keep-id");
     }
     for cap in &plan.security.cap_drop {
-        key("DropCapability", &cap.to_lowercase());
+        c.key("DropCapability", &cap.to_lowercase());
     }
     if plan.security.no_new_privileges {
-        key("NoNewPrivileges", "true");
+        c.key("NoNewPrivileges", "true");
     }
-    key(
+    c.key(
         "SeccompProfile",
         &escape_specifiers(&seccomp.display().to_string()),
     );
-    key("PidsLimit", &plan.security.pids_limit.to_string());
+    c.key("PidsLimit", &plan.security.pids_limit.to_string());
     if plan.init {
-        key("RunInit", "true");
-    }
-    if plan.network == Network::None {
-        key("Network", "none");
-    }
-    for p in &plan.ports {
-        let ip = p.host_ip.map_or(String::new(), |ip| format!("{ip}:"));
-        let proto = match p.protocol {
-            Protocol::Tcp => "tcp",
-            Protocol::Udp => "udp",
-        };
-        key(
-            "PublishPort",
-            &format!("{ip}{}:{}/{proto}", p.host_port, p.container_port),
-        );
-    }
-    for e in &plan.env {
-        if let EnvSource::Plain { value } = &e.source {
-            no_line_break("the variable", &e.key, value)?;
-            key("Environment", &quote(&format!("{}={value}", e.key)));
-        }
-    }
-    for (k, v) in labels(plan) {
-        no_line_break("the label", &k, &v)?;
-        key("Label", &quote(&format!("{k}={v}")));
+        c.key("RunInit", "true");
     }
     let mut podman_args = Vec::new();
     if let Some(bytes) = plan.security.memory_limit {
@@ -124,39 +124,64 @@ pub fn export(plan: &LaunchPlan, seccomp: &Path) -> Result<Vec<Unit>, QuadletErr
         podman_args.push(format!("--cpus={cpus}"));
     }
     if !podman_args.is_empty() {
-        key("PodmanArgs", &podman_args.join(" "));
+        c.key("PodmanArgs", &podman_args.join(" "));
     }
+}
+
+/// `--network none` and the published ports.
+fn network(c: &mut Section, plan: &LaunchPlan) {
+    if plan.network == Network::None {
+        c.key("Network", "none");
+    }
+    for p in &plan.ports {
+        let ip = p.host_ip.map_or(String::new(), |ip| format!("{ip}:"));
+        let proto = match p.protocol {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        };
+        c.key(
+            "PublishPort",
+            &format!("{ip}{}:{}/{proto}", p.host_port, p.container_port),
+        );
+    }
+}
+
+/// The plain variables and the labels.
+fn environment(c: &mut Section, plan: &LaunchPlan) -> Result<(), QuadletError> {
+    for e in &plan.env {
+        if let EnvSource::Plain { value } = &e.source {
+            no_line_break("the variable", &e.key, value)?;
+            c.key("Environment", &quote(&format!("{}={value}", e.key)));
+        }
+    }
+    for (k, v) in labels(plan) {
+        no_line_break("the label", &k, &v)?;
+        c.key("Label", &quote(&format!("{k}={v}")));
+    }
+    Ok(())
+}
+
+/// The mounts; a `.volume` unit for each named volume.
+fn mounts(c: &mut Section, plan: &LaunchPlan, units: &mut Vec<Unit>) {
     for (i, m) in plan.mounts.iter().enumerate() {
         let ro = if m.read_only { ":ro" } else { "" };
         let dest = m.destination.display().to_string();
         match &m.kind {
             MountKind::Bind { source } => {
-                key(
+                c.key(
                     "Volume",
                     &escape_specifiers(&format!("{}:{dest}{ro}", source.display())),
                 );
             }
-            MountKind::Tmpfs { size } => key("Tmpfs", &format!("{dest}:size={size}")),
+            MountKind::Tmpfs { size } => c.key("Tmpfs", &format!("{dest}:size={size}")),
             MountKind::Volume { name: volume } => {
-                let file_name = format!("{name}-state-{i}.volume");
-                key("Volume", &format!("{file_name}:{dest}{ro}"));
+                let file_name = format!("{}-state-{i}.volume", plan.container_name);
+                c.key("Volume", &format!("{file_name}:{dest}{ro}"));
                 units.push(volume_unit(&file_name, volume, plan));
             }
-            MountKind::StagedFile { .. } => unreachable!("refused above: staged values"),
+            MountKind::StagedFile { .. } => unreachable!("refused before: staged values"),
         }
     }
-    let _ = writeln!(c, "\n[Service]\n# The agent runs once: no restart.\nRestart=no");
-    if let Some(t) = plan.timeout_seconds {
-        let _ = writeln!(c, "RuntimeMaxSec={}", t.ceil() as u64);
-    }
-    units.insert(
-        0,
-        Unit {
-            file_name: format!("{name}.container"),
-            text: c,
-        },
-    );
-    Ok(units)
 }
 
 /// The unit of one agent state volume: the named volume a launch mounts (made when missing).

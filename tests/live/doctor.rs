@@ -70,6 +70,21 @@ fn required_checks_pass_against_the_service() {
             _ => assert!(limits.starts_with("ok "), "{limits}"),
         }
 
+        // The upstream security fixes the service lacks: each named by its CVE (Podman 4.3.1,
+        // 5.4.2 and 5.8.6 all lack some; docs/doctor.md).
+        let fixes = line(&text, "fixes");
+        assert!(fixes.starts_with("ok ") || fixes.starts_with("warn"), "{fixes}");
+        assert!(fixes.starts_with("ok ") || fixes.contains("CVE-"), "{fixes}");
+        let major = common::api::podman_major(env.mode());
+        if env.mode() == common::Mode::Rootless && major >= 5 {
+            // Podman 5's rootless default is pasta; the pinp images keep it.
+            let network = line(&text, "network");
+            assert!(
+                network.starts_with("ok ") && network.contains("pasta"),
+                "{network}"
+            );
+        }
+
         let json = env.run(["doctor", "--json"]);
         let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("doctor --json");
         assert_eq!(report["ok"], true, "{report:#}");
@@ -107,6 +122,9 @@ fn without_a_service_doctor_explains_how_to_start_one() {
         "{socket}"
     );
     assert!(line(&text, "runtime").starts_with("skip "), "{text}");
+    // Podman 6 does not start on a cgroup v1 host: the fix says so there.
+    let v1 = common::launch::fs_type("/sys/fs/cgroup".as_ref()) != "cgroup2fs";
+    assert_eq!(socket.contains("Podman 6 and later do not start"), v1, "{socket}");
 
     // CONTAINER_HOST names a missing socket in this environment.
     let out = env.run(["doctor"]);

@@ -27,6 +27,7 @@ pub const TOOLS: &[(&str, &str, &str)] = &[
     ("grep", "grep", ""),
     ("groupadd", "passwd", ""),
     ("head", "coreutils", ""),
+    ("chroot", "coreutils", ""),
     ("hostname", "hostname", ""),
     ("id", "coreutils", ""),
     ("install", "coreutils", ""),
