@@ -29,6 +29,16 @@ pub enum QuadletError {
     /// A value that a unit file cannot carry verbatim.
     #[error("--format quadlet: {what} {value:?} contains a line break, which a unit file cannot carry")]
     LineBreak { what: &'static str, value: String },
+    /// A value that would change the unit's meaning (a line break starts a new directive, a
+    /// `:` in a path a new field of `Volume=`).
+    #[error(
+        "--format quadlet: the value of {key}= ({value:?}) {rule}, which a unit cannot carry unchanged; rename or move it, or launch with ags"
+    )]
+    Unwritable {
+        key: String,
+        value: String,
+        rule: &'static str,
+    },
 }
 
 /// One unit file.
@@ -44,14 +54,11 @@ pub struct Unit {
 /// profile written on this host (the unit names it).
 pub fn export(plan: &LaunchPlan, seccomp: &Path) -> Result<Vec<Unit>, QuadletError> {
     refuse_what_needs_ags(plan)?;
-    let mut c = Section(String::new());
-    c.line("# Made by `ags plan --format quadlet` (docs/quadlet.md).");
-    c.line(&format!(
-        "[Unit]\nDescription=ags {} in {}\n",
-        plan.agent,
-        plan.workdir.display()
-    ));
-    c.line("[Container]");
+    let mut c = Section::default();
+    c.line("# Made by `ags plan --format quadlet` (docs/quadlet.md).\n[Unit]");
+    let description = format!("ags {} in {}", plan.agent, plan.workdir.display());
+    c.key("Description", &escape_specifiers(&description));
+    c.line("\n[Container]");
     posture(&mut c, plan, seccomp);
     network(&mut c, plan);
     environment(&mut c, plan)?;
@@ -61,22 +68,58 @@ pub fn export(plan: &LaunchPlan, seccomp: &Path) -> Result<Vec<Unit>, QuadletErr
     if let Some(t) = plan.timeout_seconds {
         c.key("RuntimeMaxSec", &(t.ceil() as u64).to_string());
     }
+    if let Some(err) = c.refused {
+        return Err(err);
+    }
     let file_name = format!("{}.container", plan.container_name);
-    units.insert(0, Unit { file_name, text: c.0 });
+    units.insert(
+        0,
+        Unit {
+            file_name,
+            text: c.text,
+        },
+    );
     Ok(units)
 }
 
-/// The text of a unit, a line at a time.
-struct Section(String);
+/// The text of a unit, a line at a time, and the first value it could not carry.
+#[derive(Default)]
+struct Section {
+    text: String,
+    refused: Option<QuadletError>,
+}
 
 impl Section {
     fn line(&mut self, line: &str) {
-        self.0.push_str(line);
-        self.0.push('\n');
+        self.text.push_str(line);
+        self.text.push('\n');
     }
 
+    /// `KEY=value`; a value with a control character (a line break would start a directive of
+    /// its own) is refused.
     fn key(&mut self, key: &str, value: &str) {
-        let _ = writeln!(self.0, "{key}={value}");
+        if value.chars().any(char::is_control) {
+            self.refuse(key, value, "contains a line break or another control character");
+        }
+        let _ = writeln!(self.text, "{key}={value}");
+    }
+
+    /// `Volume=` or `Tmpfs=` of `fields` joined by `:`; a field with a `:` (or a `,`, which
+    /// Podman's mount options split at) is refused.
+    fn fields(&mut self, key: &str, fields: &[&str]) {
+        if let Some(f) = fields.iter().find(|f| f.contains([':', ','])) {
+            self.refuse(key, f, "contains ':' or ','");
+        }
+        self.key(key, &escape_specifiers(&fields.join(":")));
+    }
+
+    fn refuse(&mut self, key: &str, value: &str, rule: &'static str) {
+        let value = value.to_string();
+        self.refused.get_or_insert(QuadletError::Unwritable {
+            key: key.into(),
+            value,
+            rule,
+        });
     }
 }
 
@@ -164,19 +207,17 @@ fn environment(c: &mut Section, plan: &LaunchPlan) -> Result<(), QuadletError> {
 /// The mounts; a `.volume` unit for each named volume.
 fn mounts(c: &mut Section, plan: &LaunchPlan, units: &mut Vec<Unit>) {
     for (i, m) in plan.mounts.iter().enumerate() {
-        let ro = if m.read_only { ":ro" } else { "" };
+        let ro: &[&str] = if m.read_only { &["ro"] } else { &[] };
         let dest = m.destination.display().to_string();
         match &m.kind {
             MountKind::Bind { source } => {
-                c.key(
-                    "Volume",
-                    &escape_specifiers(&format!("{}:{dest}{ro}", source.display())),
-                );
+                let source = source.display().to_string();
+                c.fields("Volume", &[&[source.as_str(), &dest], ro].concat());
             }
-            MountKind::Tmpfs { size } => c.key("Tmpfs", &format!("{dest}:size={size}")),
+            MountKind::Tmpfs { size } => c.fields("Tmpfs", &[&dest, &format!("size={size}")]),
             MountKind::Volume { name: volume } => {
                 let file_name = format!("{}-state-{i}.volume", plan.container_name);
-                c.key("Volume", &format!("{file_name}:{dest}{ro}"));
+                c.fields("Volume", &[&[file_name.as_str(), &dest], ro].concat());
                 units.push(volume_unit(&file_name, volume, plan));
             }
             MountKind::StagedFile { .. } => unreachable!("refused before: staged values"),

@@ -232,5 +232,14 @@ fn a_launch_that_needs_ags_beside_it_is_refused_with_what_to_do() {
             0,
             "a refused export wrote units"
         );
+
+        // A workdir whose name carries a line and a directive of its own: a unit would run it.
+        let planted = env.mkdir("project\nExecStartPre=/bin/touch /tmp/quadlet-pwned", 0o755);
+        let out = export(env, &units, &planted, &[]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("line break"), "{err}");
+        let written = std::fs::read_dir(&units).unwrap().count();
+        assert_eq!(written, 0, "a refused export wrote units");
     });
 }
