@@ -275,6 +275,7 @@ mod tests {
         };
         let (detail, fix) = no_service_detail(&e);
         assert!(detail.contains("unix:///nonexistent.sock (from --url): the socket does not exist"));
-        assert_eq!(fix, "start it with `podman system service`");
+        let note = if host_is_cgroup_v1() { V1_NOTE } else { "" };
+        assert_eq!(fix, format!("start it with `podman system service`{note}"));
     }
 }
