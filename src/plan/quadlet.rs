@@ -57,7 +57,8 @@ pub fn export(plan: &LaunchPlan, seccomp: &Path) -> Result<Vec<Unit>, QuadletErr
     let mut c = Section::default();
     c.line("# Made by `ags plan --format quadlet` (docs/quadlet.md).\n[Unit]");
     let description = format!("ags {} in {}", plan.agent, plan.workdir.display());
-    c.key("Description", &escape_specifiers(&description));
+    // systemd expands `%` specifiers in a description, not `$`.
+    c.key("Description", &description.replace('%', "%%"));
     c.line("\n[Container]");
     posture(&mut c, plan, seccomp);
     network(&mut c, plan);
@@ -95,22 +96,35 @@ impl Section {
         self.text.push('\n');
     }
 
-    /// `KEY=value`; a value with a control character (a line break would start a directive of
-    /// its own) is refused.
+    /// `KEY=value`, refused when systemd or quadlet would read the value otherwise: a control
+    /// character (a line break starts a directive of its own), a trailing `\` (it joins the
+    /// next line), whitespace at either end (quadlet trims it, Unicode spaces included: a
+    /// workdir named `ws ` would become `ws`, outside every guard).
     fn key(&mut self, key: &str, value: &str) {
         if value.chars().any(char::is_control) {
             self.refuse(key, value, "contains a line break or another control character");
+        } else if value.ends_with('\\') {
+            self.refuse(key, value, "ends with a backslash (it would join the next line)");
+        } else if value.starts_with(char::is_whitespace) || value.ends_with(char::is_whitespace) {
+            self.refuse(key, value, "starts or ends with whitespace (quadlet trims it)");
         }
         let _ = writeln!(self.text, "{key}={value}");
     }
 
-    /// `Volume=` or `Tmpfs=` of `fields` joined by `:`; a field with a `:` (or a `,`, which
-    /// Podman's mount options split at) is refused.
-    fn fields(&mut self, key: &str, fields: &[&str]) {
-        if let Some(f) = fields.iter().find(|f| f.contains([':', ','])) {
-            self.refuse(key, f, "contains ':' or ','");
+    /// `Volume=` or `Tmpfs=` of `fields` joined by `:`, then the mount `options`; a field with
+    /// a `:` or a `,` (Podman's separators), or with whitespace at either end, is refused.
+    fn mount(&mut self, key: &str, fields: &[&str], options: &str) {
+        for f in fields {
+            if f.contains([':', ',']) {
+                self.refuse(key, f, "contains ':' or ','");
+            } else if f.starts_with(char::is_whitespace) || f.ends_with(char::is_whitespace) {
+                self.refuse(key, f, "starts or ends with whitespace (quadlet trims it)");
+            }
         }
-        self.key(key, &escape_specifiers(&fields.join(":")));
+        self.key(
+            key,
+            &escape_specifiers(&format!("{}:{options}", fields.join(":"))),
+        );
     }
 
     fn refuse(&mut self, key: &str, value: &str, rule: &'static str) {
@@ -132,7 +146,17 @@ fn posture(c: &mut Section, plan: &LaunchPlan, seccomp: &Path) {
         .split_first()
         .map_or(("", &[][..]), |(e, a)| (e.as_str(), a));
     c.key("Entrypoint", &escape_specifiers(entry));
+    if args.iter().any(String::is_empty) {
+        // Quadlet drops an empty word of Exec= and every word after it.
+        c.refuse(
+            "Exec",
+            "",
+            "is an empty argument, which quadlet drops with every argument after it",
+        );
+    }
     c.key("Exec", &exec_line(args));
+    // A launch keeps no log of the agent's output (it is attached); nor does the unit.
+    c.key("LogDriver", "none");
     c.key(
         "WorkingDir",
         &escape_specifiers(&plan.workdir.display().to_string()),
@@ -207,17 +231,24 @@ fn environment(c: &mut Section, plan: &LaunchPlan) -> Result<(), QuadletError> {
 /// The mounts; a `.volume` unit for each named volume.
 fn mounts(c: &mut Section, plan: &LaunchPlan, units: &mut Vec<Unit>) {
     for (i, m) in plan.mounts.iter().enumerate() {
-        let ro: &[&str] = if m.read_only { &["ro"] } else { &[] };
+        // As a launch mounts them: no setuid bits or device nodes honoured inside.
+        let options = if m.read_only {
+            "ro,nosuid,nodev"
+        } else {
+            "rw,nosuid,nodev"
+        };
         let dest = m.destination.display().to_string();
         match &m.kind {
             MountKind::Bind { source } => {
                 let source = source.display().to_string();
-                c.fields("Volume", &[&[source.as_str(), &dest], ro].concat());
+                c.mount("Volume", &[&source, &dest], options);
             }
-            MountKind::Tmpfs { size } => c.fields("Tmpfs", &[&dest, &format!("size={size}")]),
+            MountKind::Tmpfs { size } => {
+                c.mount("Tmpfs", &[&dest], &format!("{options},size={size}"));
+            }
             MountKind::Volume { name: volume } => {
                 let file_name = format!("{}-state-{i}.volume", plan.container_name);
-                c.fields("Volume", &[&[file_name.as_str(), &dest], ro].concat());
+                c.mount("Volume", &[&file_name, &dest], options);
                 units.push(volume_unit(&file_name, volume, plan));
             }
             MountKind::StagedFile { .. } => unreachable!("refused before: staged values"),

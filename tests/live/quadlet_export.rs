@@ -194,10 +194,9 @@ fn the_unit_is_accepted_by_quadlet_and_carries_the_launch() {
             assert!(has(&["--user", &user]), "{image}: {words:?}");
             assert_eq!(has(&["--userns", "keep-id"]), rootless, "{image}: {words:?}");
             let config = format!("{}/.git/config", workdir.display());
-            assert!(
-                has(&["-v", &format!("{config}:{config}:ro")]),
-                "{image}: {words:?}"
-            );
+            let guard = format!("{config}:{config}:ro,nosuid,nodev");
+            assert!(has(&["-v", &guard]), "{image}: {words:?}");
+            assert!(has(&["--log-driver", "none"]), "{image}: {words:?}");
             let at = words.iter().position(|w| *w == env.image()).expect("the image");
             assert_eq!(
                 words[at + 1..],
@@ -241,5 +240,58 @@ fn a_launch_that_needs_ags_beside_it_is_refused_with_what_to_do() {
         assert!(err.contains("line break"), "{err}");
         let written = std::fs::read_dir(&units).unwrap().count();
         assert_eq!(written, 0, "a refused export wrote units");
+
+        // Quadlet trims a value's trailing whitespace (a no-break space too): a workdir named
+        // `project ` would be mounted as `project`, and its guards would land outside it.
+        for name in ["project ", "project\u{a0}"] {
+            let trailing = env.mkdir(name, 0o755);
+            let out = export(env, &units, &trailing, &[]);
+            assert_eq!(out.status.code(), Some(125), "{name:?}: {}", show(&out));
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("whitespace"),
+                "{}",
+                show(&out)
+            );
+        }
+        // A trailing backslash would join the next line of the unit (a mount's line always
+        // ends with its options; the workdir's and the description's would not).
+        let slash = env.mkdir("project\\", 0o755);
+        let out = export(env, &units, &slash, &[]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("backslash"),
+            "{}",
+            show(&out)
+        );
+        assert_eq!(
+            std::fs::read_dir(&units).unwrap().count(),
+            0,
+            "a refused export wrote units"
+        );
+    });
+}
+
+#[test]
+fn an_empty_argument_is_refused_since_quadlet_would_drop_it() {
+    each_mode(|env| {
+        let units = env.mkdir("units", 0o755);
+        let workdir = env.mkdir("project", 0o755);
+        let w = workdir.display().to_string();
+        let mut args = vec!["plan", "--format", "quadlet", "--no-hooks", "--network", "none"];
+        let dir = units.display().to_string();
+        args.extend(["--quadlet-dir", &dir, "--workdir", &w]);
+        let all = launch_args(env, &args, &["sh", "-c", "echo \"[$1]\"", "", "--dry-run"]);
+        let out = env.run(all);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("empty argument"),
+            "{}",
+            show(&out)
+        );
+        assert_eq!(
+            std::fs::read_dir(&units).unwrap().count(),
+            0,
+            "a refused export wrote units"
+        );
     });
 }
