@@ -79,15 +79,34 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             println!("digest (--expect-plan): {digest}");
         }
         PlanFormat::Kube => {
+            if git.is_none() {
+                warn_no_check(&plan, "a played Pod", "docs/kube.md");
+            }
             let cgroup_v1 = rootless_cgroup_v1(service_url.as_deref());
             print_kube(plan, secrets, git.as_ref(), cgroup_v1, args.no_hooks)?;
         }
         PlanFormat::Quadlet => {
+            warn_no_check(&plan, "the unit", "docs/quadlet.md");
             prepare_git_guards(&plan, false)?;
             super::plan_quadlet::print(&plan, args.quadlet_dir.as_deref())?;
         }
     }
     Ok(0)
+}
+
+/// An export has no `ags` after the agent to compare the workspace with its state before: say
+/// what that gives up when the workspace has git metadata or watched project files.
+fn warn_no_check(plan: &LaunchPlan, what: &str, doc: &str) {
+    let watched = plan
+        .protected
+        .paths
+        .iter()
+        .any(|p| p.handling == crate::workspace::protected::Handling::Watched);
+    if !plan.git_guards.is_empty() || watched {
+        eprintln!(
+            "ags: warning: {what} runs the agent with no check after it: git metadata or project files the agent adds (a submodule's config, a nested repository, .envrc, …) are not moved aside as after a launch, and host git or tools may run them; review the workspace before using it on the host ({doc})"
+        );
+    }
 }
 
 /// The output format, and `--workspace-from-git` parsed; `--report` refused.

@@ -103,6 +103,9 @@ fn the_unit_is_accepted_by_quadlet_and_carries_the_launch() {
         let workdir = common::git::repository(env, &[]);
         let out = export(env, &units, &workdir, &["--agent", "claude"]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        // No ags after the agent: the export says what that gives up (attack F1).
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no check after it"), "{err}");
         let mut names: Vec<String> = std::fs::read_dir(&units)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
