@@ -6,6 +6,7 @@ mod image;
 mod parse;
 mod setup;
 mod suggest;
+mod unit;
 
 use std::path::PathBuf;
 
@@ -15,6 +16,7 @@ pub use hooks::{EventArg, HookTestArgs, HooksArgs, HooksCommand, SchemaSide};
 pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImportArgs};
 pub use parse::{parse, parse_duration};
 pub use setup::{OciHooksArgs, SetupArgs, SetupCommand};
+pub use unit::{UnitCheckArgs, UnitPhase};
 
 /// Run AI coding agents in rootless Podman containers.
 ///
@@ -232,6 +234,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) to standard output: `ags man | man -l -`.
     Man,
+    /// The workspace check a Quadlet unit runs around its container (`before`, `after`), as a
+    /// launch does around its agent (docs/quadlet.md).
+    UnitCheck(UnitCheckArgs),
 }
 
 /// `ags explain`.

@@ -21,6 +21,7 @@ mod plan;
 mod plan_quadlet;
 mod run;
 mod setup;
+mod unit_check;
 
 use crate::Error;
 use crate::cli::{Cli, Command};
@@ -41,6 +42,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         Some(Command::Login(args)) => login::login(&cli.global, &args),
         Some(Command::Completions(args)) => completions::completions(args.shell),
         Some(Command::Man) => completions::man(),
+        Some(Command::UnitCheck(args)) => unit_check::unit_check(&args),
     }
 }
 

@@ -86,9 +86,8 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             print_kube(plan, secrets, git.as_ref(), cgroup_v1, args.no_hooks)?;
         }
         PlanFormat::Quadlet => {
-            warn_no_check(&plan, "the unit", "docs/quadlet.md");
             prepare_git_guards(&plan, false)?;
-            super::plan_quadlet::print(&plan, args.quadlet_dir.as_deref())?;
+            super::plan_quadlet::print(&config, &settings, &plan, args.quadlet_dir.as_deref())?;
         }
     }
     Ok(0)

@@ -181,7 +181,7 @@ async fn launch_async(
         cleanup.push(Resource::HostDir(dir));
     }
     let locks = config.paths.state_dir().join("locks");
-    let settled = ready.watch.settle(client, &settings.protected).await;
+    let settled = ready.watch.settle(Some(client), &settings.protected).await;
     let (records, stage) = (services.records.as_ref(), ready.stage);
     let result = lifecycle::run(
         client,

@@ -97,7 +97,7 @@ impl fmt::Debug for AgentSettings {
 }
 
 /// `[git]`, defaults filled in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GitSettings {
     /// Give the agent the host's `user.name`/`user.email` (and signing settings).
     pub identity: bool,

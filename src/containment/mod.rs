@@ -125,7 +125,7 @@ pub fn system_trees() -> Vec<Protected> {
 }
 
 /// A directory an agent can write: a read-write mount of this launch or of a running one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WritableRoot {
     /// Physical path.
     pub path: PathBuf,

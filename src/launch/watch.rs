@@ -16,7 +16,9 @@ use crate::workspace::{git_inventory, protected_state};
 /// Started while the launch is prepared.
 pub struct Watch(Option<Pending>);
 
-/// Taken just before the agent starts.
+/// Taken just before the agent starts. It serializes for the Quadlet unit's check, whose
+/// inventory and comparison run in two processes ([`UnitWatch`]).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Settled {
     git: Option<git_inventory::Inventory>,
     before: protected_state::Inventory,
@@ -32,14 +34,14 @@ impl Watch {
 
     /// The protected files' inventory and the finished git inventory, both distrusting what a
     /// launch running now could have planted.
-    pub async fn settle(self, client: &podman::Client, protection: &Protection) -> Settled {
+    pub async fn settle(self, client: Option<&podman::Client>, protection: &Protection) -> Settled {
         let mut before = protected_state::inventory(protection);
         let git = match self.0 {
             Some(pending) => Some(pending.finish().await),
             None => None,
         };
         // Asked after both inventories: a launch running now could have planted what they hold.
-        let running = podman::local_running_roots(Some(client)).await;
+        let running = podman::local_running_roots(client).await;
         let git = git.map(|i| git_quarantine::against(i, &running));
         before.distrust_against(&running);
         crate::trace::mark("git inventory");
@@ -78,5 +80,40 @@ impl Settled {
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         report.push_str(&settled.message());
         unmoved + settled.unmoved()
+    }
+}
+
+/// What the check around a Quadlet unit's container needs (`ags plan --format quadlet` writes
+/// it; `ags unit-check before` takes the inventories, `ags unit-check after` compares, as a
+/// launch does around its agent: docs/quadlet.md).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct UnitWatch {
+    /// The trees whose git metadata is taken (`None`: `protect_git` is off).
+    pub git_roots: Option<Vec<PathBuf>>,
+    /// The git guards the unit mounts.
+    pub guards: Vec<GitGuard>,
+    /// The protected project files.
+    pub protection: Protection,
+    /// The unit's read-write mounts.
+    pub writable: Vec<WritableRoot>,
+    /// `[git]`: the host git that reads the agent's commits.
+    pub git: GitSettings,
+}
+
+impl UnitWatch {
+    /// The inventories, before the unit's container starts.
+    pub async fn before(&self) -> Settled {
+        Watch::begin(self.git_roots.clone())
+            .settle(None, &self.protection)
+            .await
+    }
+
+    /// After the container is gone: what differs, moved aside and reported into `report`; how
+    /// many planted pieces stayed in place.
+    pub async fn after(self, settled: Settled, report: &mut String) -> usize {
+        let guards = self.guards.clone();
+        settled
+            .check(&self.git, guards, &self.writable, &self.protection, report)
+            .await
     }
 }

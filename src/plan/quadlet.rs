@@ -41,6 +41,16 @@ pub enum QuadletError {
     },
 }
 
+/// The workspace check the unit runs around its container: `ags unit-check before RECORD` in
+/// `ExecStartPre=`, `… after RECORD` in `ExecStopPost=`.
+#[derive(Debug, Clone, Copy)]
+pub struct Check<'a> {
+    /// This `ags` program.
+    pub ags: &'a Path,
+    /// The unit's record.
+    pub record: &'a Path,
+}
+
 /// One unit file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
@@ -52,7 +62,7 @@ pub struct Unit {
 
 /// The units of `plan`: the container unit first. `seccomp` is the path of the seccomp
 /// profile written on this host (the unit names it).
-pub fn export(plan: &LaunchPlan, seccomp: &Path) -> Result<Vec<Unit>, QuadletError> {
+pub fn export(plan: &LaunchPlan, seccomp: &Path, check: &Check<'_>) -> Result<Vec<Unit>, QuadletError> {
     refuse_what_needs_ags(plan)?;
     let mut c = Section::default();
     c.line("# Made by `ags plan --format quadlet` (docs/quadlet.md).\n[Unit]");
@@ -66,6 +76,19 @@ pub fn export(plan: &LaunchPlan, seccomp: &Path) -> Result<Vec<Unit>, QuadletErr
     let mut units = vec![];
     mounts(&mut c, plan, &mut units);
     c.line("\n[Service]\n# The agent runs once: no restart.\nRestart=no");
+    // As around a launch's agent: the workspace's git metadata and protected files before,
+    // and what the agent planted moved aside after (docs/quadlet.md).
+    let ags = escape_specifiers(&check.ags.display().to_string());
+    let record = quote(&check.record.display().to_string());
+    c.key("ExecStartPre", &format!("{ags} unit-check before {record}"));
+    c.key("ExecStopPost", &format!("{ags} unit-check after {record}"));
+    if ags.contains(char::is_whitespace) {
+        c.refuse(
+            "ExecStartPre",
+            &ags,
+            "(this ags program's path) contains whitespace",
+        );
+    }
     if let Some(t) = plan.timeout_seconds {
         c.key("RuntimeMaxSec", &(t.ceil() as u64).to_string());
     }

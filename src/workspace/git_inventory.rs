@@ -102,13 +102,19 @@ pub struct Scan {
 }
 
 /// The state of the walked trees before a launch ([`take`]).
-#[derive(Debug, Default)]
+///
+/// It serializes (as JSON, maps as lists of pairs) for a check that runs in another process
+/// than the inventory: the Quadlet export's `ags unit-check`.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Inventory {
     roots: Vec<PathBuf>,
+    #[serde(with = "crate::workspace::pairs")]
     states: HashMap<(Seen, PathBuf), State>,
     /// What each index file held (`index_recheck`).
+    #[serde(with = "crate::workspace::pairs")]
     indexes: HashMap<PathBuf, IndexState>,
     /// The object names each git dir's refs hold (`refs`).
+    #[serde(with = "crate::workspace::pairs")]
     tips: HashMap<PathBuf, Tips>,
     /// Why this inventory is no baseline (another launch could write the trees while it was
     /// taken): every git dir is then judged in full.

@@ -36,6 +36,7 @@ pub mod git_commits;
 pub mod git_inventory;
 pub mod git_layout;
 pub mod host_programs;
+pub(crate) mod pairs;
 pub mod protected;
 pub mod protected_state;
 pub mod quarantine;

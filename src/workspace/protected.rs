@@ -30,7 +30,7 @@ mod table;
 pub use table::{Entry, Kind, PROTECTED};
 
 /// How a listed path is treated in this launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Handling {
     /// It exists: mounted read-only.
@@ -54,6 +54,31 @@ pub struct ProtectedPath {
     pub handling: Handling,
 }
 
+/// Read back only as a path of the table (`ags unit-check` reads what it wrote): a `rel` or
+/// `tool` the table does not hold is refused.
+impl<'de> serde::Deserialize<'de> for ProtectedPath {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Raw {
+            root: PathBuf,
+            rel: String,
+            tool: String,
+            handling: Handling,
+        }
+        let raw = Raw::deserialize(d)?;
+        let entry = PROTECTED
+            .iter()
+            .find(|e| e.path == raw.rel && e.tool == raw.tool)
+            .ok_or_else(|| serde::de::Error::custom(format!("{:?} is not a protected path", raw.rel)))?;
+        Ok(ProtectedPath {
+            root: raw.root,
+            rel: entry.path,
+            tool: entry.tool,
+            handling: raw.handling,
+        })
+    }
+}
+
 impl ProtectedPath {
     /// The host path.
     pub fn path(&self) -> PathBuf {
@@ -62,7 +87,7 @@ impl ProtectedPath {
 }
 
 /// The protection of a launch (`ags plan --json` shows it as `protected`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Protection {
     /// Every listed path of every root.
     pub paths: Vec<ProtectedPath>,

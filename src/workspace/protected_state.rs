@@ -27,16 +27,16 @@ const MAX_ENTRIES: usize = 10_000;
 const MAX_BYTES: u64 = 64 << 20;
 
 /// One file-system object, by content.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Node {
     Dir { mode: u32 },
     File { mode: u32, sha256: [u8; 32] },
     Link(Vec<u8>),
-    Other(&'static str),
+    Other(String),
 }
 
 /// The state of one listed path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum State {
     /// Nothing there (or a directory on the way missing).
     Missing,
@@ -49,7 +49,7 @@ enum State {
 }
 
 /// The listed paths of a launch and their state.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Inventory {
     items: Vec<(ProtectedPath, State)>,
 }
@@ -301,7 +301,7 @@ fn walk(
     };
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let Ok(listing) = rfs::openat(dir, name, flags, Mode::empty()).and_then(rfs::Dir::new) else {
-        tree.insert(key, Node::Other("unreadable directory"));
+        tree.insert(key, Node::Other("unreadable directory".into()));
         return Ok(());
     };
     let mut names: Vec<Vec<u8>> = Vec::new();
@@ -351,12 +351,12 @@ fn node_at(dir: &OwnedFd, name: &OsStr, budget: &mut Budget) -> Option<Result<No
             }
             match hash(dir, name) {
                 Ok(sha256) => Node::File { mode, sha256 },
-                Err(_) => Node::Other("unreadable file"),
+                Err(_) => Node::Other("unreadable file".into()),
             }
         }
-        FileType::Fifo => Node::Other("FIFO"),
-        FileType::Socket => Node::Other("socket"),
-        _ => Node::Other("device or special file"),
+        FileType::Fifo => Node::Other("FIFO".into()),
+        FileType::Socket => Node::Other("socket".into()),
+        _ => Node::Other("device or special file".into()),
     };
     Some(Ok(node))
 }

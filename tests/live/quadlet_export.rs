@@ -79,7 +79,7 @@ fn systemd_words(line: &str) -> Vec<String> {
 
 /// Podman's quadlet generator, dry run, on the units in `dir` (user units when rootless); its
 /// exit code and output.
-fn generate(image: &str, dir: &Path, rootless: bool) -> (i64, String) {
+fn generate(env: &TestEnv, image: &str, dir: &Path, rootless: bool) -> (i64, String) {
     let (target, args) = match rootless {
         true => ("/etc/containers/systemd/users", vec!["-user", "-dryrun"]),
         false => ("/etc/containers/systemd", vec!["-dryrun"]),
@@ -90,7 +90,7 @@ fn generate(image: &str, dir: &Path, rootless: bool) -> (i64, String) {
         "image": image,
         "command": command,
         "netns": {"nsmode": "none"},
-        "labels": {"io.ags.test": "quadlet"},
+        "labels": {common::TEST_LABEL_KEY: env.id()},
         "mounts": [{"type": "bind", "source": dir, "destination": target, "options": ["ro"]}],
     });
     common::api::run_to_end(Mode::Rootful, &spec)
@@ -103,9 +103,11 @@ fn the_unit_is_accepted_by_quadlet_and_carries_the_launch() {
         let workdir = common::git::repository(env, &[]);
         let out = export(env, &units, &workdir, &["--agent", "claude"]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-        // No ags after the agent: the export says what that gives up (attack F1).
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("no check after it"), "{err}");
+        assert!(
+            !err.contains("no check after it"),
+            "the unit has its check: {err}"
+        );
         let mut names: Vec<String> = std::fs::read_dir(&units)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -161,7 +163,7 @@ fn the_unit_is_accepted_by_quadlet_and_carries_the_launch() {
         let command: Vec<String> = serde_json::from_value(plan["container_command"].clone()).unwrap();
         for image in images.split(',') {
             let rootless = env.mode() == Mode::Rootless;
-            let (code, output) = generate(image, &units, rootless);
+            let (code, output) = generate(env, image, &units, rootless);
             assert_eq!(
                 code, 0,
                 "{image}: the generator refused the units:\n{output}\n{text}"
@@ -175,6 +177,10 @@ fn the_unit_is_accepted_by_quadlet_and_carries_the_launch() {
                 output.contains(&format!("---{stem}-state-")),
                 "{image}: no volume service:\n{output}"
             );
+            for phase in ["ExecStartPre=", "ExecStopPost="] {
+                let line = output.lines().find(|l| l.starts_with(phase)).unwrap_or("");
+                assert!(line.contains(" unit-check "), "{image}: {phase}:\n{output}");
+            }
             let exec = output
                 .lines()
                 .find(|l| l.starts_with("ExecStart=") && l.contains(" run "))
@@ -295,6 +301,116 @@ fn an_empty_argument_is_refused_since_quadlet_would_drop_it() {
             std::fs::read_dir(&units).unwrap().count(),
             0,
             "a refused export wrote units"
+        );
+    });
+}
+
+/// The unit's `ExecStartPre=` and `ExecStopPost=` words, from the `.container` unit in `dir`.
+fn check_commands(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let unit = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "container"))
+        .expect("a .container unit");
+    let text = std::fs::read_to_string(unit).unwrap();
+    let words = |key: &str| {
+        let line = text.lines().find_map(|l| l.strip_prefix(key)).expect(key);
+        systemd_words(line)
+    };
+    (words("ExecStartPre="), words("ExecStopPost="))
+}
+
+/// Attack F1 of session 24, performed: in the unit's writable `.git` the agent makes a
+/// submodule whose git dir runs `core.fsmonitor`, with its `.git` file and a gitlink in the
+/// index, and a `.envrc`; the unit's check after the container moves them aside, and the host's
+/// `git status` runs nothing. Without changes, the check finds nothing.
+#[test]
+fn the_units_check_moves_aside_what_the_agent_planted() {
+    each_mode(|env| {
+        let units = env.mkdir("units", 0o755);
+        let workdir = common::git::repository(env, &[]);
+        let out = export(env, &units, &workdir, &["--agent", "shell"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let (before, after) = check_commands(&units);
+        assert_eq!(before[1..3], ["unit-check", "before"], "{before:?}");
+        assert_eq!(after[1..3], ["unit-check", "after"], "{after:?}");
+        let record = before[3].clone();
+        assert_eq!(after[3], record);
+
+        // Nothing planted: nothing moved.
+        let out = env.run(["unit-check", "before", &record]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let out = env.run(["unit-check", "after", &record]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("nothing planted"),
+            "{}",
+            show(&out)
+        );
+
+        let out = env.run(["unit-check", "before", &record]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        // What the agent does in the container (as the same user, in the same files).
+        let git = |dir: &Path, args: &[&str]| common::git::git_ok(env, dir, args);
+        let sub = workdir.join("sub");
+        let modules = workdir.join(".git/modules/sub");
+        env.mkdir("work/.git/modules", 0o755);
+        git(
+            &workdir,
+            &[
+                "init",
+                "-q",
+                "--separate-git-dir",
+                &modules.display().to_string(),
+                "sub",
+            ],
+        );
+        env.write_file("work/sub/f", "x\n", 0o644);
+        git(&sub, &["add", "f"]);
+        git(&sub, &["commit", "-q", "-m", "sub"]);
+        let marker = env.root().join("PWNED");
+        let config = modules.join("config");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!("\tfsmonitor = touch {}\n", marker.display()));
+        std::fs::write(&config, text).unwrap();
+        let head = git(&sub, &["rev-parse", "HEAD"]);
+        git(
+            &workdir,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{head},sub"),
+            ],
+        );
+        env.write_file("work/.envrc", "touch /tmp/envrc-ran\n", 0o644);
+
+        let out = env.run(["unit-check", "after", &record]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("core.fsmonitor") && err.contains(".envrc"), "{err}");
+        assert!(!modules.exists() && !workdir.join(".envrc").exists(), "{err}");
+        git(&workdir, &["status", "--short"]);
+        assert!(!marker.exists(), "host git ran the planted fsmonitor");
+    });
+}
+
+#[test]
+fn a_record_others_can_write_is_refused() {
+    each_mode(|env| {
+        let units = env.mkdir("units", 0o755);
+        let workdir = env.mkdir("project", 0o755);
+        let out = export(env, &units, &workdir, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let (before, _) = check_commands(&units);
+        let record = Path::new(&before[3]);
+        std::fs::set_permissions(record, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+        let out = env.run(["unit-check", "before", &before[3]]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("private file"),
+            "{}",
+            show(&out)
         );
     });
 }

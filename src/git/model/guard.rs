@@ -41,7 +41,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// One path of a repository guarded by a bind mount onto itself.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GitGuard {
     /// Host path (also the container path: the roots keep their host paths).
     pub path: PathBuf,
@@ -52,7 +52,7 @@ pub struct GitGuard {
 }
 
 /// A piece created before the launch so there is something to mount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GitCreate {
     /// An empty directory (`hooks/`), mode 0755.

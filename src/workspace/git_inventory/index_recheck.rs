@@ -24,7 +24,7 @@ use super::Walk;
 use super::index::Parsed;
 
 /// What the inventory holds of one index file.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct IndexState {
     /// SHA-256 of its bytes.
     digest: [u8; 32],

@@ -11,7 +11,7 @@ use super::{MAX_CONFIG_BYTES, MAX_DIGEST_BYTES};
 use crate::git::model::guard;
 
 /// What a path was to the walk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub(super) enum Seen {
     /// A git dir.
     GitDir,
@@ -26,7 +26,7 @@ pub(super) enum Seen {
 }
 
 /// What a path held: identity, type and permissions, and the content of a file or link.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct State {
     dev: u64,
     ino: u64,
@@ -47,7 +47,7 @@ impl State {
 }
 
 /// What a path held besides its identity and mode.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Content {
     /// A directory, a FIFO, …: identity and mode say it all.
     None,

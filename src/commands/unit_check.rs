@@ -1,0 +1,90 @@
+//! `ags unit-check before|after RECORD`: the workspace check a Quadlet unit runs around its
+//! container (docs/quadlet.md). `before` takes the inventory of the git metadata and the
+//! protected project files, as a launch does before its agent; `after` compares the workspace
+//! with it, moves aside what the agent planted and reports it (the unit's journal). The record
+//! and the inventory are ags's own files in its state directory: private, never the agent's.
+
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+use crate::cli::{UnitCheckArgs, UnitPhase};
+use crate::error::CommandError;
+use crate::launch::watch::{Settled, UnitWatch};
+
+/// The largest record or inventory read back (a big repository's inventory is tens of MB).
+const MAX_BYTES: u64 = 512 << 20;
+
+/// Run one phase of the unit's check.
+pub fn unit_check(args: &UnitCheckArgs) -> Result<u8, Error> {
+    let watch: UnitWatch = read(&args.record, "the unit's record")?;
+    let inventory = inventory_path(&args.record);
+    let rt = super::runtime()?;
+    match args.phase {
+        UnitPhase::Before => {
+            let settled = rt.block_on(watch.before());
+            let bytes = serde_json::to_vec(&settled).map_err(|e| {
+                CommandError::invalid(
+                    inventory.display().to_string(),
+                    format!("the inventory cannot be written ({e}); the unit does not start"),
+                )
+            })?;
+            crate::fsutil::atomic_write(&inventory, &bytes, 0o600)
+                .map_err(CommandError::io(format!("writing {}", inventory.display())))?;
+            eprintln!("ags: unit-check: the workspace's inventory is taken");
+            Ok(0)
+        }
+        UnitPhase::After => {
+            let settled: Settled = read(&inventory, "the inventory taken before the container")?;
+            let mut report = String::new();
+            let unmoved = rt.block_on(watch.after(settled, &mut report));
+            crate::launch::notices::say(&report);
+            std::fs::remove_file(&inventory)
+                .map_err(CommandError::io(format!("removing {}", inventory.display())))?;
+            if unmoved > 0 {
+                return Err(crate::workspace::quarantine::LeftInPlace { count: unmoved }.into());
+            }
+            if report.is_empty() {
+                eprintln!("ags: unit-check: nothing planted in the workspace");
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// Where `before` keeps the inventory for `after`: next to the record.
+fn inventory_path(record: &Path) -> PathBuf {
+    record.with_extension("before.json")
+}
+
+/// A private file of ags's (yours, no group or other bits, not a link), parsed.
+fn read<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T, Error> {
+    let name = path.display().to_string();
+    crate::fsutil::check_private_file(path)
+        .map_err(|e| CommandError::invalid(&name, format!("{what} must be a private file of yours ({e})")))?;
+    let file = std::fs::File::open(path).map_err(CommandError::io(format!("reading {name}")))?;
+    let mut bytes = Vec::new();
+    use std::io::Read;
+    file.take(MAX_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(CommandError::io(format!("reading {name}")))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let rule =
+            format!("{what} does not parse ({e}); write the unit again with `ags plan --format quadlet`");
+        CommandError::invalid(&name, rule).into()
+    })
+}
+
+/// Write `watch` as the record of the unit of container `name` under `state_dir`; its path.
+pub(super) fn write_record(state_dir: &Path, name: &str, watch: &UnitWatch) -> Result<PathBuf, Error> {
+    let dir = state_dir.join("units");
+    crate::fsutil::ensure_private_dir(&dir)
+        .map_err(|e| CommandError::invalid(dir.display().to_string(), e.to_string()))?;
+    let path = dir.join(format!("{name}.json"));
+    let bytes = serde_json::to_vec(watch).map_err(|e| {
+        let rule = format!("the unit's record cannot be written ({e}): a path that is not UTF-8?");
+        CommandError::invalid(path.display().to_string(), rule)
+    })?;
+    crate::fsutil::atomic_write(&path, &bytes, 0o600)
+        .map_err(CommandError::io(format!("writing {}", path.display())))?;
+    Ok(path)
+}
