@@ -80,7 +80,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
         }
         PlanFormat::Kube => {
             if git.is_none() {
-                warn_no_check(&plan, "a played Pod", "docs/kube.md");
+                kube_check_notice(&config, &settings, &plan)?;
             }
             let cgroup_v1 = rootless_cgroup_v1(service_url.as_deref());
             print_kube(plan, secrets, git.as_ref(), cgroup_v1, args.no_hooks)?;
@@ -93,19 +93,26 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     Ok(0)
 }
 
-/// An export has no `ags` after the agent to compare the workspace with its state before: say
-/// what that gives up when the workspace has git metadata or watched project files.
-fn warn_no_check(plan: &LaunchPlan, what: &str, doc: &str) {
+/// A played Pod has no `ags` beside it: with a `hostPath` workspace that has git metadata or
+/// watched project files, write the record of the check a launch makes around its agent and
+/// say how to run it around the Pod (`ags unit-check`, docs/kube.md).
+fn kube_check_notice(config: &Config, settings: &RunSettings, plan: &LaunchPlan) -> Result<(), Error> {
     let watched = plan
         .protected
         .paths
         .iter()
         .any(|p| p.handling == crate::workspace::protected::Handling::Watched);
-    if !plan.git_guards.is_empty() || watched {
-        eprintln!(
-            "ags: warning: {what} runs the agent with no check after it: git metadata or project files the agent adds (a submodule's config, a nested repository, .envrc, …) are not moved aside as after a launch, and host git or tools may run them; review the workspace before using it on the host ({doc})"
-        );
+    if plan.git_guards.is_empty() && !watched {
+        return Ok(());
     }
+    let record = super::unit_check::record(config, settings, plan)?;
+    let ags = std::env::current_exe().unwrap_or_else(|_| "ags".into());
+    eprintln!(
+        "ags: a played Pod has no check after the agent: run `{ags} unit-check before {record}` before you play it and `{ags} unit-check after {record}` once it is gone, on the machine whose directories it mounts; git metadata and project files the agent planted are then moved aside as after a launch (docs/kube.md)",
+        ags = ags.display(),
+        record = record.display()
+    );
+    Ok(())
 }
 
 /// The output format, and `--workspace-from-git` parsed; `--report` refused.

@@ -8,11 +8,9 @@ use std::path::Path;
 
 use crate::Error;
 use crate::config::Config;
-use crate::containment::WritableRoot;
 use crate::error::CommandError;
 use crate::launch::LaunchError;
-use crate::launch::watch::UnitWatch;
-use crate::plan::{LaunchPlan, MountKind, PlanError, RunSettings, quadlet};
+use crate::plan::{LaunchPlan, PlanError, RunSettings, quadlet};
 
 /// Print the units of `plan` (each after a `# ---- FILE` line), or write them into `dir`. The
 /// record of the unit's workspace check (`ags unit-check`) is written first.
@@ -27,8 +25,7 @@ pub(super) fn print(
     let ags = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(CommandError::io("finding this ags program (the unit runs it)"))?;
-    let watch = unit_watch(config, settings, plan);
-    let record = super::unit_check::write_record(&config.paths.state_dir(), &plan.container_name, &watch)?;
+    let record = super::unit_check::record(config, settings, plan)?;
     let check = quadlet::Check {
         ags: &ags,
         record: &record,
@@ -66,31 +63,5 @@ fn user_flag() -> &'static str {
         ""
     } else {
         " --user"
-    }
-}
-
-/// What the unit's check compares, as a launch's: the git roots, guards and protected files of
-/// the plan, its read-write mounts, `[git]`.
-fn unit_watch(config: &Config, settings: &RunSettings, plan: &LaunchPlan) -> UnitWatch {
-    let roots = super::git_host::git_roots(config, &settings.mounts);
-    let writable = plan
-        .mounts
-        .iter()
-        .filter(|m| !m.read_only)
-        .filter_map(|m| match &m.kind {
-            MountKind::Bind { source } => Some(WritableRoot {
-                path: source.clone(),
-                owner: "the unit's read-write mount".into(),
-                running: false,
-            }),
-            _ => None,
-        })
-        .collect();
-    UnitWatch {
-        git_roots: (config.user.protect_git).then(|| super::git_host::scan_roots(&roots, &plan.git_guards)),
-        guards: plan.git_guards.clone(),
-        protection: plan.protected.clone(),
-        writable,
-        git: config.user.git.clone(),
     }
 }

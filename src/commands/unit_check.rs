@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::cli::{UnitCheckArgs, UnitPhase};
+use crate::config::Config;
+use crate::containment::WritableRoot;
 use crate::error::CommandError;
 use crate::launch::watch::{Settled, UnitWatch};
+use crate::plan::{LaunchPlan, MountKind, RunSettings};
 
 /// The largest record or inventory read back (a big repository's inventory is tens of MB).
 const MAX_BYTES: u64 = 512 << 20;
@@ -74,17 +77,46 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T, Er
     })
 }
 
-/// Write `watch` as the record of the unit of container `name` under `state_dir`; its path.
-pub(super) fn write_record(state_dir: &Path, name: &str, watch: &UnitWatch) -> Result<PathBuf, Error> {
-    let dir = state_dir.join("units");
+/// Write the record of the check around the exported container of `plan` (ags's state
+/// directory, `units/NAME.json`); its path.
+pub(super) fn record(config: &Config, settings: &RunSettings, plan: &LaunchPlan) -> Result<PathBuf, Error> {
+    let watch = unit_watch(config, settings, plan);
+    let name = &plan.container_name;
+    let dir = config.paths.state_dir().join("units");
     crate::fsutil::ensure_private_dir(&dir)
         .map_err(|e| CommandError::invalid(dir.display().to_string(), e.to_string()))?;
     let path = dir.join(format!("{name}.json"));
-    let bytes = serde_json::to_vec(watch).map_err(|e| {
+    let bytes = serde_json::to_vec(&watch).map_err(|e| {
         let rule = format!("the unit's record cannot be written ({e}): a path that is not UTF-8?");
         CommandError::invalid(path.display().to_string(), rule)
     })?;
     crate::fsutil::atomic_write(&path, &bytes, 0o600)
         .map_err(CommandError::io(format!("writing {}", path.display())))?;
     Ok(path)
+}
+
+/// What a unit's (or a played Pod's) check compares, as a launch's: the git roots, guards and protected files of
+/// the plan, its read-write mounts, `[git]`.
+fn unit_watch(config: &Config, settings: &RunSettings, plan: &LaunchPlan) -> UnitWatch {
+    let roots = super::git_host::git_roots(config, &settings.mounts);
+    let writable = plan
+        .mounts
+        .iter()
+        .filter(|m| !m.read_only)
+        .filter_map(|m| match &m.kind {
+            MountKind::Bind { source } => Some(WritableRoot {
+                path: source.clone(),
+                owner: "the unit's read-write mount".into(),
+                running: false,
+            }),
+            _ => None,
+        })
+        .collect();
+    UnitWatch {
+        git_roots: (config.user.protect_git).then(|| super::git_host::scan_roots(&roots, &plan.git_guards)),
+        guards: plan.git_guards.clone(),
+        protection: plan.protected.clone(),
+        writable,
+        git: config.user.git.clone(),
+    }
 }

@@ -144,3 +144,51 @@ fn the_export_of_each_git_layout_plays_and_keeps_git_metadata_read_only() {
         env.assert_no_leftovers();
     });
 }
+
+/// The check a launch makes after its agent, around a played Pod (`ags unit-check`, as the
+/// export's notice says): the Pod's agent plants a submodule's git dir with `core.fsmonitor`
+/// and its `.git` file, and a `.envrc`; the check after moves them aside.
+#[test]
+fn the_check_around_a_played_pod_moves_aside_what_its_agent_planted() {
+    each_mode(|env| {
+        let _turn = common::keep_id_turn(env);
+        if env.mode() == Mode::Rootless && api::podman_major(env.mode()) < 5 {
+            // Rootless 4.3 ignores the keep-id annotation: the agent's uid owns nothing there.
+            eprintln!("SKIP {}: the played agent cannot write the workdir", env.mode());
+            return;
+        }
+        let work = common::git::repository(env, &[]);
+        let plant = "mkdir -p .git/modules/sub/objects .git/modules/sub/refs sub \
+            && printf 'ref: refs/heads/main\\n' > .git/modules/sub/HEAD \
+            && printf '[core]\\n\\tfsmonitor = touch /tmp/planted\\n' > .git/modules/sub/config \
+            && echo 'gitdir: ../.git/modules/sub' > sub/.git && echo 'touch /tmp/planted' > .envrc";
+        let w = work.to_str().unwrap();
+        let (docs, body, stderr) = export_with(env, &["--workdir", w], &["sh", "-c", plant]);
+        let record = stderr
+            .split("unit-check before ")
+            .nth(1)
+            .and_then(|rest| rest.split('`').next())
+            .unwrap_or_else(|| panic!("no check notice: {stderr}"))
+            .to_string();
+        let out = env.run(["unit-check", "before", &record]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::show(&out));
+        let played = Played::start(env.mode(), &body, &docs);
+        let (code, out) = played.finish();
+        drop(played);
+        assert_eq!(code, 0, "{}: {out}", env.mode());
+        assert!(work.join(".envrc").exists(), "the agent planted nothing: {out}");
+        let out = env.run(["unit-check", "after", &record]);
+        assert_eq!(out.status.code(), Some(0), "{}", common::show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(".envrc") && err.contains(".git/modules/sub"),
+            "{err}"
+        );
+        assert!(
+            !work.join(".envrc").exists() && !work.join(".git/modules/sub").exists(),
+            "{err}"
+        );
+        git_ok(env, &work, &["status", "--short"]);
+        env.assert_no_leftovers();
+    });
+}
