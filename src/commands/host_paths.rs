@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::containment::{self, Class, Protected, Role, Rules, WritableRoot};
 use crate::hooks::mount_source;
 use crate::hooks::prepare::Prepared;
-use crate::plan::{LABEL_MANAGED, Origin, RunSettings, UserMount};
+use crate::plan::{Origin, RunSettings, UserMount};
 use crate::safepath::{self, Missing};
 use crate::workspace::git_layout::RunningLaunch;
 use crate::{Error, podman};
@@ -165,8 +165,7 @@ async fn late_rules(
             );
         }
     }
-    let label = format!("{LABEL_MANAGED}=true");
-    let neighbours = client.live_neighbours(&label).await?;
+    let neighbours = client.live_neighbours().await?;
     for n in &neighbours {
         for (source, _, _) in n.binds.iter().filter(|(_, _, rw)| *rw) {
             rules.writable(WritableRoot {

@@ -24,6 +24,15 @@ pub fn unit_check(args: &UnitCheckArgs) -> Result<u8, Error> {
     let rt = super::runtime()?;
     match args.phase {
         UnitPhase::Before => {
+            // An earlier `after` that did not finish (killed, crashed) left its inventory: what
+            // the agent planted then would become the new baseline (unit-check attack, F2).
+            if inventory.exists() {
+                let rule = format!(
+                    "the check after an earlier run of this unit did not finish; run `ags unit-check after {}` first and read what it reports",
+                    args.record.display()
+                );
+                return Err(CommandError::invalid(inventory.display().to_string(), rule).into());
+            }
             let settled = rt.block_on(watch.before());
             let bytes = serde_json::to_vec(&settled).map_err(|e| {
                 CommandError::invalid(
@@ -54,9 +63,12 @@ pub fn unit_check(args: &UnitCheckArgs) -> Result<u8, Error> {
     }
 }
 
-/// Where `before` keeps the inventory for `after`: next to the record.
+/// Where `before` keeps the inventory for `after`: next to the record (`NAME.json.inventory`:
+/// no record's name ends so).
 fn inventory_path(record: &Path) -> PathBuf {
-    record.with_extension("before.json")
+    let mut path = record.as_os_str().to_owned();
+    path.push(".inventory");
+    PathBuf::from(path)
 }
 
 /// A private file of ags's (yours, no group or other bits, not a link), parsed.

@@ -76,6 +76,9 @@ pub fn export(plan: &LaunchPlan, seccomp: &Path, check: &Check<'_>) -> Result<Ve
     let mut units = vec![];
     mounts(&mut c, plan, &mut units);
     c.line("\n[Service]\n# The agent runs once: no restart.\nRestart=no");
+    // The check after the container may take long on a big (or a planted, slow) workspace:
+    // systemd must not kill it at its default 90 s (unit-check attack, F1).
+    c.key("TimeoutStopSec", "infinity");
     // As around a launch's agent: the workspace's git metadata and protected files before,
     // and what the agent planted moved aside after (docs/quadlet.md).
     let ags = escape_specifiers(&check.ags.display().to_string());

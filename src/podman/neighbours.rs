@@ -38,7 +38,6 @@ pub async fn local_running_roots(client: Option<&Client>) -> Vec<WritableRoot> {
             urls.push(c.url);
         }
     }
-    let label = format!("{}=true", crate::plan::LABEL_MANAGED);
     let mut out = Vec::new();
     for url in urls {
         let Ok(endpoint @ Endpoint::Unix(_)) = Endpoint::parse(&url) else {
@@ -50,7 +49,7 @@ pub async fn local_running_roots(client: Option<&Client>) -> Vec<WritableRoot> {
             continue;
         }
         let service = Client::new(endpoint);
-        let Ok(Ok(mounts)) = tokio::time::timeout(LIST_TIMEOUT, service.live_rw_binds(&label)).await else {
+        let Ok(Ok(mounts)) = tokio::time::timeout(LIST_TIMEOUT, service.live_rw_binds()).await else {
             continue;
         };
         out.extend(mounts.into_iter().map(|m| WritableRoot {
@@ -90,10 +89,32 @@ pub struct Neighbour {
     pub binds: Vec<(PathBuf, PathBuf, bool)>,
 }
 
+/// The labels of the containers whose agent may write this host's files: `ags`'s launches, and
+/// the containers of its exports (a Quadlet unit's, a played Pod's), which carry no owner
+/// labels so that `ags gc` leaves them alone (session-24 unit-check attack, F3).
+pub const AGENT_LABELS: &[&str] = &[
+    "io.ags.managed=true",
+    "io.ags.export=quadlet",
+    "io.ags.export=kube",
+];
+
 impl Client {
-    /// Every live container carrying `label` (`key=value`) with its bind mounts. A container
+    /// Every live container of an agent ([`AGENT_LABELS`]) with its bind mounts. A container
     /// that vanished between list and inspect is skipped.
-    pub async fn live_neighbours(&self, label: &str) -> Result<Vec<Neighbour>> {
+    pub async fn live_neighbours(&self) -> Result<Vec<Neighbour>> {
+        let mut out: Vec<Neighbour> = Vec::new();
+        for label in AGENT_LABELS {
+            for n in self.live_neighbours_with(label).await? {
+                if !out.iter().any(|o| o.container == n.container) {
+                    out.push(n);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every live container carrying `label` (`key=value`) with its bind mounts.
+    async fn live_neighbours_with(&self, label: &str) -> Result<Vec<Neighbour>> {
         let mut out = Vec::new();
         for summary in self.list(&[label]).await? {
             if !LIVE_STATES.contains(&summary.state.as_str()) {
@@ -117,11 +138,10 @@ impl Client {
         Ok(out)
     }
 
-    /// The read-write bind mounts of every live container carrying `label` (`key=value`). A
-    /// container that vanished between list and inspect is skipped.
-    pub async fn live_rw_binds(&self, label: &str) -> Result<Vec<NeighbourMount>> {
+    /// The read-write bind mounts of every live container of an agent ([`AGENT_LABELS`]).
+    pub async fn live_rw_binds(&self) -> Result<Vec<NeighbourMount>> {
         Ok(self
-            .live_neighbours(label)
+            .live_neighbours()
             .await?
             .into_iter()
             .flat_map(|n| {

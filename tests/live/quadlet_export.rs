@@ -128,6 +128,8 @@ fn the_unit_is_accepted_by_quadlet_and_carries_the_launch() {
             "DropCapability=all",
             "NoNewPrivileges=true",
             "Label=\"io.ags.export=quadlet\"",
+            // The check after the container must not be killed at systemd's 90 s (attack F1).
+            "TimeoutStopSec=infinity",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
@@ -340,6 +342,15 @@ fn the_units_check_moves_aside_what_the_agent_planted() {
         // Nothing planted: nothing moved.
         let out = env.run(["unit-check", "before", &record]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        // A second `before` while an inventory waits for its `after` (an `after` killed by a
+        // stop timeout, say) is refused: the plants would become the baseline (attack F2).
+        let out = env.run(["unit-check", "before", &record]);
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("did not finish"),
+            "{}",
+            show(&out)
+        );
         let out = env.run(["unit-check", "after", &record]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         assert!(
@@ -411,6 +422,46 @@ fn a_record_others_can_write_is_refused() {
             String::from_utf8_lossy(&out.stderr).contains("private file"),
             "{}",
             show(&out)
+        );
+    });
+}
+
+/// A unit's container carries no owner labels (`ags gc` must leave it alone) but is an agent
+/// all the same: a launch treats its read-write mounts as it treats a running launch's
+/// (unit-check attack F3: before, a launch beside a unit neither distrusted nor refused them).
+#[test]
+fn a_units_container_counts_as_a_running_agent() {
+    each_mode(|env| {
+        let shared = env.mkdir("shared", 0o755);
+        env.mkdir("shared/sub", 0o755);
+        let name = env.unique_name("unit");
+        let spec = json!({
+            "name": name,
+            "image": env.image(),
+            "command": ["sleep", "60"],
+            "netns": {"nsmode": "none"},
+            "labels": {"io.ags.export": "quadlet", common::TEST_LABEL_KEY: env.id()},
+            "mounts": [{"type": "bind", "source": shared, "destination": shared, "options": ["rw"]}],
+        });
+        let created = common::api::call(env.mode(), "POST", "/containers/create", Some(&spec));
+        assert!(created.ok(), "{}", created.text());
+        let sub = shared.join("sub").display().to_string();
+        let out = env.run(launch_args(
+            env,
+            &["--tty=false", "--network", "none", "--add-dir", &sub],
+            &["true"],
+        ));
+        common::api::call(
+            env.mode(),
+            "DELETE",
+            &format!("/containers/{name}?force=true"),
+            None,
+        );
+        assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("lies inside running ags container {name}")),
+            "{err}"
         );
     });
 }
