@@ -50,16 +50,9 @@ pub async fn run(
         tokio::spawn(async move { super::remote::start_keeper(&client, &k).await })
     });
     check(signals)?;
-    let (id, warnings) = create(client, plan, locks).await?;
-    // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup v1);
-    // say so (once per service) rather than pretend they apply.
-    super::notices::print_create_warnings(client.url(), &warnings);
-    cleanup.push(Resource::Container(id.clone()));
-    crate::trace::mark("created");
-    check(signals)?;
-    let opts = AttachOptions::all(plan.tty);
+    let (id, attached) = create_attached(client, plan, locks, cleanup, signals).await?;
     // Attaching initialises the container (runc create), so a missing command fails here.
-    let (output, input) = match client.attach(&id, opts).await {
+    let (output, input) = match attached {
         Ok(attached) => attached.into_demux(),
         Err(e) => match &keeper {
             Some(k) => return Err(super::remote::explain_init_failure(client, k, e).await),
@@ -216,6 +209,46 @@ pub fn staging_volume_options() -> BTreeMap<String, String> {
 /// subordinate-id error (from creates of other users or tools;
 /// [`crate::podman::PodmanError::is_keep_id_subuid_failure`]) is retried a few times on the
 /// versions that make that check.
+/// How often a container whose init was lost while attaching
+/// ([`crate::podman::PodmanError::is_conmon_lost`])
+/// is made again.
+const LOST_INIT_RETRIES: u32 = 2;
+
+/// Create the container and attach to it (which initialises it). When the init is lost on the
+/// way (a monitor or runc's init that died: nothing ran), the container is removed and made
+/// again: what Podman leaves of a failed init varies by version and timing (an attach refused
+/// as "container state improper" on 5.4, an attach that then carried no output on 5.8), and a
+/// new container has none of it. The attach's own error is returned for the caller to explain.
+async fn create_attached(
+    client: &Client,
+    plan: &LaunchPlan,
+    locks: &std::path::Path,
+    cleanup: &mut Cleanup,
+    signals: &SignalWatch,
+) -> Result<(String, crate::podman::Result<crate::podman::AttachStream>), LaunchError> {
+    let mut attempt = 0;
+    loop {
+        let (id, warnings) = create(client, plan, locks).await?;
+        // Podman ignores some settings on some hosts (e.g. the pids limit on rootless cgroup
+        // v1); say so (once per service) rather than pretend they apply.
+        super::notices::print_create_warnings(client.url(), &warnings);
+        cleanup.push(Resource::Container(id.clone()));
+        crate::trace::mark("created");
+        check(signals)?;
+        match client.attach(&id, AttachOptions::all(plan.tty)).await {
+            Err(e) if attempt < LOST_INIT_RETRIES && e.is_conmon_lost() => {
+                attempt += 1;
+                if client.delete(&id, true, true).await.is_ok() {
+                    cleanup.forget(&Resource::Container(id.clone()));
+                }
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                check(signals)?;
+            }
+            attached => return Ok((id, attached)),
+        }
+    }
+}
+
 async fn create(
     client: &Client,
     plan: &LaunchPlan,

@@ -156,28 +156,15 @@ impl Client {
 
     /// Attach to a container (HTTP upgrade). Attaching initialises a created container; attach
     /// before `start` so no output is lost. See `attach.rs` for the stream format and stdin EOF.
-    /// A monitor lost while initialising ([`PodmanError::is_conmon_lost`]) is retried, and the
-    /// retry initialises the container first: after a failed init Podman 5 may leave it in a
-    /// state that attach refuses ("can only attach to created or running containers") but init
-    /// accepts (seen under load on 5.4.2).
+    /// A lost init is not retried here: the launch makes a new container (`launch::lifecycle`).
     pub async fn attach(&self, id: &str, opts: AttachOptions) -> Result<AttachStream> {
-        let req = || {
-            Request::new(Method::POST, container(id, "/attach"))
-                .query("stream", "true")
-                .query("stdin", bool_str(opts.stdin))
-                .query("stdout", bool_str(opts.stdout))
-                .query("stderr", bool_str(opts.stderr))
-                .query("detachKeys", "")
-        };
-        let retried = std::cell::Cell::new(false);
-        let upgraded = retry_conmon_lost(|| async {
-            if retried.replace(true) {
-                self.call(Request::new(Method::POST, container(id, "/init")))
-                    .await?;
-            }
-            self.upgrade(req()).await
-        })
-        .await?;
+        let req = Request::new(Method::POST, container(id, "/attach"))
+            .query("stream", "true")
+            .query("stdin", bool_str(opts.stdin))
+            .query("stdout", bool_str(opts.stdout))
+            .query("stderr", bool_str(opts.stderr))
+            .query("detachKeys", "");
+        let upgraded = self.upgrade(req).await?;
         Ok(AttachStream::new(upgraded, opts.tty))
     }
 
