@@ -65,6 +65,32 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
     ));
     super::finish(rt);
     let (plan, secrets, digest) = built?;
+    let output = Output {
+        config: &config,
+        settings: &settings,
+        git: git.as_ref(),
+        service_url: service_url.as_deref(),
+    };
+    print_plan(format, plan, (secrets, digest), args, &output)?;
+    Ok(0)
+}
+
+/// What [`print_plan`] needs besides the plan.
+struct Output<'a> {
+    config: &'a Config,
+    settings: &'a RunSettings,
+    git: Option<&'a GitSource>,
+    service_url: Option<&'a str>,
+}
+
+/// The plan in `format` on standard output (the Quadlet units into `--quadlet-dir`).
+fn print_plan(
+    format: PlanFormat,
+    plan: LaunchPlan,
+    (secrets, digest): (stage::Secrets, String),
+    args: &PlanArgs,
+    out: &Output<'_>,
+) -> Result<(), Error> {
     match format {
         PlanFormat::Json => {
             let mut value = serde_json::to_value(&plan).expect("a plan always serializes");
@@ -79,18 +105,19 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8, Error> {
             println!("digest (--expect-plan): {digest}");
         }
         PlanFormat::Kube => {
-            if git.is_none() {
-                kube_check_notice(&config, &settings, &plan)?;
+            if out.git.is_none() {
+                kube_check_notice(out.config, out.settings, &plan)?;
             }
-            let cgroup_v1 = rootless_cgroup_v1(service_url.as_deref());
-            print_kube(plan, secrets, git.as_ref(), cgroup_v1, args.no_hooks)?;
+            let cgroup_v1 = rootless_cgroup_v1(out.service_url);
+            print_kube(plan, secrets, out.git, cgroup_v1, args.no_hooks)?;
         }
         PlanFormat::Quadlet => {
             prepare_git_guards(&plan, false)?;
-            super::plan_quadlet::print(&config, &settings, &plan, args.quadlet_dir.as_deref())?;
+            let dir = args.quadlet_dir.as_deref();
+            super::plan_quadlet::print(out.config, out.settings, &plan, dir)?;
         }
     }
-    Ok(0)
+    Ok(())
 }
 
 /// A played Pod has no `ags` beside it: with a `hostPath` workspace that has git metadata or
