@@ -13,7 +13,7 @@ use crate::launch::LaunchError;
 use crate::plan::{LaunchPlan, PlanError, RunSettings, quadlet};
 
 /// Print the units of `plan` (each after a `# ---- FILE` line), or write them into `dir`. The
-/// record of the unit's workspace check (`ags unit-check`) is written first.
+/// record of the unit's workspace check (`ags unit-check`) is written with them.
 pub(super) fn print(
     config: &Config,
     settings: &RunSettings,
@@ -25,12 +25,14 @@ pub(super) fn print(
     let ags = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(CommandError::io("finding this ags program (the unit runs it)"))?;
-    let record = super::unit_check::record(config, settings, plan)?;
+    // Written once the export is known good: a refused export leaves no record behind.
+    let record = super::unit_check::record_path(config, plan);
     let check = quadlet::Check {
         ags: &ags,
         record: &record,
     };
     let units = quadlet::export(plan, &seccomp, &check).map_err(PlanError::from)?;
+    super::unit_check::write_record(config, settings, plan, &record)?;
     match dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(CommandError::io(format!("creating {}", dir.display())))?;

@@ -92,23 +92,45 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T, Er
 /// Write the record of the check around the exported container of `plan` (ags's state
 /// directory, `units/NAME.json`); its path.
 pub(super) fn record(config: &Config, settings: &RunSettings, plan: &LaunchPlan) -> Result<PathBuf, Error> {
-    let watch = unit_watch(config, settings, plan);
+    let path = record_path(config, plan);
+    write_record(config, settings, plan, &path)?;
+    Ok(path)
+}
+
+/// Where the record of the check around the exported container of `plan` goes.
+pub(super) fn record_path(config: &Config, plan: &LaunchPlan) -> PathBuf {
     let name = &plan.container_name;
-    let dir = config.paths.state_dir().join("units");
-    crate::fsutil::ensure_private_dir(&dir)
-        .map_err(|e| CommandError::invalid(dir.display().to_string(), e.to_string()))?;
-    let path = dir.join(format!("{name}.json"));
+    config
+        .paths
+        .state_dir()
+        .join("units")
+        .join(format!("{name}.json"))
+}
+
+/// Write the record of the check around the exported container of `plan` at `path`
+/// ([`record_path`]).
+pub(super) fn write_record(
+    config: &Config,
+    settings: &RunSettings,
+    plan: &LaunchPlan,
+    path: &Path,
+) -> Result<(), Error> {
+    let watch = unit_watch(config, settings, plan);
+    if let Some(dir) = path.parent() {
+        crate::fsutil::ensure_private_dir(dir)
+            .map_err(|e| CommandError::invalid(dir.display().to_string(), e.to_string()))?;
+    }
     let bytes = serde_json::to_vec(&watch).map_err(|e| {
         let rule = format!("the unit's record cannot be written ({e}): a path that is not UTF-8?");
         CommandError::invalid(path.display().to_string(), rule)
     })?;
-    crate::fsutil::atomic_write(&path, &bytes, 0o600)
+    crate::fsutil::atomic_write(path, &bytes, 0o600)
         .map_err(CommandError::io(format!("writing {}", path.display())))?;
-    Ok(path)
+    Ok(())
 }
 
-/// What a unit's (or a played Pod's) check compares, as a launch's: the git roots, guards and protected files of
-/// the plan, its read-write mounts, `[git]`.
+/// What a unit's (or a played Pod's) check compares, as a launch's: the git roots, guards and
+/// protected files of the plan, its read-write mounts, `[git]`.
 fn unit_watch(config: &Config, settings: &RunSettings, plan: &LaunchPlan) -> UnitWatch {
     let roots = super::git_host::git_roots(config, &settings.mounts);
     let writable = plan

@@ -237,6 +237,10 @@ fn a_launch_that_needs_ags_beside_it_is_refused_with_what_to_do() {
             "{err}"
         );
         assert!(!err.contains("quadlet-secret-5b1e"), "{err}");
+        // Nor a record of the unit's check.
+        let records = env.state_home().join("ags/units");
+        let left = std::fs::read_dir(&records).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(left, 0, "a refused export left a record in {}", records.display());
         assert_eq!(
             std::fs::read_dir(&units).unwrap().count(),
             0,
