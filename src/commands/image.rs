@@ -145,6 +145,11 @@ fn build_options(args: &ImageBuildArgs, context: &Context) -> Result<BuildOption
     if let Some(base) = &args.base {
         opts.build_args.insert(image::BASE_ARG.into(), base.clone());
     }
+    if args.context.is_none() {
+        // The embedded image's Node compile cache is made for the uid launches run as: ours.
+        let uid = nix::unistd::getuid().as_raw().to_string();
+        opts.build_args.entry(image::AGENT_UID_ARG.into()).or_insert(uid);
+    }
     Ok(opts)
 }
 
@@ -264,6 +269,10 @@ mod tests {
         assert_eq!(o.build_args["X"], "1");
         let o = build_options(&args(None, None), &ctx).unwrap();
         assert!(!o.build_args.contains_key("BASE"));
+        let uid = nix::unistd::getuid().as_raw().to_string();
+        assert_eq!(o.build_args["AGENT_UID"], uid, "the embedded image's compile cache is made for us");
+        let o = build_options(&args(None, Some("/d")), &ctx).unwrap();
+        assert!(!o.build_args.contains_key("AGENT_UID"), "a directory context gets what was given");
     }
 
     #[test]

@@ -185,6 +185,7 @@ mod tests {
         assert_eq!(names(&c.tar), ["Containerfile", "extra-ca/README"]);
         assert!(EMBEDDED_CONTAINERFILE.contains(&format!("ARG BASE={DEFAULT_BASE}")));
         assert!(EMBEDDED_CONTAINERFILE.contains("FROM ${BASE}"));
+        assert!(EMBEDDED_CONTAINERFILE.contains(&format!("ARG {}=", super::super::AGENT_UID_ARG)));
         assert!(EMBEDDED_CONTAINERFILE.contains("USER dev"));
         for line in EMBEDDED_CONTAINERFILE.lines().filter(|l| l.starts_with("COPY")) {
             let src = line.split_whitespace().nth(1).unwrap();

@@ -20,6 +20,10 @@ pub use progress::BuildStats;
 /// The Containerfile `ARG` that names the base image.
 pub const BASE_ARG: &str = "BASE";
 
+/// The embedded Containerfile's build argument naming the uid its Node compile cache is made
+/// for; `ags image build` passes the invoking user's unless `--build-arg` sets it.
+pub const AGENT_UID_ARG: &str = "AGENT_UID";
+
 /// Changes applied by `ags image import` when no `--change` is given: a usual `PATH` and a
 /// shell as the default command.
 pub const DEFAULT_IMPORT_CHANGES: &[&str] = &[
