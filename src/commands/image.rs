@@ -270,9 +270,15 @@ mod tests {
         let o = build_options(&args(None, None), &ctx).unwrap();
         assert!(!o.build_args.contains_key("BASE"));
         let uid = nix::unistd::getuid().as_raw().to_string();
-        assert_eq!(o.build_args["AGENT_UID"], uid, "the embedded image's compile cache is made for us");
+        assert_eq!(
+            o.build_args["AGENT_UID"], uid,
+            "the embedded image's compile cache is made for us"
+        );
         let o = build_options(&args(None, Some("/d")), &ctx).unwrap();
-        assert!(!o.build_args.contains_key("AGENT_UID"), "a directory context gets what was given");
+        assert!(
+            !o.build_args.contains_key("AGENT_UID"),
+            "a directory context gets what was given"
+        );
     }
 
     #[test]

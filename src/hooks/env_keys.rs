@@ -8,14 +8,16 @@
 //! letter case. docs/prepare-hooks.md lists the same data (a test keeps them in step).
 
 /// Exact environment names a hook may not set: runtime, guard, host-auth and agent-config
-/// redirectors, code injectors of shells, the C library and language runtimes, and the agents'
+/// redirectors, code injectors of shells, the C library and language runtimes (Node's compile
+/// cache among them: Node checks an entry only against its source's size and checksum, so a
+/// cache the agent wrote runs the agent's code in place of the guard), and the agents'
 /// API endpoint overrides (a hook must not be able to send the agent's requests, API key
 /// included, somewhere else). Provider API keys (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …) are
 /// allowed.
 #[rustfmt::skip]
 pub const RESERVED_ENV_NAMES: &[&str] = &[
     "HOME", "PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "CDPATH", "IFS", "PROMPT_COMMAND",
-    "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB",
+    "NODE_OPTIONS", "NODE_PATH", "NODE_COMPILE_CACHE", "NODE_COMPILE_CACHE_PORTABLE", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB",
     "PERLLIB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
     "GCONV_PATH", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "RUSTUP_HOME",
     "CARGO_HOME", "GOPATH", "GOCACHE", "SCCACHE_DIR", "CACHEPOT_DIR", "SSH_AUTH_SOCK", "BROWSER",
@@ -41,12 +43,14 @@ pub const ENDPOINT_ENV_NAMES: &[&str] = &[
 ];
 
 /// Environment name prefixes a hook may not use (case-sensitive, like the names themselves).
+/// `JITI_` configures the loader pi starts extensions with, ags's guard included (its alias
+/// table and its cache of transpiled code).
 /// `GIT_` covers every variable that makes Git run a program or read other config or
 /// repositories (`GIT_SSH_COMMAND`, `GIT_EXTERNAL_DIFF`, `GIT_CONFIG_*`, `GIT_DIR`,
 /// `GIT_EXEC_PATH`, `GIT_ASKPASS`, `GIT_PROXY_COMMAND`, …), except [`ALLOWED_ENV_NAMES`].
 #[rustfmt::skip]
 pub const RESERVED_ENV_PREFIXES: &[&str] = &[
-    "AGS_", "OP_", "PNPM_", "MISE_", "LD_", "DCG_", "PI_GUARD_", "GIT_", "CLAUDE_",
+    "AGS_", "OP_", "PNPM_", "MISE_", "LD_", "DCG_", "PI_GUARD_", "GIT_", "CLAUDE_", "JITI_",
 ];
 
 /// Environment name prefixes reserved in any letter case (`npm_config_*` is read by npm in
