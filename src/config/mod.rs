@@ -9,6 +9,7 @@ mod decls;
 mod file;
 mod network;
 mod overlay;
+mod overlay_summary;
 mod paths;
 mod safety;
 mod user;
@@ -288,16 +289,17 @@ fn load_overlay(
     ask: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Option<(PathBuf, ConfigFile)>> {
-    let parsed = safety::read_overlay(root, Path::new(OVERLAY)).and_then(|text| parse_text(path, &text));
-    let file = match parsed {
-        Ok(file) => file,
+    let parsed = safety::read_overlay(root, Path::new(OVERLAY))
+        .and_then(|text| parse_text(path, &text).map(|file| (file, text)));
+    let (file, text) = match parsed {
+        Ok(parsed) => parsed,
         Err(e @ (ConfigError::Parse { .. } | ConfigError::TooLarge { .. } | ConfigError::Read { .. })) => {
             warnings.push(overlay::unreadable(paths, root, path, e)?);
             return Ok(None);
         }
         Err(e) => return Err(e),
     };
-    match overlay::decide(paths, root, path, &file, ask)? {
+    match overlay::decide(paths, root, path, (&file, &text), ask)? {
         overlay::Decision::Load => {
             check_not_writable_by_others(path, "project config overlay")?;
             file::check_overlay_fields(&file).map_err(|key| ConfigError::OverlayField {

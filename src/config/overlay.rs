@@ -20,8 +20,15 @@ pub enum Decision {
     Skip(String),
 }
 
-/// Decide whether to load the overlay of `root`.
-pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask: bool) -> Result<Decision> {
+/// Decide whether to load the overlay of `root`, parsed as `file` from `text`; the question on the
+/// terminal shows what it sets ([`super::overlay_summary`]).
+pub fn decide(
+    paths: &Paths,
+    root: &Path,
+    overlay: &Path,
+    (file, text): (&ConfigFile, &str),
+    ask: bool,
+) -> Result<Decision> {
     let trust_file = paths.overlay_trust_file();
     if is_trusted(&trust_file, root)? {
         return Ok(Decision::Load);
@@ -29,7 +36,7 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
     let has_hooks = file.declares_hooks() || file.declares_agent_hooks();
     if ask {
         let text = format!(
-            "ags: {} is a project config overlay{}.\n",
+            "ags: {} is a project config overlay{}.\n{}",
             safepath::display(overlay),
             match (file.declares_hooks(), file.declares_agent_hooks()) {
                 (true, _) => " that declares hooks (each needs its own approval too)",
@@ -37,6 +44,7 @@ pub fn decide(paths: &Paths, root: &Path, overlay: &Path, file: &ConfigFile, ask
                     " that declares agent hooks (run inside the container; trusting covers them)",
                 (false, false) => "",
             },
+            super::overlay_summary::summary(text),
         );
         match prompt::confirm(&text, &format!("Trust overlays of {}?", safepath::display(root))) {
             Ok(true) => {

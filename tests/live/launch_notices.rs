@@ -1,6 +1,7 @@
 //! What a launch and `ags gc` say, against each live service: a missing image gets advice that
 //! fits its reference (never Podman's raw API text), Podman's create warnings (the rootless
-//! cgroup v1 resource-limit one) are said once per service, and `ags gc` says when there is
+//! cgroup v1 resource-limit one) are said once per service, `ags plan` warns of a missing image
+//! once, also around refused trust and approval questions, and `ags gc` says when there is
 //! nothing to clean up.
 
 use crate::common;
@@ -41,6 +42,57 @@ fn missing_image_advice_fits_the_reference_without_raw_api_text() {
         }
     });
 }
+
+/// `ags plan` on a terminal with a missing image and an untrusted overlay: the warning comes once,
+/// whether the overlay (its hook) is refused or trusted and its hook's approval refused (issue 28
+/// item 9 said it repeated after a refused approval).
+#[test]
+fn plan_warns_of_a_missing_image_once_around_refused_questions() {
+    each_mode(|env| {
+        let hook = env.write_file("hooks/h", "#!/bin/sh\necho '{\"version\":1}'\n", 0o755);
+        let overlay = common::launch::decl("h", &hook, &[], "");
+        common::launch::write_overlay(env, &format!("{overlay}[network]\nmode = \"none\"\n"));
+        let image = "localhost/ags-no-such-image:0";
+        let warning = format!("ags: warning: a launch would fail: image {image} is not present");
+        // Each case: the answers, in order, to the questions it waits for; what it exits with.
+        let trust = "Trust overlays of";
+        let approve = "Approve prepare hook h?";
+        for (answers, code) in [
+            (&[(trust, "y"), (approve, "n")][..], 125),
+            (&[(trust, "n")][..], 125),
+        ] {
+            let _ = std::fs::remove_file(common::launch::paths(env).overlay_trust_file());
+            let mut s = env.spawn_pty(["plan", "--image", image], 24, 200);
+            for (question, answer) in answers {
+                assert!(
+                    s.wait_for(question, PROMPT_WAIT),
+                    "no {question:?}: {}",
+                    s.output()
+                );
+                s.write(format!("{answer}\n").as_bytes());
+            }
+            let status = s.wait(PROMPT_WAIT).expect("ags exits");
+            assert_eq!(status.code(), Some(code), "{}", s.output());
+            let said = s.output().matches(&warning).count();
+            let expected = usize::from(answers.len() > 1);
+            assert_eq!(said, expected, "{answers:?}: said {said} times: {}", s.output());
+        }
+        // An overlay without hooks, refused: skipped, and the plan goes on.
+        common::launch::write_overlay(env, "[network]\nmode = \"none\"\n");
+        let mut s = env.spawn_pty(["plan", "--image", image], 24, 200);
+        assert!(s.wait_for(trust, PROMPT_WAIT), "no question: {}", s.output());
+        s.write(b"n\n");
+        assert_eq!(
+            s.wait(PROMPT_WAIT).and_then(|st| st.code()),
+            Some(0),
+            "{}",
+            s.output()
+        );
+        assert_eq!(s.output().matches(&warning).count(), 1, "{}", s.output());
+    });
+}
+
+const PROMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[test]
 fn podman_create_warnings_are_said_once_per_service() {

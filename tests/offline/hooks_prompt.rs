@@ -264,3 +264,45 @@ fn input_typed_before_the_prompt_does_not_answer_it() {
     );
     assert!(!marker.exists());
 }
+
+/// The overlay trust question shows what the overlay sets, env values by their names only and
+/// terminal controls escaped; a no trusts nothing.
+#[test]
+fn the_overlay_trust_prompt_shows_what_the_overlay_sets() {
+    let env = TestEnv::without_podman();
+    let marker = env.root().join("ran");
+    let h = marking_hook(&env, "h", &marker);
+    let overlay = format!(
+        "{}\n[network]\nmode = \"none\"\ndeny = [\"evil\\u001b]0;x\\u0007.example\"]\n\
+         [agent.claude.env]\nAPI_TOKEN = \"s3cret-value\"\n",
+        decl("h", &h, &["--fast"], "")
+    );
+    common::launch::write_overlay(&env, &overlay);
+    let mut s = env.spawn_pty(["plan"], 24, 200);
+    assert!(s.wait_for("Trust overlays of", WAIT), "no prompt: {}", s.output());
+    s.write(b"n\n");
+    let status = s.wait(WAIT).expect("ags exits after a no");
+    assert_eq!(status.code(), Some(125), "{}", s.output());
+    let shown = s.output();
+    let question = &shown[..shown.find("Trust overlays of").unwrap()];
+    for line in [
+        "It sets:\r\n",
+        "  agent.claude.env: names API_TOKEN (values not shown)\r\n",
+        "  network.deny = [\"evil\\u{1b}]0;x\\u{7}.example\"]\r\n",
+        "  network.mode = \"none\"\r\n",
+        &format!(
+            "  [[prepare_hook]] args = [\"--fast\"], executable = {:?}, name = \"h\"\r\n",
+            h.display().to_string()
+        ),
+    ] {
+        assert!(question.contains(line), "{line:?} not in the prompt: {question}");
+    }
+    assert!(!shown.contains("s3cret"), "an env value was shown: {shown}");
+    assert!(
+        !shown.contains('\x1b'),
+        "a control reached the terminal: {shown:?}"
+    );
+    let trust_file = common::launch::paths(&env).overlay_trust_file();
+    assert!(!trust_file.exists(), "a no records nothing");
+    assert!(!marker.exists());
+}
