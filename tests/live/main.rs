@@ -25,6 +25,7 @@ mod attacks_git_objects;
 mod attacks_git_paths;
 mod attacks_git_scan;
 mod attacks_git_state;
+mod attacks_node_cache;
 mod attacks_quarantine;
 mod attacks_remote_staging;
 mod attacks_user_paths;
