@@ -10,14 +10,16 @@
 /// Exact environment names a hook may not set: runtime, guard, host-auth and agent-config
 /// redirectors, code injectors of shells, the C library and language runtimes (Node's compile
 /// cache among them: Node checks an entry only against its source's size and checksum, so a
-/// cache the agent wrote runs the agent's code in place of the guard), and the agents'
+/// cache the agent wrote runs the agent's code in place of the guard; the temporary directory
+/// too, where pi's extension loader keeps the guard's transpiled code and accepts any file
+/// that ends with the source's digest), and the agents'
 /// API endpoint overrides (a hook must not be able to send the agent's requests, API key
 /// included, somewhere else). Provider API keys (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …) are
 /// allowed.
 #[rustfmt::skip]
 pub const RESERVED_ENV_NAMES: &[&str] = &[
     "HOME", "PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "CDPATH", "IFS", "PROMPT_COMMAND",
-    "NODE_OPTIONS", "NODE_PATH", "NODE_COMPILE_CACHE", "NODE_COMPILE_CACHE_PORTABLE", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB",
+    "NODE_OPTIONS", "NODE_PATH", "NODE_COMPILE_CACHE", "NODE_COMPILE_CACHE_PORTABLE", "TMPDIR", "TMP", "TEMP", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB",
     "PERLLIB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
     "GCONV_PATH", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "RUSTUP_HOME",
     "CARGO_HOME", "GOPATH", "GOCACHE", "SCCACHE_DIR", "CACHEPOT_DIR", "SSH_AUTH_SOCK", "BROWSER",
