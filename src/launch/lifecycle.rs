@@ -296,9 +296,14 @@ async fn create(
 const SLOW_CREATE: Duration = Duration::from_secs(1);
 
 /// `create`, saying on stderr after [`SLOW_CREATE`] what a slow one waits for: rootless with
-/// `keep-id` (spelled out or not: `id_mapped`), the first container of an image makes a copy of its layers owned by the user's
-/// id mapping (a minute for the agent image on a slow disk); later ones reuse it.
-async fn slow_note<T>(create: impl std::future::Future<Output = T>, id_mapped: bool, image: &str) -> T {
+/// `keep-id` (spelled out or not: `id_mapped`), the first container of an image makes a copy
+/// of its layers owned by the user's id mapping (a minute for the agent image on a slow disk);
+/// later ones reuse it. Launches and `ags doctor`'s container.
+pub(crate) async fn slow_note<T>(
+    create: impl std::future::Future<Output = T>,
+    id_mapped: bool,
+    image: &str,
+) -> T {
     tokio::pin!(create);
     tokio::select! {
         done = &mut create => return done,
