@@ -5,6 +5,8 @@
 //! stdout. When the base image is known (the embedded context, or `--base`), the result is
 //! labelled with its recipe digest, and a build whose tag already carries the same digest is
 //! skipped (its ID printed) unless `--no-cache`. import: tar file or stdin → `POST /libpod/images/import` → image ID on stdout.
+//! On a rootless service both then make the id-mapped copy a first launch would wait for
+//! ([`map_for_user`]).
 
 use std::io::{Read, Write};
 use std::time::Instant;
@@ -98,7 +100,8 @@ async fn build(global: &GlobalArgs, args: &ImageBuildArgs) -> Result<u8, Error> 
 
 /// On a rootless service, make now what the first launch of the image would wait for: the
 /// copy of its layers owned by the user's id mapping (`keep-id`), which Podman keeps for later
-/// containers. A container is created (never started) and deleted; a failure is only a note.
+/// containers (in its store, the image's `mapped-layers`). A container is created (never
+/// started) and deleted; a failure is only a note. After a build and after an import.
 async fn map_for_user(client: &Client, tag: &str) {
     if !client.rootless().await.unwrap_or(false) {
         return;
@@ -208,6 +211,7 @@ async fn import(global: &GlobalArgs, args: &ImageImportArgs) -> Result<u8, Error
         args.tar.display(),
         started.elapsed().as_secs_f64()
     );
+    map_for_user(&client, &args.reference).await;
     writeln!(std::io::stdout(), "{id}").map_err(Error::Output)?;
     Ok(0)
 }

@@ -260,8 +260,9 @@ async fn create(
         let path = super::seccomp::write_profile(&plan.seccomp_dir).map_err(LaunchError::Seccomp)?;
         spec.seccomp_profile_path = Some(path.to_string_lossy().into_owned());
     }
-    let keep_id = plan.user_namespace == crate::plan::UserNamespace::KeepId
-        && !crate::podman::spell_out_keep_id(client, &mut spec);
+    // Spelled out or not, a `keep-id` namespace needs the image's layers in the user's id mapping.
+    let id_mapped = plan.user_namespace == crate::plan::UserNamespace::KeepId;
+    let keep_id = id_mapped && !crate::podman::spell_out_keep_id(client, &mut spec);
     let _turn = match keep_id {
         true => super::service_lock::create_turn(locks, client.url()).await,
         false => None,
@@ -273,7 +274,7 @@ async fn create(
     };
     let mut attempt = 0;
     loop {
-        match slow_note(client.create_with_warnings(&spec), keep_id, &plan.image).await {
+        match slow_note(client.create_with_warnings(&spec), id_mapped, &plan.image).await {
             Err(e) if attempt < retries && e.is_keep_id_subuid_failure() => {
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
@@ -295,17 +296,22 @@ async fn create(
 const SLOW_CREATE: Duration = Duration::from_secs(1);
 
 /// `create`, saying on stderr after [`SLOW_CREATE`] what a slow one waits for: rootless with
-/// `keep-id`, the first container of an image makes a copy of its layers owned by the user's
-/// id mapping (a minute for the agent image on a slow disk); later ones reuse it.
-async fn slow_note<T>(create: impl std::future::Future<Output = T>, keep_id: bool, image: &str) -> T {
+/// `keep-id` (spelled out or not: `id_mapped`), the first container of an image makes a copy
+/// of its layers owned by the user's id mapping (a minute for the agent image on a slow disk);
+/// later ones reuse it. Launches and `ags doctor`'s container.
+pub(crate) async fn slow_note<T>(
+    create: impl std::future::Future<Output = T>,
+    id_mapped: bool,
+    image: &str,
+) -> T {
     tokio::pin!(create);
     tokio::select! {
         done = &mut create => return done,
         () = tokio::time::sleep(SLOW_CREATE) => {}
     }
-    let why = match keep_id {
+    let why = match id_mapped {
         true => {
-            "the first launch of an image copies its layers for your user's id mapping, which takes a while for a large image; later launches reuse the copy (`ags image build` makes it ahead)"
+            "the first launch of an image copies its layers for your user's id mapping, which takes a while for a large image; later launches reuse the copy (`ags image build` and `ags image import` make it ahead)"
         }
         false => "the service is busy (other containers starting, or a slow disk)",
     };

@@ -294,6 +294,83 @@ fn import_a_busybox_rootfs_and_launch_it() {
     });
 }
 
+/// Issue 28 item 2: on a rootless service `ags image import` makes the copy of the image's
+/// layers in the user's id mapping that the first launch would otherwise wait for, as
+/// `ags image build` does: a container of the image is created and removed (never started), and
+/// the store lists a mapped layer for the image. A rootful service gets neither.
+#[test]
+fn a_rootless_import_makes_the_id_mapped_copy_ahead() {
+    let _one = IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+    each_mode(|env| {
+        let reference = image_name(env, "mapped");
+        let _guard = ImageGuard::new(env, &[&reference]);
+        let tar = env.write_file("work/rootfs.tar", busybox_rootfs(), 0o644);
+        let label_change = format!("LABEL {}", env.label());
+        let since = unix_now() - 1;
+        let args = [
+            "image",
+            "import",
+            "--reference",
+            &reference,
+            "--change",
+            &label_change,
+        ];
+        let out = env.run(args.into_iter().chain([tar.to_str().unwrap()]));
+        let (stdout, err) = text(&out);
+        assert!(out.status.success(), "{}", show(&out));
+        let rootless = env.mode() == common::Mode::Rootless;
+        assert_eq!(
+            err.contains(&format!("ags: prepared {reference} for your user's id mapping")),
+            rootless,
+            "{err}"
+        );
+        let expected: &[&str] = if rootless { &["create", "remove"] } else { &[] };
+        assert_eq!(container_events(env.mode(), &reference, since), expected);
+        match mapped_layers(env.mode(), stdout.trim()) {
+            Some(n) => assert_eq!(n > 0, rootless, "mapped layers of {reference}: {n}"),
+            None => eprintln!("the store's image records are not readable here: mapped layers unchecked"),
+        }
+        env.assert_no_leftovers();
+    });
+}
+
+fn unix_now() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.expect("a clock after 1970").as_secs()
+}
+
+/// The actions of the container events of `image` since `since` (unix seconds), in order.
+fn container_events(mode: common::Mode, image: &str, since: u64) -> Vec<String> {
+    let filter = encode(&serde_json::json!({ "type": ["container"] }).to_string());
+    let path = format!("/events?stream=false&since={since}&filters={filter}");
+    let reply = call(mode, "GET", &path, None);
+    assert!(reply.ok(), "{} {}", reply.status, reply.text());
+    // One JSON object per line.
+    let events = reply.text();
+    let events = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+    events
+        .filter(|e| e["Actor"]["Attributes"]["image"] == image)
+        .filter_map(|e| e["Action"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// How many id-mapped copies of image `id` the service's store records (containers/storage's
+/// `mapped-layers` of the image in overlay-images/images.json, which the API does not show);
+/// `None` when the store is not overlay or its records are not readable by this process.
+fn mapped_layers(mode: common::Mode, id: &str) -> Option<usize> {
+    let info = call(mode, "GET", "/info", None).json();
+    let store = &info["store"];
+    let driver = store["graphDriverName"].as_str()?;
+    let root = store["graphRoot"].as_str()?;
+    let records = std::fs::read(format!("{root}/{driver}-images/images.json")).ok()?;
+    let records: serde_json::Value = serde_json::from_slice(&records).ok()?;
+    let id = id.trim_start_matches("sha256:");
+    let image = records.as_array()?.iter().find(|i| i["id"] == id)?;
+    Some(image["mapped-layers"].as_array().map_or(0, Vec::len))
+}
+
 #[test]
 fn launch_with_a_missing_image_says_how_to_make_it() {
     each_mode(|env| {

@@ -130,7 +130,9 @@ fn trivial_spec(
 
 /// create → start → poll until exited → delete (also after a failure).
 async fn run_trivial(client: &Client, spec: &SpecGenerator) -> RunResult {
-    let id = client.create(spec).await?;
+    // Rootless (keep-id), the first container of an image waits for its id-mapped copy.
+    let id_mapped = spec.userns.is_some();
+    let id = crate::launch::lifecycle::slow_note(client.create(spec), id_mapped, &spec.image).await?;
     let result = async {
         client.start(&id).await?;
         let exited = client.wait_exited(&id, Duration::from_millis(10));
