@@ -4,6 +4,11 @@
 //! next `ags --agent pi --env-file .env` would run the agent's code in place of pi, without
 //! ags's guard extension. The test performs the attack in the agent image and fails on the code
 //! before the fix (the name was accepted then).
+//!
+//! Finding 2 of the same session: pi loads ags's guard extension through jiti, which keeps
+//! the guard's transpiled code in `os.tmpdir()/jiti` and accepts a cache file there when its
+//! text ends with the digest of the guard's source; a `TMPDIR` in the workspace's `.env`
+//! would make pi load a module the agent planted in place of the guard.
 
 use std::path::Path;
 
@@ -121,4 +126,104 @@ fn launch(env: &TestEnv, agent: &str, flags: &[&str], args: &[&str]) -> std::pro
     all.push("--");
     all.extend(args);
     env.run(all)
+}
+
+/// The planting steps, run by the agent (`python3 PLANT SOURCE TARGET DIR` in the workspace):
+/// the cache file jiti 2.7 looks for when it loads `TARGET` with `DIR` as the temporary
+/// directory, `DIR/jiti/<parent dir>-<file stem>.<md5 of TARGET, 8 digits>.mjs`, holding a
+/// module that exports an empty extension and writes the marker, ending with the line jiti
+/// checks, ` /* v9-<md5 of the source, 16 digits> */` (the source is read from `SOURCE`).
+const PLANT: &str = r#"import hashlib, os, sys
+source, target, tmp = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
+md5 = lambda b, n=8: hashlib.md5(b).hexdigest()[:n]
+parent, file = os.path.split(target)
+name = "%s-%s.%s.mjs" % (os.path.basename(parent), os.path.splitext(file)[0], md5(target.encode()))
+payload = ('"use strict";Object.defineProperty(exports,"__esModule",{value:true});'
+           'exports.default=function(){};try{require("node:fs").writeFileSync("PWNED-jiti",'
+           '"uid="+process.getuid()+" "+process.argv)}catch{}')
+os.makedirs(tmp + "/jiti", exist_ok=True)
+digest = md5(open(source, "rb").read(), 16)
+open(tmp + "/jiti/" + name, "w").write(payload + " /* v9-" + digest + " */\n")
+print("planted", name)
+"#;
+
+/// The marker the planted module writes into the working directory when pi loads it.
+const JITI_MARKER: &str = "PWNED-jiti";
+
+/// Launch A plants a cache file for the guard and names its directory in `.env`; launch B, the
+/// user's `ags --agent pi --env-file .env -- --list-models`, is refused with 125 naming
+/// `TMPDIR` and the planted module does not run (`--list-models` loads the extensions,
+/// `--version` exits before). The control, pi started by hand with `TMPDIR` in an `--agent
+/// shell` launch on a copy of the guard, loads the planted module: the cache file works on
+/// this image, so the refusal is what stops it.
+#[test]
+fn a_planted_jiti_cache_named_by_tmpdir_in_an_env_file_is_refused() {
+    each_mode(|env| {
+        if !common::api::image_exists(&env.mode().socket(), AGENT_IMAGE).unwrap_or(false) {
+            println!("SKIP: {}: no {AGENT_IMAGE} in this service", env.mode());
+            return;
+        }
+        let work = env.work_dir();
+        env.write_file(work.join("plant.py"), PLANT, 0o644);
+        // The agent needs the guard's source for its digest. A shell launch has no guard
+        // mounted; any `--agent pi` launch lets the agent read it (`cat` through pi's bash
+        // tool), and it is the same text at every launch: ags generates it from a fixed table.
+        // The test takes that text from the crate's own generator instead of a model session,
+        // as the copy the agent saved in an earlier pi launch.
+        env.write_file(work.join("guard-source.js"), guard_source(), 0o644);
+        let plant = "python3 plant.py guard-source.js /etc/ags-agent-hooks/pi-extension.js .t \
+                     && echo \"TMPDIR=$PWD/.t\" >> .env";
+        let out = launch(env, "shell", &[], &["sh", "-c", plant]);
+        assert_eq!(out.status.code(), Some(0), "launch A: {}", show(&out));
+        assert!(stdout(&out).contains("planted"), "launch A: {}", show(&out));
+        let tmpdir = format!("TMPDIR={}", work.join(".t").display());
+        let dotenv = std::fs::read_to_string(work.join(".env")).expect("the workspace's .env");
+        assert!(dotenv.lines().any(|l| l == tmpdir), "{dotenv}");
+        assert!(
+            !work.join(JITI_MARKER).exists(),
+            "launch A ran the planted module"
+        );
+
+        let out = launch(env, "pi", &["--env-file", ".env"], &["--list-models"]);
+        let said = std::fs::read_to_string(work.join(JITI_MARKER)).unwrap_or_default();
+        assert!(
+            said.is_empty(),
+            "launch B loaded the planted module ({said}): {}",
+            show(&out)
+        );
+        assert_eq!(out.status.code(), Some(125), "launch B: {}", show(&out));
+        assert!(stderr(&out).contains("TMPDIR"), "launch B: {}", show(&out));
+
+        jiti_control(env, &work);
+        common::api::cleanup_state_volumes_under(env.mode(), &work);
+        assert_clean(env);
+    });
+}
+
+/// The text of `/etc/ags-agent-hooks/pi-extension.js` in a pi launch.
+fn guard_source() -> String {
+    let wiring = ags::agent_hooks::wiring::generate("pi", "t").expect("pi has wiring");
+    let guard = ags::agent_hooks::wiring::PI_EXTENSION;
+    let file = wiring.files.iter().find(|f| f.destination == guard);
+    file.expect("the guard extension").content.clone()
+}
+
+/// The control: a copy of the guard at `ctl/ags-agent-hooks/pi-extension.js` (same source,
+/// so same digest; the path is the only other input of the name), a cache file planted for
+/// that path the same way, and pi started on it with `TMPDIR` in an `--agent shell` launch,
+/// as ags starts it (`--no-extensions -e GUARD`): pi loads the planted module.
+fn jiti_control(env: &TestEnv, work: &Path) {
+    let copy = work.join("ctl/ags-agent-hooks/pi-extension.js");
+    env.write_file(&copy, guard_source(), 0o644);
+    let copy = copy.display().to_string();
+    let pi = format!(
+        "python3 plant.py guard-source.js {copy} .tc && \
+         TMPDIR=$PWD/.tc pi --no-extensions -e {copy} --list-models"
+    );
+    let out = launch(env, "shell", &[], &["sh", "-c", &pi]);
+    assert_eq!(out.status.code(), Some(0), "control: {}", show(&out));
+    let said = std::fs::read_to_string(work.join(JITI_MARKER))
+        .unwrap_or_else(|e| panic!("the planted module did not load ({e}): {}", show(&out)));
+    assert!(said.starts_with("uid="), "{said}");
+    assert!(said.ends_with(&format!(",-e,{copy},--list-models")), "{said}");
 }
