@@ -373,3 +373,7 @@ fn may_be_store(dir: &Path) -> bool {
     let fan_out = own.len() == 2 && own.iter().all(u8::is_ascii_hexdigit);
     own == b"objects" || (fan_out || own == b"pack") && dir.parent().is_some_and(|p| name(p) == b"objects")
 }
+
+#[cfg(test)]
+#[path = "tree_walk_tests.rs"]
+mod tests;
