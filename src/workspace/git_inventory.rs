@@ -290,12 +290,12 @@ impl<'a> Walk<'a> {
     /// files when it is part of an object store, and itself when it is a git dir.
     fn listed(&mut self, dir: &Path, listing: Listing) {
         let store = self.in_object_store(dir);
-        for (name, kind) in listing.entries {
-            let path = dir.join(std::ffi::OsStr::from_bytes(&name));
-            if *name == *b".git" {
-                self.dot_git(&path, kind);
-            } else if store && let Ok(meta) = std::fs::symlink_metadata(&path) {
-                self.object_file(path, &meta);
+        for entry in listing.entries {
+            let path = dir.join(std::ffi::OsStr::from_bytes(&entry.name));
+            if *entry.name == *b".git" {
+                self.dot_git(&path, entry.kind);
+            } else if store && let Some(stat) = &entry.stat {
+                self.object_file(path, stat);
             }
         }
         let Listing {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, Stat};
 
 use super::{MAX_DEPTH, MAX_ENTRIES};
 
@@ -89,7 +89,16 @@ pub(super) struct Listing {
     /// In listing order: each `.git` that is no directory and, when the directory may be part
     /// of an object store (`objects`, `objects/ab`, `objects/pack`), every entry that is no
     /// directory.
-    pub(super) entries: Vec<(Box<[u8]>, Kind)>,
+    pub(super) entries: Vec<Entry>,
+}
+
+/// An entry of a listed directory that is no directory.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) name: Box<[u8]>,
+    pub(super) kind: Kind,
+    /// What `lstat` says of an entry of an object store (`None`: not asked, or it failed).
+    pub(super) stat: Option<Stat>,
 }
 
 impl Listing {
@@ -222,12 +231,7 @@ fn visit(shared: &Shared, job: Job, buf: &mut [MaybeUninit<u8>], out: &mut Vec<R
         depth,
     } = job;
     if depth > MAX_DEPTH {
-        out.push(Record {
-            key,
-            path,
-            depth,
-            met: Met::Deep,
-        });
+        out.push(record(key, path, depth, Met::Deep));
         return None;
     }
     if shared.stop.load(Ordering::Relaxed) {
@@ -236,12 +240,7 @@ fn visit(shared: &Shared, job: Job, buf: &mut [MaybeUninit<u8>], out: &mut Vec<R
     let fd = match open(parent.as_deref(), &path) {
         Ok(fd) => Arc::new(fd),
         Err(e) => {
-            out.push(Record {
-                key,
-                path,
-                depth,
-                met: Met::Unlisted(e.into()),
-            });
+            out.push(record(key, path, depth, Met::Unlisted(e.into())));
             return None;
         }
     };
@@ -249,53 +248,39 @@ fn visit(shared: &Shared, job: Job, buf: &mut [MaybeUninit<u8>], out: &mut Vec<R
     let (listing, subdirs) = match list(shared, &fd, &path, buf) {
         Ok(Ok(listed)) => listed,
         Ok(Err(crossed)) => {
-            if crossed {
-                let met = Met::Stopped;
-                out.push(Record {
-                    key,
-                    path,
-                    depth,
-                    met,
-                });
-            }
+            out.extend(crossed.then(|| record(key, path, depth, Met::Stopped)));
             return None;
         }
         Err(e) => {
-            let met = Met::Unlisted(e.into());
-            out.push(Record {
-                key,
-                path,
-                depth,
-                met,
-            });
+            out.push(record(key, path, depth, Met::Unlisted(e.into())));
             return None;
         }
     };
     let mut jobs: Vec<Job> = subdirs
         .into_iter()
         .enumerate()
-        .map(|(i, name)| Job {
+        .map(|(i, path)| Job {
             parent: Some(fd.clone()),
-            path: path.join(OsStr::from_bytes(&name)),
+            path,
             key: key.iter().copied().chain([i as u32]).collect(),
             depth: depth + 1,
         })
         .collect();
     if listing.any() || path.file_name().is_some_and(|n| n == ".git") {
-        out.push(Record {
-            key,
-            path,
-            depth,
-            met: Met::Listed(listing),
-        });
+        out.push(record(key, path, depth, Met::Listed(listing)));
     }
-    let mine = if jobs.is_empty() {
-        None
-    } else {
-        Some(jobs.swap_remove(0))
-    };
+    let mine = jobs.pop();
     shared.push(jobs);
     mine
+}
+
+fn record(key: Box<[u32]>, path: PathBuf, depth: usize, met: Met) -> Record {
+    Record {
+        key,
+        path,
+        depth,
+        met,
+    }
 }
 
 /// Open the directory `path`, an entry of `parent` (never through a link), or the top.
@@ -309,8 +294,8 @@ fn open(parent: Option<&OwnedFd>, path: &Path) -> rustix::io::Result<OwnedFd> {
     }
 }
 
-/// What a directory holds that the inventory looks at, and the names of its subdirectories.
-type Listed = (Listing, Vec<Box<[u8]>>);
+/// What a directory holds that the inventory looks at, and the paths of its subdirectories.
+type Listed = (Listing, Vec<PathBuf>);
 
 /// List the open directory `fd` (at `path`); `Ok(Err(crossed))` once the walk stopped
 /// ([`Shared::count`]).
@@ -337,12 +322,13 @@ fn list(
             }
             counted = 0;
         }
-        let kind = match entry.file_type() {
-            FileType::Unknown => match rustix::fs::statat(fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(stat) => Kind::of(FileType::from_raw_mode(stat.st_mode)),
+        let lstat = || rustix::fs::statat(fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW);
+        let (kind, stat) = match entry.file_type() {
+            FileType::Unknown => match lstat() {
+                Ok(stat) => (Kind::of(FileType::from_raw_mode(stat.st_mode)), Some(stat)),
                 Err(_) => continue,
             },
-            kind => Kind::of(kind),
+            kind => (Kind::of(kind), None),
         };
         match name {
             b"HEAD" => listing.head = true,
@@ -352,9 +338,19 @@ fn list(
             _ => {}
         }
         if kind == Kind::Dir {
-            subdirs.push(name.into());
-        } else if store || name == b".git" {
-            listing.entries.push((name.into(), kind));
+            subdirs.push(path.join(OsStr::from_bytes(name)));
+        } else if name == b".git" {
+            let name = name.into();
+            listing.entries.push(Entry {
+                name,
+                kind,
+                stat: None,
+            });
+        } else if store {
+            // Read here, on this thread: an object file is judged by its identity and size.
+            let stat = stat.map_or_else(lstat, Ok).ok();
+            let name = name.into();
+            listing.entries.push(Entry { name, kind, stat });
         }
     }
     if let Err(crossed) = shared.count(counted) {

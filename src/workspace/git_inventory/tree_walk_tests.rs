@@ -1,4 +1,5 @@
 use super::*;
+use std::os::unix::fs::MetadataExt;
 
 fn mkdir(path: &Path) {
     std::fs::create_dir_all(path).unwrap();
@@ -20,6 +21,7 @@ fn listed(records: &[Record], root: &Path) -> Vec<String> {
 /// Many directories, a few of them git dirs: only those leave records, each after every
 /// directory above it (the order one walk on one thread meets them in), and every entry counts.
 #[test]
+#[allow(clippy::unnecessary_cast)] // `stat`'s field types vary by architecture
 fn only_what_is_judged_is_kept_in_depth_first_order() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path();
@@ -57,7 +59,20 @@ fn only_what_is_judged_is_kept_in_depth_first_order() {
     assert_eq!(entries, 7 + walkdir_count(root));
     let sub = records.iter().find(|r| r.path == root.join("sub")).unwrap();
     let Met::Listed(l) = &sub.met else { panic!() };
-    assert_eq!(l.entries, [(Box::from(&b".git"[..]), Kind::File)]);
+    let [entry] = &l.entries[..] else { panic!() };
+    assert_eq!((&*entry.name, entry.kind), (&b".git"[..], Kind::File));
+    assert!(entry.stat.is_none());
+    let store = records
+        .iter()
+        .find(|r| r.path == root.join(".git/objects/ab"))
+        .unwrap();
+    let Met::Listed(l) = &store.met else { panic!() };
+    let file = std::fs::symlink_metadata(root.join(".git/objects/ab/cdef")).unwrap();
+    let stat = l.entries[0].stat.as_ref().unwrap();
+    assert_eq!(
+        (stat.st_ino as u64, stat.st_size as u64),
+        (file.ino(), file.len())
+    );
 }
 
 fn walkdir_count(dir: &Path) -> usize {
@@ -83,7 +98,10 @@ fn links_are_not_followed() {
     let (records, _) = walk(&root, 0, 0);
     assert_eq!(listed(&records, &root), [""]);
     let Met::Listed(l) = &records[0].met else { panic!() };
-    assert_eq!(l.entries, [(Box::from(&b".git"[..]), Kind::Link)]);
+    assert_eq!(
+        (&*l.entries[0].name, l.entries[0].kind),
+        (&b".git"[..], Kind::Link)
+    );
 }
 
 /// What cannot be opened as a directory, what lies too deep, and the walk past its limit of
