@@ -36,7 +36,7 @@
 //! (git accepts a bare repository found that way). The whole interior of every git dir is walked
 //! (a git dir can hide anywhere in another one). Paths in `skip` (the read-only guards: the
 //! agent could not write them) are never reported. Symbolic links are never followed. Pure
-//! reading.
+//! reading; the directories are listed on a few threads (`tree_walk`), judged on one.
 
 mod index;
 mod index_recheck;
