@@ -128,7 +128,8 @@ pub(super) fn walk(top: &Path, depth: usize, entries: usize) -> (Vec<Record>, us
         let helpers: Vec<_> = (1..threads).map(|_| s.spawn(|| work(&shared, None))).collect();
         let mut records = work(&shared, Some(first));
         for helper in helpers {
-            records.extend(helper.join().unwrap_or_default());
+            // A thread that failed leaves the walk incomplete: never passed over in silence.
+            records.extend(helper.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         }
         records
     });
@@ -202,8 +203,24 @@ impl Shared {
     }
 }
 
+/// Stops the walk when its thread panics, so that the others end (and the panic goes on).
+struct Leaving<'a>(&'a Shared);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.stop.store(true, Ordering::Relaxed);
+            let mut stack = self.0.stack.lock().unwrap_or_else(|e| e.into_inner());
+            stack.1 = stack.1.saturating_sub(1);
+            drop(stack);
+            self.0.ready.notify_all();
+        }
+    }
+}
+
 /// One thread of the walk, starting with `first` if given: its records.
 fn work(shared: &Shared, first: Option<Job>) -> Vec<Record> {
+    let _leaving = Leaving(shared);
     let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
     let mut out = Vec::new();
     let mut busy = first.is_some();
