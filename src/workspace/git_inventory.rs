@@ -36,7 +36,7 @@
 //! (git accepts a bare repository found that way). The whole interior of every git dir is walked
 //! (a git dir can hide anywhere in another one). Paths in `skip` (the read-only guards: the
 //! agent could not write them) are never reported. Symbolic links are never followed. Pure
-//! reading.
+//! reading; the directories are listed on a few threads (`tree_walk`), judged on one.
 
 mod index;
 mod index_recheck;
@@ -47,8 +47,10 @@ mod refs;
 mod state;
 #[cfg(test)]
 pub(crate) mod test_git;
+mod tree_walk;
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::git::model::config_keys::risky_keys;
@@ -60,6 +62,7 @@ pub use refs::MovedRefs;
 use refs::Tips;
 pub use state::packed_refs_without_replace;
 use state::{Seen, State, gitfile_target, observe};
+use tree_walk::{Kind, Listing, Met};
 
 /// At most this many directory entries are looked at; beyond, the check is incomplete.
 pub const MAX_ENTRIES: usize = 5_000_000;
@@ -251,63 +254,62 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Walk `dir`, `depth` levels below a root.
+    /// Walk `dir`, `depth` levels below a root (`tree_walk`), and judge what it met, in the
+    /// order of a depth-first walk.
     fn dir(&mut self, dir: &Path, depth: usize) {
-        if depth > MAX_DEPTH {
-            // Git reaches a gitlink at any depth: a deep directory not in the inventory goes aside.
-            if let Ok(meta) = std::fs::symlink_metadata(dir)
-                && self.changed(Seen::Deep, dir, observe(dir, &meta).0)
-            {
-                let what = format!("a directory deeper than {MAX_DEPTH} levels, not checked");
-                self.report(dir.into(), what);
-                return;
-            }
-            self.incomplete(format!("{}: deeper than {MAX_DEPTH} levels", dir.display()));
-            return;
-        }
-        if self.entries > MAX_ENTRIES {
-            return;
-        }
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) => return self.unlisted(dir, depth, &e),
-        };
-        let mut subdirs = Vec::new();
-        let (mut head, mut objects, mut commondir, mut refs) = (false, false, false, false);
-        let store = self.in_object_store(dir);
-        for entry in entries.flatten() {
-            self.entries += 1;
-            if self.entries > MAX_ENTRIES {
-                let what = format!("stopped after {MAX_ENTRIES} entries, in {}", dir.display());
-                self.incomplete(what);
-                return;
-            }
-            let Ok(kind) = entry.file_type() else { continue };
-            match entry.file_name().as_encoded_bytes() {
-                b"HEAD" => head = true,
-                // Git only asks `access(objects, X_OK)`: a link or an executable file will do.
-                b"objects" => objects = true,
-                b"commondir" => commondir = true,
-                b"refs" => refs = true,
-                b".git" if !kind.is_dir() => {
-                    self.dot_git(&entry.path(), kind);
-                    continue;
+        let (records, entries) = tree_walk::walk(dir, depth, self.entries);
+        self.entries = entries;
+        for record in records {
+            let (dir, depth) = (record.path, record.depth);
+            match record.met {
+                Met::Listed(listing) => self.listed(&dir, listing),
+                Met::Unlisted(e) => self.unlisted(&dir, depth, &e),
+                Met::Deep => self.deep(&dir),
+                Met::Stopped => {
+                    let what = format!("stopped after {MAX_ENTRIES} entries, in {}", dir.display());
+                    self.incomplete(what);
                 }
-                _ => {}
-            }
-            if kind.is_dir() {
-                subdirs.push(entry.path());
-            } else if store && let Ok(meta) = entry.metadata() {
-                self.object_file(entry.path(), &meta);
             }
         }
+    }
+
+    /// A directory deeper than [`MAX_DEPTH`] levels.
+    fn deep(&mut self, dir: &Path) {
+        // Git reaches a gitlink at any depth: a deep directory not in the inventory goes aside.
+        if let Ok(meta) = std::fs::symlink_metadata(dir)
+            && self.changed(Seen::Deep, dir, observe(dir, &meta).0)
+        {
+            let what = format!("a directory deeper than {MAX_DEPTH} levels, not checked");
+            self.report(dir.into(), what);
+            return;
+        }
+        self.incomplete(format!("{}: deeper than {MAX_DEPTH} levels", dir.display()));
+    }
+
+    /// What the walk kept of a directory it listed: its `.git` files and links, its object
+    /// files when it is part of an object store, and itself when it is a git dir.
+    fn listed(&mut self, dir: &Path, listing: Listing) {
+        let store = self.in_object_store(dir);
+        for entry in listing.entries {
+            let path = dir.join(std::ffi::OsStr::from_bytes(&entry.name));
+            if *entry.name == *b".git" {
+                self.dot_git(&path, entry.kind);
+            } else if store && let Some(stat) = &entry.stat {
+                self.object_file(path, stat);
+            }
+        }
+        let Listing {
+            head,
+            objects,
+            commondir,
+            refs,
+            ..
+        } = listing;
         let dot_git = dir.file_name().is_some_and(|n| n == ".git");
         // A common dir needs no `HEAD`, only `objects` and `refs` (session-18 attack F1).
+        // Git only asks `access(objects, X_OK)`: a link or an executable file will do.
         if dot_git || head && (objects || commondir) || objects && refs {
             self.git_dir(dir);
-        }
-        for sub in subdirs {
-            self.dir(&sub, depth + 1);
         }
     }
 
@@ -328,7 +330,7 @@ impl<'a> Walk<'a> {
             if meta.is_dir() {
                 self.dir(&dot_git, depth + 1);
             } else {
-                self.dot_git(&dot_git, meta.file_type());
+                self.dot_git(&dot_git, Kind::of_std(meta.file_type()));
             }
         }
         if std::fs::symlink_metadata(dir.join("HEAD")).is_ok() {
@@ -337,7 +339,7 @@ impl<'a> Walk<'a> {
     }
 
     /// A `.git` that is not a directory: a link, or a file naming a git dir.
-    fn dot_git(&mut self, path: &Path, kind: std::fs::FileType) {
+    fn dot_git(&mut self, path: &Path, kind: Kind) {
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             return;
         };
@@ -345,11 +347,11 @@ impl<'a> Walk<'a> {
         if !self.changed(Seen::Piece, path, now) {
             return;
         }
-        if kind.is_symlink() {
+        if kind == Kind::Link {
             self.report(path.into(), "a symbolic link git follows to a repository".into());
             return;
         }
-        if !kind.is_file() {
+        if kind != Kind::File {
             return; // git refuses it
         }
         let target = match gitfile_target(path) {

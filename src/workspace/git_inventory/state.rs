@@ -63,17 +63,20 @@ enum Content {
 /// A file's identity, type, permissions and size, without reading it; with `touched`, also its
 /// change time, which every write sets and no process can set back (a loose object rewritten
 /// in place to the same size: session-13 attack J6).
-pub(super) fn unread(meta: &std::fs::Metadata, touched: bool) -> State {
+// The types of `stat`'s fields vary by architecture; the values are what `std`'s `Metadata`
+// gives (`dev`, `ino`, `mode`, `len`, `ctime`, `ctime_nsec`), so states compare across both.
+#[allow(clippy::unnecessary_cast)]
+pub(super) fn unread(meta: &rustix::fs::Stat, touched: bool) -> State {
     let ctime = if touched {
-        (meta.ctime(), meta.ctime_nsec())
+        (meta.st_ctime as i64, meta.st_ctime_nsec as i64)
     } else {
         (0, 0)
     };
     State {
-        dev: meta.dev(),
-        ino: meta.ino(),
-        mode: meta.mode(),
-        content: Content::Size(meta.len(), ctime),
+        dev: meta.st_dev as u64,
+        ino: meta.st_ino as u64,
+        mode: meta.st_mode as u32,
+        content: Content::Size(meta.st_size as u64, ctime),
     }
 }
 
