@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::common;
 
 use common::TestEnv;
-use common::agents::AGENT_IMAGE;
+use common::agents::{self, AGENT_IMAGE};
 use common::launch::{assert_clean, stderr, stdout};
 use common::{each_mode, show};
 
@@ -110,22 +110,10 @@ fn control(env: &TestEnv, work: &Path, ncc: &str) {
     assert!(!said.contains("ags-guard.js"), "the -e pair stayed: {said}");
 }
 
-/// `ags --tty=false --image AGENT_IMAGE --label L --agent AGENT FLAGS… -- ARGS…`.
+/// `ags` running `agent` in the agent image ([`agents::agent_args`]) with `flags` and `args`.
 fn launch(env: &TestEnv, agent: &str, flags: &[&str], args: &[&str]) -> std::process::Output {
-    let label = env.label();
-    let mut all = vec![
-        "--tty=false",
-        "--image",
-        AGENT_IMAGE,
-        "--label",
-        &label,
-        "--agent",
-        agent,
-    ];
-    all.extend(flags);
-    all.push("--");
-    all.extend(args);
-    env.run(all)
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    env.run(agents::agent_args(env, agent, &owned(flags), &owned(args)))
 }
 
 /// The planting steps, run by the agent (`python3 PLANT SOURCE TARGET DIR` in the workspace):
