@@ -60,6 +60,7 @@ pub mod podman;
 pub mod process;
 pub mod procfs;
 pub mod prompt;
+pub mod receipt;
 pub mod safepath;
 pub mod secret;
 pub mod ssh_agent;

@@ -17,6 +17,7 @@
 pub use ags_agent_hook::interface::*;
 pub use ags_agent_hook::matrix;
 
+pub mod calls;
 pub mod config;
 pub mod dispatch;
 pub mod install;

@@ -367,6 +367,10 @@ pub struct Entry {
     pub time: String,
     /// The launch whose container sent it.
     pub launch_id: String,
+    /// The tool call the host numbered for an allowed `pre_tool` and its `post_tool`
+    /// (`crate::agent_hooks::calls`); egress records made during it name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
     /// The record.
     #[serde(flatten)]
     pub line: Line,

@@ -236,11 +236,13 @@ fn entries_are_flat_lines_that_read_back() {
     let record = parse(&event()).unwrap();
     let entries = [
         Entry {
+            call: None,
             time: "2026-12-01T00:00:00.000Z".into(),
             launch_id: "ags-1-2".into(),
             line: Line::Record(record),
         },
         Entry {
+            call: None,
             time: "2026-12-01T00:00:01.000Z".into(),
             launch_id: "ags-1-2".into(),
             line: Line::Invalid(Invalid::new("not a record".into(), 7)),

@@ -7,6 +7,7 @@ mod parse;
 mod setup;
 mod suggest;
 mod unit;
+mod verify;
 
 use std::path::PathBuf;
 
@@ -17,6 +18,7 @@ pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImport
 pub use parse::{parse, parse_duration};
 pub use setup::{OciHooksArgs, SetupArgs, SetupCommand};
 pub use unit::{UnitCheckArgs, UnitPhase};
+pub use verify::VerifyArgs;
 
 /// Run AI coding agents in rootless Podman containers.
 ///
@@ -237,6 +239,9 @@ pub enum Command {
     /// The workspace check a Quadlet unit runs around its container (`before`, `after`), as a
     /// launch does around its agent (docs/quadlet.md).
     UnitCheck(UnitCheckArgs),
+    /// Check a launch's run receipt and its records in the host logs: exit 0 when intact, 1
+    /// with each change found (docs/receipts.md).
+    Verify(VerifyArgs),
 }
 
 /// `ags explain`.

@@ -29,8 +29,9 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
             return Err(remote_state_error());
         }
         let report = launch::gc::sweep(&client, args.launch.as_deref()).await?;
-        let recovered =
+        let mut recovered =
             crate::events::session::recover::recover(&paths, &report.swept, stderr_to_terminal()).await;
+        recovered.extend(crate::receipt::recover(&paths));
         let candidates = match args.state {
             true => state_gc::candidates(&client, under.as_deref())
                 .await

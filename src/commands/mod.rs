@@ -22,6 +22,7 @@ mod plan_quadlet;
 mod run;
 mod setup;
 mod unit_check;
+mod verify;
 
 use crate::Error;
 use crate::cli::{Cli, Command};
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Error> {
         Some(Command::Completions(args)) => completions::completions(args.shell),
         Some(Command::Man) => completions::man(),
         Some(Command::UnitCheck(args)) => unit_check::unit_check(&args),
+        Some(Command::Verify(args)) => verify::verify(&args),
     }
 }
 

@@ -171,6 +171,7 @@ async fn launch_async(
     let (client, plan) = (&ready.client, &ready.plan);
     let owner = OwnerMark::write(&config.paths, &ready.identity, client.url());
     let services = start_services(config, plan, (ready.staged, ready.vault), client)?;
+    crate::receipt::begin(client, &config.paths, plan).await;
     let session = session::Session::begin(config, plan, &ready.identity, ready.lifecycle_hooks);
     // Started hooks and the reconciliation of other launches' leftovers run once the agent has
     // started: off the path to the agent's first instruction, their output held back.
@@ -208,6 +209,7 @@ async fn launch_async(
     session
         .finish(background, result.as_ref().ok().copied(), ended, &signals)
         .await;
+    facts.receipt = crate::receipt::end(&config.paths, &plan.launch_id, result.as_ref().ok().copied());
     let code = result?;
     if unmoved > 0 {
         return Err(crate::workspace::quarantine::LeftInPlace { count: unmoved }.into());
@@ -379,10 +381,9 @@ fn start_services(
     let remote = (!client.is_unix()).then(|| client.url());
     // The record server goes first: its directory is removed when it is dropped.
     let records = crate::agent_hooks::log::start(plan, staged, remote)?;
-    let egress_log = Arc::new(crate::egress::log::EgressLog::new(
-        config.paths.egress_log(),
-        plan.launch_id.clone(),
-    ));
+    let calls = records.as_ref().map(|r| r.calls());
+    let egress_log = crate::egress::log::EgressLog::new(config.paths.egress_log(), plan.launch_id.clone());
+    let egress_log = Arc::new(egress_log.with_calls(calls));
     let egress = crate::egress::start(&plan.egress, egress_log.clone(), remote, vault)?;
     let ssh_filter = crate::ssh_agent::start(plan.ssh_agent.as_ref(), egress_log.clone(), remote)?;
     Ok(HostServices {

@@ -23,7 +23,9 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use crate::logfile::ROTATE_BYTES;
+use crate::agent_hooks::calls::OpenCalls;
 use crate::logfile::{Budget, LaunchLog};
+use std::sync::Arc;
 
 /// Bytes of allowed connections one launch may append (5 MiB).
 pub const MAX_LAUNCH_CONNECTION_BYTES: u64 = 5 * 1024 * 1024;
@@ -110,6 +112,11 @@ pub struct EgressRecord {
     /// Requests that got a credential's real value, by variable (never a value).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub substituted: std::collections::BTreeMap<String, u64>,
+    /// The agent's tool calls open when the connection was made, by the ids the agent hook
+    /// record gave them (`crate::agent_hooks::calls`): one, the call that made it; several,
+    /// calls running in parallel; none, made outside a tool call or without agent hooks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<String>,
 }
 
 /// Appends records for one launch, within its budgets.
@@ -123,6 +130,8 @@ pub struct EgressLog {
     tripwires: std::sync::Mutex<Vec<EgressRecord>>,
     /// The number of the next record.
     next: std::sync::atomic::AtomicU64,
+    /// The launch's open tool calls, when it has agent hooks.
+    calls: Option<Arc<OpenCalls>>,
 }
 
 /// Tripwire records kept for the report.
@@ -147,11 +156,12 @@ impl EgressLog {
             Budget::new(refusals),
         ];
         Self {
-            log: LaunchLog::new(path, "egress log", budgets),
+            log: LaunchLog::new(path, launch_id.clone(), "egress log", budgets),
             launch_id,
             overflow: Default::default(),
             tripwires: Default::default(),
             next: std::sync::atomic::AtomicU64::new(1),
+            calls: None,
         }
     }
 
@@ -268,7 +278,14 @@ impl EgressLog {
             duration_ms: 0,
             dropped: None,
             substituted: Default::default(),
+            calls: self.calls.as_ref().map(|c| c.current()).unwrap_or_default(),
         }
+    }
+
+    /// Stamp each record with the tool calls open when it is made (the agent hook record's).
+    pub fn with_calls(mut self, calls: Option<Arc<OpenCalls>>) -> Self {
+        self.calls = calls;
+        self
     }
 }
 

@@ -61,6 +61,29 @@ pub struct Record {
     /// File/mount destinations the hook contributed (paths only).
     #[serde(default)]
     pub destinations: Vec<String>,
+    /// The digest of the validated response of a prepare hook ([`response_digest`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+}
+
+/// The SHA-256 of what a validated prepare response contributes, values left out: each env key
+/// and whether it is a literal or an op reference, each file's destination and size, each
+/// mount's source, destination and mode. A digest of a short value would let anyone holding
+/// the log test guesses of it, so no value, reference or file content is digested.
+pub fn response_digest(c: &crate::hooks::validate::Contribution) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for (key, value) in &c.env {
+        h.update(format!("env\0{}\0{}\n", key.as_str(), value.kind_name()));
+    }
+    for f in &c.files {
+        h.update(format!("file\0{}\0{}\n", f.destination.as_path().display(), f.content.len()));
+    }
+    for m in &c.mounts {
+        let (src, dst) = (m.source.as_path().display(), m.destination.as_path().display());
+        h.update(format!("mount\0{src}\0{dst}\0{:?}\n", m.mode));
+    }
+    format!("sha256:{}", hex::encode(h.finalize()))
 }
 
 impl Record {
@@ -97,6 +120,7 @@ impl Record {
             stderr_bytes: report.stderr_bytes,
             keys,
             destinations,
+            response: None,
         }
     }
 
@@ -209,7 +233,7 @@ impl RunLog {
         for record in records {
             let mut line = serde_json::to_vec(record).expect("a log record serializes");
             line.push(b'\n');
-            crate::logfile::append_line(&path, &line).map_err(io_err)?;
+            crate::logfile::append_chained(&path, &record.launch_id, &line).map_err(io_err)?;
         }
         Ok(())
     }

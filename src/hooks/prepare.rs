@@ -137,7 +137,9 @@ async fn execute(
                 .zip(&decls)
                 .map(|(run, decl)| {
                     let (keys, dests) = names(&run.value);
-                    Record::new(launch_id, decl, &run.report, keys, dests)
+                    let mut record = Record::new(launch_id, decl, &run.report, keys, dests);
+                    record.response = Some(crate::hooks::log::response_digest(&run.value));
+                    record
                 })
                 .collect();
             log(input.paths, &records);

@@ -123,6 +123,8 @@ pub struct Facts {
     /// The directories an agent can write, as far as the launch learnt them: the report's
     /// path must not pass through a symlink planted there (`workspace::user_paths`).
     pub writable: Vec<WritableRoot>,
+    /// The launch's run receipt, once closed.
+    pub receipt: Option<crate::receipt::Sealed>,
 }
 
 /// Something the launch created and could not remove (`ags gc` retries).
@@ -258,6 +260,10 @@ pub struct Report {
     /// A credential's placeholder seen going to a host it is not for: the egress log's
     /// `tripwire` records of this launch (docs/credentials.md); empty when none.
     pub tripwires: Vec<crate::egress::log::EgressRecord>,
+    /// The launch's run receipt (docs/receipts.md): its path and the SHA-256 of the file. Keep
+    /// the digest away from this host: `ags verify ID --digest DIGEST` then also proves that
+    /// the receipt was not rewritten (`null` when the launch ended before its plan existed).
+    pub receipt: Option<crate::receipt::Sealed>,
 }
 
 impl Report {
@@ -284,6 +290,7 @@ impl Report {
             leftovers: facts.leftovers,
             agent_hook_record: facts.agent_hook_record,
             tripwires: facts.tripwires,
+            receipt: facts.receipt,
         }
     }
 

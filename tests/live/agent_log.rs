@@ -217,6 +217,7 @@ fn append(path: &Path, launch: &str, agent: &str, summary: &str) {
     );
     let record = ags::agent_hooks::record::parse_line(line.as_bytes()).expect("a valid record");
     let entry = ags::agent_hooks::record::Entry {
+        call: None,
         time: "2026-12-01T12:00:00.000Z".into(),
         launch_id: launch.into(),
         line: ags::agent_hooks::record::Line::Record(record),

@@ -251,7 +251,9 @@ fn run_log_appends_private_lines_reads_back_and_rotates() {
             + &"ab".repeat(32)
             + "\",\"started_at\":\"2026-12-31T23:59:59.000Z\",\"duration_ms\":42,\"outcome\":\"ok\",\
                \"exit_code\":0,\"stdout_bytes\":13,\"stderr_bytes\":0,\"keys\":[\"SERVICE_URL\"],\
-               \"destinations\":[\"/tmp/x.json\"]}\n"
+               \"destinations\":[\"/tmp/x.json\"],\"chain\":{\"seq\":0,\"prev\":\""
+            + ags::logfile::chain::GENESIS
+            + "\"}}\n"
     );
     assert_eq!(
         rec.render(),

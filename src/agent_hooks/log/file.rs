@@ -18,7 +18,7 @@ pub use crate::logfile::{ROTATE_BYTES, rotated};
 pub fn append(path: &Path, entry: &Entry) -> io::Result<()> {
     let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
     line.push(b'\n');
-    crate::logfile::append_line(path, &line)
+    crate::logfile::append_chained(path, &entry.launch_id, &line)
 }
 
 /// Every entry of the rotated file, then of the current one, oldest first. Lines that do not

@@ -9,6 +9,7 @@ use crate::agent_hooks::record::{Invalid, Kind, Outcome, Record};
 
 fn entry(launch: &str, agent: &str, summary: &str) -> Entry {
     Entry {
+        call: None,
         time: "2026-12-01T00:00:00.000Z".into(),
         launch_id: launch.into(),
         line: Line::Record(Record {

@@ -66,6 +66,13 @@ pub struct RecordServer {
     sink: Arc<server::Sink>,
 }
 
+impl RecordServer {
+    /// The launch's open tool calls, for the egress log to stamp its records with.
+    pub fn calls(&self) -> Arc<crate::agent_hooks::calls::OpenCalls> {
+        self.sink.calls()
+    }
+}
+
 impl Drop for RecordServer {
     fn drop(&mut self) {
         self.task.abort();

@@ -30,6 +30,9 @@ use crate::agent_hooks::record::{
     Entry, Incomplete, IncompleteKind, Invalid, Line, MAX_LINE_BYTES, RECORD_VERSION, RecordError, Unguarded,
     UnguardedKind, parse_line,
 };
+use crate::agent_hooks::Event;
+use crate::agent_hooks::calls::OpenCalls;
+use crate::agent_hooks::record::{Decision, Kind, Record};
 use crate::logfile::{Budget, LaunchLog};
 
 /// Connections served at once.
@@ -65,6 +68,7 @@ pub struct Sink {
     log: LaunchLog,
     seen: Mutex<Completeness>,
     exit: Mutex<Option<u8>>,
+    calls: Arc<OpenCalls>,
 }
 
 /// What the end of a launch found about its record (the report's `agent_hook_record`).
@@ -97,13 +101,30 @@ impl Sink {
         limits: [u64; 2],
     ) -> Self {
         let budgets = limits.into_iter().map(Budget::new).collect();
+        let log = LaunchLog::new(log, launch_id.clone(), "agent hook log", budgets);
         Self {
             launch_id,
             agent,
             scrubber,
-            log: LaunchLog::new(log, "agent hook log", budgets),
+            log,
             seen: Mutex::new(Completeness::default()),
             exit: Mutex::new(None),
+            calls: Arc::default(),
+        }
+    }
+
+    /// The launch's open tool calls, which this sink opens and closes.
+    pub fn calls(&self) -> Arc<OpenCalls> {
+        self.calls.clone()
+    }
+
+    /// The call an event record opens (an allowed `pre_tool`) or closes (`post_tool`).
+    fn call_of(&self, r: &Record) -> Option<String> {
+        let tool = r.tool.as_deref().filter(|_| r.kind == Kind::Event)?;
+        match r.event {
+            Event::PreTool if r.decision != Some(Decision::Block) => Some(self.calls.open(tool)),
+            Event::PostTool => self.calls.close(tool),
+            _ => None,
         }
     }
 
@@ -127,11 +148,12 @@ impl Sink {
                     self.scrubber.scrub(s);
                 }
                 self.seen.lock().unwrap_or_else(|e| e.into_inner()).observe(&r);
-                Line::Record(r)
+                let call = self.call_of(&r);
+                return self.write(Line::Record(r), false, call);
             }
             (false, Err(e)) => self.invalid(e, len),
         };
-        self.write(line, false);
+        self.write(line, false, None);
     }
 
     fn invalid(&self, error: RecordError, len: usize) -> Line {
@@ -141,7 +163,7 @@ impl Sink {
     }
 
     /// Stamp and append, within the budget of its kind (`note`s are always written).
-    fn write(&self, line: Line, note: bool) {
+    fn write(&self, line: Line, note: bool, call: Option<String>) {
         let kind = match &line {
             Line::Record(_) => RECORDS,
             Line::Invalid(_) | Line::Incomplete(_) | Line::Unguarded(_) => INVALID,
@@ -149,6 +171,7 @@ impl Sink {
         let entry = Entry {
             time: crate::time::rfc3339(SystemTime::now()),
             launch_id: self.launch_id.clone(),
+            call,
             line,
         };
         let mut bytes = serde_json::to_vec(&entry).expect("an entry serializes");
@@ -170,14 +193,14 @@ impl Sink {
             agent: self.agent.clone(),
             programs,
         };
-        self.write(Line::Unguarded(entry), true);
+        self.write(Line::Unguarded(entry), true, None);
     }
 
     /// At the end of the launch: record how many lines were dropped, if any, and what the
     /// record lacks, if anything.
     pub fn finish(&self) {
         for message in self.summary().dropped {
-            self.write(Line::Invalid(Invalid::new(message, 0)), true);
+            self.write(Line::Invalid(Invalid::new(message, 0)), true, None);
         }
         let missing = self.summary().incomplete;
         if !missing.is_empty() {
@@ -187,7 +210,7 @@ impl Sink {
                 agent: self.agent.clone(),
                 missing,
             };
-            self.write(Line::Incomplete(verdict), true);
+            self.write(Line::Incomplete(verdict), true, None);
         }
     }
 

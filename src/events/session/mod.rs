@@ -230,7 +230,9 @@ impl Session {
                 match gc::sweep(&client, None).await {
                     Ok(report) => {
                         gate.done();
-                        recover::recover(&paths, &report.swept, sink.clone()).await
+                        let mut said = recover::recover(&paths, &report.swept, sink.clone()).await;
+                        said.extend(crate::receipt::recover(&paths));
+                        said
                     }
                     Err(e) => vec![format!("warning: removing leftovers of earlier launches: {e}")],
                 }

@@ -7,6 +7,9 @@
 //! past [`ROTATE_BYTES`] the file moves to `NAME.1` (replacing the previous one) and a new file
 //! starts.
 //!
+//! The chain: a record of a launch is appended with [`append_chained`], which adds its link in
+//! the launch's hash chain of that log under the same lock ([`chain`], issue 29).
+//!
 //! The budget: a launch writes through a [`LaunchLog`], which gives each kind of line its own
 //! [`Budget`] of bytes. Past it, lines of that kind are counted, not written, and the caller
 //! writes one summary line at the end ([`LaunchLog::note`], outside every budget). With the
@@ -23,12 +26,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::de::DeserializeOwned;
 
+pub mod chain;
+
 /// Rotate a log to `NAME.1` once it is larger than this (10 MiB).
 pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
 
 /// Append `line` (one record and its newline) as one write, rotating first when the file is
 /// past [`ROTATE_BYTES`].
 pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
+    with_lock(path, |file| file.write_all(line))
+}
+
+/// Append `line` (one JSON object and its newline) as a record of `launch`: with its link in
+/// the launch's chain of this log ([`chain`]), the chain's head moved on under the same lock.
+pub fn append_chained(path: &Path, launch: &str, line: &[u8]) -> io::Result<()> {
+    with_lock(path, |file| {
+        let (linked, head, state) = chain::extend(path, launch, line)?;
+        file.write_all(&linked)?;
+        chain::store(&state, &head)
+    })
+}
+
+/// Run `write` on the log at `path` opened for appending under its exclusive lock, rotating
+/// first when the file is past [`ROTATE_BYTES`].
+fn with_lock(path: &Path, write: impl FnOnce(&mut std::fs::File) -> io::Result<()>) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         crate::fsutil::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
     }
@@ -45,7 +66,7 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
             std::fs::rename(path, rotated(path))?;
             continue;
         }
-        return file.write_all(line);
+        return write(&mut file);
     }
     Err(io::Error::other("the log kept being rotated by other processes"))
 }
@@ -62,7 +83,7 @@ pub fn rotated(path: &Path) -> PathBuf {
 pub fn parse_lines<T: DeserializeOwned>(bytes: &[u8]) -> Vec<T> {
     bytes
         .split(|b| *b == b'\n')
-        .filter_map(|line| serde_json::from_slice(line).ok())
+        .filter_map(|line| serde_json::from_slice(&chain::split(line).0).ok())
         .collect()
 }
 
@@ -136,16 +157,19 @@ impl Budget {
 #[derive(Debug)]
 pub struct LaunchLog {
     path: PathBuf,
+    launch: String,
     what: &'static str,
     budgets: Mutex<Vec<Budget>>,
     reported: AtomicBool,
 }
 
 impl LaunchLog {
-    /// A writer of `path` (called `what` in the one error message a failing log gets).
-    pub fn new(path: PathBuf, what: &'static str, budgets: Vec<Budget>) -> Self {
+    /// A writer of `launch`'s records to `path` (called `what` in the one error message a
+    /// failing log gets).
+    pub fn new(path: PathBuf, launch: String, what: &'static str, budgets: Vec<Budget>) -> Self {
         Self {
             path,
+            launch,
             what,
             budgets: Mutex::new(budgets),
             reported: AtomicBool::new(false),
@@ -157,13 +181,13 @@ impl LaunchLog {
         &self.path
     }
 
-    /// Append `line` (with its newline) within the budget of `kind`; past it the line is
-    /// counted instead. Whether it was written (or tried: a failing log is reported on
+    /// Append `line` (with its newline) within the budget of `kind` (which counts each line with
+    /// the most its link adds); past it the line is counted instead. Whether it was written (or tried: a failing log is reported on
     /// stderr once).
     pub fn write(&self, kind: usize, line: &[u8]) -> bool {
         {
             let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
-            if !budgets[kind].admit(line.len() as u64) {
+            if !budgets[kind].admit(line.len() as u64 + chain::MAX_LINK_BYTES) {
                 return false;
             }
         }
@@ -182,7 +206,7 @@ impl LaunchLog {
     }
 
     fn append(&self, line: &[u8]) {
-        if let Err(e) = append_line(&self.path, line)
+        if let Err(e) = append_chained(&self.path, &self.launch, line)
             && !self.reported.swap(true, Ordering::Relaxed)
         {
             eprintln!("ags: {} {}: {e}", self.what, self.path.display());
@@ -198,16 +222,47 @@ mod tests {
     fn each_kind_has_its_own_budget_and_notes_are_outside_them() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state/x.jsonl");
-        let log = LaunchLog::new(path.clone(), "x log", vec![Budget::new(10), Budget::new(4)]);
-        assert!(log.write(0, b"aaaa\n") && log.write(0, b"bbbb\n"));
-        assert!(!log.write(0, b"c\n"));
+        let log = LaunchLog::new(path.clone(), "ags-t".into(), "x log", vec![Budget::new(246), Budget::new(120)]);
+        assert!(log.write(0, b"{\"a\":\"aa\"}\n") && log.write(0, b"{\"b\":\"bb\"}\n"));
+        assert!(!log.write(0, b"{\"c\":1}\n"));
         // A full kind 0 does not stop kind 1.
-        assert!(log.write(1, b"dd\n") && !log.write(1, b"ee\n"));
-        log.note(b"note\n");
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "aaaa\nbbbb\ndd\nnote\n");
+        assert!(log.write(1, b"{\"d\":1}\n") && !log.write(1, b"{\"e\":1}\n"));
+        log.note(b"{\"note\":1}\n");
+        let lines: Vec<serde_json::Value> = read_file(&path).unwrap();
+        let keys: Vec<&str> = lines.iter().map(|v| v.as_object().unwrap().keys().next().unwrap().as_str()).collect();
+        assert_eq!(keys, ["a", "b", "d", "note"]);
+        // Each carries its link: numbered, and naming the digest of the one before.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let raw: Vec<&str> = text.lines().collect();
+        for (i, line) in raw.iter().enumerate() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["chain"]["seq"], i as u64);
+            let prev = if i == 0 { chain::GENESIS.to_string() } else { chain::digest(raw[i - 1].as_bytes()) };
+            assert_eq!(v["chain"]["prev"], prev.as_str());
+        }
+        let head = chain::head(&path, "ags-t").unwrap();
+        assert_eq!((head.count, head.head), (4, chain::digest(raw[3].as_bytes())));
         let b = log.budget(0);
-        assert_eq!((b.written, b.dropped, b.dropped_bytes), (10, 1, 2));
+        assert_eq!((b.written, b.dropped, b.dropped_bytes), (246, 1, 120));
         assert_eq!(log.budget(1).dropped, 1);
+    }
+
+    #[test]
+    fn a_chain_goes_on_across_writers_and_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/x.jsonl");
+        append_chained(&path, "ags-a", b"{\"n\":0}\n").unwrap();
+        append_chained(&path, "ags-b", b"{\"n\":0}\n").unwrap();
+        let f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.set_len(ROTATE_BYTES + 1).unwrap();
+        append_chained(&path, "ags-a", b"{\"n\":1}\n").unwrap();
+        let first = std::fs::read_to_string(rotated(&path)).unwrap();
+        let first = first.lines().next().unwrap();
+        let now: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+        assert_eq!(now["chain"]["seq"], 1);
+        assert_eq!(now["chain"]["prev"], chain::digest(first.as_bytes()).as_str());
+        assert!(append_chained(&path, "../x", b"{\"n\":0}\n").is_err());
+        assert!(append_chained(&path, "ags-a", b"{}\n").is_err());
     }
 
     #[test]

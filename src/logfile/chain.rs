@@ -1,0 +1,168 @@
+//! The per-launch hash chain of the host logs (issue 29): each record a launch writes to a log
+//! carries `"chain": {"seq": N, "prev": DIGEST}`, the launch's record number in that log and the
+//! SHA-256 of the launch's previous record there (the whole line, without its newline;
+//! [`GENESIS`] for the first). A receipt (`crate::receipt`) closes each chain with its count and
+//! the digest of its last record, so an edited, removed, inserted or reordered record breaks a
+//! link or the closing digest.
+//!
+//! The chain's head lives in a small state file next to the log, `chains/<launch>/<log name>`
+//! (0600 in 0700 directories), read and replaced under the log's lock. So every process that
+//! writes a launch's records (the launch's `ags`, `ags allow`, the crash recovery) continues one
+//! chain, and the order of the chain is the order of the file.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The `prev` of a launch's first record in a log.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The most bytes a link adds to a line (`,"chain":{"seq":N,"prev":"…"}` with a 20-digit N):
+/// what a budget counts on top of each line (`crate::logfile::LaunchLog`).
+pub const MAX_LINK_BYTES: u64 = 112;
+
+/// The link a record carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    /// The record's number among the launch's records in this log, from 0.
+    pub seq: u64,
+    /// The digest of the launch's previous record in this log ([`GENESIS`] for the first).
+    pub prev: String,
+}
+
+/// Where a launch's chain in a log stands: how many records, the digest of the last.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    /// Records written.
+    pub count: u64,
+    /// The digest of the last ([`GENESIS`] when none).
+    pub head: String,
+}
+
+impl Default for Head {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            head: GENESIS.to_string(),
+        }
+    }
+}
+
+/// The SHA-256 of `line` (its trailing newline, if any, excluded), in hex.
+pub fn digest(line: &[u8]) -> String {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    hex::encode(Sha256::digest(line))
+}
+
+/// Whether `launch` may name a chain's directory: a launch id `ags` made (letters, digits, `-`,
+/// `_`, `.`; not starting with `.`; at most 128 bytes).
+pub fn valid_launch(launch: &str) -> bool {
+    !launch.is_empty()
+        && launch.len() <= 128
+        && !launch.starts_with('.')
+        && launch
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The head file of `launch`'s chain in the log at `log`.
+pub fn state_path(log: &Path, launch: &str) -> Option<PathBuf> {
+    if !valid_launch(launch) {
+        return None;
+    }
+    let dir = log.parent()?;
+    Some(dir.join("chains").join(launch).join(log.file_name()?))
+}
+
+/// Where `launch`'s chain in `log` stands (nothing written: count 0).
+pub fn head(log: &Path, launch: &str) -> io::Result<Head> {
+    let Some(path) = state_path(log, launch) else {
+        return Err(io::Error::other(format!("{launch:?} is not a launch id")));
+    };
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            io::Error::other(format!("the chain head {} is damaged: {e}", path.display()))
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Head::default()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Forget the chain heads of `launch` (its receipt holds them now).
+pub fn forget(state_dir: &Path, launch: &str) {
+    if valid_launch(launch) {
+        let _ = std::fs::remove_dir_all(state_dir.join("chains").join(launch));
+    }
+}
+
+/// `line` (one JSON object and its newline) with its link added as the last member, and the
+/// head after it. Called with the log's lock held.
+pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<(Vec<u8>, Head, PathBuf)> {
+    let path = state_path(log, launch)
+        .ok_or_else(|| io::Error::other(format!("{launch:?} is not a launch id")))?;
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let Some(open) = body.strip_suffix(b"}").filter(|b| b.starts_with(b"{") && b.len() > 1) else {
+        return Err(io::Error::other("a chained record must be a non-empty JSON object"));
+    };
+    let was = head(log, launch)?;
+    let link = Link {
+        seq: was.count,
+        prev: was.head,
+    };
+    let mut out = open.to_vec();
+    out.extend_from_slice(b",\"chain\":");
+    out.extend_from_slice(&serde_json::to_vec(&link).map_err(io::Error::other)?);
+    out.push(b'}');
+    let now = Head {
+        count: link.seq + 1,
+        head: digest(&out),
+    };
+    out.push(b'\n');
+    Ok((out, now, path))
+}
+
+/// `line` (without its newline) split into the record as it was given (its link removed) and
+/// the link, when it carries one as its last member; else the line itself.
+pub fn split(line: &[u8]) -> (std::borrow::Cow<'_, [u8]>, Option<Link>) {
+    const MARK: &[u8] = b",\"chain\":{\"seq\":";
+    let found = line
+        .strip_suffix(b"}")
+        .and_then(|b| b.windows(MARK.len()).rposition(|w| w == MARK).map(|at| (b, at)));
+    let Some((inner, at)) = found else {
+        return (line.into(), None);
+    };
+    let Ok(link) = serde_json::from_slice::<Link>(&inner[at + 9..]) else {
+        return (line.into(), None);
+    };
+    let mut record = inner[..at].to_vec();
+    record.push(b'}');
+    (record.into(), Some(link))
+}
+
+/// Record `head` as where the chain at `path` stands (a temporary file renamed over it: a
+/// crashed writer leaves the old head or the new one).
+pub(super) fn store(path: &Path, head: &Head) -> io::Result<()> {
+    let dir = path.parent().ok_or_else(|| io::Error::other("no directory"))?;
+    for d in [dir.parent().unwrap_or(dir), dir] {
+        crate::fsutil::ensure_private_dir(d).map_err(|e| io::Error::other(e.to_string()))?;
+    }
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(&serde_json::to_vec(head).map_err(io::Error::other)?)?;
+    }
+    std::fs::rename(&tmp, path)
+}

@@ -1,0 +1,165 @@
+//! `ags verify`: a receipt checked against itself and the logs it closes.
+//!
+//! The receipt's seal must be the digest of its body (and, when the caller kept it, the file's
+//! digest must be the one `--report` printed). Then, per log, the launch's records are read from
+//! `NAME.1` and `NAME` in file order: each must carry its link, numbered one past the previous
+//! and naming the previous record's digest, and the last must be the receipt's count and
+//! digest. A line that names the launch but is not a record is reported too. Every finding
+//! names the file and line.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::Body;
+use crate::logfile::chain::{self, GENESIS};
+
+/// One thing found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The file.
+    pub file: PathBuf,
+    /// Its line (from 1), when the finding is about one.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(n) => write!(f, "{}:{n}: {}", self.file.display(), self.what),
+            None => write!(f, "{}: {}", self.file.display(), self.what),
+        }
+    }
+}
+
+/// What [`verify`] found: the receipt's body (when it could be read) and every finding.
+#[derive(Debug)]
+pub struct Verdict {
+    /// The body.
+    pub body: Option<Body>,
+    /// The records checked, per log.
+    pub checked: Vec<(String, u64)>,
+    /// What is wrong (none: intact).
+    pub findings: Vec<Finding>,
+}
+
+/// Check the receipt at `receipt` (whose file digest should be `kept`, when given) against the
+/// logs of `logs` (name → path).
+pub fn verify(receipt: &Path, kept: Option<&str>, logs: &[(&str, PathBuf)]) -> Verdict {
+    let mut findings = Vec::new();
+    let at = |what: String| Finding {
+        file: receipt.to_path_buf(),
+        line: None,
+        what,
+    };
+    let bytes = match std::fs::read(receipt) {
+        Ok(b) => b,
+        Err(e) => {
+            findings.push(at(format!("cannot be read: {e}")));
+            return Verdict { body: None, checked: vec![], findings };
+        }
+    };
+    if let Some(kept) = kept {
+        let digest = super::file_digest(&bytes);
+        if digest != kept.trim() {
+            findings.push(at(format!(
+                "its digest is {digest}, not {} as kept: the receipt was changed or replaced",
+                kept.trim()
+            )));
+        }
+    }
+    let mut lines = bytes.split(|b| *b == b'\n');
+    let (body_line, seal_line) = (lines.next().unwrap_or_default(), lines.next().unwrap_or_default());
+    #[derive(Deserialize)]
+    struct Seal {
+        seal: String,
+    }
+    match serde_json::from_slice::<Seal>(seal_line) {
+        Ok(s) if s.seal == chain::digest(body_line) => {}
+        Ok(_) => findings.push(at("its seal is not the digest of its body: the receipt was changed".into())),
+        Err(_) => findings.push(at("its second line is not its seal: the receipt was changed or cut".into())),
+    }
+    let body: Body = match serde_json::from_slice(body_line) {
+        Ok(b) => b,
+        Err(e) => {
+            findings.push(at(format!("its body is not a receipt: {e}")));
+            return Verdict { body: None, checked: vec![], findings };
+        }
+    };
+    let mut checked = Vec::new();
+    for (name, log) in logs {
+        let Some(head) = body.logs.get(*name) else {
+            findings.push(at(format!("it does not close the {name} log")));
+            continue;
+        };
+        let n = check_log(log, &body.draft.launch_id, head, &mut findings);
+        checked.push((name.to_string(), n));
+    }
+    Verdict {
+        body: Some(body),
+        checked,
+        findings,
+    }
+}
+
+/// Check `launch`'s chain in the log at `log` (its rotated file first) against `head`; the
+/// number of the launch's records found.
+fn check_log(log: &Path, launch: &str, head: &chain::Head, findings: &mut Vec<Finding>) -> u64 {
+    #[derive(Deserialize)]
+    struct Of<'a> {
+        #[serde(borrow)]
+        launch_id: std::borrow::Cow<'a, str>,
+    }
+    let needle = memchr::memmem::Finder::new(launch.as_bytes());
+    let (mut seq, mut prev, mut last) = (0u64, GENESIS.to_string(), None::<(PathBuf, usize)>);
+    for file in [crate::logfile::rotated(log), log.to_path_buf()] {
+        let Ok(bytes) = std::fs::read(&file) else { continue };
+        let mut say = |line: usize, what: String| {
+            findings.push(Finding { file: file.clone(), line: Some(line), what });
+        };
+        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() || needle.find(line).is_none() {
+                continue;
+            }
+            let (record, link) = chain::split(line);
+            match serde_json::from_slice::<Of>(&record) {
+                Ok(of) if of.launch_id == launch => {}
+                Ok(_) => continue,
+                Err(_) => {
+                    say(i + 1, "names this launch but is not a record: changed or cut".into());
+                    continue;
+                }
+            }
+            let Some(link) = link else {
+                say(i + 1, "a record of this launch without its link: inserted".into());
+                continue;
+            };
+            if link.seq != seq {
+                say(i + 1, format!("record {} of the chain where record {seq} belongs: records were removed, inserted or reordered", link.seq));
+            } else if link.prev != prev {
+                say(i + 1, format!("record {seq} does not follow the record before it: that one was changed, removed or replaced"));
+            }
+            (seq, prev, last) = (link.seq + 1, chain::digest(line), Some((file.clone(), i + 1)));
+        }
+    }
+    if seq != head.count || prev != head.head {
+        let (file, line) = last.map_or((log.to_path_buf(), None), |(f, l)| (f, Some(l)));
+        findings.push(Finding {
+            file,
+            line,
+            what: format!(
+                "the chain ends at {seq} records whose last digest is {}; the receipt closed it at {} records, {}: records were changed, removed or added at the end, or the chain was replaced",
+                short(&prev),
+                head.count,
+                short(&head.head)
+            ),
+        });
+    }
+    seq
+}
+
+fn short(d: &str) -> &str {
+    d.get(..12).unwrap_or(d)
+}
