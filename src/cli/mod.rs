@@ -7,7 +7,7 @@ mod parse;
 mod setup;
 mod suggest;
 mod unit;
-mod verify;
+mod records;
 
 use std::path::PathBuf;
 
@@ -18,7 +18,7 @@ pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImport
 pub use parse::{parse, parse_duration};
 pub use setup::{OciHooksArgs, SetupArgs, SetupCommand};
 pub use unit::{UnitCheckArgs, UnitPhase};
-pub use verify::VerifyArgs;
+pub use records::{LogArgs, VerifyArgs};
 
 /// Run AI coding agents in rootless Podman containers.
 ///
@@ -341,30 +341,6 @@ pub struct LoginImportArgs {
     /// launch would use; any image with /bin/sh will do).
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
-}
-
-/// `ags log`.
-#[derive(Debug, Args)]
-pub struct LogArgs {
-    /// The egress log instead: every connection attempt through the proxy of allowlist-mode
-    /// launches.
-    #[arg(long, conflicts_with_all = ["agent", "follow"])]
-    pub egress: bool,
-    /// Only records of this agent (claude, codex, gemini, opencode, pi, shell).
-    #[arg(long, value_name = "AGENT")]
-    pub agent: Option<String>,
-    /// Only records of this launch (its id, `ags-PID-NANOS`, as the log shows it).
-    #[arg(long, value_name = "ID")]
-    pub launch: Option<String>,
-    /// Show the last N records.
-    #[arg(short = 'n', default_value_t = 20)]
-    pub n: usize,
-    /// Keep printing records as they are appended (until interrupted).
-    #[arg(short = 'f', long)]
-    pub follow: bool,
-    /// Print the raw JSON lines.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// What `ags plan` prints.

@@ -18,9 +18,10 @@ const FOLLOW_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Print the requested log.
 pub fn log(_global: &GlobalArgs, args: &LogArgs) -> Result<u8, Error> {
-    let result = match args.egress {
-        true => egress(args),
-        false => agent_hooks(args),
+    let result = match (args.egress, &args.launch) {
+        (true, _) => egress(args),
+        (false, Some(launch)) if args.agent.is_none() && !args.follow => timeline(launch, args),
+        (false, _) => agent_hooks(args),
     };
     match result {
         Err(Error::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
@@ -79,6 +80,30 @@ fn print(
     }
     out.flush().map_err(Error::Output)?;
     Ok(())
+}
+
+/// The last `-n` records of one launch in the three logs, as one timeline.
+fn timeline(launch: &str, args: &LogArgs) -> Result<u8, Error> {
+    let paths = Paths::from_env()?;
+    let mut rows = crate::receipt::timeline::rows(&paths, launch)
+        .map_err(CommandError::io(format!("the logs in {}", paths.state_dir().display())))?;
+    rows = rows.split_off(rows.len().saturating_sub(args.n));
+    let mut out = io::stdout().lock();
+    if !args.json {
+        let head = match rows.is_empty() {
+            true => format!("no records of launch {}", crate::text::escape_line(launch)),
+            false => crate::receipt::timeline::header(),
+        };
+        writeln!(out, "{head}").map_err(Error::Output)?;
+    }
+    for (row, under) in &rows {
+        let line = match args.json {
+            true => row.json.clone(),
+            false => row.render(*under),
+        };
+        writeln!(out, "{line}").map_err(Error::Output)?;
+    }
+    Ok(0)
 }
 
 /// The last `-n` egress records (of `--launch` only, if given), as text or JSON lines.

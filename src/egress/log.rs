@@ -330,8 +330,12 @@ pub fn render(r: &EgressRecord) -> String {
         );
     }
     let substituted: String = r.substituted.iter().map(|(k, n)| format!(" {k}x{n}")).collect();
+    let call = match r.calls.is_empty() {
+        true => String::new(),
+        false => format!(" call={}", crate::text::escape_line(&r.calls.join(","))),
+    };
     format!(
-        "{} {} {:<7} {:<8} {}:{} up={} down={} {}ms {}{}",
+        "{} {} {:<7} {:<8} {}:{} up={} down={} {}ms {}{}{call}",
         r.time,
         shown_id(r),
         r.kind,

@@ -15,6 +15,7 @@
 //! [`verify`] checks a receipt against the logs. What that proves, and what it cannot: see
 //! docs/security.md ("The run receipt").
 
+pub mod timeline;
 pub mod verify;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,121 @@
+//! `ags log --launch ID`: one launch's records of the three host logs as one timeline, oldest
+//! first: its hook runs, its agent hook records and its egress records, each egress record
+//! made during exactly one tool call placed under that call's `pre_tool` record.
+
+use std::io;
+
+use crate::agent_hooks::record::Entry;
+use crate::config::Paths;
+use crate::egress::log::EgressRecord;
+use crate::hooks::log::Record;
+
+/// One row: when, which log, the text (the log's own rendering, without its time), and the
+/// call it opens (an agent hook record) or was made in (an egress record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// RFC 3339 UTC.
+    pub time: String,
+    /// `hook`, `agent` or `egress`.
+    pub log: &'static str,
+    /// The rendering.
+    pub text: String,
+    /// The call.
+    pub call: Option<String>,
+    /// The raw record, for `--json`.
+    pub json: String,
+}
+
+/// The header of the timeline.
+pub fn header() -> String {
+    format!("{:<24} {:<6} RECORD", "TIME", "LOG")
+}
+
+impl Row {
+    /// The row as text (an egress record under its call indented).
+    pub fn render(&self, under_call: bool) -> String {
+        let mark = if under_call { "  └ " } else { "" };
+        format!("{:<24} {:<6} {mark}{}", self.time, self.log, self.text)
+    }
+}
+
+/// The launch's rows, oldest first, egress records of one call after that call's record; with
+/// the (escaped) text, whether each sits under its call.
+pub fn rows(paths: &Paths, launch: &str) -> io::Result<Vec<(Row, bool)>> {
+    let unmark = |s: String| s.split_once(' ').map(|(_, r)| r.trim_start().to_string()).unwrap_or(s);
+    let mut rows = Vec::new();
+    let hooks: Vec<Record> = crate::logfile::read_all(&paths.hook_log())?;
+    for r in hooks.into_iter().filter(|r| r.launch_id == launch) {
+        let json = serde_json::to_string(&r).unwrap_or_default();
+        rows.push(Row { time: r.started_at.clone(), log: "hook", text: unmark(r.render()), call: None, json });
+    }
+    let entries: Vec<Entry> = crate::logfile::read_all(&paths.agent_hooks_log())?;
+    for e in entries.into_iter().filter(|e| e.launch_id == launch) {
+        let text = unmark(crate::agent_hooks::log::file::render(&e));
+        let json = serde_json::to_string(&e).unwrap_or_default();
+        rows.push(Row { time: e.time.clone(), log: "agent", text, call: e.call.clone(), json });
+    }
+    let egress: Vec<EgressRecord> = crate::logfile::read_all(&paths.egress_log())?;
+    for r in egress.into_iter().filter(|r| r.launch_id == launch) {
+        let call = (r.calls.len() == 1).then(|| r.calls[0].clone());
+        let json = serde_json::to_string(&r).unwrap_or_default();
+        rows.push(Row { time: r.time.clone(), log: "egress", text: unmark(crate::egress::log::render(&r)), call, json });
+    }
+    rows.sort_by(|a, b| a.time.cmp(&b.time));
+    Ok(nest(rows))
+}
+
+/// Egress rows of a call moved after the agent row that opened it (the first agent row with
+/// that call), in their order; the rest stay where time put them.
+fn nest(rows: Vec<Row>) -> Vec<(Row, bool)> {
+    let opener = |call: &str, rows: &[Row]| rows.iter().any(|r| r.log == "agent" && r.call.as_deref() == Some(call));
+    let (mut under, mut out): (Vec<Row>, Vec<(Row, bool)>) = (Vec::new(), Vec::new());
+    let mut rest = Vec::new();
+    for r in &rows {
+        match (&r.call, r.log) {
+            (Some(c), "egress") if opener(c, &rows) => under.push(r.clone()),
+            _ => rest.push(r.clone()),
+        }
+    }
+    let mut opened = std::collections::BTreeSet::new();
+    for r in rest {
+        let first = r.log == "agent" && r.call.as_ref().is_some_and(|c| opened.insert(c.clone()));
+        let call = r.call.clone();
+        out.push((r, false));
+        if first {
+            let call = call.unwrap_or_default();
+            out.extend(under.iter().filter(|u| u.call.as_deref() == Some(&call)).map(|u| (u.clone(), true)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(time: &str, log: &'static str, call: Option<&str>) -> Row {
+        Row { time: time.into(), log, text: format!("{log}@{time}"), call: call.map(String::from), json: String::new() }
+    }
+
+    #[test]
+    fn egress_rows_of_a_call_sit_under_its_pre_tool() {
+        let rows = vec![
+            row("1", "hook", None),
+            row("2", "agent", Some("c1")),
+            row("3", "egress", None),
+            row("4", "egress", Some("c1")),
+            row("5", "agent", Some("c1")),
+            row("6", "egress", Some("c9")),
+        ];
+        let got: Vec<(String, bool)> = nest(rows).into_iter().map(|(r, u)| (r.text, u)).collect();
+        let want = [
+            ("hook@1", false),
+            ("agent@2", false),
+            ("egress@4", true),
+            ("egress@3", false),
+            ("agent@5", false),
+            ("egress@6", false),
+        ];
+        assert_eq!(got, want.map(|(t, u)| (t.to_string(), u)));
+    }
+}
