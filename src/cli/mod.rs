@@ -4,10 +4,10 @@
 mod hooks;
 mod image;
 mod parse;
+mod records;
 mod setup;
 mod suggest;
 mod unit;
-mod records;
 
 use std::path::PathBuf;
 
@@ -16,9 +16,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub use hooks::{EventArg, HookTestArgs, HooksArgs, HooksCommand, SchemaSide};
 pub use image::{DoctorArgs, ImageArgs, ImageBuildArgs, ImageCommand, ImageImportArgs};
 pub use parse::{parse, parse_duration};
+pub use records::{LogArgs, VerifyArgs};
 pub use setup::{OciHooksArgs, SetupArgs, SetupCommand};
 pub use unit::{UnitCheckArgs, UnitPhase};
-pub use records::{LogArgs, VerifyArgs};
 
 /// Run AI coding agents in rootless Podman containers.
 ///

@@ -85,8 +85,10 @@ fn print(
 /// The last `-n` records of one launch in the three logs, as one timeline.
 fn timeline(launch: &str, args: &LogArgs) -> Result<u8, Error> {
     let paths = Paths::from_env()?;
-    let mut rows = crate::receipt::timeline::rows(&paths, launch)
-        .map_err(CommandError::io(format!("the logs in {}", paths.state_dir().display())))?;
+    let mut rows = crate::receipt::timeline::rows(&paths, launch).map_err(CommandError::io(format!(
+        "the logs in {}",
+        paths.state_dir().display()
+    )))?;
     rows = rows.split_off(rows.len().saturating_sub(args.n));
     let mut out = io::stdout().lock();
     if !args.json {

@@ -21,7 +21,12 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, Error> {
         Some(l) => l,
         None => match latest(&paths) {
             Some(l) => l,
-            None => return Ok(say(&format!("no run receipts in {}", receipt::dir(&paths).display()))),
+            None => {
+                return Ok(say(&format!(
+                    "no run receipts in {}",
+                    receipt::dir(&paths).display()
+                )));
+            }
         },
     };
     let Some(path) = receipt::path(&paths, &launch).filter(|p| p.exists()) else {
@@ -33,20 +38,33 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, Error> {
     };
     let verdict = receipt::verify::verify(&path, digest.as_deref(), &receipt::logs(&paths));
     let mut out = std::io::stdout().lock();
-    let counts: Vec<String> = verdict.checked.iter().map(|(log, n)| format!("{log} {n}")).collect();
+    let counts: Vec<String> = verdict
+        .checked
+        .iter()
+        .map(|(log, n)| format!("{log} {n}"))
+        .collect();
     let kept = match &digest {
         Some(_) => ", its digest as kept",
         None => " (pass --digest from the launch's --report to check the receipt itself)",
     };
     if verdict.findings.is_empty() {
-        writeln!(out, "launch {launch}: intact: receipt{kept}; records: {}", counts.join(", "))
-            .map_err(Error::Output)?;
+        writeln!(
+            out,
+            "launch {launch}: intact: receipt{kept}; records: {}",
+            counts.join(", ")
+        )
+        .map_err(Error::Output)?;
         return Ok(0);
     }
     for f in &verdict.findings {
         writeln!(out, "{}", crate::text::escape_controls(&f.to_string())).map_err(Error::Output)?;
     }
-    writeln!(out, "launch {launch}: NOT intact: {} findings", verdict.findings.len()).map_err(Error::Output)?;
+    writeln!(
+        out,
+        "launch {launch}: NOT intact: {} findings",
+        verdict.findings.len()
+    )
+    .map_err(Error::Output)?;
     Ok(1)
 }
 
@@ -71,5 +89,10 @@ fn latest(paths: &Paths) -> Option<String> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json").map(String::from))
         .filter(|l| !l.ends_with(".draft"))
-        .max_by_key(|l| l.rsplit('-').next().and_then(|n| n.parse::<u128>().ok()).unwrap_or(0))
+        .max_by_key(|l| {
+            l.rsplit('-')
+                .next()
+                .and_then(|n| n.parse::<u128>().ok())
+                .unwrap_or(0)
+        })
 }

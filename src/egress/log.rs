@@ -22,8 +22,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::logfile::ROTATE_BYTES;
 use crate::agent_hooks::calls::OpenCalls;
+pub use crate::logfile::ROTATE_BYTES;
 use crate::logfile::{Budget, LaunchLog};
 use std::sync::Arc;
 

@@ -77,7 +77,11 @@ pub fn response_digest(c: &crate::hooks::validate::Contribution) -> String {
         h.update(format!("env\0{}\0{}\n", key.as_str(), value.kind_name()));
     }
     for f in &c.files {
-        h.update(format!("file\0{}\0{}\n", f.destination.as_path().display(), f.content.len()));
+        h.update(format!(
+            "file\0{}\0{}\n",
+            f.destination.as_path().display(),
+            f.content.len()
+        ));
     }
     for m in &c.mounts {
         let (src, dst) = (m.source.as_path().display(), m.destination.as_path().display());

@@ -6,12 +6,16 @@
 //! link or the closing digest.
 //!
 //! The chain's head lives in a small state file next to the log, `chains/<launch>/<log name>`
-//! (0600 in 0700 directories), read and replaced under the log's lock. So every process that
+//! (0600 in 0700 directories), read and rewritten in place under the log's lock. So every process that
 //! writes a launch's records (the launch's `ags`, `ags allow`, the crash recovery) continues one
 //! chain, and the order of the chain is the order of the file.
 
+use std::collections::HashMap;
+use std::fs::File;
 use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -77,14 +81,13 @@ pub fn state_path(log: &Path, launch: &str) -> Option<PathBuf> {
 }
 
 /// Where `launch`'s chain in `log` stands (nothing written: count 0).
+/// Where `launch`'s chain in `log` stands (nothing written: count 0).
 pub fn head(log: &Path, launch: &str) -> io::Result<Head> {
     let Some(path) = state_path(log, launch) else {
         return Err(io::Error::other(format!("{launch:?} is not a launch id")));
     };
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            io::Error::other(format!("the chain head {} is damaged: {e}", path.display()))
-        }),
+    match std::fs::File::open(&path) {
+        Ok(file) => read_head(&file, &path),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Head::default()),
         Err(e) => Err(e),
     }
@@ -93,37 +96,12 @@ pub fn head(log: &Path, launch: &str) -> io::Result<Head> {
 /// Forget the chain heads of `launch` (its receipt holds them now).
 pub fn forget(state_dir: &Path, launch: &str) {
     if valid_launch(launch) {
-        let _ = std::fs::remove_dir_all(state_dir.join("chains").join(launch));
+        let dir = state_dir.join("chains").join(launch);
+        open_heads().retain(|path, _| !path.starts_with(&dir));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
-/// `line` (one JSON object and its newline) with its link added as the last member, and the
-/// head after it. Called with the log's lock held.
-pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<(Vec<u8>, Head, PathBuf)> {
-    let path = state_path(log, launch)
-        .ok_or_else(|| io::Error::other(format!("{launch:?} is not a launch id")))?;
-    let body = line.strip_suffix(b"\n").unwrap_or(line);
-    let Some(open) = body.strip_suffix(b"}").filter(|b| b.starts_with(b"{") && b.len() > 1) else {
-        return Err(io::Error::other("a chained record must be a non-empty JSON object"));
-    };
-    let was = head(log, launch)?;
-    let link = Link {
-        seq: was.count,
-        prev: was.head,
-    };
-    let mut out = open.to_vec();
-    out.extend_from_slice(b",\"chain\":");
-    out.extend_from_slice(&serde_json::to_vec(&link).map_err(io::Error::other)?);
-    out.push(b'}');
-    let now = Head {
-        count: link.seq + 1,
-        head: digest(&out),
-    };
-    out.push(b'\n');
-    Ok((out, now, path))
-}
-
-/// `line` (without its newline) split into the record as it was given (its link removed) and
 /// the link, when it carries one as its last member; else the line itself.
 pub fn split(line: &[u8]) -> (std::borrow::Cow<'_, [u8]>, Option<Link>) {
     const MARK: &[u8] = b",\"chain\":{\"seq\":";
@@ -143,26 +121,87 @@ pub fn split(line: &[u8]) -> (std::borrow::Cow<'_, [u8]>, Option<Link>) {
 
 /// Record `head` as where the chain at `path` stands (a temporary file renamed over it: a
 /// crashed writer leaves the old head or the new one).
-pub(super) fn store(path: &Path, head: &Head) -> io::Result<()> {
+
+/// The bytes of a head file: its JSON padded with spaces, rewritten in place.
+const HEAD_BYTES: usize = 128;
+
+/// At most this many head files are held open by one process.
+const MAX_OPEN_HEADS: usize = 16;
+
+fn read_head(file: &File, path: &Path) -> io::Result<Head> {
+    let mut buf = [0u8; HEAD_BYTES];
+    let n = file.read_at(&mut buf, 0)?;
+    if n == 0 {
+        return Ok(Head::default());
+    }
+    serde_json::from_slice(&buf[..n])
+        .map_err(|e| io::Error::other(format!("the chain head {} is damaged: {e}", path.display())))
+}
+
+/// The head files this process has open, by path.
+fn open_heads() -> MutexGuard<'static, HashMap<PathBuf, File>> {
+    static OPEN: OnceLock<Mutex<HashMap<PathBuf, File>>> = OnceLock::new();
+    OPEN.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// `line` (one JSON object and its newline) with its link added as the last member, the
+/// chain's head moved on past it (one `pwrite` of [`HEAD_BYTES`] at offset 0 of the head file
+/// this process keeps open). Called with the log's lock held.
+pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<Vec<u8>> {
+    let path =
+        state_path(log, launch).ok_or_else(|| io::Error::other(format!("{launch:?} is not a launch id")))?;
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let Some(open) = body
+        .strip_suffix(b"}")
+        .filter(|b| b.starts_with(b"{") && b.len() > 1)
+    else {
+        return Err(io::Error::other(
+            "a chained record must be a non-empty JSON object",
+        ));
+    };
+    let mut heads = open_heads();
+    if !heads.contains_key(&path) {
+        if heads.len() >= MAX_OPEN_HEADS {
+            heads.clear();
+        }
+        heads.insert(path.clone(), open_head(&path)?);
+    }
+    let file = &heads[&path];
+    let was = read_head(file, &path)?;
+    let link = Link {
+        seq: was.count,
+        prev: was.head,
+    };
+    let mut out = open.to_vec();
+    out.extend_from_slice(b",\"chain\":");
+    out.extend_from_slice(&serde_json::to_vec(&link).map_err(io::Error::other)?);
+    out.push(b'}');
+    let now = Head {
+        count: link.seq + 1,
+        head: digest(&out),
+    };
+    out.push(b'\n');
+    let mut bytes = serde_json::to_vec(&now).map_err(io::Error::other)?;
+    bytes.resize(HEAD_BYTES, b' ');
+    // Written before the line: a crash in between leaves a head past the log (found as a
+    // record missing at the end), never a log past its head.
+    file.write_all_at(&bytes, 0)?;
+    Ok(out)
+}
+
+/// Open (creating it 0600 in private directories) the head file at `path`.
+fn open_head(path: &Path) -> io::Result<File> {
     let dir = path.parent().ok_or_else(|| io::Error::other("no directory"))?;
     for d in [dir.parent().unwrap_or(dir), dir] {
         crate::fsutil::ensure_private_dir(d).map_err(|e| io::Error::other(e.to_string()))?;
     }
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&serde_json::to_vec(head).map_err(io::Error::other)?)?;
-    }
-    std::fs::rename(&tmp, path)
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
 }

@@ -40,11 +40,7 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
 /// Append `line` (one JSON object and its newline) as a record of `launch`: with its link in
 /// the launch's chain of this log ([`chain`]), the chain's head moved on under the same lock.
 pub fn append_chained(path: &Path, launch: &str, line: &[u8]) -> io::Result<()> {
-    with_lock(path, |file| {
-        let (linked, head, state) = chain::extend(path, launch, line)?;
-        file.write_all(&linked)?;
-        chain::store(&state, &head)
-    })
+    with_lock(path, |file| file.write_all(&chain::extend(path, launch, line)?))
 }
 
 /// Run `write` on the log at `path` opened for appending under its exclusive lock, rotating
@@ -222,14 +218,22 @@ mod tests {
     fn each_kind_has_its_own_budget_and_notes_are_outside_them() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state/x.jsonl");
-        let log = LaunchLog::new(path.clone(), "ags-t".into(), "x log", vec![Budget::new(246), Budget::new(120)]);
+        let log = LaunchLog::new(
+            path.clone(),
+            "ags-t".into(),
+            "x log",
+            vec![Budget::new(246), Budget::new(120)],
+        );
         assert!(log.write(0, b"{\"a\":\"aa\"}\n") && log.write(0, b"{\"b\":\"bb\"}\n"));
         assert!(!log.write(0, b"{\"c\":1}\n"));
         // A full kind 0 does not stop kind 1.
         assert!(log.write(1, b"{\"d\":1}\n") && !log.write(1, b"{\"e\":1}\n"));
         log.note(b"{\"note\":1}\n");
         let lines: Vec<serde_json::Value> = read_file(&path).unwrap();
-        let keys: Vec<&str> = lines.iter().map(|v| v.as_object().unwrap().keys().next().unwrap().as_str()).collect();
+        let keys: Vec<&str> = lines
+            .iter()
+            .map(|v| v.as_object().unwrap().keys().next().unwrap().as_str())
+            .collect();
         assert_eq!(keys, ["a", "b", "d", "note"]);
         // Each carries its link: numbered, and naming the digest of the one before.
         let text = std::fs::read_to_string(&path).unwrap();
@@ -237,7 +241,11 @@ mod tests {
         for (i, line) in raw.iter().enumerate() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             assert_eq!(v["chain"]["seq"], i as u64);
-            let prev = if i == 0 { chain::GENESIS.to_string() } else { chain::digest(raw[i - 1].as_bytes()) };
+            let prev = if i == 0 {
+                chain::GENESIS.to_string()
+            } else {
+                chain::digest(raw[i - 1].as_bytes())
+            };
             assert_eq!(v["chain"]["prev"], prev.as_str());
         }
         let head = chain::head(&path, "ags-t").unwrap();
@@ -258,7 +266,8 @@ mod tests {
         append_chained(&path, "ags-a", b"{\"n\":1}\n").unwrap();
         let first = std::fs::read_to_string(rotated(&path)).unwrap();
         let first = first.lines().next().unwrap();
-        let now: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+        let now: serde_json::Value =
+            serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
         assert_eq!(now["chain"]["seq"], 1);
         assert_eq!(now["chain"]["prev"], chain::digest(first.as_bytes()).as_str());
         assert!(append_chained(&path, "../x", b"{\"n\":0}\n").is_err());

@@ -180,7 +180,12 @@ pub fn end(paths: &Paths, launch: &str, code: Option<u8>) -> Option<Sealed> {
 
 /// Close the receipt of `launch` from its draft: the hook runs and the chain heads added, written
 /// atomically, the draft and the heads removed. `None` when the launch has no draft.
-pub fn close(paths: &Paths, launch: &str, exit_code: Option<i32>, closed_by: &str) -> io::Result<Option<Sealed>> {
+pub fn close(
+    paths: &Paths,
+    launch: &str,
+    exit_code: Option<i32>,
+    closed_by: &str,
+) -> io::Result<Option<Sealed>> {
     let (Some(draft_at), Some(at)) = (draft_path(paths, launch), path(paths, launch)) else {
         return Ok(None);
     };
@@ -224,7 +229,9 @@ pub fn file_digest(bytes: &[u8]) -> String {
 fn hook_runs(log: &Path, launch: &str) -> io::Result<Vec<HookRun>> {
     let records: Vec<crate::hooks::log::Record> = crate::logfile::read_all(log)?;
     let name = |v: serde_json::Result<serde_json::Value>| {
-        v.ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+        v.ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
     };
     Ok(records
         .into_iter()
@@ -250,16 +257,19 @@ pub fn recover(paths: &Paths) -> Vec<String> {
         let Some(launch) = name.strip_suffix(".draft.json") else {
             continue;
         };
-        let Ok(draft) = std::fs::read(entry.path()).map_err(io::Error::other).and_then(|b| {
-            serde_json::from_slice::<Draft>(&b).map_err(io::Error::other)
-        }) else {
+        let Ok(draft) = std::fs::read(entry.path())
+            .map_err(io::Error::other)
+            .and_then(|b| serde_json::from_slice::<Draft>(&b).map_err(io::Error::other))
+        else {
             continue;
         };
         if crate::procfs::alive(draft.owner.0, draft.owner.1) {
             continue;
         }
         if let Err(e) = close(paths, launch, None, "recovery") {
-            said.push(format!("warning: the receipt of launch {launch} could not be closed: {e}"));
+            said.push(format!(
+                "warning: the receipt of launch {launch} could not be closed: {e}"
+            ));
         }
     }
     said

@@ -55,7 +55,11 @@ fn findings(p: &Paths, sealed: &Sealed, kept: bool) -> Vec<String> {
 }
 
 fn lines(path: &PathBuf) -> Vec<String> {
-    std::fs::read_to_string(path).unwrap().lines().map(String::from).collect()
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 fn put(path: &PathBuf, lines: &[String]) {
@@ -64,7 +68,9 @@ fn put(path: &PathBuf, lines: &[String]) {
 
 /// The indices of the launch's lines in `log`.
 fn mine(all: &[String]) -> Vec<usize> {
-    (0..all.len()).filter(|i| all[*i].contains(&format!("\"{L}\""))).collect()
+    (0..all.len())
+        .filter(|i| all[*i].contains(&format!("\"{L}\"")))
+        .collect()
 }
 
 #[test]
@@ -80,7 +86,10 @@ fn an_untouched_launch_is_intact_and_its_heads_are_gone() {
 }
 
 fn dir_has_draft(p: &Paths) -> bool {
-    std::fs::read_dir(dir(p)).unwrap().flatten().any(|e| e.file_name().to_string_lossy().contains("draft"))
+    std::fs::read_dir(dir(p))
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().contains("draft"))
 }
 
 /// Run `attack` on each log in turn; verify must find something each time.
@@ -95,7 +104,10 @@ fn each_log(name: &str, attack: impl Fn(&mut Vec<String>)) {
         put(&log, &all);
         let found = findings(&p, &sealed, false);
         assert!(!found.is_empty(), "{name} in {} went unnoticed", log.display());
-        assert!(found.iter().all(|f| f.contains(&log.display().to_string())), "{name}: {found:?}");
+        assert!(
+            found.iter().all(|f| f.contains(&log.display().to_string())),
+            "{name}: {found:?}"
+        );
     }
 }
 
@@ -163,7 +175,10 @@ fn a_consistent_forgery_of_the_whole_chain_is_found_by_the_receipt() {
         let mut prev = chain::GENESIS.to_string();
         for (seq, i) in mine(all).into_iter().enumerate() {
             let body = format!("{{\"launch_id\":\"{L}\",\"n\":{seq},\"forged\":true}}");
-            let line = format!("{},\"chain\":{{\"seq\":{seq},\"prev\":\"{prev}\"}}}}", &body[..body.len() - 1]);
+            let line = format!(
+                "{},\"chain\":{{\"seq\":{seq},\"prev\":\"{prev}\"}}}}",
+                &body[..body.len() - 1]
+            );
             prev = chain::digest(line.as_bytes());
             all[i] = line;
         }
@@ -183,11 +198,19 @@ fn a_changed_receipt_is_found_and_a_rewritten_one_by_the_kept_digest() {
     std::fs::write(&sealed.path, original.lines().next().unwrap()).unwrap();
     assert!(findings(&p, &sealed, false).iter().any(|f| f.contains("seal")));
     // Rewritten consistently (the image changed, the seal recomputed): only the kept digest tells.
-    let body = original.lines().next().unwrap().replacen("localhost/x:latest", "localhost/y:latest", 1);
+    let body = original
+        .lines()
+        .next()
+        .unwrap()
+        .replacen("localhost/x:latest", "localhost/y:latest", 1);
     let forged = format!("{body}\n{{\"seal\":\"{}\"}}\n", chain::digest(body.as_bytes()));
     std::fs::write(&sealed.path, forged).unwrap();
     assert!(findings(&p, &sealed, false).is_empty());
-    assert!(findings(&p, &sealed, true).iter().any(|f| f.contains("not sha256:")));
+    assert!(
+        findings(&p, &sealed, true)
+            .iter()
+            .any(|f| f.contains("not sha256:"))
+    );
     // Removed.
     std::fs::remove_file(&sealed.path).unwrap();
     assert!(!findings(&p, &sealed, true).is_empty());
@@ -198,9 +221,17 @@ fn a_crashed_launch_is_closed_by_recovery_and_a_live_one_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let p = paths(dir.path());
     let mut d = draft();
-    d.owner = (std::process::id(), crate::procfs::process_start_time(std::process::id()).unwrap());
+    d.owner = (
+        std::process::id(),
+        crate::procfs::process_start_time(std::process::id()).unwrap(),
+    );
     d.write(&p).unwrap();
-    append_chained(&p.egress_log(), L, format!("{{\"launch_id\":\"{L}\"}}\n").as_bytes()).unwrap();
+    append_chained(
+        &p.egress_log(),
+        L,
+        format!("{{\"launch_id\":\"{L}\"}}\n").as_bytes(),
+    )
+    .unwrap();
     assert!(recover(&p).is_empty());
     assert!(!path(&p, L).unwrap().exists(), "the owner is alive");
     d.owner = (std::process::id(), 1); // the same pid, another start: a dead owner

@@ -41,24 +41,46 @@ impl Row {
 /// The launch's rows, oldest first, egress records of one call after that call's record; with
 /// the (escaped) text, whether each sits under its call.
 pub fn rows(paths: &Paths, launch: &str) -> io::Result<Vec<(Row, bool)>> {
-    let unmark = |s: String| s.split_once(' ').map(|(_, r)| r.trim_start().to_string()).unwrap_or(s);
+    let unmark = |s: String| {
+        s.split_once(' ')
+            .map(|(_, r)| r.trim_start().to_string())
+            .unwrap_or(s)
+    };
     let mut rows = Vec::new();
     let hooks: Vec<Record> = crate::logfile::read_all(&paths.hook_log())?;
     for r in hooks.into_iter().filter(|r| r.launch_id == launch) {
         let json = serde_json::to_string(&r).unwrap_or_default();
-        rows.push(Row { time: r.started_at.clone(), log: "hook", text: unmark(r.render()), call: None, json });
+        rows.push(Row {
+            time: r.started_at.clone(),
+            log: "hook",
+            text: unmark(r.render()),
+            call: None,
+            json,
+        });
     }
     let entries: Vec<Entry> = crate::logfile::read_all(&paths.agent_hooks_log())?;
     for e in entries.into_iter().filter(|e| e.launch_id == launch) {
         let text = unmark(crate::agent_hooks::log::file::render(&e));
         let json = serde_json::to_string(&e).unwrap_or_default();
-        rows.push(Row { time: e.time.clone(), log: "agent", text, call: e.call.clone(), json });
+        rows.push(Row {
+            time: e.time.clone(),
+            log: "agent",
+            text,
+            call: e.call.clone(),
+            json,
+        });
     }
     let egress: Vec<EgressRecord> = crate::logfile::read_all(&paths.egress_log())?;
     for r in egress.into_iter().filter(|r| r.launch_id == launch) {
         let call = (r.calls.len() == 1).then(|| r.calls[0].clone());
         let json = serde_json::to_string(&r).unwrap_or_default();
-        rows.push(Row { time: r.time.clone(), log: "egress", text: unmark(crate::egress::log::render(&r)), call, json });
+        rows.push(Row {
+            time: r.time.clone(),
+            log: "egress",
+            text: unmark(crate::egress::log::render(&r)),
+            call,
+            json,
+        });
     }
     rows.sort_by(|a, b| a.time.cmp(&b.time));
     Ok(nest(rows))
@@ -67,7 +89,10 @@ pub fn rows(paths: &Paths, launch: &str) -> io::Result<Vec<(Row, bool)>> {
 /// Egress rows of a call moved after the agent row that opened it (the first agent row with
 /// that call), in their order; the rest stay where time put them.
 fn nest(rows: Vec<Row>) -> Vec<(Row, bool)> {
-    let opener = |call: &str, rows: &[Row]| rows.iter().any(|r| r.log == "agent" && r.call.as_deref() == Some(call));
+    let opener = |call: &str, rows: &[Row]| {
+        rows.iter()
+            .any(|r| r.log == "agent" && r.call.as_deref() == Some(call))
+    };
     let (mut under, mut out): (Vec<Row>, Vec<(Row, bool)>) = (Vec::new(), Vec::new());
     let mut rest = Vec::new();
     for r in &rows {
@@ -83,7 +108,12 @@ fn nest(rows: Vec<Row>) -> Vec<(Row, bool)> {
         out.push((r, false));
         if first {
             let call = call.unwrap_or_default();
-            out.extend(under.iter().filter(|u| u.call.as_deref() == Some(&call)).map(|u| (u.clone(), true)));
+            out.extend(
+                under
+                    .iter()
+                    .filter(|u| u.call.as_deref() == Some(&call))
+                    .map(|u| (u.clone(), true)),
+            );
         }
     }
     out
@@ -94,7 +124,13 @@ mod tests {
     use super::*;
 
     fn row(time: &str, log: &'static str, call: Option<&str>) -> Row {
-        Row { time: time.into(), log, text: format!("{log}@{time}"), call: call.map(String::from), json: String::new() }
+        Row {
+            time: time.into(),
+            log,
+            text: format!("{log}@{time}"),
+            call: call.map(String::from),
+            json: String::new(),
+        }
     }
 
     #[test]

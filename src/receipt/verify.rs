@@ -58,7 +58,11 @@ pub fn verify(receipt: &Path, kept: Option<&str>, logs: &[(&str, PathBuf)]) -> V
         Ok(b) => b,
         Err(e) => {
             findings.push(at(format!("cannot be read: {e}")));
-            return Verdict { body: None, checked: vec![], findings };
+            return Verdict {
+                body: None,
+                checked: vec![],
+                findings,
+            };
         }
     };
     if let Some(kept) = kept {
@@ -78,14 +82,22 @@ pub fn verify(receipt: &Path, kept: Option<&str>, logs: &[(&str, PathBuf)]) -> V
     }
     match serde_json::from_slice::<Seal>(seal_line) {
         Ok(s) if s.seal == chain::digest(body_line) => {}
-        Ok(_) => findings.push(at("its seal is not the digest of its body: the receipt was changed".into())),
-        Err(_) => findings.push(at("its second line is not its seal: the receipt was changed or cut".into())),
+        Ok(_) => findings.push(at(
+            "its seal is not the digest of its body: the receipt was changed".into(),
+        )),
+        Err(_) => findings.push(at(
+            "its second line is not its seal: the receipt was changed or cut".into(),
+        )),
     }
     let body: Body = match serde_json::from_slice(body_line) {
         Ok(b) => b,
         Err(e) => {
             findings.push(at(format!("its body is not a receipt: {e}")));
-            return Verdict { body: None, checked: vec![], findings };
+            return Verdict {
+                body: None,
+                checked: vec![],
+                findings,
+            };
         }
     };
     let mut checked = Vec::new();
@@ -117,7 +129,11 @@ fn check_log(log: &Path, launch: &str, head: &chain::Head, findings: &mut Vec<Fi
     for file in [crate::logfile::rotated(log), log.to_path_buf()] {
         let Ok(bytes) = std::fs::read(&file) else { continue };
         let mut say = |line: usize, what: String| {
-            findings.push(Finding { file: file.clone(), line: Some(line), what });
+            findings.push(Finding {
+                file: file.clone(),
+                line: Some(line),
+                what,
+            });
         };
         for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
             if line.is_empty() || needle.find(line).is_none() {
@@ -128,7 +144,10 @@ fn check_log(log: &Path, launch: &str, head: &chain::Head, findings: &mut Vec<Fi
                 Ok(of) if of.launch_id == launch => {}
                 Ok(_) => continue,
                 Err(_) => {
-                    say(i + 1, "names this launch but is not a record: changed or cut".into());
+                    say(
+                        i + 1,
+                        "names this launch but is not a record: changed or cut".into(),
+                    );
                     continue;
                 }
             }
@@ -137,9 +156,20 @@ fn check_log(log: &Path, launch: &str, head: &chain::Head, findings: &mut Vec<Fi
                 continue;
             };
             if link.seq != seq {
-                say(i + 1, format!("record {} of the chain where record {seq} belongs: records were removed, inserted or reordered", link.seq));
+                say(
+                    i + 1,
+                    format!(
+                        "record {} of the chain where record {seq} belongs: records were removed, inserted or reordered",
+                        link.seq
+                    ),
+                );
             } else if link.prev != prev {
-                say(i + 1, format!("record {seq} does not follow the record before it: that one was changed, removed or replaced"));
+                say(
+                    i + 1,
+                    format!(
+                        "record {seq} does not follow the record before it: that one was changed, removed or replaced"
+                    ),
+                );
             }
             (seq, prev, last) = (link.seq + 1, chain::digest(line), Some((file.clone(), i + 1)));
         }

@@ -214,6 +214,26 @@ fn a_killed_ags_finished_hooks_run_once_at_the_next_start() {
             "{}",
             show(&out)
         );
+        // Its run receipt was closed by the recovery too, after its finished hooks, and holds.
+        let receipts = env.state_home().join("ags/receipts");
+        let recovered: Vec<String> = std::fs::read_dir(&receipts)
+            .unwrap()
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .filter(|t| t.contains("\"closed_by\":\"recovery\""))
+            .collect();
+        assert_eq!(recovered.len(), 1, "{recovered:?}");
+        let body: Value = serde_json::from_str(recovered[0].lines().next().unwrap()).unwrap();
+        assert!(
+            body["hooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| h["name"] == "on-finish"),
+            "{body:#}"
+        );
+        let verified = env.run(["verify", body["launch_id"].as_str().unwrap()]);
+        assert_eq!(verified.status.code(), Some(0), "{}", show(&verified));
         // Exactly once: neither gc nor the next launch runs it again.
         let gc = env.run(["gc", "--url", &url]);
         assert_eq!(gc.status.code(), Some(0), "{}", show(&gc));

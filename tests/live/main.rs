@@ -68,6 +68,7 @@ mod output_logs;
 mod podman_client;
 mod protected_files;
 mod quadlet_export;
+mod receipts;
 mod remote_files;
 mod remote_ssh;
 mod request_rules;

@@ -74,9 +74,9 @@ const LAYERS: &[(&str, u32)] = &[
     ("podman", 6),
     ("launch", 7),
     ("receipt", 7), // the run receipt: the launch bound to its records' chains (issue 29)
-    ("git", 7),    // the guard's missing pieces and the check around a launch
-    ("error", 8),  // the crate error: one variant per stage
-    ("events", 9), // started/finished session state and crash recovery
+    ("git", 7),     // the guard's missing pieces and the check around a launch
+    ("error", 8),   // the crate error: one variant per stage
+    ("events", 9),  // started/finished session state and crash recovery
     ("commands", 10),
 ];
 

@@ -26,13 +26,13 @@ use tokio::task::JoinSet;
 
 use super::complete::Completeness;
 use super::scrub::Scrubber;
+use crate::agent_hooks::Event;
+use crate::agent_hooks::calls::OpenCalls;
+use crate::agent_hooks::record::{Decision, Kind, Record};
 use crate::agent_hooks::record::{
     Entry, Incomplete, IncompleteKind, Invalid, Line, MAX_LINE_BYTES, RECORD_VERSION, RecordError, Unguarded,
     UnguardedKind, parse_line,
 };
-use crate::agent_hooks::Event;
-use crate::agent_hooks::calls::OpenCalls;
-use crate::agent_hooks::record::{Decision, Kind, Record};
 use crate::logfile::{Budget, LaunchLog};
 
 /// Connections served at once.
