@@ -119,9 +119,6 @@ pub fn split(line: &[u8]) -> (std::borrow::Cow<'_, [u8]>, Option<Link>) {
     (record.into(), Some(link))
 }
 
-/// Record `head` as where the chain at `path` stands (a temporary file renamed over it: a
-/// crashed writer leaves the old head or the new one).
-
 /// The bytes of a head file: its JSON padded with spaces, rewritten in place.
 const HEAD_BYTES: usize = 128;
 
