@@ -14,6 +14,9 @@ use common::agents::{agents, endpoint, endpoint_with, with_agent_image};
 use common::launch::{assert_clean, launch_args, respond_hook, stdout};
 use common::{TestEnv, each_mode, show};
 
+/// A change made to one line of a log (`None` removes it).
+type Attack = Box<dyn Fn(&str) -> Option<String>>;
+
 const SENTINEL: &str = "receipt-sentinel-7d41";
 
 fn state(env: &TestEnv) -> std::path::PathBuf {
@@ -117,7 +120,7 @@ fn a_launch_leaves_a_receipt_that_verify_checks_and_finds_each_tampering() {
         // Each record kind, tampered with and put back.
         let egress = state(env).join("egress.jsonl");
         let hooks = state(env).join("hooks.jsonl");
-        let attacks: Vec<(&std::path::Path, &str, Box<dyn Fn(&str) -> Option<String>>)> = vec![
+        let attacks: Vec<(&std::path::Path, &str, Attack)> = vec![
             (
                 &egress,
                 "refused",
