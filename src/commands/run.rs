@@ -33,7 +33,10 @@ use crate::{Error, podman, prompt};
 /// (whatever the outcome).
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
     let Some(dest) = &args.report else {
-        return launch(global, args, &mut Facts::default());
+        let mut facts = Facts::default();
+        let result = launch(global, args, &mut facts);
+        abandon(&facts);
+        return result;
     };
     let dest = Destination::parse(dest).map_err(launch::LaunchError::from)?;
     let mut facts = Facts {
@@ -42,6 +45,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
         ..Facts::default()
     };
     let result = launch(global, args, &mut facts);
+    abandon(&facts);
     let (code, error) = match &result {
         Ok(code) => ((*code, launch::report::Outcome::of_exit(*code)), None),
         Err(e) => ((e.exit_code(), e.outcome()), Some(crate::error::render(e))),
@@ -54,6 +58,13 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
     match (result, written) {
         (Ok(_), Err(e)) => Err(launch::LaunchError::from(e).into()),
         (result, _) => result,
+    }
+}
+
+/// A launch that ended without a receipt (refused before its plan) drops its chain heads.
+fn abandon(facts: &Facts) {
+    if let (Some(paths), Some(id), None) = (&facts.paths, &facts.launch_id, &facts.receipt) {
+        crate::receipt::abandon(paths, id);
     }
 }
 

@@ -246,8 +246,38 @@ fn hook_runs(log: &Path, launch: &str) -> io::Result<Vec<HookRun>> {
         .collect())
 }
 
+/// The chain heads of `launch` dropped when it has no draft (a plan, or a launch refused
+/// before its plan): no receipt will close them. Its records stay in the logs.
+pub fn abandon(paths: &Paths, launch: &str) {
+    if draft_path(paths, launch).is_some_and(|d| !d.exists()) {
+        chain::forget(&paths.state_dir(), launch);
+    }
+}
+
+/// Chain heads left by a killed `ags` that had no draft (its pid, in its id `ags-PID-NANOS`, is
+/// gone): dropped.
+fn sweep_heads(paths: &Paths) {
+    let Ok(entries) = std::fs::read_dir(paths.state_dir().join("chains")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name.split('-').nth(1).and_then(|p| p.parse::<i32>().ok());
+        let gone = pid.is_some_and(|p| {
+            rustix::process::test_kill_process(
+                rustix::process::Pid::from_raw(p).unwrap_or(rustix::process::Pid::INIT),
+            )
+            .is_err()
+        });
+        if gone {
+            abandon(paths, &name);
+        }
+    }
+}
+
 /// Close the receipts whose launch's `ags` died (its draft left behind); messages for the user.
 pub fn recover(paths: &Paths) -> Vec<String> {
+    sweep_heads(paths);
     let Ok(entries) = std::fs::read_dir(dir(paths)) else {
         return Vec::new();
     };

@@ -250,3 +250,32 @@ fn ids_that_are_not_launch_ids_name_no_file() {
         assert!(path(&p, bad).is_none(), "{bad:?}");
     }
 }
+
+#[test]
+fn heads_without_a_receipt_to_come_are_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = paths(dir.path());
+    let chains = p.state_dir().join("chains");
+    let mine = format!("ags-{}-1", std::process::id());
+    for launch in ["ags-999999999-1", mine.as_str()] {
+        let line = format!("{{\"launch_id\":\"{launch}\"}}\n");
+        append_chained(&p.hook_log(), launch, line.as_bytes()).unwrap();
+    }
+    // A killed `ags` without a draft (a plan, a refused launch): its pid is gone.
+    assert!(recover(&p).is_empty());
+    assert!(!chains.join("ags-999999999-1").exists());
+    assert!(chains.join(&mine).exists(), "its process is alive");
+    // The process itself drops its own at its end (`ags plan`, a refused launch)…
+    abandon(&p, &mine);
+    assert!(!chains.join(&mine).exists());
+    // …but not a launch's whose draft waits for its receipt.
+    draft().write(&p).unwrap();
+    append_chained(
+        &p.hook_log(),
+        L,
+        format!("{{\"launch_id\":\"{L}\"}}\n").as_bytes(),
+    )
+    .unwrap();
+    abandon(&p, L);
+    assert!(chains.join(L).exists());
+}
