@@ -58,6 +58,7 @@ fn main() {
     let base = std::env::var_os("TMPDIR").unwrap_or_else(|| "/var/tmp".into());
     let dir = tempfile::tempdir_in(base).unwrap();
     let n = 5_000;
+    ags::logfile::chain::open(&dir.path().join("state/ags"), LAUNCH).unwrap();
     let (mut plain, mut chained) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         plain.push(per_record(dir.path(), n, |p, l| append_line(p, l).unwrap()));
@@ -83,6 +84,8 @@ fn main() {
         runtime_dir: None,
     };
     let logs = receipt::logs(&paths);
+    receipt::open(&paths, LAUNCH);
+    receipt::open(&paths, "ags-2-2");
     for i in 0..10_000 {
         let log = &logs[i % 3].1;
         append_chained(log, LAUNCH, &record(i, LAUNCH)).unwrap();
@@ -106,7 +109,7 @@ fn main() {
     let (mut verify, mut read) = (Vec::new(), Vec::new());
     for _ in 0..7 {
         let start = Instant::now();
-        let v = receipt::verify::verify(&sealed.path, Some(&sealed.digest), &logs);
+        let v = receipt::verify::verify(&sealed.path, LAUNCH, Some(&sealed.digest), &logs);
         verify.push(start.elapsed());
         assert!(v.findings.is_empty(), "{:?}", v.findings);
         assert_eq!(v.checked.iter().map(|c| c.1).sum::<u64>(), 10_000);

@@ -35,6 +35,16 @@ pub fn create_socket_dir(dir: &Path) -> io::Result<()> {
 /// Write `bytes` to `path` atomically: a temp file in the same directory with `mode`, fsync,
 /// rename over the target, fsync the directory. A crash leaves either the old or the new file.
 pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_whole(path, bytes, mode, true)
+}
+
+/// [`atomic_write`] that never replaces: an `AlreadyExists` error when `path` exists (the
+/// file there is left as it is).
+pub fn atomic_create(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_whole(path, bytes, mode, false)
+}
+
+fn write_whole(path: &Path, bytes: &[u8], mode: u32, replace: bool) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -49,7 +59,10 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    match replace {
+        true => tmp.persist(path).map_err(|e| e.error)?,
+        false => tmp.persist_noclobber(path).map_err(|e| e.error)?,
+    };
     File::open(dir)?.sync_all()
 }
 

@@ -184,11 +184,7 @@ async fn build(
     let identity = identity::current();
     let signals = SignalWatch::install().map_err(Error::Signals)?;
     let prepared = match hooks {
-        true => {
-            let prepared = super::run::prepare_hooks(config, settings, &identity, &signals, rules).await;
-            crate::receipt::abandon(&config.paths, &identity.launch_id); // a plan has no receipt
-            Some(prepared?)
-        }
+        true => Some(super::run::prepare_hooks(config, settings, &identity, &signals, rules).await?),
         false => None,
     };
     let layer = prepared

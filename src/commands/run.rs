@@ -35,7 +35,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
     let Some(dest) = &args.report else {
         let mut facts = Facts::default();
         let result = launch(global, args, &mut facts);
-        abandon(&facts);
+        facts.abandon_chains();
         return result;
     };
     let dest = Destination::parse(dest).map_err(launch::LaunchError::from)?;
@@ -45,7 +45,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
         ..Facts::default()
     };
     let result = launch(global, args, &mut facts);
-    abandon(&facts);
+    facts.abandon_chains();
     let (code, error) = match &result {
         Ok(code) => ((*code, launch::report::Outcome::of_exit(*code)), None),
         Err(e) => ((e.exit_code(), e.outcome()), Some(crate::error::render(e))),
@@ -58,13 +58,6 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> Result<u8, Error> {
     match (result, written) {
         (Ok(_), Err(e)) => Err(launch::LaunchError::from(e).into()),
         (result, _) => result,
-    }
-}
-
-/// A launch that ended without a receipt (refused before its plan) drops its chain heads.
-fn abandon(facts: &Facts) {
-    if let (Some(paths), Some(id), None) = (&facts.paths, &facts.launch_id, &facts.receipt) {
-        crate::receipt::abandon(paths, id);
     }
 }
 
@@ -278,6 +271,7 @@ async fn prepare(
 ) -> Result<Ready, Error> {
     let identity = identity::current();
     facts.launch_id = Some(identity.launch_id.clone());
+    crate::receipt::open(&config.paths, &identity.launch_id);
     let target = super::target_for(global, Some(config), rules.writable_roots().to_vec());
     let client = podman::connect(&target).await?;
     crate::trace::mark("connected");

@@ -36,8 +36,12 @@ pub fn verify(args: &VerifyArgs) -> Result<u8, Error> {
             receipt::dir(&paths).display()
         )));
     };
-    let verdict = receipt::verify::verify(&path, digest.as_deref(), &receipt::logs(&paths));
+    let verdict = receipt::verify::verify(&path, &launch, digest.as_deref(), &receipt::logs(&paths));
     let mut out = std::io::stdout().lock();
+    for f in &verdict.late {
+        let line = crate::text::escape_controls(&f.to_string());
+        writeln!(out, "note: {line}").map_err(Error::Output)?;
+    }
     let counts: Vec<String> = verdict
         .checked
         .iter()

@@ -213,7 +213,9 @@ impl EgressLog {
         o.down = o.down.saturating_add(record.bytes_down);
     }
 
-    /// At the end of the launch: one `dropped` record per budget that was exceeded.
+    /// At the end of the launch: one `dropped` record per budget that was exceeded. A summary
+    /// names no tool call: the calls open at the end are not the ones its connections were
+    /// made in.
     pub fn finish(&self) {
         let map = std::mem::take(&mut *self.overflow.lock().unwrap_or_else(|e| e.into_inner()));
         for ((host, port), o) in map {
@@ -228,6 +230,7 @@ impl EgressLog {
             let host = if host.is_empty() { "*" } else { &host };
             let mut record = self.record("dropped", host, port, Decision::Dropped, reason);
             (record.dropped, record.bytes_up, record.bytes_down) = (Some(o.count), o.up, o.down);
+            record.calls.clear();
             self.append(&record);
         }
         for (budget, what) in [
@@ -244,7 +247,7 @@ impl EgressLog {
                 b.dropped, b.dropped_bytes, b.limit
             );
             let mut record = self.record("dropped", "-", 0, Decision::Dropped, reason);
-            record.dropped = Some(b.dropped);
+            (record.dropped, record.calls) = (Some(b.dropped), Vec::new());
             self.append(&record);
         }
     }

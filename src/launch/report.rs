@@ -127,6 +127,15 @@ pub struct Facts {
     pub receipt: Option<crate::receipt::Sealed>,
 }
 
+impl Facts {
+    /// A launch that ended without a receipt (refused before its plan) drops its chain heads.
+    pub fn abandon_chains(&self) {
+        if let (Some(paths), Some(id), None) = (&self.paths, &self.launch_id, &self.receipt) {
+            crate::receipt::abandon(paths, id);
+        }
+    }
+}
+
 /// Something the launch created and could not remove (`ags gc` retries).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Leftover {

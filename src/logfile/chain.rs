@@ -9,6 +9,11 @@
 //! (0600 in 0700 directories), read and rewritten in place under the log's lock. So every process that
 //! writes a launch's records (the launch's `ags`, `ags allow`, the crash recovery) continues one
 //! chain, and the order of the chain is the order of the file.
+//!
+//! A launch is chained from [`open`] (a launch that will have a receipt) until its receipt
+//! closes and [`forget`]s the heads. Records written outside that span (an `ags plan`, a grant
+//! for every launch, a connection that ended after the receipt closed) carry no link: nothing
+//! starts a second chain for a launch whose receipt is closed.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -81,7 +86,6 @@ pub fn state_path(log: &Path, launch: &str) -> Option<PathBuf> {
 }
 
 /// Where `launch`'s chain in `log` stands (nothing written: count 0).
-/// Where `launch`'s chain in `log` stands (nothing written: count 0).
 pub fn head(log: &Path, launch: &str) -> io::Result<Head> {
     let Some(path) = state_path(log, launch) else {
         return Err(io::Error::other(format!("{launch:?} is not a launch id")));
@@ -91,6 +95,18 @@ pub fn head(log: &Path, launch: &str) -> io::Result<Head> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Head::default()),
         Err(e) => Err(e),
     }
+}
+
+/// Begin `launch`'s chains: from now on its records carry links (0700 directories).
+pub fn open(state_dir: &Path, launch: &str) -> io::Result<()> {
+    if !valid_launch(launch) {
+        return Err(io::Error::other(format!("{launch:?} is not a launch id")));
+    }
+    let chains = state_dir.join("chains");
+    for d in [state_dir.to_path_buf(), chains.clone(), chains.join(launch)] {
+        crate::fsutil::ensure_private_dir(&d).map_err(|e| io::Error::other(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Forget the chain heads of `launch` (its receipt holds them now).
@@ -145,10 +161,9 @@ fn open_heads() -> MutexGuard<'static, HashMap<PathBuf, File>> {
 
 /// `line` (one JSON object and its newline) with its link added as the last member, the
 /// chain's head moved on past it (one `pwrite` of [`HEAD_BYTES`] at offset 0 of the head file
-/// this process keeps open). Called with the log's lock held.
+/// this process keeps open); the line as it is when `launch` is not chained ([`open`]). Called
+/// with the log's lock held.
 pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<Vec<u8>> {
-    let path =
-        state_path(log, launch).ok_or_else(|| io::Error::other(format!("{launch:?} is not a launch id")))?;
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     let Some(open) = body
         .strip_suffix(b"}")
@@ -158,12 +173,18 @@ pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<Vec<u8
             "a chained record must be a non-empty JSON object",
         ));
     };
+    let Some(path) = state_path(log, launch) else {
+        return Ok(line.to_vec());
+    };
     let mut heads = open_heads();
     if !heads.contains_key(&path) {
+        let Some(file) = open_head(&path)? else {
+            return Ok(line.to_vec());
+        };
         if heads.len() >= MAX_OPEN_HEADS {
             heads.clear();
         }
-        heads.insert(path.clone(), open_head(&path)?);
+        heads.insert(path.clone(), file);
     }
     let file = &heads[&path];
     let was = read_head(file, &path)?;
@@ -188,17 +209,19 @@ pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<Vec<u8
     Ok(out)
 }
 
-/// Open (creating it 0600 in private directories) the head file at `path`.
-fn open_head(path: &Path) -> io::Result<File> {
-    let dir = path.parent().ok_or_else(|| io::Error::other("no directory"))?;
-    for d in [dir.parent().unwrap_or(dir), dir] {
-        crate::fsutil::ensure_private_dir(d).map_err(|e| io::Error::other(e.to_string()))?;
-    }
-    std::fs::OpenOptions::new()
+/// Open (creating it 0600) the head file at `path`; `None` when its launch is not chained (its
+/// directory, made by [`open`], is not there).
+fn open_head(path: &Path) -> io::Result<Option<File>> {
+    let opened = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+        .open(path);
+    match opened {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }

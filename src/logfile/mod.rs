@@ -218,6 +218,7 @@ mod tests {
     fn each_kind_has_its_own_budget_and_notes_are_outside_them() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state/x.jsonl");
+        chain::open(&dir.path().join("state"), "ags-t").unwrap();
         let log = LaunchLog::new(
             path.clone(),
             "ags-t".into(),
@@ -259,6 +260,9 @@ mod tests {
     fn a_chain_goes_on_across_writers_and_rotation() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state/x.jsonl");
+        for launch in ["ags-a", "ags-b"] {
+            chain::open(&dir.path().join("state"), launch).unwrap();
+        }
         append_chained(&path, "ags-a", b"{\"n\":0}\n").unwrap();
         append_chained(&path, "ags-b", b"{\"n\":0}\n").unwrap();
         let f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
@@ -270,8 +274,14 @@ mod tests {
             serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
         assert_eq!(now["chain"]["seq"], 1);
         assert_eq!(now["chain"]["prev"], chain::digest(first.as_bytes()).as_str());
-        assert!(append_chained(&path, "../x", b"{\"n\":0}\n").is_err());
         assert!(append_chained(&path, "ags-a", b"{}\n").is_err());
+        // A launch that is not chained (no `open`, or not a launch id): its lines as they are.
+        for launch in ["ags-c", "../x", "*"] {
+            append_chained(&path, launch, b"{\"n\":0}\n").unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(text.lines().last(), Some("{\"n\":0}"));
+        }
+        assert!(!dir.path().join("state/chains/ags-c").exists());
     }
 
     #[test]

@@ -157,6 +157,13 @@ impl Draft {
     }
 }
 
+/// From now on, `launch`'s records are chained (it will have a receipt, or [`abandon`] it).
+pub fn open(paths: &Paths, launch: &str) {
+    if let Err(e) = chain::open(&paths.state_dir(), launch) {
+        eprintln!("ags: warning: the records of this launch cannot be chained: {e}");
+    }
+}
+
 /// Begin the receipt of `plan`'s launch: its image resolved through `client`, the draft
 /// written. A receipt that cannot be begun does not stop the launch: warned about.
 pub async fn begin(client: &crate::podman::Client, paths: &Paths, plan: &LaunchPlan) {
@@ -210,9 +217,15 @@ pub fn close(
     let mut bytes = serde_json::to_vec(&body).map_err(io::Error::other)?;
     let seal = chain::digest(&bytes);
     bytes.extend_from_slice(format!("\n{{\"seal\":\"{seal}\"}}\n").as_bytes());
-    crate::fsutil::atomic_write(&at, &bytes, 0o600)?;
+    // Never over a receipt already there: a second recovery racing the first reads the heads
+    // after the first forgot them, and would seal zero records.
+    let written = crate::fsutil::atomic_create(&at, &bytes, 0o600);
     let _ = std::fs::remove_file(&draft_at);
     chain::forget(&paths.state_dir(), launch);
+    match written {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(None),
+        other => other?,
+    }
     Ok(Some(Sealed {
         path: at,
         digest: file_digest(&bytes),
@@ -246,8 +259,8 @@ fn hook_runs(log: &Path, launch: &str) -> io::Result<Vec<HookRun>> {
         .collect())
 }
 
-/// The chain heads of `launch` dropped when it has no draft (a plan, or a launch refused
-/// before its plan): no receipt will close them. Its records stay in the logs.
+/// The chain heads of `launch` dropped when it has no draft (a launch refused before its
+/// plan): no receipt will close them. Its records stay in the logs.
 pub fn abandon(paths: &Paths, launch: &str) {
     if draft_path(paths, launch).is_some_and(|d| !d.exists()) {
         chain::forget(&paths.state_dir(), launch);
@@ -305,5 +318,7 @@ pub fn recover(paths: &Paths) -> Vec<String> {
     said
 }
 
+#[cfg(test)]
+mod attacks;
 #[cfg(test)]
 mod tests;

@@ -7,9 +7,9 @@ use super::verify::verify;
 use super::*;
 use crate::logfile::append_chained;
 
-const L: &str = "ags-7-1700000000000000000";
+pub(super) const L: &str = "ags-7-1700000000000000000";
 
-fn paths(dir: &Path) -> Paths {
+pub(super) fn paths(dir: &Path) -> Paths {
     Paths {
         home: dir.join("home"),
         config_home: dir.join("config"),
@@ -19,7 +19,7 @@ fn paths(dir: &Path) -> Paths {
     }
 }
 
-fn draft() -> Draft {
+pub(super) fn draft() -> Draft {
     Draft {
         launch_id: L.into(),
         agent: "shell".into(),
@@ -35,8 +35,10 @@ fn draft() -> Draft {
 
 /// A closed launch: records in all three logs, interleaved with another launch's, and its
 /// receipt. Returns the receipt.
-fn launch(p: &Paths) -> Sealed {
+pub(super) fn launch(p: &Paths) -> Sealed {
     draft().write(p).unwrap();
+    open(p, L);
+    open(p, "ags-8-1");
     for (i, (_, log)) in logs(p).iter().enumerate() {
         for n in 0..5 {
             let mine = format!("{{\"launch_id\":\"{L}\",\"n\":{n},\"log\":{i}}}\n");
@@ -48,13 +50,13 @@ fn launch(p: &Paths) -> Sealed {
     close(p, L, Some(0), "launch").unwrap().unwrap()
 }
 
-fn findings(p: &Paths, sealed: &Sealed, kept: bool) -> Vec<String> {
+pub(super) fn findings(p: &Paths, sealed: &Sealed, kept: bool) -> Vec<String> {
     let digest = kept.then_some(sealed.digest.as_str());
-    let v = verify(&sealed.path, digest, &logs(p));
+    let v = verify(&sealed.path, L, digest, &logs(p));
     v.findings.iter().map(|f| f.to_string()).collect()
 }
 
-fn lines(path: &PathBuf) -> Vec<String> {
+pub(super) fn lines(path: &PathBuf) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -62,12 +64,12 @@ fn lines(path: &PathBuf) -> Vec<String> {
         .collect()
 }
 
-fn put(path: &PathBuf, lines: &[String]) {
+pub(super) fn put(path: &PathBuf, lines: &[String]) {
     std::fs::write(path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
 }
 
 /// The indices of the launch's lines in `log`.
-fn mine(all: &[String]) -> Vec<usize> {
+pub(super) fn mine(all: &[String]) -> Vec<usize> {
     (0..all.len())
         .filter(|i| all[*i].contains(&format!("\"{L}\"")))
         .collect()
@@ -79,7 +81,7 @@ fn an_untouched_launch_is_intact_and_its_heads_are_gone() {
     let p = paths(dir.path());
     let sealed = launch(&p);
     assert_eq!(findings(&p, &sealed, true), Vec::<String>::new());
-    let v = verify(&sealed.path, None, &logs(&p));
+    let v = verify(&sealed.path, L, None, &logs(&p));
     assert_eq!(v.checked.iter().map(|c| c.1).sum::<u64>(), 15);
     assert!(!p.state_dir().join("chains").join(L).exists());
     assert!(!dir_has_draft(&p));
@@ -226,6 +228,7 @@ fn a_crashed_launch_is_closed_by_recovery_and_a_live_one_is_not() {
         crate::procfs::process_start_time(std::process::id()).unwrap(),
     );
     d.write(&p).unwrap();
+    open(&p, L);
     append_chained(
         &p.egress_log(),
         L,
@@ -238,8 +241,9 @@ fn a_crashed_launch_is_closed_by_recovery_and_a_live_one_is_not() {
     d.write(&p).unwrap();
     assert!(recover(&p).is_empty());
     let receipt = path(&p, L).unwrap();
-    let v = verify(&receipt, None, &logs(&p));
+    let v = verify(&receipt, L, None, &logs(&p));
     assert!(v.findings.is_empty(), "{:?}", v.findings);
+    assert_eq!(v.checked[2], ("egress".to_string(), 1));
     assert_eq!(v.body.unwrap().closed_by, "recovery");
 }
 
@@ -259,6 +263,7 @@ fn heads_without_a_receipt_to_come_are_dropped() {
     let mine = format!("ags-{}-1", std::process::id());
     for launch in ["ags-999999999-1", mine.as_str()] {
         let line = format!("{{\"launch_id\":\"{launch}\"}}\n");
+        open(&p, launch);
         append_chained(&p.hook_log(), launch, line.as_bytes()).unwrap();
     }
     // A killed `ags` without a draft (a plan, a refused launch): its pid is gone.
@@ -270,6 +275,7 @@ fn heads_without_a_receipt_to_come_are_dropped() {
     assert!(!chains.join(&mine).exists());
     // …but not a launch's whose draft waits for its receipt.
     draft().write(&p).unwrap();
+    open(&p, L);
     append_chained(
         &p.hook_log(),
         L,

@@ -6,6 +6,10 @@
 //! and naming the previous record's digest, and the last must be the receipt's count and
 //! digest. A line that names the launch but is not a record is reported too. Every finding
 //! names the file and line.
+//!
+//! Records of the launch after the end of a sealed chain were written after the receipt closed
+//! (a connection that ended after the launch, or added since): they are listed apart, as what
+//! the receipt does not cover, and do not make it fail.
 
 use std::path::{Path, PathBuf};
 
@@ -43,12 +47,14 @@ pub struct Verdict {
     pub checked: Vec<(String, u64)>,
     /// What is wrong (none: intact).
     pub findings: Vec<Finding>,
+    /// Records of the launch after the end of its sealed chain: not covered by the receipt.
+    pub late: Vec<Finding>,
 }
 
-/// Check the receipt at `receipt` (whose file digest should be `kept`, when given) against the
-/// logs of `logs` (name → path).
-pub fn verify(receipt: &Path, kept: Option<&str>, logs: &[(&str, PathBuf)]) -> Verdict {
-    let mut findings = Vec::new();
+/// Check the receipt at `receipt`, which must be `launch`'s (and whose file digest should be
+/// `kept`, when given), against the logs of `logs` (name → path).
+pub fn verify(receipt: &Path, launch: &str, kept: Option<&str>, logs: &[(&str, PathBuf)]) -> Verdict {
+    let (mut findings, mut late) = (Vec::new(), Vec::new());
     let at = |what: String| Finding {
         file: receipt.to_path_buf(),
         line: None,
@@ -62,6 +68,7 @@ pub fn verify(receipt: &Path, kept: Option<&str>, logs: &[(&str, PathBuf)]) -> V
                 body: None,
                 checked: vec![],
                 findings,
+                late,
             };
         }
     };
@@ -97,81 +104,98 @@ pub fn verify(receipt: &Path, kept: Option<&str>, logs: &[(&str, PathBuf)]) -> V
                 body: None,
                 checked: vec![],
                 findings,
+                late,
             };
         }
     };
+    if body.draft.launch_id != launch {
+        findings.push(at(format!(
+            "it is the receipt of launch {}, not of {launch}: it was replaced",
+            crate::text::escape_line(&body.draft.launch_id)
+        )));
+    }
     let mut checked = Vec::new();
     for (name, log) in logs {
         let Some(head) = body.logs.get(*name) else {
             findings.push(at(format!("it does not close the {name} log")));
             continue;
         };
-        let n = check_log(log, &body.draft.launch_id, head, &mut findings);
+        let n = check_log(log, launch, head, (&mut findings, &mut late));
         checked.push((name.to_string(), n));
     }
     Verdict {
         body: Some(body),
         checked,
         findings,
+        late,
     }
 }
 
 /// Check `launch`'s chain in the log at `log` (its rotated file first) against `head`; the
-/// number of the launch's records found.
-fn check_log(log: &Path, launch: &str, head: &chain::Head, findings: &mut Vec<Finding>) -> u64 {
+/// number of the launch's records found. What is wrong goes to the first list, records after
+/// the chain's sealed end to the second.
+fn check_log(
+    log: &Path,
+    launch: &str,
+    head: &chain::Head,
+    (findings, late): (&mut Vec<Finding>, &mut Vec<Finding>),
+) -> u64 {
     #[derive(Deserialize)]
     struct Of<'a> {
         #[serde(borrow)]
         launch_id: std::borrow::Cow<'a, str>,
     }
-    let needle = memchr::memmem::Finder::new(launch.as_bytes());
+    // Lines that hold neither the id's bytes nor a `\u` escape (which could spell it, or the
+    // key) cannot name the launch: not parsed.
+    let (needle, escape) = (
+        memchr::memmem::Finder::new(launch.as_bytes()),
+        memchr::memmem::Finder::new(b"\\u"),
+    );
     let (mut seq, mut prev, mut last) = (0u64, GENESIS.to_string(), None::<(PathBuf, usize)>);
+    let mut sealed = head.count == 0;
     for file in [crate::logfile::rotated(log), log.to_path_buf()] {
         let Ok(bytes) = std::fs::read(&file) else { continue };
-        let mut say = |line: usize, what: String| {
-            findings.push(Finding {
-                file: file.clone(),
-                line: Some(line),
-                what,
-            });
-        };
         for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-            if line.is_empty() || needle.find(line).is_none() {
+            if line.is_empty() || (needle.find(line).is_none() && escape.find(line).is_none()) {
                 continue;
             }
+            let mut say = |what: String| {
+                let list = if sealed { &mut *late } else { &mut *findings };
+                list.push(Finding {
+                    file: file.clone(),
+                    line: Some(i + 1),
+                    what: match sealed {
+                        true => "a record of this launch after its receipt closed: not covered by it".into(),
+                        false => what,
+                    },
+                });
+            };
             let (record, link) = chain::split(line);
             match serde_json::from_slice::<Of>(&record) {
                 Ok(of) if of.launch_id == launch => {}
                 Ok(_) => continue,
+                Err(_) if needle.find(line).is_none() => continue,
                 Err(_) => {
-                    say(
-                        i + 1,
-                        "names this launch but is not a record: changed or cut".into(),
-                    );
+                    say("names this launch but is not a record: changed or cut".into());
                     continue;
                 }
             }
-            let Some(link) = link else {
-                say(i + 1, "a record of this launch without its link: inserted".into());
+            let Some(link) = link.filter(|_| !sealed) else {
+                say("a record of this launch without its link: inserted".into());
                 continue;
             };
             if link.seq != seq {
-                say(
-                    i + 1,
-                    format!(
-                        "record {} of the chain where record {seq} belongs: records were removed, inserted or reordered",
-                        link.seq
-                    ),
-                );
+                say(format!(
+                    "record {} of the chain where record {seq} belongs: records were removed, inserted or reordered",
+                    link.seq
+                ));
             } else if link.prev != prev {
-                say(
-                    i + 1,
-                    format!(
-                        "record {seq} does not follow the record before it: that one was changed, removed or replaced"
-                    ),
-                );
+                say(format!(
+                    "record {seq} does not follow the record before it: that one was changed, removed or replaced"
+                ));
             }
             (seq, prev, last) = (link.seq + 1, chain::digest(line), Some((file.clone(), i + 1)));
+            sealed = seq == head.count && prev == head.head;
         }
     }
     if seq != head.count || prev != head.head {

@@ -149,18 +149,22 @@ fn a_launch_leaves_a_receipt_that_verify_checks_and_finds_each_tampering() {
             );
             std::fs::write(file, before).unwrap();
         }
-        // A record put in again (a replay of the launch's first egress record).
+        // A record put in again (a replay of the launch's first egress record, right after it).
         let before = std::fs::read(&egress).unwrap();
-        let first = String::from_utf8(before.clone())
-            .unwrap()
-            .lines()
-            .find(|l| l.contains(&launch))
-            .unwrap()
-            .to_string();
-        let mut more = before.clone();
-        more.extend_from_slice(format!("{first}\n").as_bytes());
-        std::fs::write(&egress, more).unwrap();
+        let text = String::from_utf8(before.clone()).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.contains(&launch)).unwrap();
+        lines.insert(at + 1, lines[at]);
+        std::fs::write(&egress, lines.join("\n") + "\n").unwrap();
         assert_eq!(verify(env, &report_flag).0, Some(1));
+        // The same record after the end of the sealed chain: not covered, shown as such.
+        std::fs::write(&egress, format!("{text}{}\n", lines[at])).unwrap();
+        let (code, said) = verify(env, &report_flag);
+        assert_eq!(code, Some(0), "{said}");
+        assert!(
+            said.contains("note: ") && said.contains("after its receipt closed"),
+            "{said}"
+        );
         std::fs::write(&egress, before).unwrap();
         // The receipt rewritten with a new seal: intact by itself, caught by the kept digest.
         let original = std::fs::read_to_string(&path).unwrap();

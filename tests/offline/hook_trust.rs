@@ -242,6 +242,7 @@ fn run_log_appends_private_lines_reads_back_and_rotates() {
         vec!["SERVICE_URL".into()],
         vec!["/tmp/x.json".into()],
     );
+    ags::receipt::open(&env.paths, "ags-1-2");
     RunLog::append(&env.paths, &rec).unwrap();
     let log = env.paths.hook_log();
     assert_eq!(std::fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
