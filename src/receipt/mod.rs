@@ -321,4 +321,6 @@ pub fn recover(paths: &Paths) -> Vec<String> {
 #[cfg(test)]
 mod attacks;
 #[cfg(test)]
+mod attacks2;
+#[cfg(test)]
 mod tests;
