@@ -83,6 +83,23 @@ pub fn parse_lines<T: DeserializeOwned>(bytes: &[u8]) -> Vec<T> {
         .collect()
 }
 
+/// [`read_all`], each record with whether it carried a chain link.
+pub fn read_all_linked<T: DeserializeOwned>(path: &Path) -> io::Result<Vec<(T, bool)>> {
+    let mut records = Vec::new();
+    for file in [rotated(path), path.to_path_buf()] {
+        let bytes = match std::fs::read(&file) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        records.extend(bytes.split(|b| *b == b'\n').filter_map(|line| {
+            let (record, link) = chain::split(line);
+            serde_json::from_slice(&record).ok().map(|r| (r, link.is_some()))
+        }));
+    }
+    Ok(records)
+}
+
 /// The records of one file (none when it does not exist).
 pub fn read_file<T: DeserializeOwned>(path: &Path) -> io::Result<Vec<T>> {
     match std::fs::read(path) {

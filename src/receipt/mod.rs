@@ -7,7 +7,8 @@
 //!   policy and the mounts, and the owner (pid and start time), as `<launch>.draft.json`.
 //! - [`close`], when the launch ends: the draft plus each hook's approval hash and response
 //!   digest (from the hook log) and, per log, the count and last digest of the launch's chain
-//!   (`crate::logfile::chain`). Written atomically as two lines: the body, then
+//!   (`crate::logfile::chain`), each chain ended by a closing record
+//!   (`{"launch_id": …, "receipt": "closed"}`). Written atomically as two lines: the body, then
 //!   `{"seal": DIGEST}`, the SHA-256 of the body's line. The draft and the chain heads go.
 //! - [`recover`]: a draft whose owner died (a killed `ags`) is closed by the next launch or
 //!   `ags gc`, `closed_by: "recovery"`.
@@ -201,8 +202,16 @@ pub fn close(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
+    if at.exists() {
+        let _ = std::fs::remove_file(&draft_at); // closed by a racing recovery
+        return Ok(None);
+    }
     let mut logs_closed = BTreeMap::new();
     for (name, log) in logs(paths) {
+        // The chain's last record marks where the receipt closed it in the file: a record of
+        // the launch before it must be in the chain (an empty chain gets its place too).
+        let closing = serde_json::json!({ "launch_id": launch, "receipt": "closed" });
+        crate::logfile::append_chained(&log, launch, format!("{closing}\n").as_bytes())?;
         logs_closed.insert(name.to_string(), chain::head(&log, launch)?);
     }
     let body = Body {

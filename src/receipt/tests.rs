@@ -82,7 +82,8 @@ fn an_untouched_launch_is_intact_and_its_heads_are_gone() {
     let sealed = launch(&p);
     assert_eq!(findings(&p, &sealed, true), Vec::<String>::new());
     let v = verify(&sealed.path, L, None, &logs(&p));
-    assert_eq!(v.checked.iter().map(|c| c.1).sum::<u64>(), 15);
+    // Five records and the closing one in each log.
+    assert_eq!(v.checked.iter().map(|c| c.1).sum::<u64>(), 18);
     assert!(!p.state_dir().join("chains").join(L).exists());
     assert!(!dir_has_draft(&p));
 }
@@ -119,16 +120,21 @@ fn an_edited_byte_of_a_record_is_found() {
         let i = mine(all)[2];
         all[i] = all[i].replacen("\"n\":2", "\"n\":9", 1);
     });
-    // The last record, whose only check is the receipt's closing digest.
     each_log("an edited last record", |all| {
-        let i = *mine(all).last().unwrap();
+        let m = mine(all);
+        let i = m[m.len() - 2];
         all[i] = all[i].replacen("\"n\":4", "\"n\":8", 1);
+    });
+    // The closing record, whose only check is the receipt's closing digest.
+    each_log("an edited closing record", |all| {
+        let i = *mine(all).last().unwrap();
+        all[i] = all[i].replacen("closed", "cloSed", 1);
     });
 }
 
 #[test]
 fn a_removed_record_is_found_first_middle_or_last() {
-    for k in [0, 2, 4] {
+    for k in [0, 2, 4, 5] {
         each_log("a removed record", |all| {
             all.remove(mine(all)[k]);
         });
@@ -243,7 +249,7 @@ fn a_crashed_launch_is_closed_by_recovery_and_a_live_one_is_not() {
     let receipt = path(&p, L).unwrap();
     let v = verify(&receipt, L, None, &logs(&p));
     assert!(v.findings.is_empty(), "{:?}", v.findings);
-    assert_eq!(v.checked[2], ("egress".to_string(), 1));
+    assert_eq!(v.checked[2], ("egress".to_string(), 2));
     assert_eq!(v.body.unwrap().closed_by, "recovery");
 }
 

@@ -1,6 +1,8 @@
 //! `ags log --launch ID`: one launch's records of the three host logs as one timeline, oldest
 //! first: its hook runs, its agent hook records and its egress records, each egress record
-//! made during exactly one tool call placed under that call's `pre_tool` record.
+//! made during exactly one tool call placed under that call's `pre_tool` record. Once the
+//! launch has a receipt, a record it does not cover (written after it closed, or added since:
+//! no chain link) is marked so, and never placed under a call.
 
 use std::io;
 
@@ -46,41 +48,61 @@ pub fn rows(paths: &Paths, launch: &str) -> io::Result<Vec<(Row, bool)>> {
             .map(|(_, r)| r.trim_start().to_string())
             .unwrap_or(s)
     };
+    let sealed = super::path(paths, launch).is_some_and(|p| p.exists());
     let mut rows = Vec::new();
-    let hooks: Vec<Record> = crate::logfile::read_all(&paths.hook_log())?;
-    for r in hooks.into_iter().filter(|r| r.launch_id == launch) {
+    let mut push = |linked: bool, mut row: Row| {
+        if sealed && !linked {
+            row.text.push_str("  [not covered by the receipt]");
+            row.call = None;
+        }
+        rows.push(row);
+    };
+    let hooks: Vec<(Record, bool)> = crate::logfile::read_all_linked(&paths.hook_log())?;
+    for (r, linked) in hooks.into_iter().filter(|(r, _)| r.launch_id == launch) {
         let json = serde_json::to_string(&r).unwrap_or_default();
-        rows.push(Row {
-            time: r.started_at.clone(),
-            log: "hook",
-            text: unmark(r.render()),
-            call: None,
-            json,
-        });
+        let (time, text) = (r.started_at.clone(), unmark(r.render()));
+        push(
+            linked,
+            Row {
+                time,
+                log: "hook",
+                text,
+                call: None,
+                json,
+            },
+        );
     }
-    let entries: Vec<Entry> = crate::logfile::read_all(&paths.agent_hooks_log())?;
-    for e in entries.into_iter().filter(|e| e.launch_id == launch) {
+    let entries: Vec<(Entry, bool)> = crate::logfile::read_all_linked(&paths.agent_hooks_log())?;
+    for (e, linked) in entries.into_iter().filter(|(e, _)| e.launch_id == launch) {
         let text = unmark(crate::agent_hooks::log::file::render(&e));
         let json = serde_json::to_string(&e).unwrap_or_default();
-        rows.push(Row {
-            time: e.time.clone(),
-            log: "agent",
-            text,
-            call: e.call.clone(),
-            json,
-        });
+        let (time, call) = (e.time.clone(), e.call.clone());
+        push(
+            linked,
+            Row {
+                time,
+                log: "agent",
+                text,
+                call,
+                json,
+            },
+        );
     }
-    let egress: Vec<EgressRecord> = crate::logfile::read_all(&paths.egress_log())?;
-    for r in egress.into_iter().filter(|r| r.launch_id == launch) {
+    let egress: Vec<(EgressRecord, bool)> = crate::logfile::read_all_linked(&paths.egress_log())?;
+    for (r, linked) in egress.into_iter().filter(|(r, _)| r.launch_id == launch) {
         let call = (r.calls.len() == 1).then(|| r.calls[0].clone());
         let json = serde_json::to_string(&r).unwrap_or_default();
-        rows.push(Row {
-            time: r.time.clone(),
-            log: "egress",
-            text: unmark(crate::egress::log::render(&r)),
-            call,
-            json,
-        });
+        let (time, text) = (r.time.clone(), unmark(crate::egress::log::render(&r)));
+        push(
+            linked,
+            Row {
+                time,
+                log: "egress",
+                text,
+                call,
+                json,
+            },
+        );
     }
     rows.sort_by(|a, b| a.time.cmp(&b.time));
     Ok(nest(rows))

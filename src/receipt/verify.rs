@@ -7,9 +7,11 @@
 //! digest. A line that names the launch but is not a record is reported too. Every finding
 //! names the file and line.
 //!
-//! Records of the launch after the end of a sealed chain were written after the receipt closed
-//! (a connection that ended after the launch, or added since): they are listed apart, as what
-//! the receipt does not cover, and do not make it fail.
+//! The chain's last record is the receipt's closing record, so the chain's end is where the
+//! receipt closed it in the file. Records of the launch after it were written after the receipt
+//! closed (a connection that ended after the launch, or added since): without a link (no
+//! chain is open then) they are listed apart, as what the receipt does not cover, and do not
+//! make it fail; a linked one there is a copy, found.
 
 use std::path::{Path, PathBuf};
 
@@ -152,25 +154,26 @@ fn check_log(
         memchr::memmem::Finder::new(b"\\u"),
     );
     let (mut seq, mut prev, mut last) = (0u64, GENESIS.to_string(), None::<(PathBuf, usize)>);
-    let mut sealed = head.count == 0;
+    let mut sealed = false;
     for file in [crate::logfile::rotated(log), log.to_path_buf()] {
         let Ok(bytes) = std::fs::read(&file) else { continue };
         for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
             if line.is_empty() || (needle.find(line).is_none() && escape.find(line).is_none()) {
                 continue;
             }
+            let (record, link) = chain::split(line);
+            let late_one = sealed && link.is_none();
             let mut say = |what: String| {
-                let list = if sealed { &mut *late } else { &mut *findings };
+                let list = if late_one { &mut *late } else { &mut *findings };
                 list.push(Finding {
                     file: file.clone(),
                     line: Some(i + 1),
-                    what: match sealed {
+                    what: match late_one {
                         true => "a record of this launch after its receipt closed: not covered by it".into(),
                         false => what,
                     },
                 });
             };
-            let (record, link) = chain::split(line);
             match serde_json::from_slice::<Of>(&record) {
                 Ok(of) if of.launch_id == launch => {}
                 Ok(_) => continue,
@@ -180,10 +183,14 @@ fn check_log(
                     continue;
                 }
             }
-            let Some(link) = link.filter(|_| !sealed) else {
+            let Some(link) = link else {
                 say("a record of this launch without its link: inserted".into());
                 continue;
             };
+            if sealed {
+                say("a chained record of this launch after its chain's end: a copy".into());
+                continue;
+            }
             if link.seq != seq {
                 say(format!(
                     "record {} of the chain where record {seq} belongs: records were removed, inserted or reordered",

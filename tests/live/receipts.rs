@@ -157,13 +157,24 @@ fn a_launch_leaves_a_receipt_that_verify_checks_and_finds_each_tampering() {
         lines.insert(at + 1, lines[at]);
         std::fs::write(&egress, lines.join("\n") + "\n").unwrap();
         assert_eq!(verify(env, &report_flag).0, Some(1));
-        // The same record after the end of the sealed chain: not covered, shown as such.
+        // The same record after the chain's closing record: with its link, a copy (found);
+        // without, written after the receipt closed (not covered, shown as such).
         std::fs::write(&egress, format!("{text}{}\n", lines[at])).unwrap();
+        assert_eq!(verify(env, &report_flag).0, Some(1));
+        let unlinked = ags::logfile::chain::split(lines[at].as_bytes()).0.into_owned();
+        let unlinked = String::from_utf8(unlinked).unwrap();
+        std::fs::write(&egress, format!("{text}{unlinked}\n")).unwrap();
         let (code, said) = verify(env, &report_flag);
         assert_eq!(code, Some(0), "{said}");
         assert!(
             said.contains("note: ") && said.contains("after its receipt closed"),
             "{said}"
+        );
+        let out = env.run(["log", "--launch", &launch, "-n", "100"]);
+        assert!(
+            stdout(&out).contains("[not covered by the receipt]"),
+            "{}",
+            stdout(&out)
         );
         std::fs::write(&egress, before).unwrap();
         // The receipt rewritten with a new seal: intact by itself, caught by the kept digest.
