@@ -183,26 +183,19 @@ fn check_log(
                     continue;
                 }
             }
-            let Some(link) = link else {
-                say("a record of this launch without its link: inserted".into());
-                continue;
-            };
-            if sealed {
-                say("a chained record of this launch after its chain's end: a copy".into());
-                continue;
+            match link {
+                None => say("a record of this launch without its link: inserted".into()),
+                Some(_) if sealed => {
+                    say("a chained record of this launch after its chain's end: a copy".into())
+                }
+                Some(link) => {
+                    if let Some(what) = out_of_place(&link, seq, &prev) {
+                        say(what);
+                    }
+                    (seq, prev, last) = (link.seq + 1, chain::digest(line), Some((file.clone(), i + 1)));
+                    sealed = seq == head.count && prev == head.head;
+                }
             }
-            if link.seq != seq {
-                say(format!(
-                    "record {} of the chain where record {seq} belongs: records were removed, inserted or reordered",
-                    link.seq
-                ));
-            } else if link.prev != prev {
-                say(format!(
-                    "record {seq} does not follow the record before it: that one was changed, removed or replaced"
-                ));
-            }
-            (seq, prev, last) = (link.seq + 1, chain::digest(line), Some((file.clone(), i + 1)));
-            sealed = seq == head.count && prev == head.head;
         }
     }
     if seq != head.count || prev != head.head {
@@ -219,6 +212,21 @@ fn check_log(
         });
     }
     seq
+}
+
+/// What is wrong with a link found where record `seq`, following the digest `prev`, belongs.
+fn out_of_place(link: &chain::Link, seq: u64, prev: &str) -> Option<String> {
+    if link.seq != seq {
+        return Some(format!(
+            "record {} of the chain where record {seq} belongs: records were removed, inserted or reordered",
+            link.seq
+        ));
+    }
+    (link.prev != prev).then(|| {
+        format!(
+            "record {seq} does not follow the record before it: that one was changed, removed or replaced"
+        )
+    })
 }
 
 fn short(d: &str) -> &str {
