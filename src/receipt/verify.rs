@@ -62,17 +62,15 @@ pub fn verify(receipt: &Path, launch: &str, kept: Option<&str>, logs: &[(&str, P
         line: None,
         what,
     };
+    let unread = |what: String| Verdict {
+        body: None,
+        checked: vec![],
+        findings: vec![at(what)],
+        late: vec![],
+    };
     let bytes = match std::fs::read(receipt) {
         Ok(b) => b,
-        Err(e) => {
-            findings.push(at(format!("cannot be read: {e}")));
-            return Verdict {
-                body: None,
-                checked: vec![],
-                findings,
-                late,
-            };
-        }
+        Err(e) => return unread(format!("cannot be read: {e}")),
     };
     if let Some(kept) = kept {
         let digest = super::file_digest(&bytes);
@@ -101,13 +99,9 @@ pub fn verify(receipt: &Path, launch: &str, kept: Option<&str>, logs: &[(&str, P
     let body: Body = match serde_json::from_slice(body_line) {
         Ok(b) => b,
         Err(e) => {
-            findings.push(at(format!("its body is not a receipt: {e}")));
-            return Verdict {
-                body: None,
-                checked: vec![],
-                findings,
-                late,
-            };
+            let mut v = unread(format!("its body is not a receipt: {e}"));
+            v.findings.splice(0..0, findings);
+            return v;
         }
     };
     if body.draft.launch_id != launch {
