@@ -332,4 +332,6 @@ mod attacks;
 #[cfg(test)]
 mod attacks2;
 #[cfg(test)]
+mod attacks3;
+#[cfg(test)]
 mod tests;
