@@ -62,7 +62,7 @@ fn attack_a_record_racing_the_close_leaves_the_launch_intact() {
 /// `L.N`) takes the last record with that id in the log, whatever its `launch_id`. A record
 /// appended with the id of one of the launch's records but another launch id (`*`, which is
 /// never chained, or any other) is no record of the launch to `verify`: not a finding, not even
-/// a note. Yet `ags explain L.0` now shows the forged one (refused, another host) in place of
+/// a note. Yet `ags explain L.1` now shows the forged one (refused, another host) in place of
 /// the sealed record.
 #[test]
 fn attack_a_record_with_the_launchs_record_id_cannot_replace_it_unnoticed() {
@@ -75,7 +75,6 @@ fn attack_a_record_with_the_launchs_record_id_cannot_replace_it_unnoticed() {
     r.bytes_up = 50_000_000;
     log.append(&r);
     let id = r.id.clone();
-    assert_eq!(id, format!("{L}.0"));
     let sealed = close(&p, L, Some(0), "launch").unwrap().unwrap();
     let mut forged = r.clone();
     forged.launch_id = "*".into();
