@@ -95,3 +95,30 @@ fn attack_a_record_with_the_launchs_record_id_cannot_replace_it_unnoticed() {
         shown.decision
     );
 }
+
+/// Attack 3 (probe): a line whose `launch_id` key appears twice, the id spelled with escapes
+/// (so no raw id bytes), with a link. `verify`'s reader refuses duplicate keys and skips a
+/// line without the raw id; a reader that took one of the two would show it as covered.
+#[test]
+fn attack_a_duplicated_launch_id_key_is_read_alike() {
+    let esc = L.replacen('-', "\\u002d", 1);
+    for (first, second) in [("*", esc.as_str()), (esc.as_str(), "*"), (esc.as_str(), esc.as_str())] {
+        let body = format!(
+            "{{\"version\":1,\"time\":\"2026-01-01T00:00:01Z\",\"launch_id\":\"{first}\",\"launch_id\":\"{second}\",\"id\":\"x\",\"kind\":\"connect\",\"host\":\"exfil.example\",\"port\":443,\"decision\":\"allowed\",\"reason\":\"r\",\"bytes_up\":1,\"bytes_down\":0,\"duration_ms\":1,\"chain\":{{\"seq\":0,\"prev\":\"{}\"}}}}",
+            crate::logfile::chain::GENESIS
+        );
+        let parsed: Vec<EgressRecord> = crate::logfile::parse_lines(body.as_bytes());
+        let entry = body.replace("\"version\":1,", "").replace(
+            "\"id\":\"x\",\"kind\":\"connect\",\"host\":\"exfil.example\",\"port\":443,\"decision\":\"allowed\",\"reason\":\"r\",\"bytes_up\":1,\"bytes_down\":0,",
+            "\"v\":1,\"kind\":\"invalid\",\"error\":\"e\",\"bytes\":1,",
+        ).replace("\"duration_ms\":1,", "");
+        let entries: Vec<crate::agent_hooks::record::Entry> = crate::logfile::parse_lines(entry.as_bytes());
+        let single = entry.replacen(&format!("\"launch_id\":\"{first}\","), "", 1);
+        let one: Vec<crate::agent_hooks::record::Entry> = crate::logfile::parse_lines(single.as_bytes());
+        assert_eq!(one.len(), 1, "the probe's entry parses with one key: {single}");
+        assert!(
+            parsed.iter().all(|r| r.launch_id != L) && entries.iter().all(|e| e.launch_id != L),
+            "a reader takes a line with two launch ids as {L}'s: {entry}"
+        );
+    }
+}
