@@ -60,7 +60,14 @@ fn explain_record(global: &GlobalArgs, args: &ExplainArgs) -> Result<u8, Error> 
     let path = crate::config::Paths::from_env()?.egress_log();
     let records: Vec<crate::egress::log::EgressRecord> = crate::egress::log::read_last(&path, usize::MAX)
         .map_err(CommandError::io(format!("egress log {}", path.display())))?;
-    let Some(r) = records.into_iter().rev().find(|r| r.id == args.target) else {
+    // The launch's own record of that id (`LAUNCH.N`), never one another launch id carries.
+    let own = |r: &crate::egress::log::EgressRecord| {
+        r.id == args.target
+            && r.id
+                .strip_prefix(&r.launch_id)
+                .is_some_and(|n| n.starts_with('.'))
+    };
+    let Some(r) = records.into_iter().find(own) else {
         return Err(CommandError::invalid(
             format!("ags explain {}", crate::text::escape_line(&args.target)),
             format!(

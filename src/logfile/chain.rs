@@ -91,7 +91,7 @@ pub fn head(log: &Path, launch: &str) -> io::Result<Head> {
         return Err(io::Error::other(format!("{launch:?} is not a launch id")));
     };
     match std::fs::File::open(&path) {
-        Ok(file) => read_head(&file, &path),
+        Ok(file) => read_head(&file, &path).map(|f| f.head),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Head::default()),
         Err(e) => Err(e),
     }
@@ -141,14 +141,37 @@ const HEAD_BYTES: usize = 128;
 /// At most this many head files are held open by one process.
 const MAX_OPEN_HEADS: usize = 16;
 
-fn read_head(file: &File, path: &Path) -> io::Result<Head> {
+/// A head file: the head, and whether the receipt ended the chain (later records of the launch
+/// carry no link).
+#[derive(Default, Serialize, Deserialize)]
+struct HeadFile {
+    #[serde(flatten)]
+    head: Head,
+    #[serde(default)]
+    ended: bool,
+}
+
+fn read_head(file: &File, path: &Path) -> io::Result<HeadFile> {
     let mut buf = [0u8; HEAD_BYTES];
     let n = file.read_at(&mut buf, 0)?;
     if n == 0 {
-        return Ok(Head::default());
+        return Ok(HeadFile::default());
     }
     serde_json::from_slice(&buf[..n])
         .map_err(|e| io::Error::other(format!("the chain head {} is damaged: {e}", path.display())))
+}
+
+fn write_head(file: &File, head: &HeadFile) -> io::Result<()> {
+    let mut bytes = serde_json::to_vec(head).map_err(io::Error::other)?;
+    bytes.resize(HEAD_BYTES, b' ');
+    file.write_all_at(&bytes, 0)
+}
+
+/// What [`extend`] made: the line to write, and (when it was chained) the head before and after.
+pub(super) struct Extended {
+    pub line: Vec<u8>,
+    pub was: Option<Head>,
+    pub now: Option<Head>,
 }
 
 /// The head files this process has open, by path.
@@ -161,9 +184,9 @@ fn open_heads() -> MutexGuard<'static, HashMap<PathBuf, File>> {
 
 /// `line` (one JSON object and its newline) with its link added as the last member, the
 /// chain's head moved on past it (one `pwrite` of [`HEAD_BYTES`] at offset 0 of the head file
-/// this process keeps open); the line as it is when `launch` is not chained ([`open`]). Called
-/// with the log's lock held.
-pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<Vec<u8>> {
+/// this process keeps open), and with `end` the chain ended there; the line as it is when
+/// `launch` is not chained ([`open`], or ended). Called with the log's lock held.
+pub(super) fn extend(log: &Path, launch: &str, line: &[u8], end: bool) -> io::Result<Extended> {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     let Some(open) = body
         .strip_suffix(b"}")
@@ -173,13 +196,18 @@ pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<Vec<u8
             "a chained record must be a non-empty JSON object",
         ));
     };
+    let as_is = || Extended {
+        line: line.to_vec(),
+        was: None,
+        now: None,
+    };
     let Some(path) = state_path(log, launch) else {
-        return Ok(line.to_vec());
+        return Ok(as_is());
     };
     let mut heads = open_heads();
     if !heads.contains_key(&path) {
         let Some(file) = open_head(&path)? else {
-            return Ok(line.to_vec());
+            return Ok(as_is());
         };
         if heads.len() >= MAX_OPEN_HEADS {
             heads.clear();
@@ -188,9 +216,12 @@ pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<Vec<u8
     }
     let file = &heads[&path];
     let was = read_head(file, &path)?;
+    if was.ended {
+        return Ok(as_is());
+    }
     let link = Link {
-        seq: was.count,
-        prev: was.head,
+        seq: was.head.count,
+        prev: was.head.head.clone(),
     };
     let mut out = open.to_vec();
     out.extend_from_slice(b",\"chain\":");
@@ -201,12 +232,35 @@ pub(super) fn extend(log: &Path, launch: &str, line: &[u8]) -> io::Result<Vec<u8
         head: digest(&out),
     };
     out.push(b'\n');
-    let mut bytes = serde_json::to_vec(&now).map_err(io::Error::other)?;
-    bytes.resize(HEAD_BYTES, b' ');
     // Written before the line: a crash in between leaves a head past the log (found as a
-    // record missing at the end), never a log past its head.
-    file.write_all_at(&bytes, 0)?;
-    Ok(out)
+    // record missing at the end), never a log past its head. A failed write rewinds it.
+    write_head(
+        file,
+        &HeadFile {
+            head: now.clone(),
+            ended: end,
+        },
+    )?;
+    Ok(Extended {
+        line: out,
+        was: Some(was.head),
+        now: Some(now),
+    })
+}
+
+/// Put `launch`'s head in `log` back to `was` (its line could not be written).
+pub(super) fn rewind(log: &Path, launch: &str, was: Head) -> io::Result<()> {
+    let path = state_path(log, launch).ok_or_else(|| io::Error::other("not a launch id"))?;
+    match open_heads().get(&path) {
+        Some(file) => write_head(
+            file,
+            &HeadFile {
+                head: was,
+                ended: false,
+            },
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Open (creating it 0600) the head file at `path`; `None` when its launch is not chained (its

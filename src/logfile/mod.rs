@@ -40,12 +40,32 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
 /// Append `line` (one JSON object and its newline) as a record of `launch`: with its link in
 /// the launch's chain of this log ([`chain`]), the chain's head moved on under the same lock.
 pub fn append_chained(path: &Path, launch: &str, line: &[u8]) -> io::Result<()> {
-    with_lock(path, |file| file.write_all(&chain::extend(path, launch, line)?))
+    chained(path, launch, line, false).map(drop)
+}
+
+/// Append `line` as `launch`'s last chained record in this log (the receipt's closing record)
+/// and end the chain under the same lock: later records of the launch carry no link. The
+/// chain's head after it (`None` when the launch was not chained).
+pub fn end_chain(path: &Path, launch: &str, line: &[u8]) -> io::Result<Option<chain::Head>> {
+    chained(path, launch, line, true)
+}
+
+fn chained(path: &Path, launch: &str, line: &[u8], end: bool) -> io::Result<Option<chain::Head>> {
+    with_lock(path, |file| {
+        let extended = chain::extend(path, launch, line, end)?;
+        if let Err(e) = file.write_all(&extended.line) {
+            if let Some(was) = extended.was {
+                let _ = chain::rewind(path, launch, was);
+            }
+            return Err(e);
+        }
+        Ok(extended.now)
+    })
 }
 
 /// Run `write` on the log at `path` opened for appending under its exclusive lock, rotating
 /// first when the file is past [`ROTATE_BYTES`].
-fn with_lock(path: &Path, write: impl FnOnce(&mut std::fs::File) -> io::Result<()>) -> io::Result<()> {
+fn with_lock<T>(path: &Path, write: impl FnOnce(&mut std::fs::File) -> io::Result<T>) -> io::Result<T> {
     if let Some(dir) = path.parent() {
         crate::fsutil::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
     }

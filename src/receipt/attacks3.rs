@@ -5,7 +5,6 @@ use super::tests::{L, draft, lines, paths, put};
 use super::verify::verify;
 use super::*;
 use crate::egress::log::{Decision, EgressLog, EgressRecord};
-use crate::logfile::append_chained;
 
 /// Attack 1: a record of the launch written while `close` runs, after it read the egress
 /// chain's head and before it forgot the heads (the window holds `hook_runs`, which parses the
@@ -39,7 +38,13 @@ fn attack_a_record_racing_the_close_leaves_the_launch_intact() {
             let (done, log) = (done.clone(), log);
             std::thread::spawn(move || {
                 while !done.load(Ordering::Relaxed) {
-                    let r = log.record("connect", "slow.example", 443, Decision::Failed, "timed out".into());
+                    let r = log.record(
+                        "connect",
+                        "slow.example",
+                        443,
+                        Decision::Failed,
+                        "timed out".into(),
+                    );
                     log.append(&r);
                 }
             })
@@ -53,7 +58,11 @@ fn attack_a_record_racing_the_close_leaves_the_launch_intact() {
         assert!(
             v.findings.is_empty(),
             "round {round}: an untampered launch fails verification because a record raced its close: {:?}",
-            v.findings.iter().take(3).map(|f| f.to_string()).collect::<Vec<_>>()
+            v.findings
+                .iter()
+                .take(3)
+                .map(|f| f.to_string())
+                .collect::<Vec<_>>()
         );
     }
 }
@@ -71,7 +80,13 @@ fn attack_a_record_with_the_launchs_record_id_cannot_replace_it_unnoticed() {
     draft().write(&p).unwrap();
     open(&p, L);
     let log = EgressLog::new(p.egress_log(), L.into());
-    let mut r = log.record("connect", "upload.example", 443, Decision::Allowed, "allowed by user config".into());
+    let mut r = log.record(
+        "connect",
+        "upload.example",
+        443,
+        Decision::Allowed,
+        "allowed by user config".into(),
+    );
     r.bytes_up = 50_000_000;
     log.append(&r);
     let id = r.id.clone();
@@ -102,7 +117,11 @@ fn attack_a_record_with_the_launchs_record_id_cannot_replace_it_unnoticed() {
 #[test]
 fn attack_a_duplicated_launch_id_key_is_read_alike() {
     let esc = L.replacen('-', "\\u002d", 1);
-    for (first, second) in [("*", esc.as_str()), (esc.as_str(), "*"), (esc.as_str(), esc.as_str())] {
+    for (first, second) in [
+        ("*", esc.as_str()),
+        (esc.as_str(), "*"),
+        (esc.as_str(), esc.as_str()),
+    ] {
         let body = format!(
             "{{\"version\":1,\"time\":\"2026-01-01T00:00:01Z\",\"launch_id\":\"{first}\",\"launch_id\":\"{second}\",\"id\":\"x\",\"kind\":\"connect\",\"host\":\"exfil.example\",\"port\":443,\"decision\":\"allowed\",\"reason\":\"r\",\"bytes_up\":1,\"bytes_down\":0,\"duration_ms\":1,\"chain\":{{\"seq\":0,\"prev\":\"{}\"}}}}",
             crate::logfile::chain::GENESIS

@@ -210,9 +210,11 @@ pub fn close(
     for (name, log) in logs(paths) {
         // The chain's last record marks where the receipt closed it in the file: a record of
         // the launch before it must be in the chain (an empty chain gets its place too).
+        // Ended under the log's lock with it: a record racing the close carries no link.
         let closing = serde_json::json!({ "launch_id": launch, "receipt": "closed" });
-        crate::logfile::append_chained(&log, launch, format!("{closing}\n").as_bytes())?;
-        logs_closed.insert(name.to_string(), chain::head(&log, launch)?);
+        let ended = crate::logfile::end_chain(&log, launch, format!("{closing}\n").as_bytes())?;
+        let head = ended.map_or_else(|| chain::head(&log, launch), Ok)?;
+        logs_closed.insert(name.to_string(), head);
     }
     let body = Body {
         version: RECEIPT_VERSION,

@@ -140,6 +140,8 @@ fn check_log(
     struct Of<'a> {
         #[serde(borrow)]
         launch_id: std::borrow::Cow<'a, str>,
+        #[serde(borrow, default)]
+        id: Option<std::borrow::Cow<'a, str>>,
     }
     // Lines that hold neither the id's bytes nor a `\u` escape (which could spell it, or the
     // key) cannot name the launch: not parsed.
@@ -170,6 +172,15 @@ fn check_log(
             };
             match serde_json::from_slice::<Of>(&record) {
                 Ok(of) if of.launch_id == launch => {}
+                Ok(of)
+                    if of
+                        .id
+                        .as_deref()
+                        .is_some_and(|id| id.strip_prefix(launch).is_some_and(|r| r.starts_with('.'))) =>
+                {
+                    say("a record with this launch's record id under another launch id: forged".into());
+                    continue;
+                }
                 Ok(_) => continue,
                 Err(_) if needle.find(line).is_none() => continue,
                 Err(_) => {
