@@ -136,13 +136,6 @@ fn check_log(
     head: &chain::Head,
     (findings, late): (&mut Vec<Finding>, &mut Vec<Finding>),
 ) -> u64 {
-    #[derive(Deserialize)]
-    struct Of<'a> {
-        #[serde(borrow)]
-        launch_id: std::borrow::Cow<'a, str>,
-        #[serde(borrow, default)]
-        id: Option<std::borrow::Cow<'a, str>>,
-    }
     // Lines that hold neither the id's bytes nor a `\u` escape (which could spell it, or the
     // key) cannot name the launch: not parsed.
     let (needle, escape) = (
@@ -158,7 +151,8 @@ fn check_log(
                 continue;
             }
             let (record, link) = chain::split(line);
-            let late_one = sealed && link.is_none();
+            let whose = whose(&record, launch, needle.find(line).is_some());
+            let late_one = sealed && link.is_none() && whose != Whose::Forged;
             let mut say = |what: String| {
                 let list = if late_one { &mut *late } else { &mut *findings };
                 list.push(Finding {
@@ -170,20 +164,14 @@ fn check_log(
                     },
                 });
             };
-            match serde_json::from_slice::<Of>(&record) {
-                Ok(of) if of.launch_id == launch => {}
-                Ok(of)
-                    if of
-                        .id
-                        .as_deref()
-                        .is_some_and(|id| id.strip_prefix(launch).is_some_and(|r| r.starts_with('.'))) =>
-                {
+            match whose {
+                Whose::Mine => {}
+                Whose::Other => continue,
+                Whose::Forged => {
                     say("a record with this launch's record id under another launch id: forged".into());
                     continue;
                 }
-                Ok(_) => continue,
-                Err(_) if needle.find(line).is_none() => continue,
-                Err(_) => {
+                Whose::Broken => {
                     say("names this launch but is not a record: changed or cut".into());
                     continue;
                 }
@@ -217,6 +205,38 @@ fn check_log(
         });
     }
     seq
+}
+
+/// Whose a line is, to `launch`.
+#[derive(Debug, PartialEq, Eq)]
+enum Whose {
+    /// A record of the launch.
+    Mine,
+    /// Another launch's, or no record naming it.
+    Other,
+    /// Another launch id on a record id of the launch (`LAUNCH.N`): never written so.
+    Forged,
+    /// Not a record, but the launch's id is in it.
+    Broken,
+}
+
+/// Whose the record `record` (its link split off) is; `named` when its bytes hold the id.
+fn whose(record: &[u8], launch: &str, named: bool) -> Whose {
+    #[derive(Deserialize)]
+    struct Of<'a> {
+        #[serde(borrow)]
+        launch_id: std::borrow::Cow<'a, str>,
+        #[serde(borrow, default)]
+        id: Option<std::borrow::Cow<'a, str>>,
+    }
+    let of_launch = |id: &str| id.strip_prefix(launch).is_some_and(|n| n.starts_with('.'));
+    match serde_json::from_slice::<Of>(record) {
+        Ok(of) if of.launch_id == launch => Whose::Mine,
+        Ok(of) if of.id.as_deref().is_some_and(of_launch) => Whose::Forged,
+        Ok(_) => Whose::Other,
+        Err(_) if named => Whose::Broken,
+        Err(_) => Whose::Other,
+    }
 }
 
 /// What is wrong with a link found where record `seq`, following the digest `prev`, belongs.
