@@ -37,8 +37,12 @@ fn references_resolve_once_and_reach_only_the_agent() {
             hook.display()
         ));
         approve_all(env);
-        let script =
-            format!("test \"$TOKEN\" = {SECRET} && test \"$SAME\" = {SECRET} && echo match; echo LOST=$LOST");
+        // The value compared by its digest: the command is recorded (Podman's inspect, the run
+        // receipt's create body), and the value must not be found anywhere but in the agent.
+        let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(SECRET.as_bytes()));
+        let script = format!(
+            "h=$(printf %s \"$TOKEN\" | sha256sum | cut -d' ' -f1); test \"$h\" = {digest} && test \"$SAME\" = \"$TOKEN\" && echo match; echo LOST=$LOST"
+        );
         let mut cmd = env.cmd([
             "--label",
             &env.label(),
