@@ -330,10 +330,10 @@ pub fn recover(paths: &Paths) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod attacks;
+mod attack1_tests;
 #[cfg(test)]
-mod attacks2;
+mod attack2_tests;
 #[cfg(test)]
-mod attacks3;
+mod attack3_tests;
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,4 @@
-//! Attacks on the run receipt, each performed (from an independent review): what must hold.
+//! Attacks on the run receipt from the first independent review, each performed: what must hold.
 
 use std::path::Path;
 
