@@ -52,7 +52,16 @@ pub fn end_chain(path: &Path, launch: &str, line: &[u8]) -> io::Result<Option<ch
 
 fn chained(path: &Path, launch: &str, line: &[u8], end: bool) -> io::Result<Option<chain::Head>> {
     with_lock(path, |file| {
-        let extended = chain::extend(path, launch, line, end)?;
+        let extended = match chain::extend(path, launch, line, end) {
+            Ok(extended) => extended,
+            Err(e) => {
+                // The record is kept, without its link (`ags verify` reports the broken chain).
+                file.write_all(line)?;
+                return Err(io::Error::other(format!(
+                    "{e}; the record was written without its chain link, which `ags verify` will report"
+                )));
+            }
+        };
         if let Err(e) = file.write_all(&extended.line) {
             if let Some(was) = extended.was {
                 let _ = chain::rewind(path, launch, was);
@@ -131,9 +140,7 @@ pub fn read_file<T: DeserializeOwned>(path: &Path) -> io::Result<Vec<T>> {
 
 /// Every record of the rotated file, then of the current one, oldest first.
 pub fn read_all<T: DeserializeOwned>(path: &Path) -> io::Result<Vec<T>> {
-    let mut records = read_file(&rotated(path))?;
-    records.extend(read_file(path)?);
-    Ok(records)
+    Ok(read_all_linked(path)?.into_iter().map(|(r, _)| r).collect())
 }
 
 /// The last `n` records, oldest first (the rotated file read only when the current one holds
@@ -319,6 +326,12 @@ mod tests {
             assert_eq!(text.lines().last(), Some("{\"n\":0}"));
         }
         assert!(!dir.path().join("state/chains/ags-c").exists());
+        // A damaged head: the record is still written (unlinked), and the error says so.
+        std::fs::write(dir.path().join("state/chains/ags-a/x.jsonl"), b"garbage").unwrap();
+        let e = append_chained(&path, "ags-a", b"{\"n\":2}\n").unwrap_err();
+        assert!(e.to_string().contains("written without its chain link"), "{e}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().last(), Some("{\"n\":2}"));
     }
 
     #[test]
