@@ -214,11 +214,6 @@ pub enum LogError {
 pub struct RunLog;
 
 impl RunLog {
-    /// Append one record.
-    pub fn append(paths: &Paths, record: &Record) -> Result<(), LogError> {
-        Self::append_all(paths, std::slice::from_ref(record))
-    }
-
     /// Append records, one JSON line each (`crate::logfile`: one write under a lock, rotated
     /// past 10 MiB). An existing log that is not private to you is refused.
     pub fn append_all(paths: &Paths, records: &[Record]) -> Result<(), LogError> {

@@ -13,7 +13,7 @@
 //! may not replace either. Everything that lost is listed in [`Resolved::eliminated`] for the
 //! plan view. [`lockdown_check`] applies the `--lockdown` restrictions to the result.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::config::{HookDecl, HookScope};
 
-use super::policy::{Destination, EnvKey, EnvLiteral, OpRef, component_cmp, display_escaped, find_nesting};
+use super::policy::{Destination, EnvKey, component_cmp, display_escaped, find_nesting};
 use super::validate::{Contribution, EnvValue, GeneratedFile, HookMount};
 
 /// Where a contribution came from; orders precedence (the declaration index breaks ties).
@@ -148,35 +148,6 @@ pub struct Resolved {
     pub mounts: Vec<(HookMount, Origin)>,
     /// Everything that lost, in resolution order.
     pub eliminated: Vec<Eliminated>,
-}
-
-impl Resolved {
-    /// The distinct op references still needed (one `op inject` batch).
-    pub fn surviving_op_refs(&self) -> BTreeSet<&OpRef> {
-        self.op_env().into_values().collect()
-    }
-
-    /// Surviving keys whose value is an op reference.
-    pub fn op_env(&self) -> BTreeMap<&EnvKey, &OpRef> {
-        self.env
-            .iter()
-            .filter_map(|(k, (v, _))| match v {
-                EnvValue::Op(r) => Some((k, r)),
-                EnvValue::Literal(_) => None,
-            })
-            .collect()
-    }
-
-    /// Surviving keys with literal values.
-    pub fn literal_env(&self) -> BTreeMap<&EnvKey, &EnvLiteral> {
-        self.env
-            .iter()
-            .filter_map(|(k, (v, _))| match v {
-                EnvValue::Literal(l) => Some((k, l)),
-                EnvValue::Op(_) => None,
-            })
-            .collect()
-    }
 }
 
 /// A conflict between destinations after precedence.

@@ -1,8 +1,40 @@
 //! Tests of `resolve` and `lockdown_check`.
 
+use std::collections::BTreeSet;
+
 use super::*;
+use crate::hooks::policy::{EnvLiteral, OpRef};
 use crate::hooks::protocol::MountMode;
 use crate::hooks::validate::parse_response;
+
+impl Resolved {
+    /// The distinct op references still needed (one `op inject` batch).
+    pub fn surviving_op_refs(&self) -> BTreeSet<&OpRef> {
+        self.op_env().into_values().collect()
+    }
+
+    /// Surviving keys whose value is an op reference.
+    pub fn op_env(&self) -> BTreeMap<&EnvKey, &OpRef> {
+        self.env
+            .iter()
+            .filter_map(|(k, (v, _))| match v {
+                EnvValue::Op(r) => Some((k, r)),
+                EnvValue::Literal(_) => None,
+            })
+            .collect()
+    }
+
+    /// Surviving keys with literal values.
+    pub fn literal_env(&self) -> BTreeMap<&EnvKey, &EnvLiteral> {
+        self.env
+            .iter()
+            .filter_map(|(k, (v, _))| match v {
+                EnvValue::Literal(l) => Some((k, l)),
+                EnvValue::Op(_) => None,
+            })
+            .collect()
+    }
+}
 
 fn global(name: &str, index: usize) -> Origin {
     Origin::GlobalHook {

@@ -22,16 +22,6 @@ pub enum SchemaSide {
     Output,
 }
 
-impl SchemaSide {
-    /// The committed file name under `docs/schemas/`.
-    pub fn file_name(self) -> &'static str {
-        match self {
-            SchemaSide::Input => "prepare-input.schema.json",
-            SchemaSide::Output => "prepare-output.schema.json",
-        }
-    }
-}
-
 fn generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12().into_generator()
 }
@@ -44,17 +34,6 @@ pub fn prepare_input_schema() -> Schema {
 /// The schema of the prepare response ([`PrepareResponse`]).
 pub fn prepare_output_schema() -> Schema {
     generator().into_root_schema_for::<PrepareResponse>()
-}
-
-/// Pretty JSON text of one schema, newline-terminated (what `ags hooks schema prepare …` prints).
-pub fn prepare_schema_text(side: SchemaSide) -> String {
-    let schema = match side {
-        SchemaSide::Input => prepare_input_schema(),
-        SchemaSide::Output => prepare_output_schema(),
-    };
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    text.push('\n');
-    text
 }
 
 /// What `ags hooks describe prepare` prints.
@@ -116,12 +95,15 @@ See also: ags hooks schema prepare input|output, ags hooks validate FILE,
 mod tests {
 
     use super::*;
+    use crate::config::HookEvent;
+    use crate::hooks::events::schema::schema_text;
+    use crate::hooks::events::schema::tests::file_name;
 
     /// Compare (or, with `AGS_BLESS=1`, rewrite) one committed schema file.
     fn check_committed(side: SchemaSide) {
         crate::fsutil::check_committed(
-            &format!("docs/schemas/{}", side.file_name()),
-            &prepare_schema_text(side),
+            &format!("docs/schemas/{}", file_name(HookEvent::Prepare, side)),
+            &schema_text(HookEvent::Prepare, side),
             "cargo test --lib hooks::schema",
         );
     }

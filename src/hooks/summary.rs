@@ -129,13 +129,6 @@ pub fn summarize_resolved(r: &Resolved) -> Summary {
     }
 }
 
-impl Summary {
-    /// The JSON form.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-    }
-}
-
 fn kind_text(kind: EntryKind) -> &'static str {
     match kind {
         EntryKind::Literal => "literal",
@@ -212,7 +205,7 @@ mod tests {
              mounts (1):\n  /workspace/service-data  ro  from host /absolute/host/generated-data\n"
         );
         assert_eq!(
-            s.to_json(),
+            serde_json::to_value(&s).unwrap(),
             serde_json::json!({
                 "env": [{"key": "SERVICE_URL", "kind": "literal"}, {"key": "SERVICE_TOKEN", "kind": "op_reference"}],
                 "files": [{"destination": "/tmp/development-client.json", "bytes": 15}],
@@ -243,7 +236,7 @@ mod tests {
              overridden (1):\n  T  op reference from global hook `g` (#0) replaced by the command line\n"
         );
         assert_eq!(
-            s.to_json()["eliminated"][0]["winner"],
+            serde_json::to_value(&s).unwrap()["eliminated"][0]["winner"],
             serde_json::json!({"layer": "cli"})
         );
     }
@@ -254,6 +247,6 @@ mod tests {
             "files":[{"destination":"/tmp/f","content":"s3cr3t-SENTINEL"}]}"#;
         let s = summarize_contribution(&parse_response(doc.as_bytes()).unwrap());
         assert!(!s.to_string().contains("SENTINEL"));
-        assert!(!s.to_json().to_string().contains("SENTINEL"));
+        assert!(!serde_json::to_value(&s).unwrap().to_string().contains("SENTINEL"));
     }
 }

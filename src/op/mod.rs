@@ -27,7 +27,7 @@
 //!   Their field names are unknown until the final handoff, so they cannot prune hook lookups;
 //!   they have final-process overwrite precedence: applied after everything else, they replace a
 //!   same-key hook literal, resolved reference AND CLI `--env` value, and a later set replaces an
-//!   earlier one ([`overlay_secret_sets`]). Use `--env KEY=VALUE` to eliminate a hook reference.
+//!   earlier one. Use `--env KEY=VALUE` to eliminate a hook reference.
 //! - **Redaction**: no error carries a value or `op`'s stdout; `op`'s stderr is shown with
 //!   control characters escaped and at most [`SHOWN_STDERR_CHARS`] characters.
 
@@ -471,19 +471,6 @@ fn shown_stderr(lines: &[String]) -> String {
 
 fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// The secret environment in final-process order: the resolved references, then each set in
-/// the order given, a later value replacing an earlier one. The caller applies the result after
-/// hook literals and CLI `--env` values, so a secret-set field replaces those too.
-pub fn overlay_secret_sets(
-    mut resolved: BTreeMap<String, Secret>,
-    sets: &[SecretSet],
-) -> BTreeMap<String, Secret> {
-    for set in sets {
-        resolved.extend(set.values.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    resolved
 }
 
 /// A sink for `op`'s stderr that keeps its lines (without `op`'s `[op] ` prefix).

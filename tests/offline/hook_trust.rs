@@ -243,7 +243,7 @@ fn run_log_appends_private_lines_reads_back_and_rotates() {
         vec!["/tmp/x.json".into()],
     );
     ags::receipt::open(&env.paths, "ags-1-2");
-    RunLog::append(&env.paths, &rec).unwrap();
+    RunLog::append_all(&env.paths, std::slice::from_ref(&rec)).unwrap();
     let log = env.paths.hook_log();
     assert_eq!(std::fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
     assert_eq!(
@@ -266,7 +266,7 @@ fn run_log_appends_private_lines_reads_back_and_rotates() {
     let file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     file.set_len(11 * 1024 * 1024).unwrap();
     let second = Record::new("ags-1-3", &decl, &report("svc", Outcome::Failed), vec![], vec![]);
-    RunLog::append(&env.paths, &second).unwrap();
+    RunLog::append_all(&env.paths, std::slice::from_ref(&second)).unwrap();
     assert!(log.with_extension("jsonl.1").exists());
     assert_eq!(
         RunLog::read_last(&env.paths, 1).unwrap(),

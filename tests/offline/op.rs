@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ags::hooks::policy::{EnvKey, OpRef};
 use ags::hooks::runner::{Interrupt, interrupt_channel};
-use ags::op::{OpCli, OpEnv, OpError, Secret, SecretSetName, SkipReason, overlay_secret_sets};
+use ags::op::{OpCli, OpEnv, OpError, Secret, SecretSetName, SkipReason};
 use serde_json::{Value, json};
 
 const SENTINEL: &str = "SENTINEL-c0ffee-5ecret";
@@ -517,4 +517,16 @@ async fn the_sentinel_appears_in_no_error_or_debug_output() {
     for s in &shown {
         assert_redacted(s);
     }
+}
+
+/// The secret environment in final-process order: the resolved references, then each set in
+/// the order given, a later value replacing an earlier one (as the launch applies them).
+fn overlay_secret_sets(
+    mut resolved: BTreeMap<String, Secret>,
+    sets: &[ags::op::SecretSet],
+) -> BTreeMap<String, Secret> {
+    for set in sets {
+        resolved.extend(set.values.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    resolved
 }

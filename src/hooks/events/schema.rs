@@ -8,17 +8,6 @@ use super::protocol::{FinishedContext, LifecycleResponse, StartedContext};
 use crate::config::HookEvent;
 use crate::hooks::schema::SchemaSide;
 
-/// The committed schema file of `event`'s `side` under `docs/schemas/` (the output schema is
-/// shared by both events).
-pub fn file_name(event: HookEvent, side: SchemaSide) -> &'static str {
-    match (event, side) {
-        (HookEvent::Prepare, side) => side.file_name(),
-        (HookEvent::Started, SchemaSide::Input) => "started-input.schema.json",
-        (HookEvent::Finished, SchemaSide::Input) => "finished-input.schema.json",
-        (_, SchemaSide::Output) => "lifecycle-output.schema.json",
-    }
-}
-
 /// The schema of a started/finished context or of the lifecycle response.
 pub fn schema(event: HookEvent, side: SchemaSide) -> Schema {
     let generator = SchemaSettings::draft2020_12().into_generator();
@@ -108,9 +97,21 @@ Input (stdin, then EOF): one JSON object
 ";
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
 
     use super::*;
+
+    /// The committed schema file of `event`'s `side` under `docs/schemas/` (the output schema is
+    /// shared by both events).
+    pub(crate) fn file_name(event: HookEvent, side: SchemaSide) -> &'static str {
+        match (event, side) {
+            (HookEvent::Prepare, SchemaSide::Input) => "prepare-input.schema.json",
+            (HookEvent::Prepare, SchemaSide::Output) => "prepare-output.schema.json",
+            (HookEvent::Started, SchemaSide::Input) => "started-input.schema.json",
+            (HookEvent::Finished, SchemaSide::Input) => "finished-input.schema.json",
+            (_, SchemaSide::Output) => "lifecycle-output.schema.json",
+        }
+    }
 
     fn check_committed(event: HookEvent, side: SchemaSide) {
         crate::fsutil::check_committed(
