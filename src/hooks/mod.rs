@@ -26,12 +26,9 @@ pub enum HookError {
     /// A hook response was refused.
     #[error(transparent)]
     Response(#[from] validate::ResponseError),
-    /// A prepare context document was refused.
+    /// A prepare, started or finished context document was refused.
     #[error(transparent)]
     Context(#[from] protocol::ContextError),
-    /// A started/finished context document was refused.
-    #[error(transparent)]
-    LifecycleContext(#[from] events::LifecycleContextError),
     /// Contributions conflict after precedence.
     #[error(transparent)]
     Resolve(#[from] resolve::ResolveError),

@@ -21,12 +21,13 @@ use std::fmt;
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::schema_fields as s;
-use crate::json;
 use crate::json::strict::{JsonError, JsonErrorKind};
+use crate::{config, json};
 
 /// The only protocol version this `ags` speaks, in both directions.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -68,10 +69,12 @@ pub struct HookContext {
     pub agent: String,
 }
 
-/// Why a context document was refused.
+/// Why a context document was refused (`ags hooks test --context FILE`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("prepare context {path}: {rule}")]
+#[error("{event} context {path}: {rule}")]
 pub struct ContextError {
+    /// `prepare`, `started` or `finished`.
+    pub event: config::HookEvent,
     /// JSON path of the problem, e.g. `$.workdir`.
     pub path: String,
     /// The broken rule.
@@ -93,15 +96,46 @@ pub enum ContextRule {
     /// An empty or control-character-bearing name.
     #[error("must be non-empty and free of control characters")]
     BadText,
+    /// `exit_code` (finished context) outside 0..=255.
+    #[error("must be an exit status between 0 and 255")]
+    ExitCodeRange,
 }
 
-impl From<JsonError> for ContextError {
-    fn from(e: JsonError) -> Self {
-        Self {
-            path: e.path.to_string(),
-            rule: ContextRule::Json(e.kind),
+/// Decode a context of `event` strictly (no unknown fields, duplicate keys or trailing bytes).
+pub(crate) fn decode_context<T: DeserializeOwned>(
+    event: config::HookEvent,
+    bytes: &[u8],
+) -> Result<T, ContextError> {
+    json::from_slice(bytes).map_err(|e: JsonError| ContextError {
+        event,
+        path: e.path.to_string(),
+        rule: ContextRule::Json(e.kind),
+    })
+}
+
+/// The checks every context shares: version 1, absolute `project` and `workdir`, and
+/// non-empty names free of control characters.
+pub(crate) fn check_context<const T: usize>(
+    event: config::HookEvent,
+    version: u32,
+    paths: [&PathBuf; 2],
+    texts: [(&str, &String); T],
+) -> Result<(), ContextError> {
+    let fail = |path: String, rule| Err(ContextError { event, path, rule });
+    if version != PROTOCOL_VERSION {
+        return fail("$.version".into(), ContextRule::Version);
+    }
+    for (name, p) in ["project", "workdir"].iter().zip(paths) {
+        if !p.is_absolute() {
+            return fail(format!("$.{name}"), ContextRule::NotAbsolute);
         }
     }
+    for (name, t) in texts {
+        if t.is_empty() || t.chars().any(char::is_control) {
+            return fail(format!("$.{name}"), ContextRule::BadText);
+        }
+    }
+    Ok(())
 }
 
 impl HookContext {
@@ -117,32 +151,13 @@ impl HookContext {
         }
     }
 
-    /// Decode a context strictly (no unknown fields, duplicate keys or trailing bytes), then check
-    /// the version, the event, absolute paths and non-empty names.
+    /// Decode a context strictly, then check the version, the event, absolute paths and
+    /// non-empty names.
     pub fn parse_strict(bytes: &[u8]) -> Result<Self, ContextError> {
-        let ctx: Self = json::from_slice(bytes)?;
-        let fail = |path: &str, rule| {
-            Err(ContextError {
-                path: path.into(),
-                rule,
-            })
-        };
-        if ctx.version != PROTOCOL_VERSION {
-            return fail("$.version", ContextRule::Version);
-        }
-        if !ctx.project.is_absolute() {
-            return fail("$.project", ContextRule::NotAbsolute);
-        }
-        if !ctx.workdir.is_absolute() {
-            return fail("$.workdir", ContextRule::NotAbsolute);
-        }
-        let bad_text = |t: &str| t.is_empty() || t.chars().any(char::is_control);
-        if bad_text(&ctx.launch_id) {
-            return fail("$.launch_id", ContextRule::BadText);
-        }
-        if bad_text(&ctx.agent) {
-            return fail("$.agent", ContextRule::BadText);
-        }
+        let event = config::HookEvent::Prepare;
+        let ctx: Self = decode_context(event, bytes)?;
+        let texts = [("launch_id", &ctx.launch_id), ("agent", &ctx.agent)];
+        check_context(event, ctx.version, [&ctx.project, &ctx.workdir], texts)?;
         Ok(ctx)
     }
 }

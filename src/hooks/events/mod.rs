@@ -13,9 +13,7 @@ pub mod protocol;
 pub mod run;
 pub mod schema;
 
-pub use protocol::{
-    Ending, FinishedContext, LaunchFacts, LifecycleContextError, StartedContext, parse_lifecycle_response,
-};
+pub use protocol::{Ending, FinishedContext, LaunchFacts, StartedContext, parse_lifecycle_response};
 pub use run::{EventInput, EventReport, run_event};
 
 use super::HookError;

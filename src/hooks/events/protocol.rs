@@ -20,11 +20,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::HookEvent;
-use crate::hooks::protocol::{ContextRule, PROTOCOL_VERSION};
+use crate::hooks::protocol::{ContextError, ContextRule, PROTOCOL_VERSION, check_context, decode_context};
 use crate::hooks::schema_fields as s;
 use crate::hooks::validate::{ResponseError, Rule};
 use crate::json;
-use crate::json::strict::{JsonError, JsonPath};
+use crate::json::strict::JsonPath;
 
 /// The `event` member of a started context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -40,39 +40,6 @@ pub enum StartedEvent {
 pub enum FinishedEvent {
     /// The agent has ended.
     Finished,
-}
-
-/// A started/finished context document was refused (`ags hooks test --context FILE`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{event} context {path}: {rule}")]
-pub struct LifecycleContextError {
-    /// `started` or `finished`.
-    pub event: HookEvent,
-    /// JSON path of the problem, e.g. `$.workdir`.
-    pub path: String,
-    /// The broken rule.
-    pub rule: LifecycleContextRule,
-}
-
-/// The rules a started/finished context must follow.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LifecycleContextRule {
-    /// A rule shared with the prepare context.
-    #[error(transparent)]
-    Common(ContextRule),
-    /// `exit_code` outside 0..=255.
-    #[error("must be an exit status between 0 and 255")]
-    ExitCodeRange,
-}
-
-impl LifecycleContextError {
-    fn json(event: HookEvent, e: JsonError) -> Self {
-        Self {
-            event,
-            path: e.path.to_string(),
-            rule: LifecycleContextRule::Common(ContextRule::Json(e.kind)),
-        }
-    }
 }
 
 /// What every lifecycle context says about the launch and its container.
@@ -202,20 +169,16 @@ impl StartedContext {
     }
 
     /// Decode strictly, then check version, paths and names.
-    pub fn parse_strict(bytes: &[u8]) -> Result<Self, LifecycleContextError> {
+    pub fn parse_strict(bytes: &[u8]) -> Result<Self, ContextError> {
         let event = HookEvent::Started;
-        let ctx: Self = json::from_slice(bytes).map_err(|e| LifecycleContextError::json(event, e))?;
-        check_common(
-            event,
-            ctx.version,
-            [&ctx.project, &ctx.workdir],
-            [
-                ("launch_id", &ctx.launch_id),
-                ("agent", &ctx.agent),
-                ("container_id", &ctx.container_id),
-                ("container_name", &ctx.container_name),
-            ],
-        )?;
+        let ctx: Self = decode_context(event, bytes)?;
+        let texts = [
+            ("launch_id", &ctx.launch_id),
+            ("agent", &ctx.agent),
+            ("container_id", &ctx.container_id),
+            ("container_name", &ctx.container_name),
+        ];
+        check_context(event, ctx.version, [&ctx.project, &ctx.workdir], texts)?;
         Ok(ctx)
     }
 }
@@ -251,25 +214,21 @@ impl FinishedContext {
     }
 
     /// Decode strictly, then check version, paths, names and the exit code range.
-    pub fn parse_strict(bytes: &[u8]) -> Result<Self, LifecycleContextError> {
+    pub fn parse_strict(bytes: &[u8]) -> Result<Self, ContextError> {
         let event = HookEvent::Finished;
-        let ctx: Self = json::from_slice(bytes).map_err(|e| LifecycleContextError::json(event, e))?;
-        check_common(
-            event,
-            ctx.version,
-            [&ctx.project, &ctx.workdir],
-            [
-                ("launch_id", &ctx.launch_id),
-                ("agent", &ctx.agent),
-                ("container_id", &ctx.container_id),
-                ("container_name", &ctx.container_name),
-            ],
-        )?;
+        let ctx: Self = decode_context(event, bytes)?;
+        let texts = [
+            ("launch_id", &ctx.launch_id),
+            ("agent", &ctx.agent),
+            ("container_id", &ctx.container_id),
+            ("container_name", &ctx.container_name),
+        ];
+        check_context(event, ctx.version, [&ctx.project, &ctx.workdir], texts)?;
         if ctx.exit_code.is_some_and(|c| !(0..=255).contains(&c)) {
-            return Err(LifecycleContextError {
+            return Err(ContextError {
                 event,
                 path: "$.exit_code".into(),
-                rule: LifecycleContextRule::ExitCodeRange,
+                rule: ContextRule::ExitCodeRange,
             });
         }
         Ok(ctx)
@@ -282,35 +241,6 @@ pub fn signal_of_exit_code(code: i32) -> Option<String> {
     nix::sys::signal::Signal::try_from(n)
         .ok()
         .map(|s| s.as_str().to_string())
-}
-
-fn check_common<const P: usize, const T: usize>(
-    event: HookEvent,
-    version: u32,
-    paths: [&PathBuf; P],
-    texts: [(&str, &String); T],
-) -> Result<(), LifecycleContextError> {
-    let fail = |path: String, rule| {
-        Err(LifecycleContextError {
-            event,
-            path,
-            rule: LifecycleContextRule::Common(rule),
-        })
-    };
-    if version != PROTOCOL_VERSION {
-        return fail("$.version".into(), ContextRule::Version);
-    }
-    for (name, p) in ["project", "workdir"].iter().zip(paths) {
-        if !p.is_absolute() {
-            return fail(format!("$.{name}"), ContextRule::NotAbsolute);
-        }
-    }
-    for (name, t) in texts {
-        if t.is_empty() || t.chars().any(char::is_control) {
-            return fail(format!("$.{name}"), ContextRule::BadText);
-        }
-    }
-    Ok(())
 }
 
 /// Accept exactly `{"version":1}` (strict JSON: no duplicate keys, unknown members or trailing
