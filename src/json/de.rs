@@ -20,13 +20,7 @@ use super::strict::{self, JsonError, JsonErrorKind, JsonPath, Node, Seg};
 
 /// Decode `bytes` strictly (see [`strict::parse`]) into `T`.
 pub fn from_slice<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, JsonError> {
-    let node = strict::parse(bytes)?;
-    from_node(node)
-}
-
-/// Decode an already parsed tree into `T`.
-pub fn from_node<'de, T: Deserialize<'de>>(node: Node<'de>) -> Result<T, JsonError> {
-    T::deserialize(NodeDe(node)).map_err(|e| {
+    T::deserialize(NodeDe(strict::parse(bytes)?)).map_err(|e| {
         let mut segs = e.segs;
         segs.reverse();
         JsonError {
@@ -111,6 +105,13 @@ impl de::Error for DeError {
     }
 }
 
+fn wrong_type(node: &Node<'_>, exp: &dyn Expected) -> DeError {
+    DeError::new(JsonErrorKind::WrongType {
+        found: node.kind(),
+        expected: expectation(exp),
+    })
+}
+
 fn json_kind(unexp: &Unexpected<'_>) -> &'static str {
     match unexp {
         Unexpected::Bool(_) => "a boolean",
@@ -183,7 +184,7 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de> {
     ) -> Result<V::Value, DeError> {
         match self.0 {
             node @ Node::Object(_) => NodeDe(node).deserialize_any(v),
-            other => Err(de::Error::invalid_type(unexpected(&other), &v)),
+            other => Err(wrong_type(&other, &v)),
         }
     }
 
@@ -195,7 +196,7 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de> {
     ) -> Result<V::Value, DeError> {
         match self.0 {
             Node::Str(s) => v.visit_enum(s.into_owned().into_deserializer()),
-            other => Err(de::Error::invalid_type(unexpected(&other), &v)),
+            other => Err(wrong_type(&other, &v)),
         }
     }
 
@@ -210,19 +211,6 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de> {
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier ignored_any
-    }
-}
-
-fn unexpected<'a>(node: &'a Node<'_>) -> Unexpected<'a> {
-    match node {
-        Node::Null => Unexpected::Unit,
-        Node::Bool(b) => Unexpected::Bool(*b),
-        Node::UInt(n) => Unexpected::Unsigned(*n),
-        Node::Int(n) => Unexpected::Signed(*n),
-        Node::Float(n) => Unexpected::Float(*n),
-        Node::Str(s) => Unexpected::Str(s),
-        Node::Array(_) => Unexpected::Seq,
-        Node::Object(_) => Unexpected::Map,
     }
 }
 

@@ -7,4 +7,4 @@ pub mod de;
 pub mod strict;
 
 pub use de::from_slice;
-pub use strict::{JsonError, JsonErrorKind, JsonPath, MAX_DOCUMENT_BYTES, Node, parse};
+pub use strict::{JsonError, MAX_DOCUMENT_BYTES};

@@ -47,6 +47,20 @@ pub enum Node<'a> {
     Object(Vec<(Cow<'a, str>, Node<'a>)>),
 }
 
+impl Node<'_> {
+    /// The JSON type, with its article (`a string`, `an array`, …); never the value.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Node::Null => "null",
+            Node::Bool(_) => "a boolean",
+            Node::UInt(_) | Node::Int(_) | Node::Float(_) => "a number",
+            Node::Str(_) => "a string",
+            Node::Array(_) => "an array",
+            Node::Object(_) => "an object",
+        }
+    }
+}
+
 /// One step of a JSON path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seg {
@@ -309,10 +323,6 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
         Ok(Node::Str(Cow::Owned(v.to_owned())))
     }
 
-    fn visit_string<E>(self, v: String) -> Result<Node<'de>, E> {
-        Ok(Node::Str(Cow::Owned(v)))
-    }
-
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         loop {
@@ -326,10 +336,10 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let mut members: Vec<(Cow<'de, str>, Node<'de>)> = Vec::new();
-        while let Some(key) = map.next_key_seed(KeySeed)? {
+        while let Some(key) = map.next_key::<String>()? {
             match map.next_value_seed(NodeSeed { trace: self.trace }) {
-                Ok(node) => members.push((key, node)),
-                Err(e) => return Err(note(self.trace, Seg::Key(key.into_owned()), e)),
+                Ok(node) => members.push((Cow::Owned(key), node)),
+                Err(e) => return Err(note(self.trace, Seg::Key(key), e)),
             }
         }
         if let Some(dup) = find_duplicate(&members) {
@@ -348,50 +358,10 @@ fn note<E>(trace: &mut Trace, seg: Seg, e: E) -> E {
     e
 }
 
-/// The first repeated key, if any. Quadratic for small objects, sort-based for large ones.
+/// The first key that repeats an earlier one, if any.
 fn find_duplicate<'m>(members: &'m [(Cow<'_, str>, Node<'_>)]) -> Option<&'m str> {
-    if members.len() <= 16 {
-        return members
-            .iter()
-            .enumerate()
-            .find(|(i, (k, _))| members[..*i].iter().any(|(other, _)| other == k))
-            .map(|(_, (k, _))| k.as_ref());
-    }
-    let mut keys: Vec<&str> = members.iter().map(|(k, _)| k.as_ref()).collect();
-    keys.sort_unstable();
-    keys.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
-}
-
-struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
-        d.deserialize_str(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object key")
-    }
-
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Borrowed(v))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(v))
-    }
+    let mut seen = std::collections::HashSet::new();
+    members.iter().map(|(k, _)| k.as_ref()).find(|k| !seen.insert(*k))
 }
 
 #[cfg(test)]

@@ -255,25 +255,13 @@ pub(super) fn error_detail(stdout: &[u8]) -> String {
                 let _ = write!(out, "{}", escape_controls(&msg).replace('\n', "\\n"));
                 return out;
             }
-            Some((_, other)) => format!("an object whose `error` is {}", json_type(other)),
+            Some((_, other)) => format!("an object whose `error` is {}", other.kind()),
             None => "an object without an `error` member".into(),
         },
-        Ok(other) => json_type(&other).into(),
+        Ok(other) => other.kind().into(),
         Err(e) => format!("not valid JSON ({})", e.kind),
     };
     format!(" (stdout is {found}, not an {{\"error\": \"...\"}} object; its content is not shown)")
-}
-
-/// The JSON type of `node`, with its article (`a string`, `an array`, …).
-fn json_type(node: &Node<'_>) -> &'static str {
-    match node {
-        Node::Null => "null",
-        Node::Bool(_) => "a boolean",
-        Node::UInt(_) | Node::Int(_) | Node::Float(_) => "a number",
-        Node::Str(_) => "a string",
-        Node::Array(_) => "an array",
-        Node::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
