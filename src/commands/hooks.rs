@@ -7,8 +7,8 @@ use std::path::Path;
 
 use super::hooks_admin::event_of;
 use crate::Error;
-use crate::cli::{GlobalArgs, HooksArgs, HooksCommand, SchemaSide};
-use crate::hooks::{events, schema, summary};
+use crate::cli::{GlobalArgs, HooksArgs, HooksCommand};
+use crate::hooks::{schema, summary};
 
 /// Exit code of `ags hooks validate` for a refused response.
 pub const EXIT_INVALID: u8 = 1;
@@ -17,15 +17,11 @@ pub const EXIT_INVALID: u8 = 1;
 pub fn hooks(global: &GlobalArgs, args: &HooksArgs) -> Result<u8, Error> {
     match &args.command {
         HooksCommand::Describe { event } => {
-            print!("{}", events::schema::describe(event_of(*event)));
+            print!("{}", schema::describe(event_of(*event)));
             Ok(0)
         }
         HooksCommand::Schema { event, side } => {
-            let side = match side {
-                SchemaSide::Input => schema::SchemaSide::Input,
-                SchemaSide::Output => schema::SchemaSide::Output,
-            };
-            print!("{}", events::schema::schema_text(event_of(*event), side));
+            print!("{}", schema::schema_text(event_of(*event), *side));
             Ok(0)
         }
         HooksCommand::Validate { file } => validate(file),

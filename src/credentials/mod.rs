@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use zeroize::Zeroizing;
 
 use crate::egress::model::AllowEntry;
-use model::{Credential, Delivery};
+use model::{Credential, Delivery, basic_payload};
 pub use relay::{Inner, Outcome, RequestCheck, terminate};
 
 /// Errors making a launch's credentials ready.
@@ -205,9 +205,7 @@ impl Vault {
         }
         out
     }
-}
 
-impl Vault {
     /// A plain-HTTP request head going to `host:port`, with the declared headers of the
     /// credentials for that host declared for plain HTTP (`plain_http`) substituted, and the
     /// variables substituted; or, when a line
@@ -270,19 +268,6 @@ pub struct Tripwire {
     pub env: String,
     /// Where in the request (`request line`, `header NAME`).
     pub place: String,
-}
-
-/// The decoded user:password of `Basic BASE64`, when `text` is one.
-fn basic_payload(text: &str) -> Option<Zeroizing<String>> {
-    use base64::Engine as _;
-    let (word, rest) = text.trim().split_once(' ')?;
-    if !word.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(rest.trim())
-        .ok()?;
-    String::from_utf8(bytes).ok().map(Zeroizing::new)
 }
 
 /// Public prefixes of well-known key formats, kept in a placeholder so a client that checks

@@ -5,6 +5,7 @@
 //! the proxy apply to a header value ([`Credential::rewrite`]). Pure data and rules.
 
 use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
 
 use crate::egress::model::{AllowEntry, Target};
 
@@ -234,15 +235,10 @@ impl Credential {
             }
             Scheme::Basic => {
                 use base64::Engine as _;
-                let (word, rest) = value.trim().split_once(' ')?;
-                if !word.eq_ignore_ascii_case("basic") {
-                    return None;
-                }
-                let b64 = base64::engine::general_purpose::STANDARD;
-                let decoded = zeroize::Zeroizing::new(b64.decode(rest.trim()).ok()?);
-                let text = std::str::from_utf8(&decoded).ok()?;
+                let text = basic_payload(value)?;
                 let (user, password) = text.split_once(':')?;
-                let joined = zeroize::Zeroizing::new(format!("{user}:{real}"));
+                let joined = Zeroizing::new(format!("{user}:{real}"));
+                let b64 = base64::engine::general_purpose::STANDARD;
                 (password == placeholder).then(|| format!("Basic {}", b64.encode(joined.as_bytes())))
             }
         }
@@ -252,6 +248,20 @@ impl Credential {
     pub fn host_entries(&self) -> Vec<String> {
         self.hosts.iter().map(|e| e.entry.clone()).collect()
     }
+}
+
+/// The decoded `user:password` of `Basic BASE64`, when `text` is one (zeroed on drop).
+pub(crate) fn basic_payload(text: &str) -> Option<Zeroizing<String>> {
+    use base64::Engine as _;
+    let (word, rest) = text.trim().split_once(' ')?;
+    if !word.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let decoded = Zeroizing::new(b64.decode(rest.trim()).ok()?);
+    std::str::from_utf8(&decoded)
+        .ok()
+        .map(|t| Zeroizing::new(t.to_owned()))
 }
 
 #[cfg(test)]

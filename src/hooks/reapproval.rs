@@ -18,10 +18,7 @@ use crate::config::HookScope;
 /// hook), if the store holds one.
 pub fn previous(store: &TrustStore, hook: &PreparedHook) -> Option<ApprovalRecord> {
     let d = &hook.decl;
-    let project = match &d.scope {
-        HookScope::Global => None,
-        HookScope::Project { root } => Some(root.as_path()),
-    };
+    let project = project_of(&d.scope);
     store
         .list()
         .ok()?
@@ -38,10 +35,7 @@ pub fn changes(old: &ApprovalRecord, hook: &PreparedHook) -> Vec<String> {
     let d = &hook.decl;
     let mut out = Vec::new();
     let old_scope = scope_text(old.project.as_deref());
-    let new_scope = scope_text(match &d.scope {
-        HookScope::Global => None,
-        HookScope::Project { root } => Some(root),
-    });
+    let new_scope = scope_text(project_of(&d.scope));
     if old_scope != new_scope {
         out.push(format!("scope: was {old_scope}"));
     }
@@ -72,7 +66,16 @@ pub fn changes(old: &ApprovalRecord, hook: &PreparedHook) -> Vec<String> {
     out
 }
 
-fn scope_text(project: Option<&Path>) -> String {
+/// The project root of a project hook; `None` for a global hook.
+pub fn project_of(scope: &HookScope) -> Option<&Path> {
+    match scope {
+        HookScope::Global => None,
+        HookScope::Project { root } => Some(root),
+    }
+}
+
+/// `global (all projects)` or `project ROOT`, as the approval prompt shows a scope.
+pub fn scope_text(project: Option<&Path>) -> String {
     match project {
         None => "global (all projects)".into(),
         Some(root) => format!("project {}", root.display()),

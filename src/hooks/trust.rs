@@ -104,10 +104,7 @@ impl ApprovalRecord {
             executable: decl.executable.clone(),
             args: decl.args.clone(),
             timeout_seconds: decl.timeout_seconds,
-            project: match &decl.scope {
-                HookScope::Global => None,
-                HookScope::Project { root } => Some(root.clone()),
-            },
+            project: super::reapproval::project_of(&decl.scope).map(Path::to_path_buf),
             config_path: decl.config_path.clone(),
             approved_at: crate::time::rfc3339(std::time::SystemTime::now()),
             entrypoint_sha256: None,

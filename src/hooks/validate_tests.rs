@@ -272,7 +272,11 @@ fn version_must_be_written_as_the_integer_one() {
         assert!(parse_response(doc.as_bytes()).is_err(), "{bad}");
     }
     // JSON Schema compares numbers by value, so the schema can only say it.
-    let schema = serde_json::to_value(super::super::schema::prepare_output_schema()).unwrap();
+    let schema = serde_json::to_value(super::super::schema::schema(
+        crate::config::HookEvent::Prepare,
+        crate::hooks::schema::SchemaSide::Output,
+    ))
+    .unwrap();
     let version = &schema["properties"]["version"];
     assert_eq!(version["const"], 1);
     assert!(

@@ -2,8 +2,8 @@
 //! runner as prepare hooks, with their own context, an inert `{"version":1}` response, and
 //! failures that are reported but never change the launch's outcome.
 //!
-//! - [`protocol`]: the wire types (pure);
-//! - [`schema`]: JSON Schemas and `ags hooks describe` texts (pure);
+//! - [`protocol`]: the wire types (pure; their schemas and describe texts are in
+//!   [`super::schema`]);
 //! - [`run`]: running one event's hooks, each independently (spawns through the runner).
 //!
 //! When the events happen, and what survives a crash of `ags`, is decided by the launch
@@ -11,7 +11,6 @@
 
 pub mod protocol;
 pub mod run;
-pub mod schema;
 
 pub use protocol::{Ending, FinishedContext, LaunchFacts, StartedContext, parse_lifecycle_response};
 pub use run::{EventInput, EventReport, run_event};

@@ -6,7 +6,7 @@
 //! contribute nothing to it. Both contexts extend the prepare context (same first six members)
 //! with the container; `finished` adds how the agent ended. Members whose value is unknown are
 //! omitted, never `null`. The JSON Schemas in `docs/schemas/` are generated from these types
-//! (see [`super::schema`]).
+//! (see [`crate::hooks::schema`]).
 //!
 //! ```json
 //! {"version":1,"event":"finished","launch_id":"ags-123-unique","project":"/work/project",
