@@ -29,67 +29,68 @@ pub const MAX_ENTRYPOINT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The entrypoint of a hook cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum EntrypointError {
+#[error("{event} hook {name}: {problem}")]
+pub struct EntrypointError {
+    /// The hook's event.
+    pub event: HookEvent,
+    /// Hook name.
+    pub name: String,
+    /// What is wrong with the declared entrypoint (named in each message).
+    #[source]
+    pub problem: EntrypointProblem,
+}
+
+/// Why an entrypoint cannot be used; `path` is the declared entrypoint.
+#[derive(Debug, thiserror::Error)]
+pub enum EntrypointProblem {
     /// Opening or inspecting the file failed.
-    #[error("{event} hook {name}: cannot open entrypoint {}: {source}; check the `executable` of this hook", path.display())]
+    #[error("cannot open entrypoint {}: {source}; check the `executable` of this hook", path.display())]
     Open {
-        /// The hook's event.
-        event: HookEvent,
-        /// Hook name.
-        name: String,
         /// Declared entrypoint.
         path: PathBuf,
         /// The OS error.
         source: io::Error,
     },
     /// The entrypoint is a directory, FIFO, socket or device.
-    #[error("{event} hook {name}: entrypoint {} is a {kind}, not a regular file; declare an executable regular file", path.display())]
+    #[error("entrypoint {} is a {kind}, not a regular file; declare an executable regular file", path.display())]
     NotRegular {
-        /// The hook's event.
-        event: HookEvent,
-        /// Hook name.
-        name: String,
         /// Declared entrypoint.
         path: PathBuf,
         /// What it is instead.
         kind: &'static str,
     },
     /// No execute permission for the current user.
-    #[error("{event} hook {name}: entrypoint {} (mode {mode:04o}) is not executable by you; run `chmod u+x {}`", path.display(), path.display())]
+    #[error("entrypoint {} (mode {mode:04o}) is not executable by you; run `chmod u+x {}`", path.display(), path.display())]
     NotExecutable {
-        /// The hook's event.
-        event: HookEvent,
-        /// Hook name.
-        name: String,
         /// Declared entrypoint.
         path: PathBuf,
         /// Its permission bits.
         mode: u32,
     },
     /// Larger than [`MAX_ENTRYPOINT_BYTES`].
-    #[error("{event} hook {name}: entrypoint {} has {size} bytes; at most {MAX_ENTRYPOINT_BYTES} (64 MiB) are accepted", path.display())]
+    #[error("entrypoint {} has {size} bytes; at most {MAX_ENTRYPOINT_BYTES} (64 MiB) are accepted", path.display())]
     TooLarge {
-        /// The hook's event.
-        event: HookEvent,
-        /// Hook name.
-        name: String,
         /// Declared entrypoint.
         path: PathBuf,
         /// Observed size (at least).
         size: u64,
     },
     /// Reading the opened file failed.
-    #[error("{event} hook {name}: reading entrypoint {} failed: {source}", path.display())]
+    #[error("reading entrypoint {} failed: {source}", path.display())]
     Read {
-        /// The hook's event.
-        event: HookEvent,
-        /// Hook name.
-        name: String,
         /// Declared entrypoint.
         path: PathBuf,
         /// The OS error.
         source: io::Error,
     },
+}
+
+fn fail(decl: &HookDecl, problem: EntrypointProblem) -> EntrypointError {
+    EntrypointError {
+        event: decl.event,
+        name: decl.name.clone(),
+        problem,
+    }
 }
 
 /// A declaration with its entrypoint bytes (read once) and their approval hash: what approval
@@ -121,11 +122,9 @@ impl PreparedHook {
 /// at most 64 MiB. Never blocks on FIFOs or devices.
 pub fn read_entrypoint(decl: &HookDecl) -> Result<Vec<u8>, EntrypointError> {
     let path = decl.executable.as_path();
-    let open_err = |source| EntrypointError::Open {
-        event: decl.event,
-        name: decl.name.clone(),
-        path: path.into(),
-        source,
+    let open_err = |source| {
+        let path = path.into();
+        fail(decl, EntrypointProblem::Open { path, source })
     };
     // Refuse special files before opening them (opening some devices has side effects).
     let pre = std::fs::metadata(path).map_err(open_err)?;
@@ -158,12 +157,8 @@ fn check_metadata(decl: &HookDecl, meta: &Metadata) -> Result<(), EntrypointErro
         } else {
             "special file"
         };
-        return Err(EntrypointError::NotRegular {
-            event: decl.event,
-            name: decl.name.clone(),
-            path: decl.executable.clone(),
-            kind,
-        });
+        let path = decl.executable.clone();
+        return Err(fail(decl, EntrypointProblem::NotRegular { path, kind }));
     }
     if meta.len() > MAX_ENTRYPOINT_BYTES {
         return Err(too_large(decl, meta.len()));
@@ -175,12 +170,8 @@ fn check_metadata(decl: &HookDecl, meta: &Metadata) -> Result<(), EntrypointErro
 fn check_access(decl: &HookDecl, path: &Path, meta: &Metadata) -> Result<(), EntrypointError> {
     let mode = meta.mode() & 0o7777;
     if mode & 0o111 == 0 || access(path, AccessFlags::X_OK).is_err() {
-        return Err(EntrypointError::NotExecutable {
-            event: decl.event,
-            name: decl.name.clone(),
-            path: decl.executable.clone(),
-            mode,
-        });
+        let path = decl.executable.clone();
+        return Err(fail(decl, EntrypointProblem::NotExecutable { path, mode }));
     }
     Ok(())
 }
@@ -191,11 +182,9 @@ fn read_capped(decl: &HookDecl, file: File, size_hint: u64) -> Result<Vec<u8>, E
     let read = file
         .take(MAX_ENTRYPOINT_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|source| EntrypointError::Read {
-            event: decl.event,
-            name: decl.name.clone(),
-            path: decl.executable.clone(),
-            source,
+        .map_err(|source| {
+            let path = decl.executable.clone();
+            fail(decl, EntrypointProblem::Read { path, source })
         })?;
     if read as u64 > MAX_ENTRYPOINT_BYTES {
         return Err(too_large(decl, read as u64));
@@ -204,12 +193,8 @@ fn read_capped(decl: &HookDecl, file: File, size_hint: u64) -> Result<Vec<u8>, E
 }
 
 fn too_large(decl: &HookDecl, size: u64) -> EntrypointError {
-    EntrypointError::TooLarge {
-        event: decl.event,
-        name: decl.name.clone(),
-        path: decl.executable.clone(),
-        size,
-    }
+    let path = decl.executable.clone();
+    fail(decl, EntrypointProblem::TooLarge { path, size })
 }
 
 #[cfg(test)]
@@ -253,7 +238,7 @@ mod tests {
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o700)).unwrap();
         let err = read_entrypoint(&decl(&fifo)).unwrap_err();
         assert!(
-            matches!(err, EntrypointError::NotRegular { kind: "FIFO", .. }),
+            matches!(err.problem, EntrypointProblem::NotRegular { kind: "FIFO", .. }),
             "{err}"
         );
     }
@@ -285,6 +270,6 @@ mod tests {
         f.set_len(MAX_ENTRYPOINT_BYTES + 1).unwrap();
         std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o700)).unwrap();
         let err = read_entrypoint(&decl(&big)).unwrap_err();
-        assert!(matches!(err, EntrypointError::TooLarge { .. }), "{err}");
+        assert!(matches!(err.problem, EntrypointProblem::TooLarge { .. }), "{err}");
     }
 }

@@ -255,14 +255,12 @@ impl RunLog {
 }
 
 fn check_private(path: &Path, meta: &fs::Metadata) -> Result<(), LogError> {
-    let uid = nix::unistd::geteuid().as_raw();
-    let mode = meta.mode() & 0o7777;
-    if meta.uid() != uid || mode & 0o077 != 0 {
-        return Err(LogError::Unsafe {
+    match fsutil::exposure(meta) {
+        None => Ok(()),
+        Some(_) => Err(LogError::Unsafe {
             path: path.into(),
-            mode,
+            mode: meta.mode() & 0o7777,
             owner: meta.uid(),
-        });
+        }),
     }
-    Ok(())
 }
