@@ -201,7 +201,7 @@ pub fn prompt_text(hook: &PreparedHook, notes: &PromptNotes) -> String {
         .map(|a| shell_quote(&a))
         .collect::<Vec<_>>()
         .join(" ");
-    let scope = reapproval::scope_text(reapproval::project_of(&d.scope));
+    let scope = reapproval::scope_text(super::trust::project_of(&d.scope));
     // Declarations come from config files: never let them drive the terminal of the prompt.
     let shown = |s: &str| escape_controls(s).replace('\n', "\\n");
     let mut head = match &notes.previous {

@@ -10,8 +10,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::entrypoint::PreparedHook;
-use super::trust::{ApprovalRecord, TrustStore};
-use crate::config::HookScope;
+use super::trust::{ApprovalRecord, TrustStore, project_of};
 
 /// The most recent earlier approval of the hook `hook`: same event and name, declared in the
 /// same config file or with the same scope (a same-named hook of another project is another
@@ -66,14 +65,6 @@ pub fn changes(old: &ApprovalRecord, hook: &PreparedHook) -> Vec<String> {
     out
 }
 
-/// The project root of a project hook; `None` for a global hook.
-pub fn project_of(scope: &HookScope) -> Option<&Path> {
-    match scope {
-        HookScope::Global => None,
-        HookScope::Project { root } => Some(root),
-    }
-}
-
 /// `global (all projects)` or `project ROOT`, as the approval prompt shows a scope.
 pub fn scope_text(project: Option<&Path>) -> String {
     match project {
@@ -93,7 +84,7 @@ pub fn inside_workdir(hook: &PreparedHook, workdir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{HookDecl, HookEvent};
+    use crate::config::{HookDecl, HookEvent, HookScope};
 
     fn hook(args: &[&str], bytes: &[u8], scope: HookScope) -> PreparedHook {
         PreparedHook {

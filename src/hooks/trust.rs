@@ -104,7 +104,7 @@ impl ApprovalRecord {
             executable: decl.executable.clone(),
             args: decl.args.clone(),
             timeout_seconds: decl.timeout_seconds,
-            project: super::reapproval::project_of(&decl.scope).map(Path::to_path_buf),
+            project: project_of(&decl.scope).map(Path::to_path_buf),
             config_path: decl.config_path.clone(),
             approved_at: crate::time::rfc3339(std::time::SystemTime::now()),
             entrypoint_sha256: None,
@@ -115,6 +115,14 @@ impl ApprovalRecord {
     pub fn with_entrypoint(mut self, entrypoint: &[u8]) -> Self {
         self.entrypoint_sha256 = Some(hex::encode(Sha256::digest(entrypoint)));
         self
+    }
+}
+
+/// The project root of a project hook; `None` for a global hook.
+pub fn project_of(scope: &HookScope) -> Option<&Path> {
+    match scope {
+        HookScope::Global => None,
+        HookScope::Project { root } => Some(root),
     }
 }
 
