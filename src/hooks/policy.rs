@@ -69,8 +69,7 @@ macro_rules! string_newtype {
             type Error = $err;
 
             fn try_from(s: String) -> Result<Self, $err> {
-                $check(&s)?;
-                Ok(Self(s))
+                Self::try_new(s).map_err(|(e, _)| e)
             }
         }
 
@@ -142,31 +141,24 @@ impl fmt::Display for EnvKey {
     }
 }
 
-impl fmt::Display for Destination {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&display_escaped(&self.0))
-    }
-}
+/// Paths are shown escaped and read as paths.
+macro_rules! path_newtype {
+    ($($name:ident),*) => {$(
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&display_escaped(&self.0))
+            }
+        }
 
-impl fmt::Display for HostSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&display_escaped(&self.0))
-    }
+        impl $name {
+            /// The validated text as a path.
+            pub fn as_path(&self) -> &std::path::Path {
+                std::path::Path::new(&self.0)
+            }
+        }
+    )*};
 }
-
-impl Destination {
-    /// The destination as a path.
-    pub fn as_path(&self) -> &std::path::Path {
-        std::path::Path::new(&self.0)
-    }
-}
-
-impl HostSource {
-    /// The source as a path.
-    pub fn as_path(&self) -> &std::path::Path {
-        std::path::Path::new(&self.0)
-    }
-}
+path_newtype!(Destination, HostSource);
 
 /// Why a literal cannot be an environment value (the value itself is never shown).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
