@@ -267,10 +267,6 @@ impl<'de> Visitor<'de> for EnvValueVisitor {
         Ok(EnvValueWire::Literal(v.to_owned()))
     }
 
-    fn visit_string<E: de::Error>(self, v: String) -> Result<EnvValueWire, E> {
-        Ok(EnvValueWire::Literal(v))
-    }
-
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<EnvValueWire, A::Error> {
         OpRefWire::deserialize(de::value::MapAccessDeserializer::new(map)).map(EnvValueWire::Op)
     }

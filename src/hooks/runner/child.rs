@@ -37,14 +37,25 @@ pub(super) fn run_one(
     abort: &Abort<AbortReason>,
 ) -> TaskResult {
     let mut report = HookReport::not_started(hook);
-    if abort.fired().is_some() {
-        return TaskResult {
-            index,
-            report,
-            stdout: Vec::new(),
-            failure: None,
-        };
+    let (stdout, failure) = match abort.fired() {
+        Some(_) => (Vec::new(), None),
+        None => execute(hook, env, abort, &mut report),
+    };
+    TaskResult {
+        index,
+        report,
+        stdout,
+        failure,
     }
+}
+
+/// Start the hook and wait for it to end, filling in `report`: its stdout and its failure.
+fn execute(
+    hook: &PreparedHook,
+    env: &TaskEnv,
+    abort: &Abort<AbortReason>,
+    report: &mut HookReport,
+) -> (Vec<u8>, Option<HookFailure>) {
     report.started_at = Some(SystemTime::now());
     let t0 = Instant::now();
     let io = process::Io {
@@ -61,12 +72,7 @@ pub(super) fn run_one(
         Err(failure) => {
             report.outcome = failure.outcome();
             report.duration = t0.elapsed();
-            return TaskResult {
-                index,
-                report,
-                stdout: Vec::new(),
-                failure: Some(failure),
-            };
+            return (Vec::new(), Some(failure));
         }
     };
     report.duration = t0.elapsed();
@@ -75,12 +81,7 @@ pub(super) fn run_one(
     report.exit = done.status.as_ref().ok().map(exit_info);
     let (outcome, failure) = classify(hook, env, &done);
     report.outcome = outcome;
-    TaskResult {
-        index,
-        report,
-        stdout: done.stdout.bytes,
-        failure,
-    }
+    (done.stdout.bytes, failure)
 }
 
 /// Recheck approval, make and verify the copy, and start it. Blocking.
