@@ -132,18 +132,15 @@ pub fn upstream(extra: &[PathBuf]) -> Result<(Arc<rustls::ClientConfig>, String)
         }
     }
     for path in extra {
-        let what = || path.display().to_string();
+        let fail = |e: &dyn std::fmt::Display| CredentialError::Roots {
+            what: path.display().to_string(),
+            why: e.to_string(),
+        };
         let certs = CertificateDer::pem_file_iter(path)
             .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| CredentialError::Roots {
-                what: what(),
-                why: e.to_string(),
-            })?;
+            .map_err(|e| fail(&e))?;
         for cert in certs {
-            roots.add(cert.clone()).map_err(|e| CredentialError::Roots {
-                what: what(),
-                why: e.to_string(),
-            })?;
+            roots.add(cert.clone()).map_err(|e| fail(&e))?;
             pem.push_str(&to_pem(&cert));
         }
     }
