@@ -118,11 +118,6 @@ impl CheckedHostPath {
         &self.physical
     }
 
-    /// How messages name the input.
-    pub fn what(&self) -> &str {
-        &self.what
-    }
-
     /// Check again (with more writable roots, e.g. other running launches'): the path must
     /// pass and still resolve to the same entry.
     pub fn recheck(&self, roots: &[WritableRoot]) -> Result<(), UserPathError> {

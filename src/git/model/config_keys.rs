@@ -24,11 +24,6 @@ pub fn entries(text: &[u8]) -> Result<Vec<Entry>, String> {
     .run()
 }
 
-/// The keys of [`entries`].
-pub fn keys(text: &[u8]) -> Result<Vec<String>, String> {
-    Ok(entries(text)?.into_iter().map(|(k, _)| k).collect())
-}
-
 /// The keys of `text` that are not [`harmless`], or whose value makes git start a program
 /// ([`runs_a_helper`]); every key could run a program when the file does not parse:
 /// `["(unparsable: …)"]`.

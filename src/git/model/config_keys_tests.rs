@@ -1,5 +1,10 @@
 use super::*;
 
+/// The keys of [`entries`].
+fn keys(text: &[u8]) -> Result<Vec<String>, String> {
+    Ok(entries(text)?.into_iter().map(|(k, _)| k).collect())
+}
+
 #[test]
 fn keys_are_read_as_git_reads_them() {
     let text = "\u{feff}# comment\n[core]\n\trepositoryformatversion = 0\n\tbare\n\

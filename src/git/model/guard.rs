@@ -379,25 +379,9 @@ pub fn is_self_commondir(path: &Path) -> bool {
 const MAX_POINTER_BYTES: u64 = 4096;
 
 /// The bytes of a small regular file, never following a symbolic link and never blocking: the
-/// agent can make these a FIFO (`open` would hang `ags`) or a link to `/dev/zero`.
+/// agent can make these a FIFO or a link to `/dev/zero` (`crate::fsutil::read_bounded`).
 pub(crate) fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_POINTER_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_POINTER_BYTES {
-        return Err(std::io::Error::other(format!(
-            "longer than {MAX_POINTER_BYTES} bytes"
-        )));
-    }
-    Ok(bytes)
+    crate::fsutil::read_bounded(path, MAX_POINTER_BYTES, false)
 }
 
 fn read_small_text(path: &Path) -> std::io::Result<String> {

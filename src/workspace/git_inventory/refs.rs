@@ -10,7 +10,6 @@
 //! followed; the `reftable` format is not read (an error). Pure reading, bounded.
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::Walk;
@@ -147,7 +146,7 @@ fn walk(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), Stri
 
 /// The object names `pick` finds in the lines of the file `path` (none: no file).
 fn lines(path: &Path, pick: impl Fn(&str) -> Option<&str>, out: &mut BTreeSet<String>) -> Result<(), String> {
-    let bytes = match read(path, MAX_PACKED_BYTES, false) {
+    let bytes = match crate::fsutil::read_bounded(path, MAX_PACKED_BYTES, false) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
@@ -191,7 +190,7 @@ fn logs(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), Stri
 /// an appended line named a hidden commit): every run of 4 to 64 hex digits of A and B (one
 /// that names nothing is ignored by the commit reader).
 fn reflog(path: &Path, out: &mut BTreeSet<String>) -> Result<(), String> {
-    let bytes = match read(path, MAX_PACKED_BYTES, false) {
+    let bytes = match crate::fsutil::read_bounded(path, MAX_PACKED_BYTES, false) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
@@ -221,7 +220,7 @@ fn reflog(path: &Path, out: &mut BTreeSet<String>) -> Result<(), String> {
 /// The object name in the loose ref `path`; `None` for a symbolic ref or no file. A symbolic
 /// link is followed when `follow` (git reads a ref through one), to a regular file only.
 fn loose(path: &Path, follow: bool) -> Result<Option<String>, String> {
-    let bytes = match read(path, MAX_LOOSE_BYTES, follow) {
+    let bytes = match crate::fsutil::read_bounded(path, MAX_LOOSE_BYTES, follow) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if follow && e.kind() == std::io::ErrorKind::InvalidInput => return Ok(None),
@@ -233,7 +232,7 @@ fn loose(path: &Path, follow: bool) -> Result<Option<String>, String> {
 
 /// The object names in `packed-refs`: `OID NAME` lines and `^OID` (a tag's commit) lines.
 fn packed(path: &Path, out: &mut BTreeSet<String>) -> Result<(), String> {
-    let bytes = match read(path, MAX_PACKED_BYTES, false) {
+    let bytes = match crate::fsutil::read_bounded(path, MAX_PACKED_BYTES, false) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
@@ -258,31 +257,6 @@ fn oid(text: &str) -> Option<String> {
         && text.bytes().all(|b| b.is_ascii_hexdigit())
         && text.bytes().any(|b| b != b'0');
     hex.then(|| text.to_ascii_lowercase())
-}
-
-/// At most `max` bytes of the regular file `path`, opened without blocking on a FIFO (and
-/// without following a link unless `follow`); a bigger file is an error, anything but a
-/// regular file `InvalidInput`.
-fn read(path: &Path, max: u64, follow: bool) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow | libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(std::io::Error::other(format!("over {max} bytes")));
-    }
-    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -145,7 +145,7 @@ pub(super) const REPLACE: &[u8] = b"refs/replace/";
 /// that the user's packed branches and tags stay. Any line naming `refs/replace/` goes,
 /// whatever blank follows the object id (session-18 attack C3). At most 64 MiB is read.
 pub fn packed_refs_without_replace(path: &Path) -> std::io::Result<Vec<u8>> {
-    let text = read_regular(path, 64 * 1024 * 1024)?;
+    let text = crate::fsutil::read_bounded(path, 64 * 1024 * 1024, false)?;
     let mut out = Vec::with_capacity(text.len());
     let mut dropping = false;
     for line in text.split_inclusive(|b| *b == b'\n') {
@@ -159,28 +159,8 @@ pub fn packed_refs_without_replace(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The bytes of the regular file `path` (never through a link at its last component, never
-/// blocking on a FIFO), at most `limit` of them (an error past it).
-fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let file = open_nonblocking(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    match bytes.len() as u64 > limit {
-        true => Err(std::io::Error::other("too large")),
-        false => Ok(bytes),
-    }
-}
-
 pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)
+    crate::fsutil::open_nonblocking(path, false)
 }
 
 /// The git dir a `.git` file names, read as git reads it (`read_gitfile_gently`: up to 1 MiB,
