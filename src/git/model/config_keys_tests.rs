@@ -130,3 +130,15 @@ fn gc_settings_are_named_one_by_one_so_its_hook_is_risky() {
         ["gc.recentobjectshook", "gc.repackfilterto", "pack.futurekey"]
     );
 }
+
+#[test]
+fn lenient_reading_skips_only_what_git_would_refuse() {
+    let text = "[core]\n\tbad \\q = x\n\tpager = less\n[bad\nname = x\n[user]\n\tname = \"A\\qB\"\n\temail = a@b\n\tflag\n";
+    let want = [
+        ("core.pager", "less"),
+        ("user.email", "a@b"),
+        ("user.flag", "true"),
+    ];
+    let want: Vec<(String, String)> = want.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(lenient(text), want);
+}

@@ -246,7 +246,7 @@ fn guard_modules(
 /// The checkout of a submodule's git dir: its config's `core.worktree`, resolved.
 pub(crate) fn module_checkout(git_dir: &Path) -> Option<PathBuf> {
     let text = read_small_text(&git_dir.join("config")).ok()?;
-    let (_, worktree) = super::config_text::entries(&text)
+    let (_, worktree) = super::config_keys::lenient(&text)
         .into_iter()
         .rev()
         .find(|(k, _)| k == "core.worktree")?;

@@ -215,7 +215,7 @@ pub(super) fn names_back(dot_git: &Path, target: &Path) -> bool {
         .skip(1)
         .any(|a| a.file_name().is_some_and(|n| n == "modules"));
     let worktree = text(&target.join("config")).and_then(|c| {
-        crate::git::model::config_text::entries(&c)
+        crate::git::model::config_keys::lenient(&c)
             .into_iter()
             .rfind(|(k, _)| k == "core.worktree")
             .map(|(_, v)| v)
