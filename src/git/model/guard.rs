@@ -152,15 +152,7 @@ pub(crate) fn guard_git_dir(
     let fail = |path: PathBuf, reason: String| GitGuardError { path, reason };
     out.push(pinned(dir));
     let made = |what: GitCreate| (create == Create::Missing).then_some(what);
-    let config = dir.join("config");
-    match std::fs::symlink_metadata(&config) {
-        Ok(m) if m.is_file() => out.push(read_only(&config)),
-        Ok(_) => return Err(fail(config, "it is not a regular file".into())),
-        Err(_) => out.extend(made(GitCreate::EmptyFile).map(|c| GitGuard {
-            create: Some(c),
-            ..read_only(&config)
-        })),
-    }
+    guard_file(&dir.join("config"), made(GitCreate::EmptyFile), out)?;
     let hooks = dir.join("hooks");
     match std::fs::symlink_metadata(&hooks) {
         Ok(m) if m.is_dir() => out.push(read_only(&hooks)),

@@ -268,7 +268,7 @@ impl Walk<'_> {
         if !self.changed(Seen::Piece, path, observe(path, &meta).0) {
             return;
         }
-        let holds = super::state::open_nonblocking(path).map_or(true, |f| {
+        let holds = crate::fsutil::open_nonblocking(path, false).map_or(true, |f| {
             use std::io::BufRead;
             std::io::BufReader::new(f).split(b'\n').any(|line| {
                 // Anywhere in the line: git takes any blank after the object id (session-18

@@ -86,7 +86,7 @@ impl Walk<'_> {
         let small = |p: &Path| {
             use std::io::Read;
             let mut bytes = Vec::new();
-            super::state::open_nonblocking(p)
+            crate::fsutil::open_nonblocking(p, false)
                 .ok()?
                 .take(64 * 1024)
                 .read_to_end(&mut bytes)

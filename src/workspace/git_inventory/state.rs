@@ -115,7 +115,7 @@ type Digested = (std::fs::Metadata, Option<[u8; 32]>, Option<Vec<u8>>);
 
 fn digest_file(path: &Path) -> std::io::Result<Digested> {
     use std::io::Read;
-    let mut file = open_nonblocking(path)?;
+    let mut file = crate::fsutil::open_nonblocking(path, false)?;
     let meta = file.metadata()?;
     let (mut hash, mut kept, mut total) = (Sha256::new(), Vec::new(), 0u64);
     let mut buf = vec![0u8; 64 * 1024];
@@ -159,10 +159,6 @@ pub fn packed_refs_without_replace(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
-    crate::fsutil::open_nonblocking(path, false)
-}
-
 /// The git dir a `.git` file names, read as git reads it (`read_gitfile_gently`: up to 1 MiB,
 /// `gitdir: PATH`, any bytes): `None` when git refuses it too (too long, another content); the
 /// path as named, resolved by [`strict`], when it does not exist (yet); an error when it
@@ -170,7 +166,7 @@ pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    open_nonblocking(path)?
+    crate::fsutil::open_nonblocking(path, false)?
         .take(MAX_CONFIG_BYTES + 1)
         .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
