@@ -133,7 +133,8 @@ fn gc_settings_are_named_one_by_one_so_its_hook_is_risky() {
 
 #[test]
 fn lenient_reading_skips_only_what_git_would_refuse() {
-    let text = "[core]\n\tbad \\q = x\n\tpager = less\n[bad\nname = x\n[user]\n\tname = \"A\\qB\"\n\temail = a@b\n\tflag\n";
+    let text = "[core]\n\tbad \\q = x\n\tpager = less\n[bad\nname = x\n\
+                [user]\n\tname = \"A\\qB\"\n\temail = a@b\n\tflag\n";
     let want = [
         ("core.pager", "less"),
         ("user.email", "a@b"),

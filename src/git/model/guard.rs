@@ -100,9 +100,7 @@ pub fn guards(roots: &[PathBuf]) -> Result<Vec<GitGuard>, GitGuardError> {
             let git_dir = linked_git_dir(&dot_git)?;
             let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
             if inside(&git_dir) {
-                if is_plain_file(&git_dir.join("commondir"))? {
-                    out.push(read_only(&git_dir.join("commondir")));
-                }
+                guard_file(&git_dir.join("commondir"), None, &mut out)?;
                 guard_file(
                     &git_dir.join("config.worktree"),
                     Some(GitCreate::EmptyFile),
@@ -237,12 +235,17 @@ fn guard_modules(
 
 /// The checkout of a submodule's git dir: its config's `core.worktree`, resolved.
 pub(crate) fn module_checkout(git_dir: &Path) -> Option<PathBuf> {
-    let text = read_small_text(&git_dir.join("config")).ok()?;
-    let (_, worktree) = super::config_keys::lenient(&text)
+    git_dir.join(core_worktree(git_dir)?).canonicalize().ok()
+}
+
+/// The last `core.worktree` of the config of `git_dir` (a short file: [`read_small`]).
+pub(crate) fn core_worktree(git_dir: &Path) -> Option<String> {
+    let text = read_small(&git_dir.join("config")).ok()?;
+    let entries = super::config_keys::lenient(&String::from_utf8_lossy(&text));
+    entries
         .into_iter()
-        .rev()
-        .find(|(k, _)| k == "core.worktree")?;
-    git_dir.join(worktree).canonicalize().ok()
+        .rfind(|(k, _)| k == "core.worktree")
+        .map(|(_, v)| v)
 }
 
 /// The metadata of the repository's linked worktrees (`worktrees/<name>/`), which git on the
@@ -374,10 +377,6 @@ const MAX_POINTER_BYTES: u64 = 4096;
 /// agent can make these a FIFO or a link to `/dev/zero` (`crate::fsutil::read_bounded`).
 pub(crate) fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     crate::fsutil::read_bounded(path, MAX_POINTER_BYTES, false)
-}
-
-fn read_small_text(path: &Path) -> std::io::Result<String> {
-    String::from_utf8(read_small(path)?).map_err(std::io::Error::other)
 }
 
 /// The git dir named by a `.git` file (`gitdir: PATH`, relative to the file's directory).

@@ -192,10 +192,11 @@ fn logs(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), Stri
     Ok(())
 }
 
-/// The object names of a reflog line `OLD NEW IDENT\tMESSAGE`: both columns, and what git takes for `@{-N}` (`git checkout -`, `git switch -`, `git merge -`) from a
-/// message `checkout: moving from A to B`, where A may be any revision (session-12 attack H2:
-/// an appended line named a hidden commit): every run of 4 to 64 hex digits of A and B (one
-/// that names nothing is ignored by the commit reader).
+/// The object names of a reflog line `OLD NEW IDENT\tMESSAGE`: both columns, and what git takes
+/// for `@{-N}` (`git checkout -`, `git switch -`, `git merge -`) from a message `checkout:
+/// moving from A to B`, where A may be any revision (session-12 attack H2: an appended line
+/// named a hidden commit): every run of 4 to 64 hex digits of A and B (one that names nothing
+/// is ignored by the commit reader).
 fn reflog(line: &str) -> Vec<String> {
     let mut columns = line.split(' ');
     let mut out: Vec<String> = columns.next().and_then(oid).into_iter().collect();

@@ -210,13 +210,7 @@ pub(super) fn names_back(dot_git: &Path, target: &Path) -> bool {
         .ancestors()
         .skip(1)
         .any(|a| a.file_name().is_some_and(|n| n == "modules"));
-    let worktree = text(&target.join("config")).and_then(|c| {
-        crate::git::model::config_keys::lenient(&c)
-            .into_iter()
-            .rfind(|(k, _)| k == "core.worktree")
-            .map(|(_, v)| v)
-    });
-    let back = worktree.and_then(|w| resolved(target.join(w)));
+    let back = guard::core_worktree(target).and_then(|w| resolved(target.join(w)));
     module && back.is_some() && back.as_deref() == dot_git.parent()
 }
 
