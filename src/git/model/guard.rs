@@ -304,9 +304,8 @@ pub fn with_missing(guards: Vec<GitGuard>) -> Vec<GitGuard> {
     ];
     let mut out = guards.clone();
     for dir in guards.iter().filter(|g| !g.read_only).map(|g| &g.path) {
-        let entry = dir.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new("worktrees"));
         let pieces: &[(&str, GitCreate)] = match () {
-            _ if entry => &ENTRY,
+            _ if entry_common(dir).is_some() => &ENTRY,
             _ if std::fs::symlink_metadata(dir.join("HEAD")).is_ok() => &GIT_DIR,
             _ => continue,
         };
@@ -322,6 +321,14 @@ pub fn with_missing(guards: Vec<GitGuard>) -> Vec<GitGuard> {
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
+}
+
+/// The common dir of the linked worktree entry `dir` (`COMMON/worktrees/NAME`, by its place).
+pub(crate) fn entry_common(dir: &Path) -> Option<&Path> {
+    let worktrees = dir
+        .parent()
+        .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"));
+    worktrees.and_then(Path::parent)
 }
 
 /// A git dir or worktree entry pinned as its own (read-write) mount point.

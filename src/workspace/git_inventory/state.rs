@@ -196,13 +196,7 @@ pub(super) fn names_back(dot_git: &Path, target: &Path) -> bool {
         })
     };
     let resolved = |p: PathBuf| strict(&p).ok();
-    let in_dir = |name: &str| {
-        target
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|n| n == name)
-    };
-    if in_dir("worktrees") {
+    if guard::entry_common(target).is_some() {
         let back = text(&target.join("gitdir")).and_then(|g| resolved(target.join(g)));
         return back.as_deref() == Some(dot_git);
     }
