@@ -298,30 +298,43 @@ pub enum PrivateDirError {
     Mode { path: PathBuf, mode: u32, want: u32 },
 }
 
+/// Open `path` to read without blocking on a FIFO and, unless `follow`, without following a
+/// symbolic link at its last component: what an agent can write may be a FIFO (`open` would
+/// hang `ags`) or a link to `/dev/zero`.
+pub fn open_nonblocking(path: &Path, follow: bool) -> io::Result<File> {
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// The bytes of the regular file `path` ([`open_nonblocking`]), at most `max` of them. Errors
+/// say which rule failed: not a regular file (`InvalidInput`), larger than `max`.
+pub fn read_bounded(path: &Path, max: u64, follow: bool) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = open_nonblocking(path, follow)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::other(format!("is larger than {max} bytes")));
+    }
+    Ok(bytes)
+}
+
 /// Read a small regular file without following a symlink in its last component (`O_NOFOLLOW`)
 /// and refuse anything larger than `max` bytes or not UTF-8. Errors say which rule failed.
 pub fn read_small_text_nofollow(path: &Path, max: usize) -> io::Result<String> {
-    use std::io::Read;
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC | nix::libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ELOOP) => io::Error::other("is a symbolic link; name the file itself"),
-            _ => e,
-        })?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::other("is not a regular file"));
-    }
-    if meta.len() > max as u64 {
-        return Err(io::Error::other(format!("is larger than {max} bytes")));
-    }
-    let mut bytes = Vec::new();
-    file.take(max as u64 + 1).read_to_end(&mut bytes)?;
-    if bytes.len() > max {
-        return Err(io::Error::other(format!("is larger than {max} bytes")));
-    }
+    let bytes = read_bounded(path, max as u64, false).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => io::Error::other("is a symbolic link; name the file itself"),
+        _ => e,
+    })?;
     String::from_utf8(bytes).map_err(|_| io::Error::other("is not UTF-8 text"))
 }
 

@@ -44,23 +44,19 @@ pub fn create_missing(guards: &[GitGuard]) -> Result<(), CreateError> {
                     return Err(unsafe_meanwhile("something other than a directory"));
                 }
             }
-            Some(GitCreate::EmptyFile) => {
-                create_file(&g.path, b"").map_err(fail)?;
-                if !std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_file()) {
-                    return Err(unsafe_meanwhile("something other than a file"));
-                }
-            }
-            Some(GitCreate::ParentCommonDir) => {
-                create_file(&g.path, b"../..\n").map_err(fail)?;
-                if !std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_file()) {
-                    return Err(unsafe_meanwhile("something other than a file"));
-                }
-            }
-            Some(GitCreate::SelfCommonDir) => {
-                create_file(&g.path, b".\n").map_err(fail)?;
+            Some(file) => {
+                let content: &[u8] = match file {
+                    GitCreate::ParentCommonDir => b"../..\n",
+                    GitCreate::SelfCommonDir => b".\n",
+                    _ => b"",
+                };
+                create_file(&g.path, content).map_err(fail)?;
                 let plain = std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_file());
-                if !plain || !is_self_commondir(&g.path) {
+                // `is_self_commondir` reads a regular file only.
+                if file == GitCreate::SelfCommonDir && !is_self_commondir(&g.path) {
                     return Err(unsafe_meanwhile("a commondir naming another directory"));
+                } else if !plain {
+                    return Err(unsafe_meanwhile("something other than a file"));
                 }
             }
         }

@@ -20,6 +20,7 @@ use crate::workspace::git_commits;
 use crate::workspace::git_inventory::{self, Finding, Inventory};
 use crate::workspace::host_programs::{self, Wanted};
 use crate::workspace::protected::{Handling, Protection};
+use crate::workspace::protected_state::shown;
 use crate::workspace::quarantine::Naming;
 
 /// What was found and done.
@@ -357,33 +358,17 @@ impl Quarantine {
             }
         }
         for (index, entries) in &self.hidden {
-            let shown: Vec<String> = entries
-                .iter()
-                .take(20)
-                .map(|e| crate::text::escape_line(e))
-                .collect();
-            let more = entries.len().saturating_sub(20);
-            let more = if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            };
             out.push_str(&format!(
-                "ags: warning: the launch hid files from `git status` and `git diff` in the index {}: {}{more}; review them before you commit, push or run them (show one with `git update-index --no-skip-worktree --no-assume-unchanged -- FILE`)\n",
+                "ags: warning: the launch hid files from `git status` and `git diff` in the index {}: {}; review them before you commit, push or run them (show one with `git update-index --no-skip-worktree --no-assume-unchanged -- FILE`)\n",
                 crate::text::escape_line(&index.display().to_string()),
-                shown.join(", ")
+                shown(entries)
             ));
         }
         for (index, paths) in &self.staged {
-            let shown: Vec<String> = paths
-                .iter()
-                .take(20)
-                .map(|p| crate::text::escape_line(p))
-                .collect();
             out.push_str(&format!(
                 "ags: warning: the launch staged files host tools run in the index {}: {}; `git checkout .`, `git restore .` and `git commit` take them from there even when the file is not on disk: review with `git diff --cached`, drop with `git restore --staged -- FILE`\n",
                 crate::text::escape_line(&index.display().to_string()),
-                shown.join(", ")
+                shown(paths)
             ));
         }
         for (index, why) in &self.unrewritten {
@@ -406,11 +391,7 @@ impl Quarantine {
 /// Write an index back without what git trusts blindly (`workspace::quarantine`), from the
 /// inventory root that holds it (none: from `/`, no symbolic link on the way).
 fn rewrite_index(roots: &[PathBuf], r: &git_inventory::IndexRewrite) -> Result<(), String> {
-    let root = roots
-        .iter()
-        .filter(|root| r.path.starts_with(root))
-        .max_by_key(|root| root.as_os_str().len())
-        .map_or(Path::new("/"), PathBuf::as_path);
+    let root = root_of(roots, &r.path);
     let rel = r
         .path
         .strip_prefix(root)

@@ -190,26 +190,23 @@ async fn run_git(
     stdin: Vec<u8>,
     cap: usize,
 ) -> Result<Vec<u8>, String> {
-    let mut argv: Vec<OsString> = vec![
-        "--no-replace-objects".into(),
-        "-c".into(),
-        "core.fsmonitor=false".into(),
-        "-c".into(),
-        "protocol.allow=never".into(),
-        "-c".into(),
-        "safe.directory=*".into(),
-        // The commits themselves, not what a cache or a graft says about them (session-12
-        // attack F2: a forged commit-graph made a new commit look old).
-        "-c".into(),
-        "core.commitGraph=false".into(),
-        "-c".into(),
-        "core.multiPackIndex=false".into(),
-        {
-            let mut a = OsString::from("--git-dir=");
-            a.push(git_dir);
-            a
-        },
+    // No commit-graph nor multi-pack index: the commits themselves, not what a cache or a
+    // graft says about them (session-12 attack F2: a forged commit-graph made a new commit
+    // look old).
+    let config = [
+        "core.fsmonitor=false",
+        "protocol.allow=never",
+        "safe.directory=*",
+        "core.commitGraph=false",
+        "core.multiPackIndex=false",
     ];
+    let mut argv: Vec<OsString> = vec!["--no-replace-objects".into()];
+    for c in config {
+        argv.extend(["-c".into(), c.into()]);
+    }
+    let mut dir = OsString::from("--git-dir=");
+    dir.push(git_dir);
+    argv.push(dir);
     argv.extend(args.iter().map(OsString::from));
     let env = [
         ("GIT_CONFIG_NOSYSTEM", "1"),

@@ -52,11 +52,6 @@ pub struct TrustedGitLayout {
 
 impl TrustedGitLayout {
     /// The guards to mount (empty when the checkout needs nothing outside the mounts).
-    pub fn guards(&self) -> &[GitGuard] {
-        &self.guards
-    }
-
-    /// The guards, owned.
     pub fn into_guards(self) -> Vec<GitGuard> {
         self.guards
     }

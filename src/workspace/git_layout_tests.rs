@@ -271,7 +271,7 @@ fn a_worktree_entry_a_running_launch_holds_fixed_is_trusted() {
     let writable = [running_root(&main), running_root(&main.join(".git"))];
     let held = main_launch(&main, &["gitdir", "commondir"]);
     let got = prove(&w, roots, &writable, std::slice::from_ref(&held)).unwrap();
-    assert_eq!(tops(got.guards(), roots)[0].path, main.join(".git"));
+    assert_eq!(tops(&got.into_guards(), roots)[0].path, main.join(".git"));
     // Without the read-only `gitdir` (an older launch, or its agent could rewrite it): no.
     let loose = main_launch(&main, &["commondir"]);
     let e = prove(&w, roots, &writable, &[loose]).unwrap_err();

@@ -195,8 +195,8 @@ impl Settled {
     }
 }
 
-/// At most 20 names, escaped.
-fn shown(files: &[String]) -> String {
+/// At most 20 names, escaped, and how many more.
+pub(crate) fn shown(files: &[String]) -> String {
     let mut out: Vec<String> = files
         .iter()
         .take(20)

@@ -214,8 +214,9 @@ fn rename_free(dir: &OwnedFd, name: &OsStr, naming: Naming) -> Result<std::ffi::
     Err(Errno::EXIST)
 }
 
-/// 16 hex digits from the system's random source.
-fn random_hex() -> String {
+/// 16 hex digits from the system's random source (for temporary names too: they are created
+/// exclusively anyway).
+pub(crate) fn random_hex() -> String {
     let mut bytes = [0u8; 8];
     // Without randomness the name stays taken and the move fails: reported, never silent.
     let _ = getrandom::fill(&mut bytes);

@@ -118,11 +118,6 @@ impl CheckedHostPath {
         &self.physical
     }
 
-    /// How messages name the input.
-    pub fn what(&self) -> &str {
-        &self.what
-    }
-
     /// Check again (with more writable roots, e.g. other running launches'): the path must
     /// pass and still resolve to the same entry.
     pub fn recheck(&self, roots: &[WritableRoot]) -> Result<(), UserPathError> {
@@ -170,10 +165,10 @@ impl CheckedHostPath {
     pub fn write_atomic(&self, bytes: &[u8], mode: u32) -> Result<(), UserPathError> {
         let (dir, name) = self.open_parent()?;
         let tmp = format!(
-            ".{}.{}.{:x}.tmp",
+            ".{}.{}.{}.tmp",
             name.to_string_lossy(),
             std::process::id(),
-            nonce()
+            super::quarantine::random_hex()
         );
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rfs::openat(&dir, &tmp, flags, Mode::from_raw_mode(mode)).map_err(|e| self.io(e.into()))?;
@@ -395,14 +390,6 @@ fn open_dir(path: &Path) -> Result<OwnedFd, (PathBuf, io::Error)> {
         dir = rfs::openat(dir.as_fd(), name, flags, Mode::empty()).map_err(|e| (at.clone(), e.into()))?;
     }
     Ok(dir)
-}
-
-/// A per-call number for temporary names (they are created exclusively anyway).
-fn nonce() -> u128 {
-    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    let calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    now.map_or(0, |d| d.as_nanos()) ^ u128::from(calls) << 64
 }
 
 #[cfg(test)]

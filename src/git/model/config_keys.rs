@@ -8,7 +8,8 @@
 //! `protocol.*.allow`, … — counts as running programs.
 //!
 //! Used on configuration the agent may have written (`workspace::git_inventory`); the user's own
-//! configuration is never judged by it. Pure: text in, keys out.
+//! configuration is never judged by it, only read by the same parser leniently ([`lenient`]).
+//! Pure: text in, keys out.
 
 /// One setting: its key (`section[.subsection].name`, section and name lower-cased, the
 /// subsection as written) and its value as git decodes it (`None`: a key without `=`, true).
@@ -16,17 +17,27 @@ pub type Entry = (String, Option<Vec<u8>>);
 
 /// The settings of a git configuration file, or why the file cannot be read as git would.
 pub fn entries(text: &[u8]) -> Result<Vec<Entry>, String> {
-    Parser {
-        bytes: text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text),
-        at: 0,
-        line: 1,
-    }
-    .run()
+    let mut out = Vec::new();
+    Parser::new(text).run(&mut out)?;
+    Ok(out)
 }
 
-/// The keys of [`entries`].
-pub fn keys(text: &[u8]) -> Result<Vec<String>, String> {
-    Ok(entries(text)?.into_iter().map(|(k, _)| k).collect())
+/// The `(key, value)` settings of a git configuration file read leniently, for the host's own
+/// configuration (`git::model::identity`) and for the paths a config names (a submodule's
+/// `core.worktree`, includes, hooks): a line [`entries`] refuses is skipped (after a refused
+/// section header, the keys up to the next header), a key without `=` is `"true"`.
+pub(crate) fn lenient(text: &str) -> Vec<(String, String)> {
+    let (mut parser, mut out) = (Parser::new(text.as_bytes()), Vec::new());
+    while parser.run(&mut out).is_err() {
+        // Skip the rest of the refused line, unless the refusal ended it.
+        if parser.at > 0 && parser.bytes[parser.at - 1] != b'\n' {
+            while parser.next().is_some_and(|c| c != b'\n') {}
+        }
+    }
+    let text = |v: Vec<u8>| String::from_utf8_lossy(&v).into_owned();
+    out.into_iter()
+        .map(|(k, v)| (k, v.map_or_else(|| "true".into(), text)))
+        .collect()
 }
 
 /// The keys of `text` that are not [`harmless`], or whose value makes git start a program
@@ -247,9 +258,19 @@ struct Parser<'a> {
     bytes: &'a [u8],
     at: usize,
     line: usize,
+    section: Option<String>,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(text: &'a [u8]) -> Self {
+        Parser {
+            bytes: text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text),
+            at: 0,
+            line: 1,
+            section: None,
+        }
+    }
+
     /// The next character, `\r\n` read as `\n`; `None` at the end.
     fn next(&mut self) -> Option<u8> {
         let c = *self.bytes.get(self.at)?;
@@ -268,27 +289,30 @@ impl Parser<'_> {
         Err(format!("line {}: {what}", self.line))
     }
 
-    fn run(mut self) -> Result<Vec<Entry>, String> {
-        let mut out = Vec::new();
-        let mut section: Option<String> = None;
+    /// The settings from here to the end into `out`, or the first refusal.
+    fn run(&mut self, out: &mut Vec<Entry>) -> Result<(), String> {
         let mut comment = false;
         while let Some(c) = self.next() {
             match c {
                 b'\n' => comment = false,
                 _ if comment || is_space(c) => {}
                 b'#' | b';' => comment = true,
-                b'[' => section = Some(self.header()?),
+                b'[' => {
+                    self.section = None;
+                    self.section = Some(self.header()?);
+                }
                 c if c.is_ascii_alphabetic() => {
-                    let Some(sec) = &section else {
+                    if self.section.is_none() {
                         return self.fail("a key before any [section]");
-                    };
+                    }
                     let (name, value) = self.key(c)?;
+                    let sec = self.section.as_deref().unwrap_or_default();
                     out.push((format!("{sec}.{name}"), value));
                 }
                 _ => return self.fail("not a key, a section or a comment"),
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// After `[`: `name]`, `name "sub"]` or the old `name.sub]`.

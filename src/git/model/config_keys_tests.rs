@@ -1,5 +1,10 @@
 use super::*;
 
+/// The keys of [`entries`].
+fn keys(text: &[u8]) -> Result<Vec<String>, String> {
+    Ok(entries(text)?.into_iter().map(|(k, _)| k).collect())
+}
+
 #[test]
 fn keys_are_read_as_git_reads_them() {
     let text = "\u{feff}# comment\n[core]\n\trepositoryformatversion = 0\n\tbare\n\
@@ -124,4 +129,17 @@ fn gc_settings_are_named_one_by_one_so_its_hook_is_risky() {
         risky_keys(planted.as_bytes()),
         ["gc.recentobjectshook", "gc.repackfilterto", "pack.futurekey"]
     );
+}
+
+#[test]
+fn lenient_reading_skips_only_what_git_would_refuse() {
+    let text = "[core]\n\tbad \\q = x\n\tpager = less\n[bad\nname = x\n\
+                [user]\n\tname = \"A\\qB\"\n\temail = a@b\n\tflag\n";
+    let want = [
+        ("core.pager", "less"),
+        ("user.email", "a@b"),
+        ("user.flag", "true"),
+    ];
+    let want: Vec<(String, String)> = want.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(lenient(text), want);
 }

@@ -100,9 +100,7 @@ pub fn guards(roots: &[PathBuf]) -> Result<Vec<GitGuard>, GitGuardError> {
             let git_dir = linked_git_dir(&dot_git)?;
             let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
             if inside(&git_dir) {
-                if is_plain_file(&git_dir.join("commondir"))? {
-                    out.push(read_only(&git_dir.join("commondir")));
-                }
+                guard_file(&git_dir.join("commondir"), None, &mut out)?;
                 guard_file(
                     &git_dir.join("config.worktree"),
                     Some(GitCreate::EmptyFile),
@@ -152,15 +150,7 @@ pub(crate) fn guard_git_dir(
     let fail = |path: PathBuf, reason: String| GitGuardError { path, reason };
     out.push(pinned(dir));
     let made = |what: GitCreate| (create == Create::Missing).then_some(what);
-    let config = dir.join("config");
-    match std::fs::symlink_metadata(&config) {
-        Ok(m) if m.is_file() => out.push(read_only(&config)),
-        Ok(_) => return Err(fail(config, "it is not a regular file".into())),
-        Err(_) => out.extend(made(GitCreate::EmptyFile).map(|c| GitGuard {
-            create: Some(c),
-            ..read_only(&config)
-        })),
-    }
+    guard_file(&dir.join("config"), made(GitCreate::EmptyFile), out)?;
     let hooks = dir.join("hooks");
     match std::fs::symlink_metadata(&hooks) {
         Ok(m) if m.is_dir() => out.push(read_only(&hooks)),
@@ -245,12 +235,17 @@ fn guard_modules(
 
 /// The checkout of a submodule's git dir: its config's `core.worktree`, resolved.
 pub(crate) fn module_checkout(git_dir: &Path) -> Option<PathBuf> {
-    let text = read_small_text(&git_dir.join("config")).ok()?;
-    let (_, worktree) = super::config_text::entries(&text)
+    git_dir.join(core_worktree(git_dir)?).canonicalize().ok()
+}
+
+/// The last `core.worktree` of the config of `git_dir` (a short file: [`read_small`]).
+pub(crate) fn core_worktree(git_dir: &Path) -> Option<String> {
+    let text = read_small(&git_dir.join("config")).ok()?;
+    let entries = super::config_keys::lenient(&String::from_utf8_lossy(&text));
+    entries
         .into_iter()
-        .rev()
-        .find(|(k, _)| k == "core.worktree")?;
-    git_dir.join(worktree).canonicalize().ok()
+        .rfind(|(k, _)| k == "core.worktree")
+        .map(|(_, v)| v)
 }
 
 /// The metadata of the repository's linked worktrees (`worktrees/<name>/`), which git on the
@@ -309,9 +304,8 @@ pub fn with_missing(guards: Vec<GitGuard>) -> Vec<GitGuard> {
     ];
     let mut out = guards.clone();
     for dir in guards.iter().filter(|g| !g.read_only).map(|g| &g.path) {
-        let entry = dir.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new("worktrees"));
         let pieces: &[(&str, GitCreate)] = match () {
-            _ if entry => &ENTRY,
+            _ if entry_common(dir).is_some() => &ENTRY,
             _ if std::fs::symlink_metadata(dir.join("HEAD")).is_ok() => &GIT_DIR,
             _ => continue,
         };
@@ -327,6 +321,14 @@ pub fn with_missing(guards: Vec<GitGuard>) -> Vec<GitGuard> {
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
+}
+
+/// The common dir of the linked worktree entry `dir` (`COMMON/worktrees/NAME`, by its place).
+pub(crate) fn entry_common(dir: &Path) -> Option<&Path> {
+    let worktrees = dir
+        .parent()
+        .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"));
+    worktrees.and_then(Path::parent)
 }
 
 /// A git dir or worktree entry pinned as its own (read-write) mount point.
@@ -379,29 +381,9 @@ pub fn is_self_commondir(path: &Path) -> bool {
 const MAX_POINTER_BYTES: u64 = 4096;
 
 /// The bytes of a small regular file, never following a symbolic link and never blocking: the
-/// agent can make these a FIFO (`open` would hang `ags`) or a link to `/dev/zero`.
+/// agent can make these a FIFO or a link to `/dev/zero` (`crate::fsutil::read_bounded`).
 pub(crate) fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_POINTER_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_POINTER_BYTES {
-        return Err(std::io::Error::other(format!(
-            "longer than {MAX_POINTER_BYTES} bytes"
-        )));
-    }
-    Ok(bytes)
-}
-
-fn read_small_text(path: &Path) -> std::io::Result<String> {
-    String::from_utf8(read_small(path)?).map_err(std::io::Error::other)
+    crate::fsutil::read_bounded(path, MAX_POINTER_BYTES, false)
 }
 
 /// The git dir named by a `.git` file (`gitdir: PATH`, relative to the file's directory).

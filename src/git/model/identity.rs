@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub(crate) use super::config_text::entries;
+use super::config_keys::lenient;
 
 /// Largest configuration file read.
 pub const MAX_FILE_BYTES: usize = 1024 * 1024;
@@ -272,7 +272,7 @@ impl Parser<'_> {
         }
         let Ok(text) = read_config(path) else { return };
         let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-        for (key, value) in entries(&text) {
+        for (key, value) in lenient(&text) {
             let include = key == "include.path"
                 || key
                     .strip_prefix("includeif.")
@@ -294,7 +294,7 @@ impl Parser<'_> {
         let Ok(text) = crate::fsutil::read_small_text_nofollow(path, MAX_FILE_BYTES) else {
             return;
         };
-        for (key, value) in entries(&text) {
+        for (key, value) in lenient(&text) {
             if REPOSITORY_KEYS.contains(&key.as_str()) {
                 self.values.insert(key, value);
             }

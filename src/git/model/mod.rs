@@ -3,6 +3,5 @@
 //! guard plan of a repository's git metadata, and the host's identity.
 
 pub mod config_keys;
-pub(crate) mod config_text;
 pub mod guard;
 pub mod identity;

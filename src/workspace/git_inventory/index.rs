@@ -10,8 +10,7 @@
 use std::collections::BTreeSet;
 
 /// Index entries hidden from `git status`, as `"PATH (BIT)"`.
-pub fn hidden(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
-    let index = Parsed::new(bytes)?;
+pub(super) fn hidden(index: &Parsed<'_>) -> Result<BTreeSet<String>, String> {
     if index.extension(b"link").is_some() {
         // Its entries and their bits are in `sharedindex.*` (session-12 attack F3).
         return Err("a split index (its entries are in a sharedindex file ags does not read)".into());
@@ -19,9 +18,7 @@ pub fn hidden(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
     let mut out = BTreeSet::new();
     for e in &index.entries {
         let name = String::from_utf8_lossy(&e.path);
-        let m = &bytes[e.start + 24..e.start + 28];
-        let mode = u32::from_be_bytes([m[0], m[1], m[2], m[3]]);
-        if e.extended & 0x4000 != 0 && mode & 0o170000 == 0o040000 {
+        if e.extended & 0x4000 != 0 && e.mode & 0o170000 == 0o040000 {
             // A sparse index's directory entry: every file below it is out of sight
             // (session-12 re-attack N3); `update-index` cannot show it.
             out.insert(format!(
@@ -43,23 +40,20 @@ pub fn hidden(bytes: &[u8]) -> Result<BTreeSet<String>, String> {
 /// check the entries it reads back, so `git restore .` or `git checkout .` writes such a path
 /// into the git dir (`.git/hooks/pre-commit`) or outside the worktree (`../../.bashrc`)
 /// (session-15 attack R8-2, R8-3).
-pub fn refused(bytes: &[u8]) -> Result<Vec<String>, String> {
-    let index = Parsed::new(bytes)?;
+pub(super) fn refused(index: &Parsed<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for e in &index.entries {
-        let m = &bytes[e.start + 24..e.start + 28];
-        let mode = u32::from_be_bytes([m[0], m[1], m[2], m[3]]);
-        let sparse_dir = mode & 0o170000 == 0o040000;
+        let sparse_dir = e.mode & 0o170000 == 0o040000;
         let path = match sparse_dir {
             true => e.path.strip_suffix(b"/").unwrap_or(&e.path),
             false => &e.path,
         };
-        let link = mode & 0o170000 == 0o120000;
+        let link = e.mode & 0o170000 == 0o120000;
         if git_refuses(path, link) {
             out.push(crate::text::escape_line(&String::from_utf8_lossy(&e.path)));
         }
     }
-    Ok(out)
+    out
 }
 
 fn git_refuses(path: &[u8], link: bool) -> bool {
@@ -88,28 +82,25 @@ fn git_refuses(path: &[u8], link: bool) -> bool {
 /// Index entries for protected paths (`workspace::protected`, at any depth), as `"PATH"` with
 /// their mode and object name: what `git checkout .`, `git restore .` and `git commit` take
 /// from the index whether or not the file is on disk (session-13 attack J4).
-pub fn staged_protected(bytes: &[u8]) -> Result<BTreeSet<(String, String)>, String> {
-    let index = Parsed::new(bytes)?;
+pub(super) fn staged_protected(index: &Parsed<'_>) -> BTreeSet<(String, String)> {
     let mut out = BTreeSet::new();
     for e in &index.entries {
         let name = String::from_utf8_lossy(&e.path);
         if crate::workspace::git_commits::who_runs(&name, &[]).is_some() {
             // Its mode and object name, not its stat data (a refresh rewrites that).
-            let mode = &bytes[e.start + 24..e.start + 28];
-            let oid = &bytes[e.start + 40..e.start + 40 + index.hash];
-            out.insert((
-                name.into_owned(),
-                format!("{} {}", hex::encode(mode), hex::encode(oid)),
-            ));
+            let oid = &index.bytes[e.start + 40..e.start + 40 + index.hash];
+            let mode = hex::encode(e.mode.to_be_bytes());
+            out.insert((name.into_owned(), format!("{mode} {}", hex::encode(oid))));
         }
     }
-    Ok(out)
+    out
 }
 
 /// One entry's place and what it says.
 pub(super) struct Entry {
     /// Offset of its first byte (its stat data).
     pub start: usize,
+    pub mode: u32,
     pub path: Vec<u8>,
     pub flags: u16,
     pub extended: u16,
@@ -149,7 +140,9 @@ impl<'a> Parsed<'a> {
         let mut previous: Vec<u8> = Vec::new();
         for _ in 0..count {
             let start = r.at;
-            r.take(40 + hash)?; // times, dev, ino, mode, uid, gid, size, object name
+            r.take(24)?; // ctime, mtime, dev, ino
+            let mode = r.u32()?;
+            r.take(12 + hash)?; // uid, gid, size, object name
             let flags = r.u16()?;
             let extended = if flags & 0x4000 != 0 { r.u16()? } else { 0 };
             let path = if version == 4 {
@@ -178,6 +171,7 @@ impl<'a> Parsed<'a> {
             previous.clone_from(&path);
             entries.push(Entry {
                 start,
+                mode,
                 path,
                 flags,
                 extended,
@@ -277,7 +271,7 @@ mod tests {
     #[test]
     fn hidden_entries_are_found_in_every_version() {
         for version in ["2", "3", "4"] {
-            let got = hidden(&real_index(version)).unwrap();
+            let got = hidden(&Parsed::new(&real_index(version)).unwrap()).unwrap();
             let want: BTreeSet<String> = ["hide/me (skip-worktree)", "zz (assume-unchanged)"]
                 .iter()
                 .map(|s| s.to_string())
@@ -302,7 +296,7 @@ mod tests {
         git(&["sparse-checkout", "init", "--cone", "--sparse-index"]);
         git(&["sparse-checkout", "set", "kept"]);
         let bytes = std::fs::read(t.path().join(".git/index")).unwrap();
-        let got = hidden(&bytes).unwrap();
+        let got = hidden(&Parsed::new(&bytes).unwrap()).unwrap();
         assert!(
             got.iter().any(|e| e.starts_with("sub/ (a sparse directory")),
             "{got:?}"
@@ -338,7 +332,7 @@ mod tests {
     #[test]
     fn damaged_indexes_are_errors() {
         let good = real_index("4");
-        assert!(hidden(b"DIRX").is_err());
-        assert!(hidden(&good[..30]).is_err());
+        assert!(Parsed::new(b"DIRX").is_err());
+        assert!(Parsed::new(&good[..30]).is_err());
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::Walk;
-use super::index::Parsed;
+use super::index::{Parsed, hidden, refused, staged_protected};
 
 /// What the inventory holds of one index file.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -64,14 +64,16 @@ impl Walk<'_> {
         let digest: [u8; 32] = Sha256::digest(bytes.as_deref().unwrap_or_default()).into();
         let Some(before) = self.indexes_before else {
             let bytes = bytes.unwrap_or_default();
-            let hidden = super::index::hidden(&bytes).unwrap_or_default();
-            let keys = keys(&bytes).unwrap_or_default();
-            let staged = super::index::staged_protected(&bytes).unwrap_or_default();
+            let index = Parsed::new(&bytes);
             let state = IndexState {
                 digest,
-                hidden,
-                keys,
-                staged,
+                hidden: index
+                    .as_ref()
+                    .ok()
+                    .and_then(|i| hidden(i).ok())
+                    .unwrap_or_default(),
+                keys: index.as_ref().map(keys).unwrap_or_default(),
+                staged: index.as_ref().map(staged_protected).unwrap_or_default(),
             };
             self.indexes.insert(path.into(), state);
             return;
@@ -80,20 +82,24 @@ impl Walk<'_> {
         if was.is_some_and(|w| w.digest == digest && bytes.is_ok()) {
             return;
         }
+        let unreadable = |e| format!("a git index ags cannot read ({e})");
         let bytes = match bytes {
             Ok(b) => b,
-            Err(e) => return self.report(path.into(), format!("a git index ags cannot read ({e})")),
+            Err(e) => return self.report(path.into(), unreadable(e)),
         };
-        if let Ok(bad) = super::index::refused(&bytes)
-            && !bad.is_empty()
-        {
+        let index = match Parsed::new(&bytes) {
+            Ok(index) => index,
+            Err(e) => return self.report(path.into(), unreadable(e)),
+        };
+        let bad = refused(&index);
+        if !bad.is_empty() {
             let what = format!(
                 "a git index with entries git would refuse to add ({}): `git restore .` or `git checkout .` would write them into the git dir or outside the worktree; `git reset` makes a new index from HEAD",
                 bad.join(", ")
             );
             return self.report(path.into(), what);
         }
-        if let Ok(now) = super::index::hidden(&bytes) {
+        if let Ok(now) = hidden(&index) {
             let new: Vec<String> = now
                 .into_iter()
                 .filter(|e| !was.is_some_and(|w| w.hidden.contains(e)))
@@ -102,29 +108,26 @@ impl Walk<'_> {
                 self.out.hidden.push((path.into(), new));
             }
         }
-        if let Ok(now) = super::index::staged_protected(&bytes) {
-            let new: Vec<String> = now
-                .into_iter()
-                .filter(|e| !was.is_some_and(|w| w.staged.contains(e)))
-                .map(|(name, _)| name)
-                .collect();
-            if !new.is_empty() {
-                self.out.staged.push((path.into(), new));
-            }
+        let new: Vec<String> = staged_protected(&index)
+            .into_iter()
+            .filter(|e| !was.is_some_and(|w| w.staged.contains(e)))
+            .map(|(name, _)| name)
+            .collect();
+        if !new.is_empty() {
+            self.out.staged.push((path.into(), new));
         }
         let empty = BTreeSet::new();
-        match recheck(&bytes, was.map_or(&empty, |w| &w.keys)) {
-            Ok(Recheck::Keep) => {}
-            Ok(Recheck::Rewrite(new)) => self.out.index_rewrites.push(IndexRewrite {
+        match recheck(&index, was.map_or(&empty, |w| &w.keys)) {
+            Recheck::Keep => {}
+            Recheck::Rewrite(new) => self.out.index_rewrites.push(IndexRewrite {
                 path: path.into(),
                 read: digest,
                 bytes: new,
             }),
-            Ok(Recheck::Split) => self.report(
+            Recheck::Split => self.report(
                 path.into(),
                 "a split index: its entries, in a sharedindex file, are not checked (`git reset` rebuilds the index from HEAD)".into(),
             ),
-            Err(e) => self.report(path.into(), format!("a git index ags cannot read ({e})")),
         }
     }
 }
@@ -136,10 +139,9 @@ const CACHES: [&[u8; 4]; 5] = [b"TREE", b"UNTR", b"FSMN", b"EOIE", b"IEOT"];
 /// One entry's identity: its stat data, object name, flags and path.
 pub(super) type Key = [u8; 32];
 
-/// The keys of every entry of the index `bytes` (before the launch).
-pub(super) fn keys(bytes: &[u8]) -> Result<BTreeSet<Key>, String> {
-    let index = Parsed::new(bytes)?;
-    Ok(index.entries.iter().map(|e| key(&index, e)).collect())
+/// The keys of every entry of the index (before the launch).
+pub(super) fn keys(index: &Parsed<'_>) -> BTreeSet<Key> {
+    index.entries.iter().map(|e| key(index, e)).collect()
 }
 
 fn key(index: &Parsed<'_>, e: &super::index::Entry) -> Key {
@@ -161,21 +163,21 @@ pub(super) enum Recheck {
     Split,
 }
 
-/// The index `bytes` without its caches and with the stat data of the entries not in
-/// `before` cleared.
-pub(super) fn recheck(bytes: &[u8], before: &BTreeSet<Key>) -> Result<Recheck, String> {
-    let index = Parsed::new(bytes)?;
+/// The index without its caches and with the stat data of the entries not in `before`
+/// cleared.
+pub(super) fn recheck(index: &Parsed<'_>, before: &BTreeSet<Key>) -> Recheck {
+    let bytes = index.bytes;
     if index.extension(b"link").is_some() {
-        return Ok(Recheck::Split);
+        return Recheck::Split;
     }
     let touched: Vec<&super::index::Entry> = index
         .entries
         .iter()
-        .filter(|e| !before.contains(&key(&index, e)))
+        .filter(|e| !before.contains(&key(index, e)))
         .collect();
     let dropped = index.extensions.iter().any(|(s, _)| CACHES.contains(&s));
     if touched.is_empty() && !dropped {
-        return Ok(Recheck::Keep);
+        return Recheck::Keep;
     }
     let ext_start = index
         .extensions
@@ -202,7 +204,7 @@ pub(super) fn recheck(bytes: &[u8], before: &BTreeSet<Key>) -> Result<Recheck, S
         let sum: [u8; 32] = Sha256::digest(&out).into();
         out.extend_from_slice(&sum);
     }
-    Ok(Recheck::Rewrite(out))
+    Recheck::Rewrite(out)
 }
 
 /// SHA-1, for the trailing checksum of a SHA-1 repository's index and to check that a loose

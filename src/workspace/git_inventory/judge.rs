@@ -28,11 +28,7 @@ impl Walk<'_> {
         }
         let named = guard::common_dir(dir).ok();
         let own = dir.canonicalize().ok();
-        let entry_of = dir
-            .parent()
-            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
-            .and_then(Path::parent)
-            .and_then(|p| p.canonicalize().ok());
+        let entry_of = guard::entry_common(dir).and_then(|p| p.canonicalize().ok());
         // Its own dir only as the guard of the next launch accepts it, `.` exactly: `./` passed
         // here and stopped every later launch (session-18 attack E3).
         let own = own.filter(|_| guard::is_self_commondir(&path));
@@ -65,11 +61,7 @@ impl Walk<'_> {
     /// can write an entry and a common dir of its own (without `HEAD`, which the walk would
     /// not take for a git dir: session-18 attack F1). Anything else is no worktree entry.
     pub(super) fn common_dir_known(&self, target: &Path) -> bool {
-        let Some(common) = target
-            .parent()
-            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
-            .and_then(Path::parent)
-        else {
+        let Some(common) = guard::entry_common(target) else {
             return true;
         };
         let Ok(meta) = std::fs::symlink_metadata(common) else {
@@ -268,7 +260,7 @@ impl Walk<'_> {
         if !self.changed(Seen::Piece, path, observe(path, &meta).0) {
             return;
         }
-        let holds = super::state::open_nonblocking(path).map_or(true, |f| {
+        let holds = crate::fsutil::open_nonblocking(path, false).map_or(true, |f| {
             use std::io::BufRead;
             std::io::BufReader::new(f).split(b'\n').any(|line| {
                 // Anywhere in the line: git takes any blank after the object id (session-18

@@ -112,7 +112,7 @@ pub fn loose_matches(path: &Path) -> Result<bool, String> {
         dir.unwrap_or(""),
         path.file_name().and_then(|n| n.to_str()).unwrap_or("")
     );
-    let file = super::state::open_nonblocking(path).map_err(|e| e.to_string())?;
+    let file = crate::fsutil::open_nonblocking(path, false).map_err(|e| e.to_string())?;
     if !file.metadata().map_err(|e| e.to_string())?.is_file() {
         return Ok(false);
     }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::Walk;
 use super::state::{Seen, observe};
-use crate::git::model::config_text;
+use crate::git::model::config_keys;
 
 /// Largest hook text read for the paths it names.
 const MAX_HOOK_BYTES: u64 = 1024 * 1024;
@@ -49,7 +49,7 @@ impl Walk<'_> {
     /// the main worktree, each linked worktree, a submodule's checkout — session-18 attack A1).
     pub(super) fn named_by(&mut self, path: &Path, bytes: &[u8], tops: &[PathBuf], nesting: usize) {
         let base = path.parent().unwrap_or(Path::new("/"));
-        for (key, value) in config_text::entries(&String::from_utf8_lossy(bytes)) {
+        for (key, value) in config_keys::lenient(&String::from_utf8_lossy(bytes)) {
             let include = key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
             if include {
                 if let Some(p) =
@@ -86,7 +86,7 @@ impl Walk<'_> {
         let small = |p: &Path| {
             use std::io::Read;
             let mut bytes = Vec::new();
-            super::state::open_nonblocking(p)
+            crate::fsutil::open_nonblocking(p, false)
                 .ok()?
                 .take(64 * 1024)
                 .read_to_end(&mut bytes)
@@ -94,7 +94,7 @@ impl Walk<'_> {
             Some(String::from_utf8_lossy(&bytes).trim_end().to_string())
         };
         if let Some(text) = small(&dir.join("config")) {
-            let worktree = crate::git::model::config_text::entries(&text)
+            let worktree = config_keys::lenient(&text)
                 .into_iter()
                 .rfind(|(k, _)| k == "core.worktree");
             if let Some((_, v)) = worktree {

@@ -10,7 +10,6 @@
 //! followed; the `reftable` format is not read (an error). Pure reading, bounded.
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::Walk;
@@ -91,7 +90,11 @@ pub(super) fn tips(git_dir: &Path) -> Result<BTreeSet<String>, String> {
             .iter()
             .all(|b| b.is_ascii_uppercase() || *b == b'_' || *b == b'-');
         if root_ref && entry.file_type().is_ok_and(|t| t.is_file()) {
-            lines(&entry.path(), |l| l.split(['\t', ' ']).next(), &mut out)?;
+            lines(
+                &entry.path(),
+                |l| l.split(['\t', ' ']).next().and_then(oid),
+                &mut out,
+            )?;
         }
     }
     for dir in dirs {
@@ -100,7 +103,7 @@ pub(super) fn tips(git_dir: &Path) -> Result<BTreeSet<String>, String> {
         // Each linked worktree's `HEAD`: `git submodule update` counts them as reachable (G3).
         if let Ok(entries) = std::fs::read_dir(dir.join("worktrees")) {
             for entry in entries.flatten() {
-                lines(&entry.path().join("HEAD"), |l| Some(l.trim_end()), &mut out)?;
+                lines(&entry.path().join("HEAD"), |l| oid(l.trim_end()), &mut out)?;
             }
         }
         if std::fs::symlink_metadata(dir.join("reftable")).is_ok() {
@@ -110,7 +113,9 @@ pub(super) fn tips(git_dir: &Path) -> Result<BTreeSet<String>, String> {
             ));
         }
         walk(&dir.join("refs"), 0, &mut out)?;
-        packed(&dir.join("packed-refs"), &mut out)?;
+        // `OID NAME` lines and `^OID` (a tag's commit) lines.
+        let packed = |l: &str| l.trim_start_matches('^').split(' ').next().and_then(oid);
+        lines(&dir.join("packed-refs"), packed, &mut out)?;
     }
     Ok(out)
 }
@@ -145,17 +150,19 @@ fn walk(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), Stri
     Ok(())
 }
 
-/// The object names `pick` finds in the lines of the file `path` (none: no file).
-fn lines(path: &Path, pick: impl Fn(&str) -> Option<&str>, out: &mut BTreeSet<String>) -> Result<(), String> {
-    let bytes = match read(path, MAX_PACKED_BYTES, false) {
+/// The object names `pick` finds in each line of the file `path` (none: no file).
+fn lines<I: IntoIterator<Item = String>>(
+    path: &Path,
+    pick: impl Fn(&str) -> I,
+    out: &mut BTreeSet<String>,
+) -> Result<(), String> {
+    let bytes = match crate::fsutil::read_bounded(path, MAX_PACKED_BYTES, false) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
     for line in String::from_utf8_lossy(&bytes).lines() {
-        if let Some(oid) = pick(line).and_then(oid) {
-            out.insert(oid);
-        }
+        out.extend(pick(line));
         if out.len() > MAX_REFS {
             return Err(format!("more than {MAX_REFS} refs"));
         }
@@ -179,49 +186,37 @@ fn logs(dir: &Path, depth: usize, out: &mut BTreeSet<String>) -> Result<(), Stri
         if kind.is_dir() {
             logs(&entry.path(), depth + 1, out)?;
         } else if kind.is_file() {
-            reflog(&entry.path(), out)?;
+            lines(&entry.path(), reflog, out)?;
         }
     }
     Ok(())
 }
 
-/// The object names of the reflog `path`: both columns of each `OLD NEW IDENT\tMESSAGE` line,
-/// and what git takes for `@{-N}` (`git checkout -`, `git switch -`, `git merge -`) from a
-/// message `checkout: moving from A to B`, where A may be any revision (session-12 attack H2:
-/// an appended line named a hidden commit): every run of 4 to 64 hex digits of A and B (one
-/// that names nothing is ignored by the commit reader).
-fn reflog(path: &Path, out: &mut BTreeSet<String>) -> Result<(), String> {
-    let bytes = match read(path, MAX_PACKED_BYTES, false) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+/// The object names of a reflog line `OLD NEW IDENT\tMESSAGE`: both columns, and what git takes
+/// for `@{-N}` (`git checkout -`, `git switch -`, `git merge -`) from a message `checkout:
+/// moving from A to B`, where A may be any revision (session-12 attack H2: an appended line
+/// named a hidden commit): every run of 4 to 64 hex digits of A and B (one that names nothing
+/// is ignored by the commit reader).
+fn reflog(line: &str) -> Vec<String> {
+    let mut columns = line.split(' ');
+    let mut out: Vec<String> = columns.next().and_then(oid).into_iter().collect();
+    out.extend(columns.next().and_then(oid));
+    let message = line.split_once('\t').map(|(_, m)| m);
+    let Some(names) = message.and_then(|m| m.strip_prefix("checkout: moving from ")) else {
+        return out;
     };
-    for line in String::from_utf8_lossy(&bytes).lines() {
-        let mut columns = line.split(' ');
-        out.extend(columns.next().and_then(oid));
-        out.extend(columns.next().and_then(oid));
-        let Some((_, message)) = line.split_once('\t') else {
-            continue;
-        };
-        let Some(names) = message.strip_prefix("checkout: moving from ") else {
-            continue;
-        };
-        let runs = names.split(|c: char| !c.is_ascii_hexdigit());
-        out.extend(
-            runs.filter(|r| (4..=64).contains(&r.len()))
-                .map(str::to_ascii_lowercase),
-        );
-        if out.len() > MAX_REFS {
-            return Err(format!("more than {MAX_REFS} refs"));
-        }
-    }
-    Ok(())
+    let runs = names.split(|c: char| !c.is_ascii_hexdigit());
+    out.extend(
+        runs.filter(|r| (4..=64).contains(&r.len()))
+            .map(str::to_ascii_lowercase),
+    );
+    out
 }
 
 /// The object name in the loose ref `path`; `None` for a symbolic ref or no file. A symbolic
 /// link is followed when `follow` (git reads a ref through one), to a regular file only.
 fn loose(path: &Path, follow: bool) -> Result<Option<String>, String> {
-    let bytes = match read(path, MAX_LOOSE_BYTES, follow) {
+    let bytes = match crate::fsutil::read_bounded(path, MAX_LOOSE_BYTES, follow) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if follow && e.kind() == std::io::ErrorKind::InvalidInput => return Ok(None),
@@ -231,26 +226,6 @@ fn loose(path: &Path, follow: bool) -> Result<Option<String>, String> {
     Ok(oid(line.trim_end()))
 }
 
-/// The object names in `packed-refs`: `OID NAME` lines and `^OID` (a tag's commit) lines.
-fn packed(path: &Path, out: &mut BTreeSet<String>) -> Result<(), String> {
-    let bytes = match read(path, MAX_PACKED_BYTES, false) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
-    for line in bytes.split(|b| *b == b'\n') {
-        let line = String::from_utf8_lossy(line);
-        let first = line.trim_start_matches('^').split(' ').next().unwrap_or("");
-        if let Some(oid) = oid(first) {
-            out.insert(oid);
-        }
-        if out.len() > MAX_REFS {
-            return Err(format!("more than {MAX_REFS} refs"));
-        }
-    }
-    Ok(())
-}
-
 /// `text` when it is a SHA-1 or SHA-256 object name (lowercased).
 fn oid(text: &str) -> Option<String> {
     // The null name (a reflog's "no old value") names nothing.
@@ -258,31 +233,6 @@ fn oid(text: &str) -> Option<String> {
         && text.bytes().all(|b| b.is_ascii_hexdigit())
         && text.bytes().any(|b| b != b'0');
     hex.then(|| text.to_ascii_lowercase())
-}
-
-/// At most `max` bytes of the regular file `path`, opened without blocking on a FIFO (and
-/// without following a link unless `follow`); a bigger file is an error, anything but a
-/// regular file `InvalidInput`.
-fn read(path: &Path, max: u64, follow: bool) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow | libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(std::io::Error::other(format!("over {max} bytes")));
-    }
-    Ok(bytes)
 }
 
 #[cfg(test)]

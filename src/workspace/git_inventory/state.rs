@@ -115,7 +115,7 @@ type Digested = (std::fs::Metadata, Option<[u8; 32]>, Option<Vec<u8>>);
 
 fn digest_file(path: &Path) -> std::io::Result<Digested> {
     use std::io::Read;
-    let mut file = open_nonblocking(path)?;
+    let mut file = crate::fsutil::open_nonblocking(path, false)?;
     let meta = file.metadata()?;
     let (mut hash, mut kept, mut total) = (Sha256::new(), Vec::new(), 0u64);
     let mut buf = vec![0u8; 64 * 1024];
@@ -145,7 +145,7 @@ pub(super) const REPLACE: &[u8] = b"refs/replace/";
 /// that the user's packed branches and tags stay. Any line naming `refs/replace/` goes,
 /// whatever blank follows the object id (session-18 attack C3). At most 64 MiB is read.
 pub fn packed_refs_without_replace(path: &Path) -> std::io::Result<Vec<u8>> {
-    let text = read_regular(path, 64 * 1024 * 1024)?;
+    let text = crate::fsutil::read_bounded(path, 64 * 1024 * 1024, false)?;
     let mut out = Vec::with_capacity(text.len());
     let mut dropping = false;
     for line in text.split_inclusive(|b| *b == b'\n') {
@@ -159,30 +159,6 @@ pub fn packed_refs_without_replace(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The bytes of the regular file `path` (never through a link at its last component, never
-/// blocking on a FIFO), at most `limit` of them (an error past it).
-fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let file = open_nonblocking(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    match bytes.len() as u64 > limit {
-        true => Err(std::io::Error::other("too large")),
-        false => Ok(bytes),
-    }
-}
-
-pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)
-}
-
 /// The git dir a `.git` file names, read as git reads it (`read_gitfile_gently`: up to 1 MiB,
 /// `gitdir: PATH`, any bytes): `None` when git refuses it too (too long, another content); the
 /// path as named, resolved by [`strict`], when it does not exist (yet); an error when it
@@ -190,7 +166,7 @@ pub(super) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
 pub(super) fn gitfile_target(path: &Path) -> std::io::Result<Option<PathBuf>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    open_nonblocking(path)?
+    crate::fsutil::open_nonblocking(path, false)?
         .take(MAX_CONFIG_BYTES + 1)
         .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
@@ -220,13 +196,7 @@ pub(super) fn names_back(dot_git: &Path, target: &Path) -> bool {
         })
     };
     let resolved = |p: PathBuf| strict(&p).ok();
-    let in_dir = |name: &str| {
-        target
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|n| n == name)
-    };
-    if in_dir("worktrees") {
+    if guard::entry_common(target).is_some() {
         let back = text(&target.join("gitdir")).and_then(|g| resolved(target.join(g)));
         return back.as_deref() == Some(dot_git);
     }
@@ -234,13 +204,7 @@ pub(super) fn names_back(dot_git: &Path, target: &Path) -> bool {
         .ancestors()
         .skip(1)
         .any(|a| a.file_name().is_some_and(|n| n == "modules"));
-    let worktree = text(&target.join("config")).and_then(|c| {
-        crate::git::model::config_text::entries(&c)
-            .into_iter()
-            .rfind(|(k, _)| k == "core.worktree")
-            .map(|(_, v)| v)
-    });
-    let back = worktree.and_then(|w| resolved(target.join(w)));
+    let back = guard::core_worktree(target).and_then(|w| resolved(target.join(w)));
     module && back.is_some() && back.as_deref() == dot_git.parent()
 }
 
