@@ -235,7 +235,7 @@ pub(crate) fn no_service_detail(e: &podman::PodmanError) -> (String, String) {
 const V1_NOTE: &str = "; this host uses cgroup v1, on which Podman 6 and later do not start at all (\"Cgroups v1 not supported\" in the service's log): use Podman 5, or boot with cgroup v2 (`systemd.unified_cgroup_hierarchy=1`)";
 
 /// Whether this machine mounts cgroup v1 at /sys/fs/cgroup.
-fn host_is_cgroup_v1() -> bool {
+pub(super) fn host_is_cgroup_v1() -> bool {
     nix::sys::statfs::statfs("/sys/fs/cgroup")
         .is_ok_and(|s| s.filesystem_type() != nix::sys::statfs::CGROUP2_SUPER_MAGIC)
 }

@@ -206,10 +206,15 @@ pub fn is_launch_id(id: &str) -> bool {
 
 /// The events file of `launch_id` in `dir`.
 pub fn events_path(dir: &Path, launch_id: &str) -> Result<PathBuf> {
+    spool_file(dir, launch_id, "events.jsonl")
+}
+
+/// The spool file `<launch_id>.<suffix>` in `dir`.
+fn spool_file(dir: &Path, launch_id: &str, suffix: &str) -> Result<PathBuf> {
     if !is_launch_id(launch_id) {
         return Err(SpoolError::LaunchId(launch_id.into()));
     }
-    Ok(dir.join(format!("{launch_id}.events.jsonl")))
+    Ok(dir.join(format!("{launch_id}.{suffix}")))
 }
 
 /// Append one event line to `path` (created 0600; a symlink or a file of another owner is
@@ -285,11 +290,6 @@ impl Spool {
                 Ok(Some(Self { dir }))
             }
         }
-    }
-
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// Write (or replace) the record of a live launch.
@@ -393,10 +393,7 @@ impl Spool {
     }
 
     fn file(&self, launch_id: &str, suffix: &str) -> Result<PathBuf> {
-        if !is_launch_id(launch_id) {
-            return Err(SpoolError::LaunchId(launch_id.into()));
-        }
-        Ok(self.dir.join(format!("{launch_id}.{suffix}")))
+        spool_file(&self.dir, launch_id, suffix)
     }
 
     fn entries(&self) -> Vec<(PathBuf, String)> {

@@ -48,7 +48,7 @@ fn oci_hooks_check(paths: &Paths, rootless: Option<bool>) -> Check {
         Some(false) => ServiceKind::Rootful,
         None => ServiceKind::current(),
     };
-    let status = oci::oci_hooks_status_for(paths, kind);
+    let status = oci::definitions::status(kind, &oci::ConfEnv::from_env(&paths.config_home));
     match status.fix() {
         None => Check::ok("oci hooks", status.summary()),
         Some(fix) => Check::warn("oci hooks", status.summary(), fix),
