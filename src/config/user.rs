@@ -310,22 +310,27 @@ pub fn project_image(
     project: &Path,
     paths: &Paths,
 ) -> Result<Option<String>, ConfigError> {
-    let mut found = Vec::new();
+    let mut best: Option<(usize, &str)> = None;
     for (i, entry) in entries.iter().enumerate() {
-        let dir = entry_dir(path, i, entry, paths)?;
-        match entry.image.as_deref() {
-            Some(img) if img.trim().is_empty() => {
-                return Err(ConfigError::Invalid {
-                    path: path.into(),
-                    key: format!("project[{i}].image"),
-                    message: "must not be empty".into(),
-                });
-            }
-            Some(img) => found.extend(dir.map(|dir| (dir, img.to_string()))),
-            None => {}
+        let invalid = |field: &str, message: &str| ConfigError::Invalid {
+            path: path.into(),
+            key: format!("project[{i}].{field}"),
+            message: message.into(),
+        };
+        let dir = host_path(&entry.path, paths).ok_or_else(|| invalid("path", PATH_RULE))?;
+        let image = match entry.image.as_deref() {
+            Some(img) if img.trim().is_empty() => return Err(invalid("image", "must not be empty")),
+            Some(img) => img,
+            None => continue,
+        };
+        // A project directory that does not exist (yet) matches nothing.
+        let Ok(dir) = dir.canonicalize() else { continue };
+        let depth = dir.components().count();
+        if project.starts_with(&dir) && best.is_none_or(|(d, _)| depth > d) {
+            best = Some((depth, image));
         }
     }
-    Ok(most_specific(project, found))
+    Ok(best.map(|(_, image)| image.to_string()))
 }
 
 /// The `protect_allow` lists of every `[[project]]` whose path is the project root or one of
@@ -341,7 +346,12 @@ pub fn project_protect_allow(
         let Some(names) = &entry.protect_allow else {
             continue;
         };
-        if entry_dir(path, i, entry, paths)?.is_some_and(|dir| project.starts_with(dir)) {
+        let dir = host_path(&entry.path, paths).ok_or_else(|| ConfigError::Invalid {
+            path: path.into(),
+            key: format!("project[{i}].path"),
+            message: PATH_RULE.into(),
+        })?;
+        if dir.canonicalize().is_ok_and(|dir| project.starts_with(dir)) {
             out.push((format!("project[{i}].protect_allow"), names.clone()));
         }
     }
@@ -356,40 +366,21 @@ pub fn project_network(
     project: &Path,
     paths: &Paths,
 ) -> Result<Option<crate::egress::model::NetworkFile>, ConfigError> {
-    let mut found = Vec::new();
+    let mut best: Option<(usize, &crate::egress::model::NetworkFile)> = None;
     for (i, entry) in entries.iter().enumerate() {
-        if let Some(network) = &entry.network {
-            found.extend(entry_dir(path, i, entry, paths)?.map(|dir| (dir, network.clone())));
+        let Some(network) = &entry.network else { continue };
+        let dir = host_path(&entry.path, paths).ok_or_else(|| ConfigError::Invalid {
+            path: path.into(),
+            key: format!("project[{i}].path"),
+            message: PATH_RULE.into(),
+        })?;
+        let Ok(dir) = dir.canonicalize() else { continue };
+        let depth = dir.components().count();
+        if project.starts_with(&dir) && best.is_none_or(|(d, _)| depth > d) {
+            best = Some((depth, network));
         }
     }
-    Ok(most_specific(project, found))
-}
-
-/// The canonical directory of `[[project]]` entry `i`; `None` when it does not exist (yet), so
-/// it matches nothing.
-fn entry_dir(
-    path: &Path,
-    i: usize,
-    entry: &ProjectFile,
-    paths: &Paths,
-) -> Result<Option<PathBuf>, ConfigError> {
-    let dir = host_path(&entry.path, paths).ok_or_else(|| ConfigError::Invalid {
-        path: path.into(),
-        key: format!("project[{i}].path"),
-        message: PATH_RULE.into(),
-    })?;
-    Ok(dir.canonicalize().ok())
-}
-
-/// The value of the deepest of `found` (canonical directory, value) that is the project root or
-/// one of its ancestors; the first of equally deep ones.
-fn most_specific<T>(project: &Path, found: Vec<(PathBuf, T)>) -> Option<T> {
-    found
-        .into_iter()
-        .rev()
-        .filter(|(dir, _)| project.starts_with(dir))
-        .max_by_key(|(dir, _)| dir.components().count())
-        .map(|(_, value)| value)
+    Ok(best.map(|(_, n)| n.clone()))
 }
 
 const PATH_RULE: &str = "must be an absolute path (or start with ~/) without NUL or line breaks";
