@@ -132,11 +132,7 @@ pub fn doctor(global: &GlobalArgs, args: &DoctorArgs) -> Result<u8, Error> {
             agent_writable: config
                 .iter()
                 .flat_map(|c| [c.workdir.clone(), c.project.clone()])
-                .map(|path| crate::containment::WritableRoot {
-                    path,
-                    owner: "the project directory".into(),
-                    running: false,
-                })
+                .map(|path| crate::containment::WritableRoot::new(path, "the project directory"))
                 .chain(crate::podman::local_running_roots(None).await)
                 .collect(),
         };

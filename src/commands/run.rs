@@ -449,11 +449,7 @@ fn op_policy(config: &Config, plan: &LaunchPlan, running: &[WritableRoot]) -> Op
             _ => None,
         })
         .chain([config.workdir.clone(), config.project.clone()])
-        .map(|path| WritableRoot {
-            path,
-            owner: "this launch's read-write mount".into(),
-            running: false,
-        });
+        .map(|path| WritableRoot::new(path, "this launch's read-write mount"));
     OpPolicy {
         configured: config.user.op_path.clone(),
         agent_writable: own.chain(running.iter().cloned()).collect(),

@@ -138,11 +138,9 @@ fn unit_watch(config: &Config, settings: &RunSettings, plan: &LaunchPlan) -> Uni
         .iter()
         .filter(|m| !m.read_only)
         .filter_map(|m| match &m.kind {
-            MountKind::Bind { source } => Some(WritableRoot {
-                path: source.clone(),
-                owner: "the unit's read-write mount".into(),
-                running: false,
-            }),
+            MountKind::Bind { source } => {
+                Some(WritableRoot::new(source.clone(), "the unit's read-write mount"))
+            }
             _ => None,
         })
         .collect();

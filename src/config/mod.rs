@@ -146,6 +146,17 @@ pub struct Config {
     pub agent_hooks: crate::agent_hooks::config::AgentHookSettings,
 }
 
+impl Config {
+    /// Every active hook declaration: prepare, then started, then finished.
+    pub fn all_hooks(&self) -> Vec<HookDecl> {
+        [&self.prepare_hooks, &self.started_hooks, &self.finished_hooks]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
+
 /// Load the configuration for one invocation.
 pub fn load(opts: &LoadOptions) -> Result<Config> {
     let paths = Paths::from_env()?;

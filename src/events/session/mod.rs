@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 pub mod recover;
 
-use crate::config::{Config, HookDecl, HookEvent, Paths};
+use crate::config::{Config, HookEvent, Paths};
 use crate::containment::WritableRoot;
 use crate::events::spool::{LaunchRecord, Owner, RecordedHook, SPOOL_VERSION, Spool};
 use crate::hooks::HookError;
@@ -50,15 +50,7 @@ pub fn approve(config: &Config) -> Result<LifecycleHooks, Error> {
         return Ok(LifecycleHooks::default());
     }
     let store = TrustStore::open(&config.paths, Some(&config.project)).map_err(HookError::from)?;
-    let all: Vec<HookDecl> = [
-        &config.prepare_hooks,
-        &config.started_hooks,
-        &config.finished_hooks,
-    ]
-    .into_iter()
-    .flatten()
-    .cloned()
-    .collect();
+    let all = config.all_hooks();
     let hooks = events::load_approved(&store, &all, prompt::has_terminal(), &config.workdir)?;
     let (started, finished) = hooks
         .into_iter()
@@ -152,18 +144,13 @@ impl Session {
                 .iter()
                 .filter(|m| !m.read_only)
                 .filter_map(|m| match &m.kind {
-                    crate::plan::MountKind::Bind { source } => Some(WritableRoot {
-                        path: source.clone(),
-                        owner: "this launch's read-write mount".into(),
-                        running: false,
-                    }),
+                    crate::plan::MountKind::Bind { source } => Some(WritableRoot::new(
+                        source.clone(),
+                        "this launch's read-write mount",
+                    )),
                     _ => None,
                 })
-                .chain([WritableRoot {
-                    path: config.project.clone(),
-                    owner: "the project directory".into(),
-                    running: false,
-                }])
+                .chain([WritableRoot::new(config.project.clone(), "the project directory")])
                 .collect(),
         }
     }
@@ -305,7 +292,7 @@ impl Session {
     }
 }
 
-fn event_input<'a>(
+pub(super) fn event_input<'a>(
     paths: &'a Paths,
     store: TrustStore,
     event: HookEvent,
