@@ -180,8 +180,6 @@ fn recheck_git(
     rules: &Rules,
     neighbours: &[podman::Neighbour],
 ) -> Result<(), Error> {
-    // The git data outside the read-write mounts (`workspace::git_layout`) must still be
-    // proven now that the running launches' read-write mounts are known.
     let running: Vec<RunningLaunch> = neighbours
         .iter()
         .map(|n| RunningLaunch {

@@ -66,10 +66,7 @@ pub enum HookScope {
     /// Declared in the global (or an explicitly selected non-project) config.
     Global,
     /// Declared in a project's `.ags/config.toml`; bound to the canonical project root.
-    Project {
-        /// Canonical project root.
-        root: PathBuf,
-    },
+    Project { root: PathBuf },
 }
 
 /// One resolved hook declaration.
@@ -77,7 +74,6 @@ pub enum HookScope {
 pub struct HookDecl {
     /// The event it is declared for.
     pub event: HookEvent,
-    /// Declared name.
     pub name: String,
     /// Absolute, lexically normalized path of the entrypoint (not canonicalized: the declared
     /// path is what the user approves).

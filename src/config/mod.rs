@@ -100,9 +100,7 @@ type Result<T> = std::result::Result<T, ConfigError>;
 /// What the command line says about configuration.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
-    /// `--config PATH`.
     pub config: Option<PathBuf>,
-    /// `--no-repo-config`.
     pub no_repo_config: bool,
     /// `--workdir PATH` (default: the current directory).
     pub workdir: Option<PathBuf>,
@@ -113,13 +111,11 @@ pub struct LoadOptions {
 /// The resolved configuration of one invocation.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Host locations.
     pub paths: Paths,
     /// Canonical working directory.
     pub workdir: PathBuf,
     /// Canonical project root: the git repository root, or the workdir outside git.
     pub project: PathBuf,
-    /// Container image.
     pub image: String,
     /// Pids limit for the container.
     pub pids_limit: i64,

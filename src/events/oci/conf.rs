@@ -71,28 +71,16 @@ impl ConfEnv {
 pub enum ConfError {
     /// A file exists but cannot be read.
     #[error("{}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     /// A file is not valid TOML, or `hooks_dir` is not a list of strings.
     #[error("{}: {message}; fix the file first", path.display())]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
+    Invalid { path: PathBuf, message: String },
     /// The setting is written in a way a line edit cannot change safely.
     #[error("{}: cannot add {} to hooks_dir automatically ({reason}); add it to the [engine] hooks_dir list by hand", path.display(), dir.display())]
     Manual {
-        /// The file.
         path: PathBuf,
         /// The directory to add.
         dir: PathBuf,
-        /// Why.
         reason: &'static str,
     },
 }

@@ -30,7 +30,6 @@ pub struct InstallOptions {
 /// One file to create or replace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileChange {
-    /// The file.
     pub path: PathBuf,
     /// Its content now (None: it does not exist).
     pub old: Option<String>,
@@ -41,7 +40,6 @@ pub struct FileChange {
 /// Everything `ags setup oci-hooks` would change.
 #[derive(Debug, Clone)]
 pub struct InstallPlan {
-    /// The hooks directory.
     pub hooks_dir: PathBuf,
     /// The program the definitions run.
     pub program: PathBuf,
@@ -57,30 +55,19 @@ pub enum SetupError {
     /// The hook program is unusable or unsafe.
     #[error("hook program {}: {reason}", path.display())]
     Program {
-        /// The program.
         path: PathBuf,
         /// What is wrong and what to do.
         reason: String,
     },
     /// The hooks directory is unusable.
     #[error("hooks directory {}: {reason}", path.display())]
-    HooksDir {
-        /// The directory.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
+    HooksDir { path: PathBuf, reason: String },
     /// containers.conf cannot be read or edited.
     #[error(transparent)]
     Conf(#[from] ConfError),
     /// Writing a file failed.
     #[error("writing {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
+    Write { path: PathBuf, source: std::io::Error },
 }
 
 /// Compute the changes; writes nothing.

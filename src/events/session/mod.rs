@@ -292,7 +292,8 @@ impl Session {
     }
 }
 
-pub(super) fn event_input<'a>(
+/// The input of a lifecycle event run: hook stderr to the terminal, no interrupt.
+pub fn event_input<'a>(
     paths: &'a Paths,
     store: TrustStore,
     event: HookEvent,
