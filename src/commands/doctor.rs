@@ -19,7 +19,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::{DoctorArgs, GlobalArgs};
-use crate::config::{self, Config, LoadOptions, Paths};
+use crate::config::{self, Config, LoadOptions};
 use crate::op::{OpEnv, OpPolicy};
 use crate::{Error, podman};
 
@@ -187,19 +187,6 @@ fn load_config(global: &GlobalArgs) -> (Option<Config>, Vec<Check>) {
             (None, vec![check])
         }
     }
-}
-
-/// Host paths from the configuration, or from the environment when it did not load.
-pub(crate) fn paths(config: Option<&Config>) -> Result<Paths, config::ConfigError> {
-    match config {
-        Some(c) => Ok(c.paths.clone()),
-        None => Paths::from_env(),
-    }
-}
-
-/// The image a launch would use.
-pub(crate) fn image(config: Option<&Config>) -> String {
-    config.map_or_else(|| config::DEFAULT_IMAGE.to_owned(), |c| c.image.clone())
 }
 
 /// The short explanation of a failed connection: each socket tried and why.

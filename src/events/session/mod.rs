@@ -123,8 +123,11 @@ impl Session {
                 .map(|h| RecordedHook::new(&h.decl, &h.hash))
                 .collect(),
         });
-        if let (Some(spool), Some(record)) = (&spool, &record) {
-            warn_unrecorded(spool.write_record(record));
+        if let (Some(spool), Some(record)) = (&spool, &record)
+            && let Err(e) = spool.write_record(record)
+        {
+            let warning = format!("ags: warning: {e}{UNRECORDED}");
+            eprintln!("{}", crate::text::escape_controls(&warning));
         }
         Self {
             paths: config.paths.clone(),
@@ -346,15 +349,6 @@ fn interrupt_from_now(signals: &SignalWatch) -> Interrupt {
 }
 
 const UNRECORDED: &str = "; if ags is killed, this launch's finished hooks cannot run later";
-
-fn warn_unrecorded<E: std::fmt::Display>(r: Result<(), E>) {
-    if let Err(e) = r {
-        eprintln!(
-            "{}",
-            crate::text::escape_controls(&format!("ags: warning: {e}{UNRECORDED}"))
-        );
-    }
-}
 
 fn unix_ms() -> u64 {
     SystemTime::now()
