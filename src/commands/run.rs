@@ -26,7 +26,7 @@ use crate::launch::sweep_gate::OwnerMark;
 use crate::launch::watch::{Settled, Watch};
 use crate::launch::{self, gc, identity, lifecycle, stage};
 use crate::op::{OpCli, OpEnv, OpPolicy};
-use crate::plan::{self, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT};
+use crate::plan::{self, HookLayer, LaunchIdentity, LaunchPlan, RunSettings, STAGING_MOUNT};
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code; with `--report`, write the launch report after it
@@ -441,13 +441,8 @@ pub(super) async fn lookup_secrets(
 /// and those of the `running` launches.
 fn op_policy(config: &Config, plan: &LaunchPlan, running: &[WritableRoot]) -> OpPolicy {
     let own = plan
-        .mounts
-        .iter()
-        .filter(|m| !m.read_only)
-        .filter_map(|m| match &m.kind {
-            MountKind::Bind { source } => Some(source.clone()),
-            _ => None,
-        })
+        .read_write_sources()
+        .cloned()
         .chain([config.workdir.clone(), config.project.clone()])
         .map(|path| WritableRoot::new(path, "this launch's read-write mount"));
     OpPolicy {

@@ -143,16 +143,8 @@ impl Session {
             spool,
             record,
             writable: plan
-                .mounts
-                .iter()
-                .filter(|m| !m.read_only)
-                .filter_map(|m| match &m.kind {
-                    crate::plan::MountKind::Bind { source } => Some(WritableRoot::new(
-                        source.clone(),
-                        "this launch's read-write mount",
-                    )),
-                    _ => None,
-                })
+                .read_write_sources()
+                .map(|source| WritableRoot::new(source.clone(), "this launch's read-write mount"))
                 .chain([WritableRoot::new(config.project.clone(), "the project directory")])
                 .collect(),
         }
