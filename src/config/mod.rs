@@ -19,17 +19,12 @@ use std::path::{Path, PathBuf};
 /// The project overlay, relative to the project root.
 const OVERLAY: &str = ".ags/config.toml";
 
-pub use crate::egress::model::{
-    AllowEntry, DEFAULT_PORTS, EgressOrigin, EgressSettings, Network, NetworkFile, Target, canonical,
-    is_internal,
-};
-pub use decls::{
-    DEFAULT_TIMEOUT_SECONDS, HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL,
-};
+pub use crate::egress::model::{AllowEntry, EgressOrigin, EgressSettings, Network, canonical, is_internal};
+pub use decls::{DEFAULT_TIMEOUT_SECONDS, HookDecl, HookEvent, HookScope, MAX_DECLS_TOTAL};
 pub use file::{ConfigFile, HookDeclFile, SandboxFile};
 pub use paths::Paths;
-pub use safety::{MAX_CONFIG_BYTES, check_not_writable_by_others};
-pub use user::{AgentSettings, ConfigMount, GitSettings, UserSettings, env_name_syntax};
+pub use safety::check_not_writable_by_others;
+pub use user::{AgentSettings, GitSettings, UserSettings, env_name_syntax};
 
 /// The built-in image name (defined with the agent table, which the CLI reads too).
 pub use crate::agents::DEFAULT_IMAGE;
