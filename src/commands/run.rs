@@ -110,6 +110,8 @@ pub(super) fn build_plan(
     service: Service,
     hooks: &HookLayer,
 ) -> Result<LaunchPlan, Error> {
+    // The plan will hold the agent's hook wiring (generated files, staged like hook files).
+    let wiring = settings.agent_hooks && crate::agent_hooks::wiring::generate(&settings.agent, "").is_some();
     Ok(plan::build(&plan::PlanInput {
         config,
         run: settings,
@@ -124,16 +126,11 @@ pub(super) fn build_plan(
             &config.paths,
             service.remote,
             !hooks.files.is_empty(),
-            wires_agent_hooks(settings),
+            wiring,
         )?
         .join(gc::stage_dir_name(identity)),
         hooks,
     })?)
-}
-
-/// Whether the plan will hold the agent's hook wiring (generated files, staged like hook files).
-fn wires_agent_hooks(settings: &RunSettings) -> bool {
-    settings.agent_hooks && crate::agent_hooks::wiring::generate(&settings.agent, "").is_some()
 }
 
 /// What the plan needs to know about the Podman service.
