@@ -100,10 +100,8 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Launch(e) => e.exit_code(),
-            Error::Hooks(HookError::Run(RunError::Interrupted { signal, .. })) => {
-                crate::launch::signals::exit_code_for(*signal)
-            }
-            Error::Hooks(HookError::Approval(ApprovalError::Interrupted { signal, .. }))
+            Error::Hooks(HookError::Run(RunError::Interrupted { signal, .. }))
+            | Error::Hooks(HookError::Approval(ApprovalError::Interrupted { signal, .. }))
             | Error::Config(ConfigError::OverlayTrustInterrupted { signal, .. }) => {
                 crate::launch::signals::exit_code_for(*signal)
             }

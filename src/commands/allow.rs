@@ -29,10 +29,7 @@ pub fn allow(args: &AllowArgs) -> Result<u8, Error> {
         return Ok(0);
     }
     if let Some(id) = &args.revoke {
-        let io = |e: std::io::Error| CommandError::Io {
-            what: format!("removing grant {id} from {}", dir.display()),
-            source: e,
-        };
+        let io = CommandError::io(format!("removing grant {id} from {}", dir.display()));
         return match grants::revoke(&dir, id).map_err(io)? {
             true => {
                 println!("revoked grant {id}");
@@ -82,10 +79,11 @@ fn grant(args: &AllowArgs, paths: &Paths) -> Result<u8, Error> {
     }
     let grant = Grant::new(&entry, args.launch.clone(), args.duration, who());
     let dir = paths.egress_grants();
-    grants::write(&dir, &grant).map_err(|e| CommandError::Io {
-        what: format!("writing grant {} to {}", grant.id, dir.display()),
-        source: e,
-    })?;
+    grants::write(&dir, &grant).map_err(CommandError::io(format!(
+        "writing grant {} to {}",
+        grant.id,
+        dir.display()
+    )))?;
     let log = EgressLog::new(
         paths.egress_log(),
         args.launch.clone().unwrap_or_else(|| "*".into()),

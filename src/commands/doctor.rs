@@ -19,7 +19,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::{DoctorArgs, GlobalArgs};
-use crate::config::{self, Config, LoadOptions, Paths};
+use crate::config::{self, Config, LoadOptions};
 use crate::op::{OpEnv, OpPolicy};
 use crate::{Error, podman};
 
@@ -132,11 +132,7 @@ pub fn doctor(global: &GlobalArgs, args: &DoctorArgs) -> Result<u8, Error> {
             agent_writable: config
                 .iter()
                 .flat_map(|c| [c.workdir.clone(), c.project.clone()])
-                .map(|path| crate::containment::WritableRoot {
-                    path,
-                    owner: "the project directory".into(),
-                    running: false,
-                })
+                .map(|path| crate::containment::WritableRoot::new(path, "the project directory"))
                 .chain(crate::podman::local_running_roots(None).await)
                 .collect(),
         };
@@ -193,19 +189,6 @@ fn load_config(global: &GlobalArgs) -> (Option<Config>, Vec<Check>) {
     }
 }
 
-/// Host paths from the configuration, or from the environment when it did not load.
-pub(crate) fn paths(config: Option<&Config>) -> Result<Paths, config::ConfigError> {
-    match config {
-        Some(c) => Ok(c.paths.clone()),
-        None => Paths::from_env(),
-    }
-}
-
-/// The image a launch would use.
-pub(crate) fn image(config: Option<&Config>) -> String {
-    config.map_or_else(|| config::DEFAULT_IMAGE.to_owned(), |c| c.image.clone())
-}
-
 /// The short explanation of a failed connection: each socket tried and why.
 pub(crate) fn no_service_detail(e: &podman::PodmanError) -> (String, String) {
     match e {
@@ -235,7 +218,7 @@ pub(crate) fn no_service_detail(e: &podman::PodmanError) -> (String, String) {
 const V1_NOTE: &str = "; this host uses cgroup v1, on which Podman 6 and later do not start at all (\"Cgroups v1 not supported\" in the service's log): use Podman 5, or boot with cgroup v2 (`systemd.unified_cgroup_hierarchy=1`)";
 
 /// Whether this machine mounts cgroup v1 at /sys/fs/cgroup.
-fn host_is_cgroup_v1() -> bool {
+pub(super) fn host_is_cgroup_v1() -> bool {
     nix::sys::statfs::statfs("/sys/fs/cgroup")
         .is_ok_and(|s| s.filesystem_type() != nix::sys::statfs::CGROUP2_SUPER_MAGIC)
 }

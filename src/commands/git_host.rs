@@ -53,11 +53,7 @@ pub(super) fn guards(
         note_unseen(root, why);
     }
     for g in outside.guards.iter().filter(|g| !g.read_only) {
-        rules.writable(WritableRoot {
-            path: g.path.clone(),
-            owner: "this launch's git dir".into(),
-            running: false,
-        });
+        rules.writable(WritableRoot::new(g.path.clone(), "this launch's git dir"));
     }
     out.extend(outside.guards);
     out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -122,11 +118,7 @@ pub(super) fn outside(
             continue;
         }
         for g in extra.iter().filter(|g| !g.read_only) {
-            rules.writable(WritableRoot {
-                path: g.path.clone(),
-                owner: "this launch's git dir".into(),
-                running: false,
-            });
+            rules.writable(WritableRoot::new(g.path.clone(), "this launch's git dir"));
         }
         out.guards.extend(extra);
     }

@@ -60,7 +60,7 @@ fn test(global: &GlobalArgs, args: &HookTestArgs) -> Result<u8, Error> {
         .event
         .map(event_of)
         .or(context_file.as_ref().map(TestContext::event));
-    let decl = select_one(&all_decls(&config), &args.name, event, args.hash.as_deref())?;
+    let decl = select_one(&config.all_hooks(), &args.name, event, args.hash.as_deref())?;
     let cwd = context_file
         .as_ref()
         .map_or_else(|| config.workdir.clone(), |c| hook_cwd(&c.workdir(), &config));
@@ -104,11 +104,10 @@ fn test_prepare(
     cwd: PathBuf,
 ) -> Result<u8, Error> {
     let mut containment = super::host_paths::base_rules(config, super::chosen_url(global).as_deref());
-    containment.writable(crate::containment::WritableRoot {
-        path: context.workdir.clone(),
-        owner: "the workdir".into(),
-        running: false,
-    });
+    containment.writable(crate::containment::WritableRoot::new(
+        context.workdir.clone(),
+        "the workdir",
+    ));
     let rt = super::runtime()?;
     let result = rt.block_on(async {
         let input = PrepareInput {
@@ -151,19 +150,6 @@ fn hook_cwd(context_workdir: &std::path::Path, config: &Config) -> PathBuf {
         config.workdir.display()
     );
     config.workdir.clone()
-}
-
-/// Every active declaration: prepare, then started, then finished.
-pub(super) fn all_decls(config: &Config) -> Vec<HookDecl> {
-    [
-        &config.prepare_hooks,
-        &config.started_hooks,
-        &config.finished_hooks,
-    ]
-    .into_iter()
-    .flatten()
-    .cloned()
-    .collect()
 }
 
 /// The single active declaration named `name` (of `event`, when given, else a prepare hook when
@@ -280,7 +266,7 @@ struct ListRow {
 
 fn list(global: &GlobalArgs, workdir: Option<PathBuf>, json: bool) -> Result<u8, Error> {
     let config = load_config(global, workdir)?;
-    let decls = all_decls(&config);
+    let decls = config.all_hooks();
     // Without declarations there is nothing to look up: the approval store is not opened, so
     // listing works anywhere (also where a launch would refuse the store, e.g. in ~ outside Git).
     let rows: Vec<ListRow> = if decls.is_empty() {
@@ -351,7 +337,8 @@ const MIN_REVOKE_PREFIX: usize = 6;
 fn revoke(global: &GlobalArgs, target: &str, workdir: Option<PathBuf>) -> Result<u8, Error> {
     let config = load_config(global, workdir)?;
     let store = TrustStore::open(&config.paths, None).map_err(crate::hooks::HookError::from)?;
-    let named: Vec<HookDecl> = all_decls(&config)
+    let named: Vec<HookDecl> = config
+        .all_hooks()
         .into_iter()
         .filter(|d| d.name == target)
         .collect();

@@ -6,7 +6,7 @@
 use crate::error::CommandError;
 use std::path::PathBuf;
 
-use super::hooks_admin::{all_decls, select_one};
+use super::hooks_admin::select_one;
 use super::run::load_config;
 use crate::Error;
 use crate::cli::GlobalArgs;
@@ -33,7 +33,7 @@ pub fn approve(
         .into());
     }
     let config = load_config(global, workdir.clone())?;
-    let decls = all_decls(&config);
+    let decls = config.all_hooks();
     // Fails (naming the current hashes) when no active declaration of that name has this hash.
     let decl = select_one(&decls, name, event, Some(hash)).map_err(|e| match e {
         Error::Command(e) => CommandError::NotApproved(Box::new(e)).into(),

@@ -3,14 +3,14 @@
 
 use crate::error::CommandError;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::Error;
 use crate::config::{Config, HookDecl, HookEvent};
+use crate::events::session;
 use crate::hooks::HookError;
 use crate::hooks::events::{self, Ending, EventInput, FinishedContext, LaunchFacts, StartedContext};
 use crate::hooks::protocol::HookContext;
-use crate::hooks::runner::{Interrupt, Limits, stderr_to_terminal};
+use crate::hooks::runner::Interrupt;
 use crate::hooks::trust::TrustStore;
 use crate::launch::identity;
 use crate::prompt;
@@ -124,18 +124,11 @@ pub(super) fn test(
     )?;
     let rt = super::runtime()?;
     let report = rt.block_on(async {
+        let input = session::event_input(&config.paths, store, decl.event, hooks, &facts, bytes, &[]);
         let input = EventInput {
-            paths: &config.paths,
-            store,
-            event: decl.event,
-            hooks,
-            launch_id: facts.launch_id.clone(),
             workdir: cwd,
-            context: Arc::from(bytes),
             interrupt: Interrupt::on_signals().map_err(Error::Signals)?,
-            stderr: stderr_to_terminal(),
-            limits: Limits::default(),
-            agent_writable: Vec::new(),
+            ..input
         };
         Ok::<_, Error>(events::run_event(input).await)
     });

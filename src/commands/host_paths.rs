@@ -89,11 +89,7 @@ fn socket_dirs_of(candidates: &[podman::Candidate]) -> Vec<Protected> {
 pub(super) fn check_early(config: &Config, named: Option<&Path>, url: Option<&str>) -> Result<Rules, Error> {
     let mut rules = base_rules(config, url);
     check_workdir(config, named.unwrap_or(&config.workdir), &rules, true)?;
-    rules.writable(WritableRoot {
-        path: config.workdir.clone(),
-        owner: "this launch's workdir".into(),
-        running: false,
-    });
+    rules.writable(WritableRoot::new(config.workdir.clone(), "this launch's workdir"));
     Ok(rules)
 }
 
@@ -118,11 +114,7 @@ pub(super) async fn check_late(
         unchanged(&Role::GitDir.describe(&top.path), &top.path, &checked.path)?;
     }
     for g in settings.git_guards.iter().filter(|g| !g.read_only) {
-        rules.writable(WritableRoot {
-            path: g.path.clone(),
-            owner: "this launch's git dir".into(),
-            running: false,
-        });
+        rules.writable(WritableRoot::new(g.path.clone(), "this launch's git dir"));
     }
     for m in &settings.mounts {
         let role = match m.origin {
@@ -188,8 +180,6 @@ fn recheck_git(
     rules: &Rules,
     neighbours: &[podman::Neighbour],
 ) -> Result<(), Error> {
-    // The git data outside the read-write mounts (`workspace::git_layout`) must still be
-    // proven now that the running launches' read-write mounts are known.
     let running: Vec<RunningLaunch> = neighbours
         .iter()
         .map(|n| RunningLaunch {
@@ -227,21 +217,13 @@ fn check_workdir(config: &Config, named: &Path, rules: &Rules, note: bool) -> Re
 }
 
 fn add_own_roots(rules: &mut Rules, workdir: &Path, mounts: &[UserMount]) {
-    rules.writable(WritableRoot {
-        path: workdir.into(),
-        owner: "this launch's workdir".into(),
-        running: false,
-    });
+    rules.writable(WritableRoot::new(workdir, "this launch's workdir"));
     for m in mounts.iter().filter(|m| !m.read_only) {
         let owner = match m.origin {
             Origin::Cli => "this launch's --add-dir",
             _ => "this launch's [[mount]]",
         };
-        rules.writable(WritableRoot {
-            path: m.source.clone(),
-            owner: owner.into(),
-            running: false,
-        });
+        rules.writable(WritableRoot::new(m.source.clone(), owner));
     }
 }
 
@@ -250,11 +232,7 @@ fn add_own_roots(rules: &mut Rules, workdir: &Path, mounts: &[UserMount]) {
 pub(super) fn fallback_writable(workdir: Option<&Path>) -> Vec<WritableRoot> {
     named_workdir(workdir)
         .and_then(|p| safepath::resolve(&p, Missing::Refuse).ok())
-        .map(|r| WritableRoot {
-            path: r.path,
-            owner: "the workdir".into(),
-            running: false,
-        })
+        .map(|r| WritableRoot::new(r.path, "the workdir"))
         .into_iter()
         .collect()
 }

@@ -113,11 +113,7 @@ pub(super) fn user_mounts(
                 Role::AddDir => "this launch's --add-dir",
                 _ => "this launch's [[mount]]",
             };
-            rules.writable(WritableRoot {
-                path: r.path,
-                owner: owner.into(),
-                running: false,
-            });
+            rules.writable(WritableRoot::new(r.path, owner));
         }
     }
     let mut out = Vec::new();

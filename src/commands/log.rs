@@ -49,7 +49,7 @@ fn agent_hooks(args: &LogArgs) -> Result<u8, Error> {
     if !args.json {
         writeln!(out, "{}", file::header()).map_err(Error::Output)?;
     }
-    print(&mut out, &entries, args.json)?;
+    print(&mut out, &entries, args.json, file::render)?;
     let Some(follower) = &mut follower else {
         return Ok(0);
     };
@@ -62,19 +62,21 @@ fn agent_hooks(args: &LogArgs) -> Result<u8, Error> {
             .into_iter()
             .filter(|e| filter.matches(e))
             .collect();
-        print(&mut io::stdout().lock(), &new, args.json)?;
+        print(&mut io::stdout().lock(), &new, args.json, file::render)?;
     }
 }
 
-fn print(
+/// Each of `entries` on one line: as JSON with `json`, else as `render` shows it.
+fn print<T: serde::Serialize>(
     out: &mut impl Write,
-    entries: &[crate::agent_hooks::record::Entry],
+    entries: &[T],
     json: bool,
+    render: impl Fn(&T) -> String,
 ) -> Result<(), Error> {
     for e in entries {
         let line = match json {
-            true => serde_json::to_string(e).expect("an entry serializes"),
-            false => file::render(e),
+            true => serde_json::to_string(e).expect("a record serializes"),
+            false => render(e),
         };
         writeln!(out, "{line}").map_err(Error::Output)?;
     }
@@ -131,12 +133,6 @@ fn egress(args: &LogArgs) -> Result<u8, Error> {
         };
         writeln!(out, "{line}").map_err(Error::Output)?;
     }
-    for r in &records {
-        let line = match args.json {
-            true => serde_json::to_string(r).expect("a record serializes"),
-            false => log::render(r),
-        };
-        writeln!(out, "{line}").map_err(Error::Output)?;
-    }
+    print(&mut out, &records, args.json, log::render)?;
     Ok(0)
 }

@@ -75,11 +75,7 @@ pub(crate) fn target_for(
     };
     let mut agent_writable: Vec<_> = project
         .into_iter()
-        .map(|(path, owner)| crate::containment::WritableRoot {
-            path,
-            owner: owner.into(),
-            running: false,
-        })
+        .map(|(path, owner)| crate::containment::WritableRoot::new(path, owner))
         .collect();
     agent_writable.extend(writable);
     crate::podman::Target {

@@ -301,10 +301,7 @@ fn without_unenforceable_limits(mut plan: LaunchPlan, drop: bool) -> LaunchPlan 
 /// `ags` not running as root, and `/sys/fs/cgroup` not a cgroup v2 file system.
 fn rootless_cgroup_v1(url: Option<&str>) -> bool {
     let local = url.is_none_or(|u| u.starts_with("unix://"));
-    let rootless = !nix::unistd::geteuid().is_root();
-    let v1 = nix::sys::statfs::statfs("/sys/fs/cgroup")
-        .is_ok_and(|s| s.filesystem_type() != nix::sys::statfs::CGROUP2_SUPER_MAGIC);
-    local && rootless && v1
+    local && !nix::unistd::geteuid().is_root() && super::doctor::host_is_cgroup_v1()
 }
 
 /// What a Pod cannot carry, refused before any hook or `op` runs: the network mode, the

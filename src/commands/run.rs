@@ -26,7 +26,7 @@ use crate::launch::sweep_gate::OwnerMark;
 use crate::launch::watch::{Settled, Watch};
 use crate::launch::{self, gc, identity, lifecycle, stage};
 use crate::op::{OpCli, OpEnv, OpPolicy};
-use crate::plan::{self, HookLayer, LaunchIdentity, LaunchPlan, MountKind, RunSettings, STAGING_MOUNT};
+use crate::plan::{self, HookLayer, LaunchIdentity, LaunchPlan, RunSettings, STAGING_MOUNT};
 use crate::{Error, podman, prompt};
 
 /// Launch an agent and return its exit code; with `--report`, write the launch report after it
@@ -110,6 +110,8 @@ pub(super) fn build_plan(
     service: Service,
     hooks: &HookLayer,
 ) -> Result<LaunchPlan, Error> {
+    // The plan will hold the agent's hook wiring (generated files, staged like hook files).
+    let wiring = settings.agent_hooks && crate::agent_hooks::wiring::generate(&settings.agent, "").is_some();
     Ok(plan::build(&plan::PlanInput {
         config,
         run: settings,
@@ -124,16 +126,11 @@ pub(super) fn build_plan(
             &config.paths,
             service.remote,
             !hooks.files.is_empty(),
-            wires_agent_hooks(settings),
+            wiring,
         )?
         .join(gc::stage_dir_name(identity)),
         hooks,
     })?)
-}
-
-/// Whether the plan will hold the agent's hook wiring (generated files, staged like hook files).
-fn wires_agent_hooks(settings: &RunSettings) -> bool {
-    settings.agent_hooks && crate::agent_hooks::wiring::generate(&settings.agent, "").is_some()
 }
 
 /// What the plan needs to know about the Podman service.
@@ -441,19 +438,10 @@ pub(super) async fn lookup_secrets(
 /// and those of the `running` launches.
 fn op_policy(config: &Config, plan: &LaunchPlan, running: &[WritableRoot]) -> OpPolicy {
     let own = plan
-        .mounts
-        .iter()
-        .filter(|m| !m.read_only)
-        .filter_map(|m| match &m.kind {
-            MountKind::Bind { source } => Some(source.clone()),
-            _ => None,
-        })
+        .read_write_sources()
+        .cloned()
         .chain([config.workdir.clone(), config.project.clone()])
-        .map(|path| WritableRoot {
-            path,
-            owner: "this launch's read-write mount".into(),
-            running: false,
-        });
+        .map(|path| WritableRoot::new(path, "this launch's read-write mount"));
     OpPolicy {
         configured: config.user.op_path.clone(),
         agent_writable: own.chain(running.iter().cloned()).collect(),

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::containment::WritableRoot;
 use crate::error::CommandError;
 use crate::launch::watch::{Settled, UnitWatch};
-use crate::plan::{LaunchPlan, MountKind, RunSettings};
+use crate::plan::{LaunchPlan, RunSettings};
 
 /// The largest record or inventory read back (a big repository's inventory is tens of MB).
 const MAX_BYTES: u64 = 512 << 20;
@@ -134,17 +134,8 @@ pub(super) fn write_record(
 fn unit_watch(config: &Config, settings: &RunSettings, plan: &LaunchPlan) -> UnitWatch {
     let roots = super::git_host::git_roots(config, &settings.mounts);
     let writable = plan
-        .mounts
-        .iter()
-        .filter(|m| !m.read_only)
-        .filter_map(|m| match &m.kind {
-            MountKind::Bind { source } => Some(WritableRoot {
-                path: source.clone(),
-                owner: "the unit's read-write mount".into(),
-                running: false,
-            }),
-            _ => None,
-        })
+        .read_write_sources()
+        .map(|source| WritableRoot::new(source.clone(), "the unit's read-write mount"))
         .collect();
     UnitWatch {
         git_roots: (config.user.protect_git).then(|| super::git_host::scan_roots(&roots, &plan.git_guards)),

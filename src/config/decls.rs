@@ -42,15 +42,6 @@ impl HookEvent {
             HookEvent::Finished => "finished",
         }
     }
-
-    /// The config array that declares hooks of this event (`prepare_hook`, …).
-    pub fn config_key(self) -> &'static str {
-        match self {
-            HookEvent::Prepare => "prepare_hook",
-            HookEvent::Started => "started_hook",
-            HookEvent::Finished => "finished_hook",
-        }
-    }
 }
 
 impl std::fmt::Display for HookEvent {
@@ -66,10 +57,7 @@ pub enum HookScope {
     /// Declared in the global (or an explicitly selected non-project) config.
     Global,
     /// Declared in a project's `.ags/config.toml`; bound to the canonical project root.
-    Project {
-        /// Canonical project root.
-        root: PathBuf,
-    },
+    Project { root: PathBuf },
 }
 
 /// One resolved hook declaration.
@@ -77,7 +65,6 @@ pub enum HookScope {
 pub struct HookDecl {
     /// The event it is declared for.
     pub event: HookEvent,
-    /// Declared name.
     pub name: String,
     /// Absolute, lexically normalized path of the entrypoint (not canonicalized: the declared
     /// path is what the user approves).
@@ -103,7 +90,7 @@ pub fn resolve(
     if decls.len() > MAX_DECLS_PER_FILE {
         return Err(ConfigError::Invalid {
             path: config_path.into(),
-            key: event.config_key().into(),
+            key: format!("{event}_hook"),
             message: format!(
                 "{} declarations; at most {MAX_DECLS_PER_FILE} per config file",
                 decls.len()
@@ -127,7 +114,7 @@ fn resolve_one(
 ) -> Result<HookDecl> {
     let invalid = |field: &str, message: String| ConfigError::Invalid {
         path: path.into(),
-        key: format!("{}[{i}].{field}", event.config_key()),
+        key: format!("{event}_hook[{i}].{field}"),
         message,
     };
     if d.name.is_empty()

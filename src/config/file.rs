@@ -70,7 +70,6 @@ impl ConfigFile {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxFile {
-    /// Container image to run.
     pub image: Option<String>,
     /// Maximum number of processes in the container.
     pub pids_limit: Option<i64>,

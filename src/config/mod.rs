@@ -19,17 +19,12 @@ use std::path::{Path, PathBuf};
 /// The project overlay, relative to the project root.
 const OVERLAY: &str = ".ags/config.toml";
 
-pub use crate::egress::model::{
-    AllowEntry, DEFAULT_PORTS, EgressOrigin, EgressSettings, Network, NetworkFile, Target, canonical,
-    is_internal,
-};
-pub use decls::{
-    DEFAULT_TIMEOUT_SECONDS, HookDecl, HookEvent, HookScope, MAX_DECLS_PER_FILE, MAX_DECLS_TOTAL,
-};
+pub use crate::egress::model::{AllowEntry, EgressOrigin, EgressSettings, Network, canonical, is_internal};
+pub use decls::{DEFAULT_TIMEOUT_SECONDS, HookDecl, HookEvent, HookScope, MAX_DECLS_TOTAL};
 pub use file::{ConfigFile, HookDeclFile, SandboxFile};
 pub use paths::Paths;
-pub use safety::{MAX_CONFIG_BYTES, check_not_writable_by_others};
-pub use user::{AgentSettings, ConfigMount, GitSettings, UserSettings, env_name_syntax};
+pub use safety::check_not_writable_by_others;
+pub use user::{AgentSettings, GitSettings, UserSettings, env_name_syntax};
 
 /// The built-in image name (defined with the agent table, which the CLI reads too).
 pub use crate::agents::DEFAULT_IMAGE;
@@ -100,9 +95,7 @@ type Result<T> = std::result::Result<T, ConfigError>;
 /// What the command line says about configuration.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
-    /// `--config PATH`.
     pub config: Option<PathBuf>,
-    /// `--no-repo-config`.
     pub no_repo_config: bool,
     /// `--workdir PATH` (default: the current directory).
     pub workdir: Option<PathBuf>,
@@ -113,13 +106,11 @@ pub struct LoadOptions {
 /// The resolved configuration of one invocation.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Host locations.
     pub paths: Paths,
     /// Canonical working directory.
     pub workdir: PathBuf,
     /// Canonical project root: the git repository root, or the workdir outside git.
     pub project: PathBuf,
-    /// Container image.
     pub image: String,
     /// Pids limit for the container.
     pub pids_limit: i64,
@@ -144,6 +135,17 @@ pub struct Config {
     pub user: UserSettings,
     /// `[[agent_hook]]` handlers and the `[agent_guard]` of the global config and the overlay.
     pub agent_hooks: crate::agent_hooks::config::AgentHookSettings,
+}
+
+impl Config {
+    /// Every active hook declaration: prepare, then started, then finished.
+    pub fn all_hooks(&self) -> Vec<HookDecl> {
+        [&self.prepare_hooks, &self.started_hooks, &self.finished_hooks]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
 }
 
 /// Load the configuration for one invocation.

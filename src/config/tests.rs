@@ -1,5 +1,6 @@
 use std::fs;
 
+use super::safety::MAX_CONFIG_BYTES;
 use super::*;
 
 struct Env {

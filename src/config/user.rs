@@ -69,7 +69,6 @@ pub struct ConfigMount {
     pub source: PathBuf,
     /// Container path; `None`: the canonical source path.
     pub target: Option<PathBuf>,
-    /// Mounted read-only.
     pub readonly: bool,
     /// Skipped when the source does not exist.
     pub optional: bool,

@@ -136,6 +136,16 @@ pub struct WritableRoot {
 }
 
 impl WritableRoot {
+    /// A directory of this launch (or of the command itself), not of a running one.
+    pub fn new(path: impl Into<PathBuf>, owner: impl Into<String>) -> Self {
+        let (path, owner) = (path.into(), owner.into());
+        WritableRoot {
+            path,
+            owner,
+            running: false,
+        }
+    }
+
     fn describe(&self) -> String {
         format!("{} {}", self.owner, safepath::display(&self.path))
     }

@@ -42,22 +42,18 @@ pub const STALE_EVENTS: Duration = Duration::from_secs(24 * 3600);
 /// The process that owns a launch (or a claim): pid and start time on `host`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owner {
-    /// Pid.
     pub pid: u32,
     /// Start time in clock ticks since boot (tells a reused pid apart).
     pub start_time: u64,
-    /// Host name.
     pub host: String,
 }
 
 /// A finished hook as declared at launch time (its approval is checked again before it runs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedHook {
-    /// Declared name.
     pub name: String,
     /// Declared entrypoint.
     pub executable: PathBuf,
-    /// Arguments.
     pub args: Vec<String>,
     /// Effective timeout.
     pub timeout_seconds: u32,
@@ -108,17 +104,13 @@ impl RecordedHook {
 pub struct LaunchRecord {
     /// [`SPOOL_VERSION`].
     pub version: u32,
-    /// The launch id.
     pub launch_id: String,
     /// The launching `ags`.
     pub owner: Owner,
-    /// Project root.
     pub project: PathBuf,
     /// Canonical workdir (the hooks' cwd).
     pub workdir: PathBuf,
-    /// Agent name.
     pub agent: String,
-    /// Container name.
     pub container_name: String,
     /// Container id, once the container has started (the agent ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -152,7 +144,6 @@ pub struct EventLine {
     pub launch_id: String,
     /// The container id from the OCI state.
     pub container_id: String,
-    /// Which hook stage.
     pub stage: OciStage,
     /// When, RFC 3339 UTC.
     pub time: String,
@@ -176,19 +167,13 @@ pub enum SpoolError {
     /// The directory failed a safety check or cannot be created.
     #[error("spool directory {}: {source}", dir.display())]
     Dir {
-        /// The directory.
         dir: PathBuf,
         /// What is wrong, with the fix.
         source: PrivateDirError,
     },
     /// Reading or writing a spool file failed.
     #[error("spool file {}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        source: io::Error,
-    },
+    Io { path: PathBuf, source: io::Error },
     /// A launch id that cannot name a spool file.
     #[error("launch id {0:?} cannot name a spool file (1 to 128 of A-Z a-z 0-9 _ -)")]
     LaunchId(String),
@@ -206,10 +191,15 @@ pub fn is_launch_id(id: &str) -> bool {
 
 /// The events file of `launch_id` in `dir`.
 pub fn events_path(dir: &Path, launch_id: &str) -> Result<PathBuf> {
+    spool_file(dir, launch_id, "events.jsonl")
+}
+
+/// The spool file `<launch_id>.<suffix>` in `dir`.
+fn spool_file(dir: &Path, launch_id: &str, suffix: &str) -> Result<PathBuf> {
     if !is_launch_id(launch_id) {
         return Err(SpoolError::LaunchId(launch_id.into()));
     }
-    Ok(dir.join(format!("{launch_id}.events.jsonl")))
+    Ok(dir.join(format!("{launch_id}.{suffix}")))
 }
 
 /// Append one event line to `path` (created 0600; a symlink or a file of another owner is
@@ -239,7 +229,6 @@ pub fn append_event(path: &Path, line: &EventLine) -> Result<()> {
 #[derive(Debug, Clone)]
 pub struct Pending {
     path: PathBuf,
-    /// The record.
     pub record: LaunchRecord,
 }
 
@@ -247,7 +236,6 @@ pub struct Pending {
 #[derive(Debug)]
 pub struct Claimed {
     path: PathBuf,
-    /// The record.
     pub record: LaunchRecord,
 }
 
@@ -285,11 +273,6 @@ impl Spool {
                 Ok(Some(Self { dir }))
             }
         }
-    }
-
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// Write (or replace) the record of a live launch.
@@ -393,10 +376,7 @@ impl Spool {
     }
 
     fn file(&self, launch_id: &str, suffix: &str) -> Result<PathBuf> {
-        if !is_launch_id(launch_id) {
-            return Err(SpoolError::LaunchId(launch_id.into()));
-        }
-        Ok(self.dir.join(format!("{launch_id}.{suffix}")))
+        spool_file(&self.dir, launch_id, suffix)
     }
 
     fn entries(&self) -> Vec<(PathBuf, String)> {

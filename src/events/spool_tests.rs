@@ -99,7 +99,7 @@ fn pending_records_are_claimed_once() {
 fn events_append_and_are_swept_with_their_launch() {
     let tmp = tempfile::tempdir().unwrap();
     let spool = Spool::open(&paths(tmp.path())).unwrap();
-    let path = events_path(spool.dir(), "ags-1-1").unwrap();
+    let path = events_path(&spool.dir, "ags-1-1").unwrap();
     append_event(&path, &line("ags-1-1", OciStage::Poststart)).unwrap();
     append_event(&path, &line("ags-1-1", OciStage::Poststop)).unwrap();
     fs::write(&path, [fs::read(&path).unwrap(), b"{\"torn".to_vec()].concat()).unwrap();
@@ -122,12 +122,12 @@ fn symlinked_event_files_and_bad_ids_are_refused() {
     let spool = Spool::open(&paths(tmp.path())).unwrap();
     let target = tmp.path().join("elsewhere");
     fs::write(&target, "").unwrap();
-    let path = events_path(spool.dir(), "ags-9-9").unwrap();
+    let path = events_path(&spool.dir, "ags-9-9").unwrap();
     std::os::unix::fs::symlink(&target, &path).unwrap();
     assert!(append_event(&path, &line("ags-9-9", OciStage::Poststart)).is_err());
     assert_eq!(fs::read(&target).unwrap(), b"");
     for bad in ["", "../x", "a.b", "a/b", &"x".repeat(129)] {
-        assert!(events_path(spool.dir(), bad).is_err(), "{bad:?}");
+        assert!(events_path(&spool.dir, bad).is_err(), "{bad:?}");
     }
 }
 

@@ -453,4 +453,13 @@ impl LaunchPlan {
             .iter()
             .any(|m| matches!(m.kind, MountKind::StagedFile { .. }))
     }
+
+    /// The host sources of the read-write bind mounts: directories the agent can write.
+    pub fn read_write_sources(&self) -> impl Iterator<Item = &PathBuf> {
+        let binds = self.mounts.iter().filter(|m| !m.read_only);
+        binds.filter_map(|m| match &m.kind {
+            MountKind::Bind { source } => Some(source),
+            _ => None,
+        })
+    }
 }

@@ -41,7 +41,11 @@ pub(super) async fn check(client: &Client, info: &Info, image: Option<&str>) -> 
     let rootless = info.host.security.rootless;
     let volume = format!("ags-doctor-{}", identity::random_hex(4));
     let created = client
-        .volume_create(&volume, labels.clone(), volume_options())
+        .volume_create(
+            &volume,
+            labels.clone(),
+            crate::launch::lifecycle::staging_volume_options(),
+        )
         .await;
     let Some(image) = image else {
         let deleted = delete_volume(client, &volume, &created).await;
@@ -88,11 +92,6 @@ fn labels() -> BTreeMap<String, String> {
         (LABEL_OWNER_START.to_owned(), id.start_time.to_string()),
         (LABEL_OWNER_HOST.to_owned(), id.host),
     ])
-}
-
-/// The driver options of a launch's staging volume.
-fn volume_options() -> BTreeMap<String, String> {
-    crate::launch::lifecycle::staging_volume_options()
 }
 
 /// A container like a launch's (same user, user namespace and security options), network

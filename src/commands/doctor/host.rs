@@ -7,7 +7,7 @@ use std::path::Path;
 
 use nix::unistd::{AccessFlags, Uid, User, access};
 
-use super::{Check, paths};
+use super::Check;
 use crate::config::{Config, Network, Paths};
 use crate::events::oci::{self, ServiceKind};
 use crate::fsutil::{self, PrivateDirError};
@@ -29,7 +29,8 @@ pub(super) fn check(config: Option<&Config>, rootless: Option<bool>) -> Vec<Chec
             }
         }
     }
-    match paths(config) {
+    // Host paths from the configuration, or from the environment when it did not load.
+    match config.map_or_else(Paths::from_env, |c| Ok(c.paths.clone())) {
         Ok(p) => {
             checks.push(store_check(&p.hook_trust_dir()));
             checks.push(trust_file_check(&p.overlay_trust_file()));
@@ -48,7 +49,7 @@ fn oci_hooks_check(paths: &Paths, rootless: Option<bool>) -> Check {
         Some(false) => ServiceKind::Rootful,
         None => ServiceKind::current(),
     };
-    let status = oci::oci_hooks_status_for(paths, kind);
+    let status = oci::definitions::status(kind, &oci::ConfEnv::from_env(&paths.config_home));
     match status.fix() {
         None => Check::ok("oci hooks", status.summary()),
         Some(fix) => Check::warn("oci hooks", status.summary(), fix),
@@ -115,39 +116,35 @@ fn tun_check(tun: &Path) -> Check {
 
 /// The hook approval store must be a private directory (missing is fine).
 fn store_check(dir: &Path) -> Check {
-    const NAME: &str = "approval store";
-    if !exists(dir) {
-        return Check::ok(
-            NAME,
-            format!(
-                "{} not created yet (made 0700 at the first approval)",
-                dir.display()
-            ),
-        );
-    }
-    match fsutil::check_private_dir(dir) {
-        Ok(()) => Check::ok(NAME, format!("{} is private (0700, yours)", dir.display())),
-        Err(e) => Check::fail(NAME, e.to_string(), private_fix(&e, "chmod 700")),
-    }
+    let missing = "not created yet (made 0700 at the first approval)";
+    let texts = (missing, "is private (0700, yours)", "chmod 700");
+    private_check("approval store", dir, fsutil::check_private_dir, texts)
 }
 
 /// The overlay trust file must be a private regular file (missing is fine).
 fn trust_file_check(file: &Path) -> Check {
-    const NAME: &str = "overlay trust";
-    if !exists(file) {
-        return Check::ok(NAME, format!("{} not created yet", file.display()));
-    }
-    match fsutil::check_private_file(file) {
-        Ok(()) => Check::ok(
-            NAME,
-            format!("{} is private (yours, no group/other access)", file.display()),
-        ),
-        Err(e) => Check::fail(NAME, e.to_string(), private_fix(&e, "chmod 600")),
-    }
+    let texts = (
+        "not created yet",
+        "is private (yours, no group/other access)",
+        "chmod 600",
+    );
+    private_check("overlay trust", file, fsutil::check_private_file, texts)
 }
 
-fn exists(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok()
+/// `path` passes `check`, or is missing: `missing` or `ok` said after it, else the `chmod` fix.
+fn private_check(
+    name: &'static str,
+    path: &Path,
+    check: fn(&Path) -> Result<(), PrivateDirError>,
+    (missing, ok, chmod): (&str, &str, &str),
+) -> Check {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Check::ok(name, format!("{} {missing}", path.display()));
+    }
+    match check(path) {
+        Ok(()) => Check::ok(name, format!("{} {ok}", path.display())),
+        Err(e) => Check::fail(name, e.to_string(), private_fix(&e, chmod)),
+    }
 }
 
 fn private_fix(e: &PrivateDirError, chmod: &str) -> String {

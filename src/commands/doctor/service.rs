@@ -1,7 +1,7 @@
 //! Doctor checks that talk to the Podman service: socket, version, storage driver and image;
 //! the checks that run a container are in `container.rs`.
 
-use super::{Check, container, image, no_service_detail, versions};
+use super::{Check, container, no_service_detail, versions};
 use crate::config::Config;
 use crate::image::{BOOTSTRAP_SCRIPT, DEFAULT_BASE};
 use crate::podman::{self, Client, Info};
@@ -36,7 +36,7 @@ pub(super) async fn check(target: &podman::Target, config: Option<&Config>) -> O
         }
     };
     let rootless = info.host.security.rootless;
-    let image = image(config);
+    let image = config.map_or_else(|| crate::config::DEFAULT_IMAGE.to_owned(), |c| c.image.clone());
     let mut checks = vec![
         socket_check(&client, target, rootless),
         version_check(&info, client.is_remote()),

@@ -71,28 +71,16 @@ impl ConfEnv {
 pub enum ConfError {
     /// A file exists but cannot be read.
     #[error("{}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     /// A file is not valid TOML, or `hooks_dir` is not a list of strings.
     #[error("{}: {message}; fix the file first", path.display())]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
+    Invalid { path: PathBuf, message: String },
     /// The setting is written in a way a line edit cannot change safely.
     #[error("{}: cannot add {} to hooks_dir automatically ({reason}); add it to the [engine] hooks_dir list by hand", path.display(), dir.display())]
     Manual {
-        /// The file.
         path: PathBuf,
         /// The directory to add.
         dir: PathBuf,
-        /// Why.
         reason: &'static str,
     },
 }
@@ -171,16 +159,25 @@ pub fn effective_hooks_dirs(kind: ServiceKind, env: &ConfEnv) -> Result<Vec<Path
         ServiceKind::Rootless => Vec::new(),
     };
     for path in read_order(kind, env) {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(source) => return Err(ConfError::Read { path, source }),
-        };
-        if let Some(set) = hooks_dir_in(&path, &text)? {
+        if let Some(text) = read(&path)?
+            && let Some(set) = hooks_dir_in(&path, &text)?
+        {
             dirs = set;
         }
     }
     Ok(dirs)
+}
+
+/// The text of `path`; `None` when it does not exist.
+pub(super) fn read(path: &Path) -> Result<Option<String>, ConfError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfError::Read {
+            path: path.into(),
+            source,
+        }),
+    }
 }
 
 /// `text` (the content of `path`, empty when it does not exist) with `dirs` as its

@@ -32,7 +32,6 @@ pub const TEMPLATES: [(&str, &str); 2] = [
 pub struct Definition {
     /// `1.0.0`.
     pub version: String,
-    /// What to run.
     pub hook: HookCommand,
     /// When: `annotations` maps a key regex to a value regex.
     pub when: When,
@@ -94,7 +93,6 @@ pub enum OciHooksStatus {
     Active {
         /// The hooks directory holding them.
         dir: PathBuf,
-        /// The program they run.
         program: PathBuf,
     },
     /// Not installed (or not in a directory the service reads).
@@ -103,10 +101,7 @@ pub enum OciHooksStatus {
         detail: String,
     },
     /// Installed but unusable.
-    Broken {
-        /// What is wrong.
-        detail: String,
-    },
+    Broken { detail: String },
 }
 
 impl OciHooksStatus {

@@ -30,7 +30,6 @@ pub struct InstallOptions {
 /// One file to create or replace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileChange {
-    /// The file.
     pub path: PathBuf,
     /// Its content now (None: it does not exist).
     pub old: Option<String>,
@@ -41,7 +40,6 @@ pub struct FileChange {
 /// Everything `ags setup oci-hooks` would change.
 #[derive(Debug, Clone)]
 pub struct InstallPlan {
-    /// The hooks directory.
     pub hooks_dir: PathBuf,
     /// The program the definitions run.
     pub program: PathBuf,
@@ -57,30 +55,19 @@ pub enum SetupError {
     /// The hook program is unusable or unsafe.
     #[error("hook program {}: {reason}", path.display())]
     Program {
-        /// The program.
         path: PathBuf,
         /// What is wrong and what to do.
         reason: String,
     },
     /// The hooks directory is unusable.
     #[error("hooks directory {}: {reason}", path.display())]
-    HooksDir {
-        /// The directory.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
+    HooksDir { path: PathBuf, reason: String },
     /// containers.conf cannot be read or edited.
     #[error(transparent)]
     Conf(#[from] ConfError),
     /// Writing a file failed.
     #[error("writing {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
+    Write { path: PathBuf, source: std::io::Error },
 }
 
 /// Compute the changes; writes nothing.
@@ -98,13 +85,15 @@ pub fn plan(opts: &InstallOptions) -> Result<InstallPlan, SetupError> {
     }
     let mut changes = Vec::new();
     for (name, new) in render(&opts.program) {
-        changes.push(change(hooks_dir.join(name), new)?);
+        let path = hooks_dir.join(name);
+        let old = conf::read(&path)?;
+        changes.push(FileChange { path, old, new });
     }
     let mut notes = Vec::new();
     let effective = conf::effective_hooks_dirs(opts.kind, &opts.env)?;
     if !effective.contains(&hooks_dir) {
         let target = conf::target_file(opts.kind, &opts.env);
-        let old = read(&target)?;
+        let old = conf::read(&target)?;
         let base = old.clone().unwrap_or_else(|| header(opts.kind));
         let dirs: Vec<PathBuf> = effective.iter().cloned().chain([hooks_dir.clone()]).collect();
         let new = conf::set_hooks_dir(&target, &base, &dirs)?;
@@ -162,26 +151,6 @@ pub fn diff(c: &FileChange) -> String {
     out
 }
 
-fn change(path: PathBuf, new: String) -> Result<FileChange, SetupError> {
-    Ok(FileChange {
-        old: read(&path)?,
-        path,
-        new,
-    })
-}
-
-fn read(path: &Path) -> Result<Option<String>, SetupError> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfError::Read {
-            path: path.into(),
-            source,
-        }
-        .into()),
-    }
-}
-
 fn header(kind: ServiceKind) -> String {
     match kind {
         ServiceKind::Rootful => "# Written by `ags setup oci-hooks`: the directories Podman reads OCI hooks \
@@ -197,7 +166,7 @@ fn overriding_files(opts: &InstallOptions, target: &Path) -> Result<Vec<String>,
     let after = order.iter().skip_while(|p| p.as_path() != target).skip(1);
     let mut notes = Vec::new();
     for path in after {
-        if let Some(text) = read(path)?
+        if let Some(text) = conf::read(path)?
             && conf::hooks_dir_in(path, &text)?.is_some()
         {
             notes.push(format!(

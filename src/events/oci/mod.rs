@@ -14,16 +14,3 @@ pub mod record;
 
 pub use conf::{ConfEnv, ServiceKind};
 pub use definitions::OciHooksStatus;
-
-use crate::config::Paths;
-
-/// Whether `ags`'s OCI hooks are installed for the Podman service of the current user (root's
-/// for root, the rootless one otherwise), for `ags doctor`.
-pub fn oci_hooks_status(paths: &Paths) -> OciHooksStatus {
-    oci_hooks_status_for(paths, ServiceKind::current())
-}
-
-/// [`oci_hooks_status`] for a service of a known kind (what the service itself said).
-pub fn oci_hooks_status_for(paths: &Paths, kind: ServiceKind) -> OciHooksStatus {
-    definitions::status(kind, &ConfEnv::from_env(&paths.config_home))
-}

@@ -62,39 +62,19 @@ pub enum OciHookError {
     NotOurs(String),
     /// An annotation value is refused.
     #[error("annotation {key}: {rule}")]
-    Annotation {
-        /// The annotation key.
-        key: &'static str,
-        /// What is wrong.
-        rule: &'static str,
-    },
+    Annotation { key: &'static str, rule: &'static str },
     /// The spool directory is missing or unsafe.
     #[error("spool directory {}: {reason}", path.display())]
-    SpoolDir {
-        /// The directory.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
+    SpoolDir { path: PathBuf, reason: String },
     /// Dropping to the spool owner's identity failed.
     #[error("cannot switch to uid {uid} (owner of the spool): {source}")]
-    Identity {
-        /// The spool owner.
-        uid: u32,
-        /// The OS error.
-        source: nix::errno::Errno,
-    },
+    Identity { uid: u32, source: nix::errno::Errno },
     /// Appending the event failed.
     #[error(transparent)]
     Spool(#[from] SpoolError),
     /// Removing the staging directory failed.
     #[error("removing the staging directory {}: {source}", path.display())]
-    RemoveStage {
-        /// The directory.
-        path: PathBuf,
-        /// The OS error.
-        source: io::Error,
-    },
+    RemoveStage { path: PathBuf, source: io::Error },
 }
 
 impl OciHookError {

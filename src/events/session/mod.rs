@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 pub mod recover;
 
-use crate::config::{Config, HookDecl, HookEvent, Paths};
+use crate::config::{Config, HookEvent, Paths};
 use crate::containment::WritableRoot;
 use crate::events::spool::{LaunchRecord, Owner, RecordedHook, SPOOL_VERSION, Spool};
 use crate::hooks::HookError;
@@ -50,15 +50,7 @@ pub fn approve(config: &Config) -> Result<LifecycleHooks, Error> {
         return Ok(LifecycleHooks::default());
     }
     let store = TrustStore::open(&config.paths, Some(&config.project)).map_err(HookError::from)?;
-    let all: Vec<HookDecl> = [
-        &config.prepare_hooks,
-        &config.started_hooks,
-        &config.finished_hooks,
-    ]
-    .into_iter()
-    .flatten()
-    .cloned()
-    .collect();
+    let all = config.all_hooks();
     let hooks = events::load_approved(&store, &all, prompt::has_terminal(), &config.workdir)?;
     let (started, finished) = hooks
         .into_iter()
@@ -131,8 +123,11 @@ impl Session {
                 .map(|h| RecordedHook::new(&h.decl, &h.hash))
                 .collect(),
         });
-        if let (Some(spool), Some(record)) = (&spool, &record) {
-            warn_unrecorded(spool.write_record(record));
+        if let (Some(spool), Some(record)) = (&spool, &record)
+            && let Err(e) = spool.write_record(record)
+        {
+            let warning = format!("ags: warning: {e}{UNRECORDED}");
+            eprintln!("{}", crate::text::escape_controls(&warning));
         }
         Self {
             paths: config.paths.clone(),
@@ -148,22 +143,9 @@ impl Session {
             spool,
             record,
             writable: plan
-                .mounts
-                .iter()
-                .filter(|m| !m.read_only)
-                .filter_map(|m| match &m.kind {
-                    crate::plan::MountKind::Bind { source } => Some(WritableRoot {
-                        path: source.clone(),
-                        owner: "this launch's read-write mount".into(),
-                        running: false,
-                    }),
-                    _ => None,
-                })
-                .chain([WritableRoot {
-                    path: config.project.clone(),
-                    owner: "the project directory".into(),
-                    running: false,
-                }])
+                .read_write_sources()
+                .map(|source| WritableRoot::new(source.clone(), "this launch's read-write mount"))
+                .chain([WritableRoot::new(config.project.clone(), "the project directory")])
                 .collect(),
         }
     }
@@ -305,7 +287,8 @@ impl Session {
     }
 }
 
-fn event_input<'a>(
+/// The input of a lifecycle event run: hook stderr to the terminal, no interrupt.
+pub fn event_input<'a>(
     paths: &'a Paths,
     store: TrustStore,
     event: HookEvent,
@@ -358,15 +341,6 @@ fn interrupt_from_now(signals: &SignalWatch) -> Interrupt {
 }
 
 const UNRECORDED: &str = "; if ags is killed, this launch's finished hooks cannot run later";
-
-fn warn_unrecorded<E: std::fmt::Display>(r: Result<(), E>) {
-    if let Err(e) = r {
-        eprintln!(
-            "{}",
-            crate::text::escape_controls(&format!("ags: warning: {e}{UNRECORDED}"))
-        );
-    }
-}
 
 fn unix_ms() -> u64 {
     SystemTime::now()

@@ -10,13 +10,12 @@
 //! I/O: the spool, the approval store, hook processes (through the runner), the run log.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use crate::config::{HookEvent, Paths};
 use crate::events::spool::{Claimed, EventLine, LaunchRecord, OciStage, Owner, Spool};
 use crate::hooks::entrypoint::PreparedHook;
 use crate::hooks::events::{self, Ending, EventInput, FinishedContext, LaunchFacts};
-use crate::hooks::runner::{Interrupt, Limits, StderrSink};
+use crate::hooks::runner::StderrSink;
 use crate::hooks::trust::TrustStore;
 use crate::launch::gc::SweptContainer;
 use crate::launch::identity;
@@ -107,19 +106,19 @@ async fn run_recorded(
             .unwrap_or_else(|| rec.container_name.clone()),
         container_name: rec.container_name.clone(),
     };
-    let context = FinishedContext::new(facts, evidence.ending);
-    let report = events::run_event(EventInput {
+    let context = serde_json::to_vec(&FinishedContext::new(facts.clone(), evidence.ending));
+    let input = super::event_input(
         paths,
         store,
-        event: HookEvent::Finished,
+        HookEvent::Finished,
         hooks,
-        launch_id: rec.launch_id.clone(),
-        workdir: rec.workdir.clone(),
-        context: Arc::from(serde_json::to_vec(&context).expect("serializes")),
-        interrupt: Interrupt::never(),
+        &facts,
+        context.expect("serializes"),
+        &[],
+    );
+    let report = events::run_event(EventInput {
         stderr: sink.clone(),
-        limits: Limits::default(),
-        agent_writable: Vec::new(),
+        ..input
     })
     .await;
     if !report.succeeded.is_empty() {
