@@ -245,6 +245,7 @@ impl Record {
     }
 
     /// The record as one line: compact JSON and a newline (what the dispatcher writes).
+    #[cfg(test)]
     pub fn to_line(&self) -> Vec<u8> {
         let mut line = serde_json::to_vec(self).expect("a record serializes");
         line.push(b'\n');
@@ -253,6 +254,7 @@ impl Record {
 }
 
 /// `s` cut to at most `max` bytes at a character boundary (for the dispatcher's summaries).
+#[cfg(test)]
 pub fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
@@ -378,6 +380,7 @@ pub struct Entry {
 
 impl Entry {
     /// The record, when the line was a valid one.
+    #[cfg(test)]
     pub fn record(&self) -> Option<&Record> {
         match &self.line {
             Line::Record(r) => Some(r),

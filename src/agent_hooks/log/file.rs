@@ -15,6 +15,7 @@ use crate::agent_hooks::record::{Entry, Line};
 pub use crate::logfile::{ROTATE_BYTES, rotated};
 
 /// Append one entry as one line.
+#[cfg(test)]
 pub fn append(path: &Path, entry: &Entry) -> io::Result<()> {
     let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
     line.push(b'\n');

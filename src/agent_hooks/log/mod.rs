@@ -22,9 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use scrub::Scrubber;
-pub use server::{
-    IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_INVALID_BYTES, MAX_LAUNCH_BYTES, MAX_RECORD_BYTES, RecordSummary,
-};
+pub use server::{IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_INVALID_BYTES, MAX_RECORD_BYTES, RecordSummary};
 
 use crate::plan::LaunchPlan;
 
