@@ -64,13 +64,6 @@ pub struct RecordServer {
     sink: Arc<server::Sink>,
 }
 
-impl RecordServer {
-    /// The launch's open tool calls, for the egress log to stamp its records with.
-    pub fn calls(&self) -> Arc<crate::agent_hooks::calls::OpenCalls> {
-        self.sink.calls()
-    }
-}
-
 impl Drop for RecordServer {
     fn drop(&mut self) {
         self.task.abort();
@@ -79,6 +72,11 @@ impl Drop for RecordServer {
 }
 
 impl RecordServer {
+    /// The launch's open tool calls, for the egress log to stamp its records with.
+    pub fn calls(&self) -> Arc<crate::agent_hooks::calls::OpenCalls> {
+        self.sink.calls()
+    }
+
     /// The private socket directory (recorded for cleanup by the caller).
     pub fn dir(&self) -> &Path {
         &self.dir
