@@ -307,10 +307,7 @@ pub fn read_last(path: &Path, n: usize) -> io::Result<Vec<EgressRecord>> {
 
 /// One line of text for `ags log --egress`.
 pub fn render(r: &EgressRecord) -> String {
-    let decision = serde_json::to_value(r.decision)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
+    let decision = crate::plan::text::word(&r.decision);
     let head = format!("{} {} {:<7} {decision:<8}", r.time, shown_id(r), r.kind);
     if let Some(n) = r.dropped.filter(|_| r.host == "-") {
         let reason = crate::text::escape_line(&r.reason);

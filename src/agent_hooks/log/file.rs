@@ -153,7 +153,11 @@ pub fn render(e: &Entry) -> String {
                 detail.push(format!("({})", esc(why)));
             }
             let handler = r.handler.as_deref().map(esc).unwrap_or_else(|| "-".into());
-            let decision = r.decision.as_ref().map(word).unwrap_or_else(|| "-".into());
+            let decision = r
+                .decision
+                .as_ref()
+                .map(crate::plan::text::word)
+                .unwrap_or_else(|| "-".into());
             let columns = [
                 &e.time,
                 &launch,
@@ -203,14 +207,6 @@ fn row(c: [&str; 8], detail: &str) -> String {
         "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} {detail}",
         c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
     )
-}
-
-/// The snake_case word serde writes for an enum value.
-fn word<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
