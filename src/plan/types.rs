@@ -233,6 +233,18 @@ pub struct PlanMount {
     pub origin: Origin,
 }
 
+impl PlanMount {
+    /// A bind of the host's `source` at `destination`.
+    pub fn bind(destination: impl Into<PathBuf>, source: PathBuf, read_only: bool, origin: Origin) -> Self {
+        Self {
+            destination: destination.into(),
+            kind: MountKind::Bind { source },
+            read_only,
+            origin,
+        }
+    }
+}
+
 /// How an environment variable gets its value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
