@@ -27,17 +27,13 @@ pub const RECORD_VERSION: u32 = 1;
 /// Longest line the host accepts, newline excluded (a longer one is recorded as invalid).
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
-/// Longest `tool_input_summary` (the shell command or file path), in bytes.
-pub const MAX_SUMMARY_BYTES: usize = 4096;
-
-/// Longest `agent`, `native_event`, `tool` and `handler`, in bytes.
-pub const MAX_NAME_BYTES: usize = 128;
-
-/// Longest `session_id`, in bytes.
-pub const MAX_SESSION_ID_BYTES: usize = 256;
-
-/// Longest `cwd` and `reason`, in bytes.
-pub const MAX_TEXT_BYTES: usize = 4096;
+/// The longest strings, in bytes, as the dispatcher cuts them: `tool_input_summary` (the shell
+/// command or file path); `agent`, `native_event`, `tool` and `handler`; `session_id`; `cwd`
+/// and `reason`.
+pub use ags_agent_hook::input::SUMMARY_MAX as MAX_SUMMARY_BYTES;
+pub use ags_agent_hook::send::{
+    NAME_MAX as MAX_NAME_BYTES, SESSION_ID_MAX as MAX_SESSION_ID_BYTES, TEXT_MAX as MAX_TEXT_BYTES,
+};
 
 /// What a record describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,6 +241,7 @@ impl Record {
     }
 
     /// The record as one line: compact JSON and a newline (what the dispatcher writes).
+    #[cfg(test)]
     pub fn to_line(&self) -> Vec<u8> {
         let mut line = serde_json::to_vec(self).expect("a record serializes");
         line.push(b'\n');
@@ -253,6 +250,7 @@ impl Record {
 }
 
 /// `s` cut to at most `max` bytes at a character boundary (for the dispatcher's summaries).
+#[cfg(test)]
 pub fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
@@ -378,6 +376,7 @@ pub struct Entry {
 
 impl Entry {
     /// The record, when the line was a valid one.
+    #[cfg(test)]
     pub fn record(&self) -> Option<&Record> {
         match &self.line {
             Line::Record(r) => Some(r),

@@ -80,7 +80,7 @@ pub fn parse_target(raw: &str) -> Result<(Host, u16), String> {
 /// Decide `host:port` (and the request `asked`, when given) under `plan`, resolving a name
 /// on this host like the proxy, then applying the method and path rules like it.
 pub fn explain(plan: &EgressPlan, host: &Host, port: u16, asked: Option<&Asked>) -> Verdict {
-    let verdict = explain_destination(plan, host, port);
+    let verdict = explain_plain(plan, host, port);
     if !verdict.allowed || plan.mode != Network::Allowlist {
         return verdict;
     }
@@ -109,26 +109,19 @@ fn asking(plan: &EgressPlan) -> super::proxy::Policy {
     }
 }
 
-/// Decide the destination `host:port` for plain HTTP, before its request is read.
+/// Decide the destination `host:port` as a whole (for plain HTTP: before its request is read).
 pub fn explain_plain(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
-    explain_destination(plan, host, port)
-}
-
-/// Decide the destination `host:port` as a whole.
-fn explain_destination(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
     let refuse = |why: String| Verdict { allowed: false, why };
+    let allow = |why: String| Verdict { allowed: true, why };
     let policy = asking(plan);
     let local = policy.host_loopback(host, port).is_some();
     match plan.mode {
         Network::None => return refuse("network mode none: the container has only its own loopback".into()),
         Network::Open if !local && !is_loopback(host) => {
-            return Verdict {
-                allowed: true,
-                why: format!(
-                    "open mode ({}): the agent reaches it over Podman's network, not through the proxy ([network] deny applies only to what goes through the proxy)",
-                    plan.mode_origin
-                ),
-            };
+            return allow(format!(
+                "open mode ({}): the agent reaches it over Podman's network, not through the proxy ([network] deny applies only to what goes through the proxy)",
+                plan.mode_origin
+            ));
         }
         _ => {}
     }
@@ -142,33 +135,21 @@ fn explain_destination(plan: &EgressPlan, host: &Host, port: u16) -> Verdict {
         ));
     }
     let Host::Name(name) = host else {
-        return Verdict {
-            allowed: true,
-            why: admitted,
-        };
+        return allow(admitted);
     };
     if local {
-        return Verdict {
-            allowed: true,
-            why: admitted,
-        };
+        return allow(admitted);
     }
     let found: Vec<SocketAddr> = match (name.as_str(), port).to_socket_addrs() {
         Ok(a) => a.collect(),
         Err(e) => {
-            return Verdict {
-                allowed: true,
-                why: format!(
-                    "{admitted}; but {name} does not resolve on this host now ({e}), so the proxy would answer 502"
-                ),
-            };
+            return allow(format!(
+                "{admitted}; but {name} does not resolve on this host now ({e}), so the proxy would answer 502"
+            ));
         }
     };
     match policy.usable(name, port, &found) {
-        Ok(_) => Verdict {
-            allowed: true,
-            why: admitted,
-        },
+        Ok(_) => allow(admitted),
         Err(Refusal(why)) => refuse(why),
     }
 }

@@ -307,30 +307,18 @@ pub fn read_last(path: &Path, n: usize) -> io::Result<Vec<EgressRecord>> {
 
 /// One line of text for `ags log --egress`.
 pub fn render(r: &EgressRecord) -> String {
-    let decision = serde_json::to_value(r.decision)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
+    let decision = crate::plan::text::word(&r.decision);
+    let head = format!("{} {} {:<7} {decision:<8}", r.time, shown_id(r), r.kind);
     if let Some(n) = r.dropped.filter(|_| r.host == "-") {
-        return format!(
-            "{} {} {:<7} {:<8} {n} records not written: {}",
-            r.time,
-            shown_id(r),
-            r.kind,
-            decision,
-            crate::text::escape_line(&r.reason)
-        );
+        let reason = crate::text::escape_line(&r.reason);
+        return format!("{head} {n} records not written: {reason}");
     }
     if r.decision == Decision::Granted {
-        return format!(
-            "{} {} {:<7} {:<8} {} {}",
-            r.time,
-            shown_id(r),
-            r.kind,
-            decision,
+        let (host, reason) = (
             crate::text::escape_line(&r.host),
-            crate::text::escape_line(&r.reason)
+            crate::text::escape_line(&r.reason),
         );
+        return format!("{head} {host} {reason}");
     }
     let substituted: String = r.substituted.iter().map(|(k, n)| format!(" {k}x{n}")).collect();
     let call = match r.calls.is_empty() {
@@ -338,11 +326,7 @@ pub fn render(r: &EgressRecord) -> String {
         false => format!(" call={}", crate::text::escape_line(&r.calls.join(","))),
     };
     format!(
-        "{} {} {:<7} {:<8} {}:{} up={} down={} {}ms {}{}{call}",
-        r.time,
-        shown_id(r),
-        r.kind,
-        decision,
+        "{head} {}:{} up={} down={} {}ms {}{}{call}",
         crate::text::escape_line(&r.host),
         r.port,
         r.bytes_up,

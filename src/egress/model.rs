@@ -71,32 +71,27 @@ impl NetworkFile {
     pub fn merged(global: Option<&Self>, project: Option<&Self>) -> Option<Self> {
         let Some(p) = project else { return global.cloned() };
         let g = global.cloned().unwrap_or_default();
-        let join = |a: Option<Vec<Spanned<String>>>, b: &Option<Vec<Spanned<String>>>| match (a, b) {
-            (None, None) => None,
-            (a, b) => Some(
-                a.into_iter()
-                    .flatten()
-                    .chain(b.iter().flatten().cloned())
-                    .collect(),
-            ),
-        };
-        let host_loopback = match (g.host_loopback, &p.host_loopback) {
-            (None, None) => None,
-            (a, b) => Some(
-                a.into_iter()
-                    .flatten()
-                    .chain(b.iter().flatten().copied())
-                    .collect(),
-            ),
-        };
         Some(Self {
             mode: p.mode.clone().or(g.mode),
-            allow: join(g.allow, &p.allow),
-            deny: join(g.deny, &p.deny),
+            allow: concat(g.allow, &p.allow),
+            deny: concat(g.deny, &p.deny),
             agent_hosts: p.agent_hosts.or(g.agent_hosts),
-            host_loopback,
+            host_loopback: concat(g.host_loopback, &p.host_loopback),
             source: g.source.or_else(|| p.source.clone()),
         })
+    }
+}
+
+/// `a` then `b`; `None` when neither is set.
+fn concat<T: Clone>(a: Option<Vec<T>>, b: &Option<Vec<T>>) -> Option<Vec<T>> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(
+            a.into_iter()
+                .flatten()
+                .chain(b.iter().flatten().cloned())
+                .collect(),
+        ),
     }
 }
 

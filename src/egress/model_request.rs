@@ -46,24 +46,15 @@ impl RequestRule {
             Some(i) => (&rest[..i], Some(&rest[i..])),
             None => (rest, None),
         };
-        let Some(path) = path else {
-            return match method {
-                Some(m) => Ok((
-                    Some(Self {
-                        method: Some(m),
-                        path: "/".into(),
-                        prefix: true,
-                    }),
-                    dest,
-                )),
-                None => Ok((None, dest)),
-            };
+        let (body, prefix) = match path.map(|p| p.strip_suffix('*').map_or((p, false), |b| (b, true))) {
+            None if method.is_none() => return Ok((None, dest)),
+            // A method rule without a path covers every path.
+            None => ("/", true),
+            Some((body, prefix)) => {
+                check_rule_path(body)?;
+                (body, prefix)
+            }
         };
-        let (body, prefix) = match path.strip_suffix('*') {
-            Some(b) => (b, true),
-            None => (path, false),
-        };
-        check_rule_path(body)?;
         Ok((
             Some(Self {
                 method,

@@ -219,14 +219,9 @@ fn proxy_plan(config: &Config, host_stage_dir: &Path) -> ProxyPlan {
         socket_dir: host_stage_dir.with_file_name(dir_name),
         forwarder: config.paths.cache_dir().join("egress").join(FORWARDER_FILE),
         listen: PROXY_LISTEN.into(),
-        log: egress_log(config),
+        log: config.paths.egress_log(),
         grants: config.paths.egress_grants(),
     }
-}
-
-/// The JSONL log of egress attempts: `$XDG_STATE_HOME/ags/egress.jsonl`.
-pub fn egress_log(config: &Config) -> PathBuf {
-    config.paths.egress_log()
 }
 
 impl EgressPlan {

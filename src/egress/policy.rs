@@ -13,7 +13,7 @@ use crate::egress::model::{HOST_NAME, request_path, shorten};
 use crate::egress::plan::PlanAllow;
 
 /// The policy of one launch: the allowlist (or open mode) and the credentials it substitutes.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Policy {
     entries: Vec<PlanAllow>,
     /// Open mode: every destination but this host's own (loopback, link-local).
@@ -36,23 +36,16 @@ impl Policy {
     pub fn new(entries: Vec<PlanAllow>) -> Self {
         Self {
             entries,
-            open: false,
-            vault: None,
-            host_ports: Vec::new(),
-            deny: Vec::new(),
-            grants: None,
+            ..Self::default()
         }
     }
 
     /// Open mode, substituting the credentials of `vault`.
     pub fn open(vault: Option<Arc<crate::credentials::Vault>>) -> Self {
         Self {
-            entries: Vec::new(),
             open: true,
             vault,
-            host_ports: Vec::new(),
-            deny: Vec::new(),
-            grants: None,
+            ..Self::default()
         }
     }
 
@@ -99,18 +92,9 @@ impl Policy {
     /// under every spelling: a deny entry naming `localhost`, `host.ags.internal`,
     /// `127.0.0.1` or `::1` refuses all of them.
     fn denied(&self, host: &Host, port: u16) -> Option<Refusal> {
-        let loopback = is_loopback_target(host);
         let found = self.deny.iter().find(|d| {
             let e = &d.entry;
-            let direct = match host {
-                Host::Ip(ip) => e.denies_addr(*ip, port),
-                Host::Name(n) => e.denies_name(n, port),
-            };
-            direct
-                || (loopback
-                    && ([HOST_NAME, "localhost"].iter().any(|n| e.denies_name(n, port))
-                        || e.denies_addr(IpAddr::from([127, 0, 0, 1]), port)
-                        || e.denies_addr(IpAddr::from(std::net::Ipv6Addr::LOCALHOST), port)))
+            hits(host, |n| e.denies_name(n, port), |ip| e.denies_addr(ip, port))
         })?;
         Some(Refusal(format!(
             "{} port {port} is denied by the deny entry {}; a deny entry beats every allow entry",
@@ -258,21 +242,12 @@ impl Policy {
     /// place under every spelling (session-22 attack F4, F5).
     fn request_rules(&self, deny: bool, host: &Host, port: u16) -> Vec<&PlanAllow> {
         let rules = if deny { &self.deny } else { &self.entries };
-        let loopback = is_loopback_target(host);
         rules
             .iter()
             .filter(|r| {
                 let e = &r.entry;
                 let p = if deny { e.deny_port(port) } else { port };
-                let direct = match host {
-                    Host::Ip(ip) => e.reaches_addr(*ip, p),
-                    Host::Name(n) => e.reaches_name(n, p),
-                };
-                let aliased = loopback
-                    && ([HOST_NAME, "localhost"].iter().any(|n| e.reaches_name(n, p))
-                        || e.reaches_addr(IpAddr::from([127, 0, 0, 1]), p)
-                        || e.reaches_addr(IpAddr::from(std::net::Ipv6Addr::LOCALHOST), p));
-                e.request.is_some() && (direct || aliased)
+                e.request.is_some() && hits(host, |n| e.reaches_name(n, p), |ip| e.reaches_addr(ip, p))
             })
             .collect()
     }
@@ -405,6 +380,20 @@ fn usable_by(rules: &[PlanAllow], name: &str, port: u16, addrs: &[SocketAddr]) -
             !is_internal(ip) || exact || rules.iter().any(|e| e.entry.allows_addr(ip, port))
         })
         .collect()
+}
+
+/// Whether `host` passes `by_name` or `by_addr`; a target on this host's loopback also passes
+/// when any of the loopback's names or addresses does (one place under every spelling).
+fn hits(host: &Host, by_name: impl Fn(&str) -> bool, by_addr: impl Fn(IpAddr) -> bool) -> bool {
+    let direct = match host {
+        Host::Ip(ip) => by_addr(*ip),
+        Host::Name(n) => by_name(n),
+    };
+    direct
+        || (is_loopback_target(host)
+            && ([HOST_NAME, "localhost"].into_iter().any(&by_name)
+                || by_addr(IpAddr::from([127, 0, 0, 1]))
+                || by_addr(IpAddr::from(std::net::Ipv6Addr::LOCALHOST))))
 }
 
 /// Whether `host` names the host's loopback: `host.ags.internal`, `localhost`, `127.0.0.1`

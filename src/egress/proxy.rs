@@ -151,9 +151,8 @@ async fn admit(
     let req = match parse_head(head) {
         Ok(r) => r,
         Err(why) => {
-            log.append(&log.record("http", "?", 0, Decision::Invalid, why.clone()));
-            let _ = client.write_all(&response(400, "Bad Request", &why)).await;
-            return None;
+            let record = log.record("http", "?", 0, Decision::Invalid, why.clone());
+            return refuse(client, log, &record, (400, "Bad Request"), &why).await;
         }
     };
     let host = req.host.shown();
@@ -164,20 +163,12 @@ async fn admit(
         Err(Refusal(why)) => {
             let record = refused(why);
             let body = refusal_body(policy, &record, &req.host);
-            log.append(&record);
-            let _ = client.write_all(&response(403, "Forbidden", &body)).await;
-            return None;
+            return refuse(client, log, &record, FORBIDDEN, &body).await;
         }
     };
     let (req, substituted) = match super::substitute::http(policy.vault.as_deref(), req, &host, log) {
         Ok(r) => r,
-        Err(tripwire) => {
-            log.append(&tripwire);
-            let _ = client
-                .write_all(&response(403, "Forbidden", &tripwire.reason))
-                .await;
-            return None;
-        }
+        Err(tripwire) => return refuse(client, log, &tripwire, FORBIDDEN, &tripwire.reason).await,
     };
     let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(policy, &req))
         .await
@@ -185,14 +176,11 @@ async fn admit(
     let (upstream, addr, granted) = match connected {
         Ok(c) => c,
         Err(Connect::Refused(Refusal(why))) => {
-            log.append(&refused(why.clone()));
-            let _ = client.write_all(&response(403, "Forbidden", &why)).await;
-            return None;
+            return refuse(client, log, &refused(why.clone()), FORBIDDEN, &why).await;
         }
         Err(Connect::Failed(why)) => {
-            log.append(&log.record(req.kind, &host, req.port, Decision::Failed, why.clone()));
-            let _ = client.write_all(&response(502, "Bad Gateway", &why)).await;
-            return None;
+            let record = log.record(req.kind, &host, req.port, Decision::Failed, why.clone());
+            return refuse(client, log, &record, (502, "Bad Gateway"), &why).await;
         }
     };
     let until = match (until, granted) {
@@ -212,6 +200,22 @@ async fn admit(
         until,
         inspect,
     })
+}
+
+/// 403 Forbidden.
+const FORBIDDEN: (u16, &str) = (403, "Forbidden");
+
+/// Record `record` and answer the client `status` with `body`: the attempt goes no further.
+async fn refuse(
+    client: &mut UnixStream,
+    log: &EgressLog,
+    record: &EgressRecord,
+    (code, reason): (u16, &str),
+    body: &str,
+) -> Option<Admitted> {
+    log.append(record);
+    let _ = client.write_all(&response(code, reason, body)).await;
+    None
 }
 
 /// Decide a request head: the reason it is admitted, the deadline of a grant that admitted

@@ -374,21 +374,9 @@ fn place_files(files: &[PlanFile], dir: &Path) -> Vec<PlanFile> {
     files
         .iter()
         .enumerate()
-        .map(|(i, file)| {
-            let PlanFile {
-                destination,
-                content,
-                bytes,
-                origin,
-                host_path: _,
-            } = file;
-            PlanFile {
-                destination: destination.clone(),
-                content: content.clone(),
-                bytes: *bytes,
-                origin: origin.clone(),
-                host_path: dir.join("files").join(i.to_string()),
-            }
+        .map(|(i, file)| PlanFile {
+            host_path: dir.join(staged_file_path(i)),
+            ..file.clone()
         })
         .collect()
 }

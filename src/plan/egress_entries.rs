@@ -2,7 +2,7 @@
 //! read-only binds of the proxy socket directory and the forwarder, and the proxy environment.
 //! Pure.
 
-use super::types::{EnvSource, MountKind, Origin, PlanEnv, PlanMount};
+use super::types::{EnvSource, Origin, PlanEnv, PlanMount};
 use crate::egress::plan::{EGRESS_MOUNT, EgressPlan, FORWARDER_MOUNT, NO_PROXY, PROXY_ENV_KEYS, PROXY_URL};
 
 /// The read-only binds of the socket directory and the forwarder.
@@ -10,14 +10,7 @@ pub fn mounts(egress: &EgressPlan) -> Vec<PlanMount> {
     let Some(p) = &egress.proxy else { return Vec::new() };
     [(&p.socket_dir, EGRESS_MOUNT), (&p.forwarder, FORWARDER_MOUNT)]
         .into_iter()
-        .map(|(source, dest)| PlanMount {
-            destination: dest.into(),
-            kind: MountKind::Bind {
-                source: source.clone(),
-            },
-            read_only: true,
-            origin: Origin::Default,
-        })
+        .map(|(source, dest)| PlanMount::bind(dest, source.clone(), true, Origin::Default))
         .collect()
 }
 

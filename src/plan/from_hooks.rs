@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::input::HookLayer;
-use super::types::{EnvSource, MountKind, Origin, PlanFile, PlanMount};
+use super::types::{EnvSource, Origin, PlanFile, PlanMount};
 use crate::hooks::prepare::Prepared;
 use crate::hooks::protocol::MountMode;
 use crate::hooks::resolve::{Origin as HookOrigin, Resolved};
@@ -69,16 +69,14 @@ pub fn hook_layer(prepared: &Prepared) -> HookLayer {
                     origin,
                 ),
                 source,
-            )| PlanMount {
-                destination: destination.as_path().to_path_buf(),
-                kind: MountKind::Bind {
-                    source: source.clone(),
-                },
-                read_only: match mode {
-                    MountMode::Ro => true,
-                    MountMode::Rw => false,
-                },
-                origin: plan_origin(origin),
+            )| {
+                let read_only = matches!(mode, MountMode::Ro);
+                PlanMount::bind(
+                    destination.as_path(),
+                    source.clone(),
+                    read_only,
+                    plan_origin(origin),
+                )
             },
         )
         .collect();

@@ -17,23 +17,16 @@ pub(super) fn build_mounts(
     staging: Option<&Staging>,
     extra: Vec<PlanMount>,
 ) -> Result<Vec<PlanMount>, PlanError> {
-    let bind = |path: &Path, origin: Origin, read_only: bool| PlanMount {
-        destination: path.into(),
-        kind: MountKind::Bind { source: path.into() },
-        read_only,
-        origin,
-    };
+    let bind = |path: &Path, origin, read_only| PlanMount::bind(path, path.into(), read_only, origin);
     let mut mounts = vec![bind(&input.config.workdir, Origin::Default, false)];
     for m in &input.run.mounts {
         check_user_destination(m)?;
-        mounts.push(PlanMount {
-            destination: m.destination.clone(),
-            kind: MountKind::Bind {
-                source: m.source.clone(),
-            },
-            read_only: m.read_only,
-            origin: m.origin.clone(),
-        });
+        mounts.push(PlanMount::bind(
+            &m.destination,
+            m.source.clone(),
+            m.read_only,
+            m.origin.clone(),
+        ));
     }
     mounts.extend(state_mounts(input));
     mounts.extend(hook_mounts.iter().cloned());

@@ -327,16 +327,10 @@ fn refuse_what_needs_ags(plan: &LaunchPlan) -> Result<(), QuadletError> {
 /// The launch's labels a unit carries: as in the Kubernetes export, not the owner labels of a
 /// local launch (`ags gc` must not take a unit's container for an orphan).
 fn labels(plan: &LaunchPlan) -> Vec<(String, String)> {
-    let local = [
-        LABEL_MANAGED,
-        LABEL_OWNER_PID,
-        LABEL_OWNER_START,
-        LABEL_OWNER_HOST,
-    ];
     let mut out: Vec<(String, String)> = plan
         .labels
         .iter()
-        .filter(|(k, _)| !local.contains(&k.as_str()))
+        .filter(|(k, _)| !LOCAL_LABELS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let (k, v) = EXPORT_LABEL.split_once('=').expect("a label");

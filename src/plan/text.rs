@@ -208,8 +208,9 @@ fn agent_hooks(out: &mut Lines, plan: &LaunchPlan) {
     }
 }
 
-/// A plan enum as the bare word it serializes to (`default`, `keep-id`), not as a JSON string.
-fn word<T: serde::Serialize>(value: &T) -> String {
+/// An enum as the bare word it serializes to (`default`, `keep-id`), not as a JSON string (also
+/// the decisions of the agent hook and egress logs' rows).
+pub fn word<T: serde::Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => s,
         Ok(other) => other.to_string(),

@@ -24,6 +24,14 @@ pub const LABEL_OWNER_HOST: &str = "io.ags.owner-host";
 pub const LABEL_AGENT: &str = "io.ags.agent";
 /// Label: the canonical project path.
 pub const LABEL_PROJECT: &str = "io.ags.project";
+/// The labels of a local launch that an export leaves out (`ags gc` would take an exported
+/// container for an orphan).
+pub const LOCAL_LABELS: [&str; 4] = [
+    LABEL_MANAGED,
+    LABEL_OWNER_PID,
+    LABEL_OWNER_START,
+    LABEL_OWNER_HOST,
+];
 /// Label of an agent state volume: the agent it belongs to.
 pub const LABEL_STATE_AGENT: &str = "io.ags.state-agent";
 /// Label of an agent state volume: the canonical workdir it belongs to (`shared` when
@@ -223,6 +231,18 @@ pub struct PlanMount {
     pub read_only: bool,
     /// Where the mount came from.
     pub origin: Origin,
+}
+
+impl PlanMount {
+    /// A bind of the host's `source` at `destination`.
+    pub fn bind(destination: impl Into<PathBuf>, source: PathBuf, read_only: bool, origin: Origin) -> Self {
+        Self {
+            destination: destination.into(),
+            kind: MountKind::Bind { source },
+            read_only,
+            origin,
+        }
+    }
 }
 
 /// How an environment variable gets its value.

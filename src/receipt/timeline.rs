@@ -43,11 +43,6 @@ impl Row {
 /// The launch's rows, oldest first, egress records of one call after that call's record; with
 /// the (escaped) text, whether each sits under its call.
 pub fn rows(paths: &Paths, launch: &str) -> io::Result<Vec<(Row, bool)>> {
-    let unmark = |s: String| {
-        s.split_once(' ')
-            .map(|(_, r)| r.trim_start().to_string())
-            .unwrap_or(s)
-    };
     let sealed = super::path(paths, launch).is_some_and(|p| p.exists());
     let mut rows = Vec::new();
     let mut push = |linked: bool, mut row: Row| {
@@ -59,53 +54,42 @@ pub fn rows(paths: &Paths, launch: &str) -> io::Result<Vec<(Row, bool)>> {
     };
     let hooks: Vec<(Record, bool)> = crate::logfile::read_all_linked(&paths.hook_log())?;
     for (r, linked) in hooks.into_iter().filter(|(r, _)| r.launch_id == launch) {
-        let json = serde_json::to_string(&r).unwrap_or_default();
-        let (time, text) = (r.started_at.clone(), unmark(r.render()));
-        push(
-            linked,
-            Row {
-                time,
-                log: "hook",
-                text,
-                call: None,
-                json,
-            },
-        );
+        push(linked, row_of("hook", &r, &r.started_at, r.render(), None));
     }
     let entries: Vec<(Entry, bool)> = crate::logfile::read_all_linked(&paths.agent_hooks_log())?;
     for (e, linked) in entries.into_iter().filter(|(e, _)| e.launch_id == launch) {
-        let text = unmark(crate::agent_hooks::log::file::render(&e));
-        let json = serde_json::to_string(&e).unwrap_or_default();
-        let (time, call) = (e.time.clone(), e.call.clone());
-        push(
-            linked,
-            Row {
-                time,
-                log: "agent",
-                text,
-                call,
-                json,
-            },
-        );
+        let text = crate::agent_hooks::log::file::render(&e);
+        push(linked, row_of("agent", &e, &e.time, text, e.call.clone()));
     }
     let egress: Vec<(EgressRecord, bool)> = crate::logfile::read_all_linked(&paths.egress_log())?;
     for (r, linked) in egress.into_iter().filter(|(r, _)| r.launch_id == launch) {
         let call = (r.calls.len() == 1).then(|| r.calls[0].clone());
-        let json = serde_json::to_string(&r).unwrap_or_default();
-        let (time, text) = (r.time.clone(), unmark(crate::egress::log::render(&r)));
-        push(
-            linked,
-            Row {
-                time,
-                log: "egress",
-                text,
-                call,
-                json,
-            },
-        );
+        let text = crate::egress::log::render(&r);
+        push(linked, row_of("egress", &r, &r.time, text, call));
     }
     rows.sort_by(|a, b| a.time.cmp(&b.time));
     Ok(nest(rows))
+}
+
+/// The row of `record` from `log`: its rendered `text` without the time it starts with, and
+/// its JSON.
+fn row_of<T: serde::Serialize>(
+    log: &'static str,
+    record: &T,
+    time: &str,
+    text: String,
+    call: Option<String>,
+) -> Row {
+    Row {
+        time: time.to_string(),
+        log,
+        text: text
+            .split_once(' ')
+            .map(|(_, r)| r.trim_start().to_string())
+            .unwrap_or(text),
+        call,
+        json: serde_json::to_string(record).unwrap_or_default(),
+    }
 }
 
 /// Egress rows of a call moved after the agent row that opened it (the first agent row with

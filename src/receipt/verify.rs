@@ -40,11 +40,9 @@ impl std::fmt::Display for Finding {
     }
 }
 
-/// What [`verify`] found: the receipt's body (when it could be read) and every finding.
+/// What [`verify`] found: every finding.
 #[derive(Debug)]
 pub struct Verdict {
-    /// The body.
-    pub body: Option<Body>,
     /// The records checked, per log.
     pub checked: Vec<(String, u64)>,
     /// What is wrong (none: intact).
@@ -63,7 +61,6 @@ pub fn verify(receipt: &Path, launch: &str, kept: Option<&str>, logs: &[(&str, P
         what,
     };
     let unread = |what: String| Verdict {
-        body: None,
         checked: vec![],
         findings: vec![at(what)],
         late: vec![],
@@ -120,7 +117,6 @@ pub fn verify(receipt: &Path, launch: &str, kept: Option<&str>, logs: &[(&str, P
         checked.push((name.to_string(), n));
     }
     Verdict {
-        body: Some(body),
         checked,
         findings,
         late,

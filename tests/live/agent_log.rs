@@ -222,7 +222,9 @@ fn append(path: &Path, launch: &str, agent: &str, summary: &str) {
         launch_id: launch.into(),
         line: ags::agent_hooks::record::Line::Record(record),
     };
-    ags::agent_hooks::log::file::append(path, &entry).expect("append");
+    let mut bytes = serde_json::to_vec(&entry).expect("an entry serializes");
+    bytes.push(b'\n');
+    ags::logfile::append_chained(path, launch, &bytes).expect("append");
 }
 
 fn summaries(entries: &[Value]) -> Vec<String> {

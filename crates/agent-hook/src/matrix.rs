@@ -1,8 +1,8 @@
 //! The hook matrix as data: for every agent of the agent table that has hooks and every
 //! normalised [`Event`], the agent's own event name and how it is delivered, or why the cell
 //! stays empty; per agent, where `ags` puts its wiring and whether the agent can still silence
-//! it. `docs/agent-hooks.md` is rendered from this table ([`render_markdown`]; a test fails when
-//! the page differs), `ags`'s per-agent wiring files are generated from it, the
+//! it. `docs/agent-hooks.md` is rendered from this table (by `ags`'s test `agent_hooks::matrix_tests`,
+//! which fails when the page differs), `ags`'s per-agent wiring files are generated from it, the
 //! dispatcher maps native names back with [`normalise`], and `tests/live/agent_hooks_cli.rs` checks
 //! every claimed native event against the pinned CLI in the agent image.
 
@@ -288,7 +288,3 @@ pub fn native(agent: &str, event: Event) -> Option<&'static str> {
         Cell::Empty { .. } => None,
     }
 }
-
-#[path = "matrix_doc.rs"]
-pub mod doc;
-pub use doc::render_markdown;

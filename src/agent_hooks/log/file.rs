@@ -15,6 +15,7 @@ use crate::agent_hooks::record::{Entry, Line};
 pub use crate::logfile::{ROTATE_BYTES, rotated};
 
 /// Append one entry as one line.
+#[cfg(test)]
 pub fn append(path: &Path, entry: &Entry) -> io::Result<()> {
     let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
     line.push(b'\n');
@@ -124,10 +125,10 @@ impl Follower {
 
 /// The header of the table `ags log` prints.
 pub fn header() -> String {
-    format!(
-        "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} DETAIL",
-        "TIME", "LAUNCH", "AGENT", "EVENT", "HANDLER", "OUTCOME", "DECISION", "MS"
-    )
+    let columns = [
+        "TIME", "LAUNCH", "AGENT", "EVENT", "HANDLER", "OUTCOME", "DECISION", "MS",
+    ];
+    row(columns, "DETAIL")
 }
 
 /// One row of the table: for a record its tool and command (or path) and the reason; for an
@@ -135,6 +136,7 @@ pub fn header() -> String {
 /// terminal or break the row).
 pub fn render(e: &Entry) -> String {
     let esc = |s: &str| crate::text::escape_line(s);
+    let launch = esc(&e.launch_id);
     match &e.line {
         Line::Record(r) => {
             let mut detail = Vec::new();
@@ -150,31 +152,27 @@ pub fn render(e: &Entry) -> String {
             if let Some(why) = &r.reason {
                 detail.push(format!("({})", esc(why)));
             }
-            format!(
-                "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} {}",
-                e.time,
-                esc(&e.launch_id),
-                esc(&r.agent),
+            let handler = r.handler.as_deref().map(esc).unwrap_or_else(|| "-".into());
+            let decision = r
+                .decision
+                .as_ref()
+                .map(crate::plan::text::word)
+                .unwrap_or_else(|| "-".into());
+            let columns = [
+                &e.time,
+                &launch,
+                &esc(&r.agent),
                 r.event.as_str(),
-                r.handler.as_deref().map(esc).unwrap_or_else(|| "-".into()),
-                r.outcome.as_str().to_string(),
-                r.decision.as_ref().map(word).unwrap_or_else(|| "-".into()),
-                r.duration_ms,
-                detail.join(" ")
-            )
+                &handler,
+                r.outcome.as_str(),
+                &decision,
+                &r.duration_ms.to_string(),
+            ];
+            row(columns, &detail.join(" "))
         }
-        Line::Invalid(i) => format!(
-            "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} {} bytes: {}",
-            e.time,
-            esc(&e.launch_id),
-            "-",
-            "-",
-            "-",
-            "invalid",
-            "-",
-            "-",
-            i.bytes,
-            esc(&i.error)
+        Line::Invalid(i) => row(
+            [&e.time, &launch, "-", "-", "-", "invalid", "-", "-"],
+            &format!("{} bytes: {}", i.bytes, esc(&i.error)),
         ),
         Line::Incomplete(i) => host_row(
             e,
@@ -197,26 +195,18 @@ pub fn render(e: &Entry) -> String {
 /// `what` and the `items`, escaped.
 fn host_row(e: &Entry, agent: &str, kind: &str, what: &str, items: &[String]) -> String {
     let esc = |s: &str| crate::text::escape_line(s);
-    format!(
-        "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} {what}: {}",
-        e.time,
-        esc(&e.launch_id),
-        esc(agent),
-        "-",
-        "-",
-        kind,
-        "-",
-        "-",
-        items.iter().map(|m| esc(m)).collect::<Vec<_>>().join("; ")
-    )
+    let items = items.iter().map(|m| esc(m)).collect::<Vec<_>>().join("; ");
+    let columns = [&e.time, &esc(&e.launch_id), &esc(agent), "-", "-", kind, "-", "-"];
+    row(columns, &format!("{what}: {items}"))
 }
 
-/// The snake_case word serde writes for an enum value.
-fn word<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
+/// The columns (time, launch, agent, event, handler, outcome, decision, milliseconds) aligned,
+/// then the detail.
+fn row(c: [&str; 8], detail: &str) -> String {
+    format!(
+        "{:<24} {:<28} {:<8} {:<13} {:<12} {:<14} {:<8} {:>7} {detail}",
+        c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+    )
 }
 
 #[cfg(test)]

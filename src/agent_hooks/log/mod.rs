@@ -22,9 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use scrub::Scrubber;
-pub use server::{
-    IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_INVALID_BYTES, MAX_LAUNCH_BYTES, MAX_RECORD_BYTES, RecordSummary,
-};
+pub use server::{IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_INVALID_BYTES, MAX_RECORD_BYTES, RecordSummary};
 
 use crate::plan::LaunchPlan;
 
@@ -66,13 +64,6 @@ pub struct RecordServer {
     sink: Arc<server::Sink>,
 }
 
-impl RecordServer {
-    /// The launch's open tool calls, for the egress log to stamp its records with.
-    pub fn calls(&self) -> Arc<crate::agent_hooks::calls::OpenCalls> {
-        self.sink.calls()
-    }
-}
-
 impl Drop for RecordServer {
     fn drop(&mut self) {
         self.task.abort();
@@ -81,6 +72,11 @@ impl Drop for RecordServer {
 }
 
 impl RecordServer {
+    /// The launch's open tool calls, for the egress log to stamp its records with.
+    pub fn calls(&self) -> Arc<crate::agent_hooks::calls::OpenCalls> {
+        self.sink.calls()
+    }
+
     /// The private socket directory (recorded for cleanup by the caller).
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -59,11 +59,13 @@ impl Scrubber {
     }
 
     /// How many needles there are.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.needles.len()
     }
 
     /// Whether there is nothing to scrub.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.needles.is_empty()
     }

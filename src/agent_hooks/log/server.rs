@@ -5,7 +5,7 @@
 //!
 //! Bounds: at most [`MAX_CONNECTIONS`] connections at once (more wait to be accepted), a
 //! connection idle for [`IDLE_TIMEOUT`] is closed, and a launch appends at most
-//! [`MAX_LAUNCH_BYTES`]: [`MAX_RECORD_BYTES`] of valid records and, apart from them,
+//! 8 MiB: [`MAX_RECORD_BYTES`] of valid records and, apart from them,
 //! [`MAX_INVALID_BYTES`] of invalid lines, so garbage cannot spend what the records need. Past
 //! its budget a kind of line is counted and dropped, and the counts are recorded when the launch
 //! ends. With the rotation at 10 MiB, one launch can therefore rotate the log at most once: it
@@ -49,6 +49,7 @@ pub const MAX_INVALID_BYTES: u64 = 1024 * 1024;
 
 /// Bytes of log one launch may append in all (8 MiB; `crate::logfile` keeps the budgets below
 /// its rotation size).
+#[cfg(test)]
 pub const MAX_LAUNCH_BYTES: u64 = MAX_RECORD_BYTES + MAX_INVALID_BYTES;
 
 /// The budget of valid records.

@@ -178,14 +178,12 @@ pub fn wiring(
     }
     files.push(file(HANDLERS_PATH, handlers_json(config, agent)));
     let dispatcher = dispatcher_host_path(config);
-    let mut mounts = vec![PlanMount {
-        destination: DISPATCHER_PATH.into(),
-        kind: MountKind::Bind {
-            source: dispatcher.clone(),
-        },
-        read_only: true,
-        origin: Origin::AgentHooks,
-    }];
+    let mut mounts = vec![PlanMount::bind(
+        DISPATCHER_PATH,
+        dispatcher.clone(),
+        true,
+        Origin::AgentHooks,
+    )];
     mounts.extend(w.empty_dirs.iter().map(|d| PlanMount {
         destination: d.into(),
         kind: MountKind::Tmpfs {

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::config::Config;
-use crate::plan::types::{MountKind, Origin, PlanMount, RecordPlan};
+use crate::plan::types::{Origin, PlanMount, RecordPlan};
 
 /// The record socket of the agent hooks (when `agent_hooks` is set, for every agent, `shell`
 /// included: whatever runs the dispatcher in the container is recorded). Its directory is a
@@ -28,12 +28,6 @@ pub fn plan(config: &Config, agent_hooks: bool, remote: bool, host_stage_dir: &P
 /// The read-only bind of the record socket's directory (a socket in a read-only mount can
 /// still be connected to; nothing can be created next to it).
 pub fn mount(record: &RecordPlan) -> PlanMount {
-    PlanMount {
-        destination: crate::agent_hooks::SOCKET_DIR.into(),
-        kind: MountKind::Bind {
-            source: record.socket_dir.clone(),
-        },
-        read_only: true,
-        origin: Origin::AgentHooks,
-    }
+    let dir = record.socket_dir.clone();
+    PlanMount::bind(crate::agent_hooks::SOCKET_DIR, dir, true, Origin::AgentHooks)
 }

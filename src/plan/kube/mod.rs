@@ -277,16 +277,9 @@ fn ids(plan: &LaunchPlan) -> Result<(u32, u32), KubeError> {
 /// user's `--label`s — not the owner labels of a local launch (`ags gc` would take a played
 /// pod for an orphan) nor `io.ags.managed`.
 fn labels(plan: &LaunchPlan) -> Result<BTreeMap<String, String>, KubeError> {
-    let local = [
-        LABEL_MANAGED,
-        LABEL_OWNER_PID,
-        LABEL_OWNER_START,
-        LABEL_OWNER_HOST,
-        LABEL_PROJECT,
-    ];
     let mut out = BTreeMap::from([(LABEL_EXPORT.to_string(), "kube".to_string())]);
     for (k, v) in &plan.labels {
-        if !local.contains(&k.as_str()) {
+        if !LOCAL_LABELS.contains(&k.as_str()) && k != LABEL_PROJECT {
             check_label(k, v)?;
             out.insert(k.clone(), v.clone());
         }

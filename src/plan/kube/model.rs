@@ -61,21 +61,8 @@ impl Serialize for SecretValue {
 
 /// Standard base64 with padding (RFC 4648 §4), as the `data` of a Secret wants it.
 pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..4 {
-            match i <= chunk.len() {
-                true => out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize])),
-                false => out.push('='),
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// A `v1` Secret of type `Opaque`.
