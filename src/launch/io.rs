@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use tokio::io::AsyncWriteExt;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::signals::{self, SignalWatch};
@@ -104,6 +105,6 @@ async fn forward_stdin(mut input: AttachInput, tty: bool) {
     let mut stdin = tokio::io::stdin();
     let copied = tokio::io::copy(&mut stdin, &mut input).await;
     if !tty || copied.is_err() {
-        let _ = input.close().await;
+        let _ = input.shutdown().await;
     }
 }

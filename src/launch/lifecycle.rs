@@ -53,7 +53,7 @@ pub async fn run(
     let (id, attached) = create_attached(client, plan, locks, cleanup, signals).await?;
     // Attaching initialises the container (runc create), so a missing command fails here.
     let (output, input) = match attached {
-        Ok(attached) => attached.into_demux(),
+        Ok(attached) => attached,
         Err(e) => match &keeper {
             Some(k) => return Err(super::remote::explain_init_failure(client, k, e).await),
             None => return Err(LaunchError::from_start(e)),

@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Method;
 
-use super::attach::{AttachOptions, AttachStream};
+use super::attach::{AttachOptions, AttachStream, split};
 use super::endpoint::Endpoint;
 use super::error::{Excerpt, PodmanError, Result};
 use super::models::{
@@ -165,7 +165,7 @@ impl Client {
             .query("stderr", bool_str(opts.stderr))
             .query("detachKeys", "");
         let upgraded = self.upgrade(req).await?;
-        Ok(AttachStream::new(upgraded, opts.tty))
+        Ok(split(upgraded, opts.tty))
     }
 
     /// Set the tty size (rows `h`, columns `w`). Answers 409 before the container is initialised.

@@ -62,19 +62,13 @@ pub struct BuildOutcome {
 
 /// An image's ID and labels, as `GET /libpod/images/NAME/json` reports them.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct ImageSummary {
     /// The full image ID.
-    #[serde(rename = "Id")]
     pub id: String,
     /// The image's labels (Podman sends `null` for none).
-    #[serde(rename = "Labels", default, deserialize_with = "null_as_empty")]
+    #[serde(default, deserialize_with = "super::models::null_as_default")]
     pub labels: BTreeMap<String, String>,
-}
-
-fn null_as_empty<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<BTreeMap<String, String>, D::Error> {
-    Ok(Option::deserialize(d)?.unwrap_or_default())
 }
 
 /// One object of the build stream.

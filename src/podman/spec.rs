@@ -169,7 +169,7 @@ impl Namespace {
     }
 }
 
-/// Namespace modes accepted by libpod.
+/// The namespace modes `ags` uses (libpod accepts more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NsMode {
@@ -179,17 +179,9 @@ pub enum NsMode {
     Private,
     /// Network: no network at all (loopback only).
     None,
-    /// Network: the default bridge network.
-    Bridge,
-    /// Network: rootless user-mode networking.
-    Slirp4netns,
-    /// Network: rootless user-mode networking (Podman 5 default).
-    Pasta,
     /// User namespace: map the calling user to the same uid inside (rootless only).
     #[serde(rename = "keep-id")]
     KeepId,
-    /// User namespace: an automatically chosen range.
-    Auto,
 }
 
 /// `idmappings` of the create body (containers/storage `IDMappingOptions`, whose Go field
