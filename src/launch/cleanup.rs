@@ -44,11 +44,6 @@ impl Cleanup {
         self.resources.retain(|x| x != r);
     }
 
-    /// Whether nothing is recorded.
-    pub fn is_empty(&self) -> bool {
-        self.resources.is_empty()
-    }
-
     /// Remove everything, newest first. Returns every failure.
     pub async fn run(mut self, client: &Client) -> Vec<CleanupError> {
         let mut errors = Vec::new();

@@ -119,8 +119,13 @@ pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
             *v = placeholder;
         }
     }
-    // Sized up front and written in place: no reallocation leaves a copy of a value behind in
-    // freed memory, and the buffer is cleared when the caller drops it.
+    exports(&values)
+}
+
+/// One `export KEY='value'` line per entry. Sized up front and written in place: no
+/// reallocation leaves a copy of a value behind in freed memory, and the buffer is cleared when
+/// the caller drops it.
+fn exports(values: &BTreeMap<&str, &str>) -> Zeroizing<Vec<u8>> {
     let size: usize = values
         .iter()
         .map(|(k, v)| "export =''\n".len() + k.len() + v.len() + 3 * v.matches('\'').count())
@@ -141,10 +146,6 @@ pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
     out
 }
 
-/// Quote `s` for a POSIX shell as one word.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
 /// The staging volume's archive for `plan` (none when it stages nothing): the env file, the
 /// generated files when they travel in the volume (a remote service), and the files staged
 /// owned by uid 0, for the user `ids`. Cleared from memory when dropped.
@@ -381,9 +382,13 @@ mod tests {
     #[test]
     fn quoting_survives_a_shell() {
         for v in ["plain", "it's", "a b  c", "$HOME `id` $(id) \\n", "'", ""] {
+            let vars = BTreeMap::from([("V", v)]);
             let out = std::process::Command::new("sh")
                 .arg("-c")
-                .arg(format!("printf %s {}", shell_quote(v)))
+                .arg(format!(
+                    "{}printf %s \"$V\"",
+                    String::from_utf8(exports(&vars).to_vec()).unwrap()
+                ))
                 .output()
                 .unwrap();
             assert_eq!(String::from_utf8(out.stdout).unwrap(), v);
