@@ -39,6 +39,7 @@ mod tunnel;
 mod version;
 
 pub use api::local_memory_total;
+pub(crate) use api::retry;
 pub use archive::ContainerFile;
 pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
 pub use build::BuildOptions;
