@@ -178,15 +178,7 @@ pub async fn preflight(client: &Client, image: &str, name: Option<&str>) -> Resu
 /// kept after the launch, so they are not recorded for cleanup.
 async fn ensure_state_volumes(client: &Client, plan: &LaunchPlan) -> Result<(), LaunchError> {
     for v in &plan.state_volumes {
-        match client
-            .volume_create(&v.name, v.labels.clone(), BTreeMap::new())
-            .await
-        {
-            Ok(_) => {}
-            // Kept from an earlier launch (or created by a concurrent one).
-            Err(e) if e.is_already_exists() => {}
-            Err(e) => return Err(e.into()),
-        }
+        client.volume_ensure(&v.name, v.labels.clone()).await?;
     }
     Ok(())
 }

@@ -196,19 +196,10 @@ pub fn archive(
     let sizes = files.iter().copied().chain(root_files.iter().map(|(_, c)| *c));
     let room = env_file.len() + sizes.map(|f| f.len() + 2 * 512).sum::<usize>() + 8 * 1024;
     let mut builder = tar::Builder::new(Vec::with_capacity(room));
-    let owned = |kind, mode, size: usize, (uid, gid): (u32, u32)| {
-        let mut h = tar::Header::new_ustar();
-        h.set_entry_type(kind);
-        h.set_mode(mode);
-        h.set_uid(uid.into());
-        h.set_gid(gid.into());
-        h.set_size(size as u64);
-        h
-    };
-    let header = |kind, mode, size| owned(kind, mode, size, (uid, gid));
+    let header = |kind, mode, size| tar_header(kind, mode, size, (uid, gid));
     // The volume's root: uid 0's, which the agent can pass but not list (an agent that trusts
     // a file only when root owns it and every directory above it checks this one too).
-    let mut root = owned(tar::EntryType::Directory, 0o711, 0, (0, 0));
+    let mut root = tar_header(tar::EntryType::Directory, 0o711, 0, (0, 0));
     builder.append_data(&mut root, "./", std::io::empty())?;
     builder.append_data(
         &mut header(tar::EntryType::Regular, 0o400, env_file.len()),
@@ -233,17 +224,33 @@ pub fn archive(
     }
     if !root_files.is_empty() {
         let dir = format!("{}/", crate::plan::STAGED_ROOT_DIR);
-        let mut h = owned(tar::EntryType::Directory, 0o755, 0, (0, 0));
+        let mut h = tar_header(tar::EntryType::Directory, 0o755, 0, (0, 0));
         builder.append_data(&mut h, dir, std::io::empty())?;
     }
     for (name, content) in root_files {
         let path = format!("{}/{name}", crate::plan::STAGED_ROOT_DIR);
-        let mut h = owned(tar::EntryType::Regular, 0o444, content.len(), (0, 0));
+        let mut h = tar_header(tar::EntryType::Regular, 0o444, content.len(), (0, 0));
         builder.append_data(&mut h, path, *content)?;
     }
     let out = builder.into_inner()?;
     debug_assert!(out.len() <= room, "the staging archive was reallocated");
     Ok(out)
+}
+
+/// A ustar header of an entry of `kind`, `mode` and `size` bytes owned by `(uid, gid)`.
+pub(crate) fn tar_header(
+    kind: tar::EntryType,
+    mode: u32,
+    size: usize,
+    (uid, gid): (u32, u32),
+) -> tar::Header {
+    let mut h = tar::Header::new_ustar();
+    h.set_entry_type(kind);
+    h.set_mode(mode);
+    h.set_uid(uid.into());
+    h.set_gid(gid.into());
+    h.set_size(size as u64);
+    h
 }
 
 /// A buffer holding secret values (the staging archive) that is zeroed when its last user is

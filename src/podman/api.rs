@@ -277,6 +277,15 @@ impl Client {
         self.call_json(req, "volume create response").await
     }
 
+    /// Create a named volume with `labels` unless one of that name exists (kept from an earlier
+    /// launch, or made by a concurrent one).
+    pub async fn volume_ensure(&self, name: &str, labels: BTreeMap<String, String>) -> Result<()> {
+        match self.volume_create(name, labels, BTreeMap::new()).await {
+            Err(e) if !e.is_already_exists() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Delete a named volume that no container uses any more (a volume still in use answers
     /// 409, see [`PodmanError::is_conflict`]). There is deliberately no `force`: with it, Podman
     /// removes the containers using the volume while holding the volume's lock, and on 4.3 that
