@@ -185,7 +185,13 @@ impl Client {
                 match event {
                     Event::Line(line) => on_progress(&line),
                     Event::ImageId(id) => outcome.image_id = Some(id),
-                    Event::Error(message) => return Err(self.build_error(opts, message)),
+                    Event::Error(message) => {
+                        return Err(PodmanError::Build {
+                            tag: opts.tag.clone(),
+                            message,
+                            endpoint: self.shared_url(),
+                        });
+                    }
                 }
             }
         }
@@ -203,14 +209,6 @@ impl Client {
             Ok(summary) => Ok(Some(summary)),
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
-        }
-    }
-
-    fn build_error(&self, opts: &BuildOptions, message: String) -> PodmanError {
-        PodmanError::Build {
-            tag: opts.tag.clone(),
-            message,
-            endpoint: self.shared_url(),
         }
     }
 
