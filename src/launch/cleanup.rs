@@ -29,7 +29,6 @@ pub struct Cleanup {
 pub struct CleanupError {
     /// What was left.
     pub resource: Resource,
-    /// Why.
     pub message: String,
 }
 

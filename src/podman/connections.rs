@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 /// One named connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
-    /// Its name.
     pub name: String,
     /// The service URL.
     pub uri: String,

@@ -19,7 +19,6 @@ pub enum Endpoint {
     Tcp {
         /// Host name or address.
         host: String,
-        /// Port.
         port: u16,
     },
     /// A unix socket on another machine, reached over SSH (`ssh://user@host:22/run/podman/podman.sock`).

@@ -171,9 +171,7 @@ pub struct VersionInfo {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Info {
-    /// Host facts.
     pub host: HostInfo,
-    /// Podman version.
     pub version: InfoVersion,
     /// Image storage.
     pub store: StoreInfo,
@@ -201,7 +199,6 @@ pub struct StoreInfo {
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(default)]
 pub struct StoreCount {
-    /// The count.
     pub number: u64,
 }
 
@@ -240,7 +237,6 @@ pub struct SecurityInfo {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct OciRuntimeInfo {
-    /// Runtime name.
     pub name: String,
     /// Its `--version` output (`runc version 1.1.5+ds1\ncommit: …`).
     pub version: String,
@@ -252,7 +248,6 @@ pub struct OciRuntimeInfo {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "PascalCase")]
 pub struct InfoVersion {
-    /// Podman version.
     pub version: String,
 }
 
