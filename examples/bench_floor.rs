@@ -157,9 +157,9 @@ async fn launch(client: &Client, id: &str, init_flow: bool, trace: &Trace) -> an
             stderr: true,
             tty: false,
         };
-        let (mut output, mut input) = client.attach(id, opts).await?.into_demux();
+        let (mut output, mut input) = client.attach(id, opts).await?;
         trace.mark("attached");
-        input.close().await?; // stdin EOF, as `ags` gives it for a closed stdin
+        tokio::io::AsyncWriteExt::shutdown(&mut input).await?; // stdin EOF, as `ags` gives it for a closed stdin
         client.start(id).await?;
         trace.mark("started");
         while let Some((kind, data)) = output.read_frame().await? {

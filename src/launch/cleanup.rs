@@ -29,7 +29,6 @@ pub struct Cleanup {
 pub struct CleanupError {
     /// What was left.
     pub resource: Resource,
-    /// Why.
     pub message: String,
 }
 
@@ -42,11 +41,6 @@ impl Cleanup {
     /// Drop a resource that was removed already (the launch's own early removal).
     pub fn forget(&mut self, r: &Resource) {
         self.resources.retain(|x| x != r);
-    }
-
-    /// Whether nothing is recorded.
-    pub fn is_empty(&self) -> bool {
-        self.resources.is_empty()
     }
 
     /// Remove everything, newest first. Returns every failure.

@@ -19,7 +19,6 @@ use crate::podman::{Client, PodmanError};
 pub struct GcReport {
     /// Containers removed (names).
     pub containers: Vec<String>,
-    /// Volumes removed.
     pub volumes: Vec<String>,
     /// Failures (resource and reason).
     pub errors: Vec<String>,
@@ -30,9 +29,7 @@ pub struct GcReport {
 /// A removed container's last state, for the finished hooks of its launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SweptContainer {
-    /// Full id.
     pub id: String,
-    /// Name.
     pub name: String,
     /// Its `io.ags.launch-id` label.
     pub launch_id: Option<String>,

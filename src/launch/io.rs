@@ -3,9 +3,10 @@
 
 use std::io::Write;
 
+use tokio::io::AsyncWriteExt;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::signals::{self, SignalWatch};
+use super::signals::SignalWatch;
 use super::{LaunchError, terminal};
 use crate::podman::{AttachInput, AttachOutput, Client, Demux, StreamKind};
 
@@ -45,7 +46,7 @@ pub async fn pump(
                 sigs_open = changed.is_ok();
                 if let Some(sig) = sig {
                     // Like `podman run --sig-proxy`: the agent decides what the signal means.
-                    let _ = client.kill(id, &signals::name(sig)).await;
+                    let _ = client.kill(id, &crate::process::signal_name(sig)).await;
                     // Termination (not an interactive Ctrl-C) must end: like `podman stop`,
                     // SIGKILL the agent if it is still running after a grace period.
                     if sig != libc::SIGINT && escalate.is_none() {
@@ -104,6 +105,6 @@ async fn forward_stdin(mut input: AttachInput, tty: bool) {
     let mut stdin = tokio::io::stdin();
     let copied = tokio::io::copy(&mut stdin, &mut input).await;
     if !tty || copied.is_err() {
-        let _ = input.close().await;
+        let _ = input.shutdown().await;
     }
 }

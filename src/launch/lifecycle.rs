@@ -12,7 +12,7 @@ use super::signals::SignalWatch;
 use super::terminal::{self, RawModeGuard};
 use super::{LaunchError, io, stage};
 use crate::plan::{LaunchPlan, STAGING_MOUNT};
-use crate::podman::{AttachOptions, Client, spec_from_plan};
+use crate::podman::{AttachOptions, Client, PodmanError, spec_from_plan};
 
 /// Run the container of `plan` to completion and return the agent's exit code.
 /// `stage` is the tar archive for the staging volume (required when the plan stages anything).
@@ -53,7 +53,7 @@ pub async fn run(
     let (id, attached) = create_attached(client, plan, locks, cleanup, signals).await?;
     // Attaching initialises the container (runc create), so a missing command fails here.
     let (output, input) = match attached {
-        Ok(attached) => attached.into_demux(),
+        Ok(attached) => attached,
         Err(e) => match &keeper {
             Some(k) => return Err(super::remote::explain_init_failure(client, k, e).await),
             None => return Err(LaunchError::from_start(e)),
@@ -178,15 +178,7 @@ pub async fn preflight(client: &Client, image: &str, name: Option<&str>) -> Resu
 /// kept after the launch, so they are not recorded for cleanup.
 async fn ensure_state_volumes(client: &Client, plan: &LaunchPlan) -> Result<(), LaunchError> {
     for v in &plan.state_volumes {
-        match client
-            .volume_create(&v.name, v.labels.clone(), BTreeMap::new())
-            .await
-        {
-            Ok(_) => {}
-            // Kept from an earlier launch (or created by a concurrent one).
-            Err(e) if e.is_already_exists() => {}
-            Err(e) => return Err(e.into()),
-        }
+        client.volume_ensure(&v.name, v.labels.clone()).await?;
     }
     Ok(())
 }
@@ -272,24 +264,15 @@ async fn create(
         _ if !keep_id => 0,
         _ => 3,
     };
-    let mut attempt = 0;
-    loop {
-        match slow_note(client.create_with_warnings(&spec), id_mapped, &plan.image).await {
-            Err(e) if attempt < retries && e.is_keep_id_subuid_failure() => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
-            }
-            other => {
-                return other.map_err(|e| match e.missing_bind_source() {
-                    Some(path) if client.is_remote() => LaunchError::RemoteMountMissing {
-                        path: path.into(),
-                        url: client.url().to_string(),
-                    },
-                    _ => LaunchError::from_create(e, &plan.image, &plan.container_name, client.url()),
-                });
-            }
-        }
-    }
+    let create = || slow_note(client.create_with_warnings(&spec), id_mapped, &plan.image);
+    let created = crate::podman::retry(retries, 50, PodmanError::is_keep_id_subuid_failure, create).await;
+    created.map_err(|e| match e.missing_bind_source() {
+        Some(path) if client.is_remote() => LaunchError::RemoteMountMissing {
+            path: path.into(),
+            url: client.url().to_string(),
+        },
+        _ => LaunchError::from_create(e, &plan.image, &plan.container_name, client.url()),
+    })
 }
 
 /// How long a create may take before the user is told what it waits for.

@@ -27,14 +27,7 @@ pub async fn import(
     content: &[u8],
     settings: Option<(&str, &str)>,
 ) -> Result<bool, LaunchError> {
-    match client
-        .volume_create(&volume.name, volume.labels.clone(), Default::default())
-        .await
-    {
-        Ok(_) => {}
-        Err(e) if e.is_already_exists() => {}
-        Err(e) => return Err(e.into()),
-    }
+    client.volume_ensure(&volume.name, volume.labels.clone()).await?;
     let (uid, gid) = owner(plan);
     let tar = archive(name, content, uid, gid).map_err(LaunchError::Stage)?;
     let writer = format!("{}-login-{}", volume.name, &plan.launch_id);
@@ -82,12 +75,7 @@ fn owner(plan: &LaunchPlan) -> (u32, u32) {
 /// One regular file `name`, mode 0600, modified now, in a buffer allocated once (no copy left behind).
 fn archive(name: &str, content: &[u8], uid: u32, gid: u32) -> std::io::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::with_capacity(content.len() + 4 * 1024));
-    let mut h = tar::Header::new_ustar();
-    h.set_entry_type(tar::EntryType::Regular);
-    h.set_mode(0o600);
-    h.set_uid(uid.into());
-    h.set_gid(gid.into());
-    h.set_size(content.len() as u64);
+    let mut h = super::stage::tar_header(tar::EntryType::Regular, 0o600, content.len(), (uid, gid));
     // Now, not the Unix epoch: the imported login is new (`ls -l` would say 1970).
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

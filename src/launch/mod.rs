@@ -53,7 +53,7 @@ pub enum LaunchError {
     #[error("the agent command could not be started: {message}")]
     Start { code: u8, message: String },
     /// A termination signal arrived before the agent started.
-    #[error("interrupted by {} before the agent started; nothing was left behind", signals::name(*signal))]
+    #[error("interrupted by {} before the agent started; nothing was left behind", crate::process::signal_name(*signal))]
     Interrupted { signal: i32 },
     /// The host terminal could not be configured.
     #[error("terminal: {0}")]

@@ -334,20 +334,20 @@ impl Report {
     }
 }
 
-/// The report's JSON Schema (draft 2020-12), pretty, newline-terminated: what
-/// `docs/schemas/report.schema.json` holds (a test keeps it current).
-pub fn schema_text() -> String {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<Report>();
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    text.push('\n');
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report's JSON Schema (draft 2020-12), pretty, newline-terminated: what
+    /// `docs/schemas/report.schema.json` holds (a test keeps it current).
+    fn schema_text() -> String {
+        let schema = schemars::generate::SchemaSettings::draft2020_12()
+            .into_generator()
+            .into_root_schema_for::<Report>();
+        let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+        text.push('\n');
+        text
+    }
 
     /// Compare (or, with `AGS_BLESS=1`, rewrite) `docs/schemas/report.schema.json`.
     #[test]

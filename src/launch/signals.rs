@@ -44,28 +44,9 @@ impl SignalWatch {
     pub fn receiver(&self) -> watch::Receiver<Option<i32>> {
         self.rx.clone()
     }
-
-    /// Wait until a signal arrives (returns at once if one already did).
-    pub async fn wait(&mut self) -> i32 {
-        loop {
-            if let Some(sig) = *self.rx.borrow_and_update() {
-                return sig;
-            }
-            if self.rx.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-    }
 }
 
 /// Conventional exit code for death by `signal` (128 + N).
 pub fn exit_code_for(signal: i32) -> u8 {
     (128 + signal).clamp(0, 255) as u8
-}
-
-/// The name of a signal number (`SIGINT`), for messages.
-pub fn name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or(format!("signal {signal}"))
 }

@@ -119,8 +119,13 @@ pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
             *v = placeholder;
         }
     }
-    // Sized up front and written in place: no reallocation leaves a copy of a value behind in
-    // freed memory, and the buffer is cleared when the caller drops it.
+    exports(&values)
+}
+
+/// One `export KEY='value'` line per entry. Sized up front and written in place: no
+/// reallocation leaves a copy of a value behind in freed memory, and the buffer is cleared when
+/// the caller drops it.
+fn exports(values: &BTreeMap<&str, &str>) -> Zeroizing<Vec<u8>> {
     let size: usize = values
         .iter()
         .map(|(k, v)| "export =''\n".len() + k.len() + v.len() + 3 * v.matches('\'').count())
@@ -141,10 +146,6 @@ pub fn env_file(plan: &LaunchPlan, secrets: &Secrets) -> Zeroizing<Vec<u8>> {
     out
 }
 
-/// Quote `s` for a POSIX shell as one word.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
 /// The staging volume's archive for `plan` (none when it stages nothing): the env file, the
 /// generated files when they travel in the volume (a remote service), and the files staged
 /// owned by uid 0, for the user `ids`. Cleared from memory when dropped.
@@ -195,19 +196,10 @@ pub fn archive(
     let sizes = files.iter().copied().chain(root_files.iter().map(|(_, c)| *c));
     let room = env_file.len() + sizes.map(|f| f.len() + 2 * 512).sum::<usize>() + 8 * 1024;
     let mut builder = tar::Builder::new(Vec::with_capacity(room));
-    let owned = |kind, mode, size: usize, (uid, gid): (u32, u32)| {
-        let mut h = tar::Header::new_ustar();
-        h.set_entry_type(kind);
-        h.set_mode(mode);
-        h.set_uid(uid.into());
-        h.set_gid(gid.into());
-        h.set_size(size as u64);
-        h
-    };
-    let header = |kind, mode, size| owned(kind, mode, size, (uid, gid));
+    let header = |kind, mode, size| tar_header(kind, mode, size, (uid, gid));
     // The volume's root: uid 0's, which the agent can pass but not list (an agent that trusts
     // a file only when root owns it and every directory above it checks this one too).
-    let mut root = owned(tar::EntryType::Directory, 0o711, 0, (0, 0));
+    let mut root = tar_header(tar::EntryType::Directory, 0o711, 0, (0, 0));
     builder.append_data(&mut root, "./", std::io::empty())?;
     builder.append_data(
         &mut header(tar::EntryType::Regular, 0o400, env_file.len()),
@@ -232,17 +224,33 @@ pub fn archive(
     }
     if !root_files.is_empty() {
         let dir = format!("{}/", crate::plan::STAGED_ROOT_DIR);
-        let mut h = owned(tar::EntryType::Directory, 0o755, 0, (0, 0));
+        let mut h = tar_header(tar::EntryType::Directory, 0o755, 0, (0, 0));
         builder.append_data(&mut h, dir, std::io::empty())?;
     }
     for (name, content) in root_files {
         let path = format!("{}/{name}", crate::plan::STAGED_ROOT_DIR);
-        let mut h = owned(tar::EntryType::Regular, 0o444, content.len(), (0, 0));
+        let mut h = tar_header(tar::EntryType::Regular, 0o444, content.len(), (0, 0));
         builder.append_data(&mut h, path, *content)?;
     }
     let out = builder.into_inner()?;
     debug_assert!(out.len() <= room, "the staging archive was reallocated");
     Ok(out)
+}
+
+/// A ustar header of an entry of `kind`, `mode` and `size` bytes owned by `(uid, gid)`.
+pub(crate) fn tar_header(
+    kind: tar::EntryType,
+    mode: u32,
+    size: usize,
+    (uid, gid): (u32, u32),
+) -> tar::Header {
+    let mut h = tar::Header::new_ustar();
+    h.set_entry_type(kind);
+    h.set_mode(mode);
+    h.set_uid(uid.into());
+    h.set_gid(gid.into());
+    h.set_size(size as u64);
+    h
 }
 
 /// A buffer holding secret values (the staging archive) that is zeroed when its last user is
@@ -381,9 +389,13 @@ mod tests {
     #[test]
     fn quoting_survives_a_shell() {
         for v in ["plain", "it's", "a b  c", "$HOME `id` $(id) \\n", "'", ""] {
+            let vars = BTreeMap::from([("V", v)]);
             let out = std::process::Command::new("sh")
                 .arg("-c")
-                .arg(format!("printf %s {}", shell_quote(v)))
+                .arg(format!(
+                    "{}printf %s \"$V\"",
+                    String::from_utf8(exports(&vars).to_vec()).unwrap()
+                ))
                 .output()
                 .unwrap();
             assert_eq!(String::from_utf8(out.stdout).unwrap(), v);

@@ -27,9 +27,7 @@ use crate::podman::{Client, PodmanError};
 /// A state volume whose project is gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
-    /// The volume.
     pub name: String,
-    /// Its agent.
     pub agent: String,
     /// The project directory that no longer exists.
     pub workdir: String,
@@ -38,7 +36,6 @@ pub struct Candidate {
 /// What removing the candidates did.
 #[derive(Debug, Default)]
 pub struct StateReport {
-    /// Removed volumes.
     pub removed: Vec<Candidate>,
     /// Candidates kept because a container still uses them.
     pub in_use: Vec<String>,

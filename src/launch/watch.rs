@@ -10,6 +10,7 @@ use crate::containment::WritableRoot;
 use crate::git::model::guard::GitGuard;
 use crate::git::quarantine::{self as git_quarantine, CommitReading, Pending};
 use crate::podman;
+use crate::process::joined_blocking;
 use crate::workspace::protected::Protection;
 use crate::workspace::{git_inventory, protected_state};
 
@@ -66,18 +67,16 @@ impl Settled {
         let reading = CommitReading::new(git, writable, protection);
         let mut unmoved = 0;
         if let Some(inventory) = self.git {
-            let mut found = tokio::task::spawn_blocking(move || git_quarantine::run(&inventory, &guards))
-                .await
-                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            let found = tokio::task::spawn_blocking(move || git_quarantine::run(&inventory, &guards));
+            let mut found = joined_blocking(found.await);
             report.push_str(&found.message());
             report.push_str(&git_quarantine::commits(&mut found, &reading).await);
             unmoved += found.unmoved();
             crate::trace::mark("git checked");
         }
         let before = self.before;
-        let settled = tokio::task::spawn_blocking(move || protected_state::settle(&before))
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        let settled =
+            joined_blocking(tokio::task::spawn_blocking(move || protected_state::settle(&before)).await);
         report.push_str(&settled.message());
         unmoved + settled.unmoved()
     }

@@ -216,11 +216,6 @@ impl LaunchLog {
         }
     }
 
-    /// The log file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Append `line` (with its newline) within the budget of `kind` (which counts each line with
     /// the most its link adds); past it the line is counted instead. Whether it was written (or tried: a failing log is reported on
     /// stderr once).

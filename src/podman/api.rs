@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Method;
 
-use super::attach::{AttachOptions, AttachStream};
+use super::attach::{AttachOptions, AttachStream, split};
 use super::endpoint::Endpoint;
 use super::error::{Excerpt, PodmanError, Result};
 use super::models::{
@@ -125,8 +125,12 @@ impl Client {
 
     /// Whether a container with this name or id exists (`GET /libpod/containers/{name}/exists`).
     pub async fn container_exists(&self, name: &str) -> Result<bool> {
-        let req = Request::new(Method::GET, format!("/containers/{}/exists", segment(name)));
-        match self.call(req).await {
+        self.exists(format!("/containers/{}/exists", segment(name))).await
+    }
+
+    /// True when `path` answers 204, false when 404.
+    async fn exists(&self, path: String) -> Result<bool> {
+        match self.call(Request::new(Method::GET, path)).await {
             Ok(_) => Ok(true),
             Err(e) if e.is_not_found() => Ok(false),
             Err(e) => Err(e),
@@ -165,7 +169,7 @@ impl Client {
             .query("stderr", bool_str(opts.stderr))
             .query("detachKeys", "");
         let upgraded = self.upgrade(req).await?;
-        Ok(AttachStream::new(upgraded, opts.tty))
+        Ok(split(upgraded, opts.tty))
     }
 
     /// Set the tty size (rows `h`, columns `w`). Answers 409 before the container is initialised.
@@ -273,6 +277,15 @@ impl Client {
         self.call_json(req, "volume create response").await
     }
 
+    /// Create a named volume with `labels` unless one of that name exists (kept from an earlier
+    /// launch, or made by a concurrent one).
+    pub async fn volume_ensure(&self, name: &str, labels: BTreeMap<String, String>) -> Result<()> {
+        match self.volume_create(name, labels, BTreeMap::new()).await {
+            Err(e) if !e.is_already_exists() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Delete a named volume that no container uses any more (a volume still in use answers
     /// 409, see [`PodmanError::is_conflict`]). There is deliberately no `force`: with it, Podman
     /// removes the containers using the volume while holding the volume's lock, and on 4.3 that
@@ -292,17 +305,7 @@ impl Client {
 
     /// True when the image exists locally (204), false when it does not (404).
     pub async fn image_exists(&self, name: &str) -> Result<bool> {
-        match self
-            .call(Request::new(
-                Method::GET,
-                format!("/images/{}/exists", image_ref(name)),
-            ))
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if e.is_not_found() => Ok(false),
-            Err(e) => Err(e),
-        }
+        self.exists(format!("/images/{}/exists", image_ref(name))).await
     }
 
     /// Import a root-filesystem tar as image `reference`, applying Containerfile `changes`
@@ -328,19 +331,31 @@ impl Client {
 /// repeated, 100 ms more apart each time.
 const CONMON_RETRIES: u32 = 2;
 
-/// `step`, repeated while it fails with [`PodmanError::is_conmon_lost`] (at most
-/// [`CONMON_RETRIES`] more times); its last result.
-async fn retry_conmon_lost<T, F, Fut>(mut step: F) -> Result<T>
+/// `step`, repeated while it fails with [`PodmanError::is_conmon_lost`].
+async fn retry_conmon_lost<T, Fut>(step: impl FnMut() -> Fut) -> Result<T>
 where
-    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    retry(CONMON_RETRIES, 100, PodmanError::is_conmon_lost, step).await
+}
+
+/// `step`, repeated while it fails with an error `again` accepts, at most `retries` more times
+/// and `pause_ms` more apart each time; its last result.
+pub(crate) async fn retry<T, Fut>(
+    retries: u32,
+    pause_ms: u64,
+    again: impl Fn(&PodmanError) -> bool,
+    mut step: impl FnMut() -> Fut,
+) -> Result<T>
+where
     Fut: std::future::Future<Output = Result<T>>,
 {
     let mut attempt = 0;
     loop {
         match step().await {
-            Err(e) if attempt < CONMON_RETRIES && e.is_conmon_lost() => {
+            Err(e) if attempt < retries && again(&e) => {
                 attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                tokio::time::sleep(Duration::from_millis(pause_ms * u64::from(attempt))).await;
             }
             other => return other,
         }

@@ -11,7 +11,7 @@
 //!   2 is stderr. With a tty the output is the raw terminal stream.
 //! - **Stdin EOF**: the container must be created with `stdin: true` (`podman run -i`);
 //!   without it the process's stdin is `/dev/null` and anything written is dropped. With it,
-//!   half-closing the attach socket ([`AttachInput::close`], i.e. `shutdown(SHUT_WR)`) makes
+//!   half-closing the attach socket ([`AttachInput`]'s `shutdown(SHUT_WR)`) makes
 //!   Podman close the container's stdin pipe, so `cat` or `read` see EOF. This works even when
 //!   the input is written and closed before `start`. No `stdin_once` setting is involved.
 //!   With a tty, EOF is a terminal matter: send `^D` (0x04) as the line discipline expects.
@@ -22,13 +22,11 @@
 //! (the stream format Podman reuses).
 
 use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, ReadHalf, WriteHalf};
 
 /// Which streams to attach, and whether the container has a tty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,73 +78,20 @@ impl StreamKind {
     }
 }
 
-type Io = TokioIo<Upgraded>;
+/// The read half of an attach connection: multiplexed frames, or raw bytes with a tty.
+pub type AttachOutput = ReadHalf<TokioIo<Upgraded>>;
 
-/// An attached container: the output (read) and input (write) halves of the upgraded connection.
-#[derive(Debug)]
-pub struct AttachStream {
-    /// Container output: multiplexed frames, or raw bytes with a tty. Wrap it in [`Demux`].
-    pub output: AttachOutput,
-    /// Container input; [`AttachInput::close`] delivers EOF to the container's stdin.
-    pub input: AttachInput,
-    tty: bool,
-}
+/// The write half of an attach connection. Its `shutdown()` half-closes the connection
+/// (`shutdown(SHUT_WR)`): the container's stdin sees EOF, and output keeps flowing.
+pub type AttachInput = WriteHalf<TokioIo<Upgraded>>;
 
-impl AttachStream {
-    pub(crate) fn new(upgraded: Upgraded, tty: bool) -> Self {
-        let (r, w) = tokio::io::split(TokioIo::new(upgraded));
-        AttachStream {
-            output: AttachOutput(r),
-            input: AttachInput(w),
-            tty,
-        }
-    }
+/// An attached container: a frame reader over its output, and its input.
+pub type AttachStream = (Demux<AttachOutput>, AttachInput);
 
-    /// True when the output is a raw tty stream.
-    pub fn tty(&self) -> bool {
-        self.tty
-    }
-
-    /// Split into a frame reader for the output and the input half.
-    pub fn into_demux(self) -> (Demux<AttachOutput>, AttachInput) {
-        (Demux::new(self.output, self.tty), self.input)
-    }
-}
-
-/// The read half of an attach connection (`AsyncRead`).
-#[derive(Debug)]
-pub struct AttachOutput(ReadHalf<Io>);
-
-impl AsyncRead for AttachOutput {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
-    }
-}
-
-/// The write half of an attach connection (`AsyncWrite`).
-#[derive(Debug)]
-pub struct AttachInput(WriteHalf<Io>);
-
-impl AttachInput {
-    /// Half-close the connection (`shutdown(SHUT_WR)`): the container's stdin sees EOF.
-    /// Output keeps flowing on the read half.
-    pub async fn close(&mut self) -> io::Result<()> {
-        self.0.shutdown().await
-    }
-}
-
-impl AsyncWrite for AttachInput {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
-    }
+/// Split the upgraded connection of an attach; `tty`: the output is raw, not multiplexed.
+pub(crate) fn split(upgraded: Upgraded, tty: bool) -> AttachStream {
+    let (r, w) = tokio::io::split(TokioIo::new(upgraded));
+    (Demux::new(r, tty), w)
 }
 
 /// Frame header length of the multiplexed stream.
@@ -238,6 +183,9 @@ fn frame_len(buf: &[u8]) -> usize {
 mod tests {
     use super::*;
     use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use tokio::io::ReadBuf;
 
     /// A reader that returns its chunks one read at a time.
     struct Chunks(VecDeque<Vec<u8>>);

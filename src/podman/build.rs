@@ -62,19 +62,13 @@ pub struct BuildOutcome {
 
 /// An image's ID and labels, as `GET /libpod/images/NAME/json` reports them.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct ImageSummary {
     /// The full image ID.
-    #[serde(rename = "Id")]
     pub id: String,
     /// The image's labels (Podman sends `null` for none).
-    #[serde(rename = "Labels", default, deserialize_with = "null_as_empty")]
+    #[serde(default, deserialize_with = "super::models::null_as_default")]
     pub labels: BTreeMap<String, String>,
-}
-
-fn null_as_empty<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<BTreeMap<String, String>, D::Error> {
-    Ok(Option::deserialize(d)?.unwrap_or_default())
 }
 
 /// One object of the build stream.
@@ -191,7 +185,13 @@ impl Client {
                 match event {
                     Event::Line(line) => on_progress(&line),
                     Event::ImageId(id) => outcome.image_id = Some(id),
-                    Event::Error(message) => return Err(self.build_error(opts, message)),
+                    Event::Error(message) => {
+                        return Err(PodmanError::Build {
+                            tag: opts.tag.clone(),
+                            message,
+                            endpoint: self.shared_url(),
+                        });
+                    }
                 }
             }
         }
@@ -209,14 +209,6 @@ impl Client {
             Ok(summary) => Ok(Some(summary)),
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
-        }
-    }
-
-    fn build_error(&self, opts: &BuildOptions, message: String) -> PodmanError {
-        PodmanError::Build {
-            tag: opts.tag.clone(),
-            message,
-            endpoint: self.shared_url(),
         }
     }
 

@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 /// One named connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
-    /// Its name.
     pub name: String,
     /// The service URL.
     pub uri: String,
@@ -123,37 +122,21 @@ fn read_optional(path: &Path) -> Result<Option<String>, String> {
 }
 
 fn from_json(text: &str, name: &str, file: &Path) -> Result<Option<Connection>, String> {
-    let bad = |why: String| format!("{}: {why}; fix the file or use --url", file.display());
     let root: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON ({e})")))?;
-    let Some(entry) = root.pointer(&format!("/Connection/Connections/{}", json_pointer_escape(name))) else {
+        serde_json::from_str(text).map_err(|e| bad(file, format!("not valid JSON ({e})")))?;
+    let escaped = name.replace('~', "~0").replace('/', "~1");
+    let Some(entry) = root.pointer(&format!("/Connection/Connections/{escaped}")) else {
         return Ok(None);
     };
-    let uri = entry
-        .get("URI")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| bad(format!("connection {name:?} has no URI")))?;
-    let identity = entry
-        .get("Identity")
-        .and_then(|v| v.as_str())
-        .filter(|s| !s.is_empty());
-    Ok(Some(Connection {
-        name: name.into(),
-        uri: uri.into(),
-        identity: identity.map(PathBuf::from),
-        file: file.into(),
-    }))
-}
-
-fn json_pointer_escape(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
+    let field = |key: &str| entry.get(key).and_then(|v| v.as_str());
+    let no_uri = format!("connection {name:?} has no URI");
+    connection(name, file, (field("URI"), field("Identity")), no_uri).map(Some)
 }
 
 fn from_toml(text: &str, name: &str, file: &Path) -> Result<Option<Connection>, String> {
-    let bad = |why: String| format!("{}: {why}; fix the file or use --url", file.display());
     let root: toml::Table = text
         .parse()
-        .map_err(|e: toml::de::Error| bad(format!("not valid TOML ({})", e.message())))?;
+        .map_err(|e: toml::de::Error| bad(file, format!("not valid TOML ({})", e.message())))?;
     let Some(entry) = root
         .get("engine")
         .and_then(|e| e.get("service_destinations"))
@@ -161,20 +144,29 @@ fn from_toml(text: &str, name: &str, file: &Path) -> Result<Option<Connection>, 
     else {
         return Ok(None);
     };
-    let uri = entry
-        .get("uri")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| bad(format!("[engine.service_destinations.{name}] has no uri")))?;
-    let identity = entry
-        .get("identity")
-        .and_then(|v| v.as_str())
-        .filter(|s| !s.is_empty());
-    Ok(Some(Connection {
+    let field = |key: &str| entry.get(key).and_then(|v| v.as_str());
+    let no_uri = format!("[engine.service_destinations.{name}] has no uri");
+    connection(name, file, (field("uri"), field("identity")), no_uri).map(Some)
+}
+
+/// Connection `name` found in `file` with its `(uri, identity)` values (`no_uri`: the error
+/// without a URI; an empty identity is none).
+fn connection(
+    name: &str,
+    file: &Path,
+    (uri, identity): (Option<&str>, Option<&str>),
+    no_uri: String,
+) -> Result<Connection, String> {
+    Ok(Connection {
         name: name.into(),
-        uri: uri.into(),
-        identity: identity.map(PathBuf::from),
+        uri: uri.ok_or_else(|| bad(file, no_uri))?.into(),
+        identity: identity.filter(|s| !s.is_empty()).map(PathBuf::from),
         file: file.into(),
-    }))
+    })
+}
+
+fn bad(file: &Path, why: String) -> String {
+    format!("{}: {why}; fix the file or use --url", file.display())
 }
 
 #[cfg(test)]

@@ -154,33 +154,22 @@ pub fn candidates(
     euid: u32,
 ) -> Vec<Candidate> {
     let set = |v: Option<&str>| v.filter(|s| !s.is_empty()).map(str::to_owned);
+    let candidate = |url, source| Candidate { url, source };
     if let Some(url) = set(explicit) {
-        return vec![Candidate {
-            url,
-            source: CandidateSource::Explicit,
-        }];
+        return vec![candidate(url, CandidateSource::Explicit)];
     }
     if let Some(url) = set(container_host) {
-        return vec![Candidate {
-            url,
-            source: CandidateSource::ContainerHost,
-        }];
+        return vec![candidate(url, CandidateSource::ContainerHost)];
     }
     let mut out = Vec::new();
     let runtime_dir = set(xdg_runtime_dir).or_else(|| (euid != 0).then(|| format!("/run/user/{euid}")));
     if let Some(dir) = runtime_dir {
         let url = format!("unix://{}/podman/podman.sock", dir.trim_end_matches('/'));
-        out.push(Candidate {
-            url,
-            source: CandidateSource::RuntimeDir,
-        });
+        out.push(candidate(url, CandidateSource::RuntimeDir));
     }
     let system = format!("unix://{SYSTEM_SOCKET}");
     if !out.iter().any(|c| c.url == system) {
-        out.push(Candidate {
-            url: system,
-            source: CandidateSource::System,
-        });
+        out.push(candidate(system, CandidateSource::System));
     }
     out
 }

@@ -19,7 +19,6 @@ pub enum Endpoint {
     Tcp {
         /// Host name or address.
         host: String,
-        /// Port.
         port: u16,
     },
     /// A unix socket on another machine, reached over SSH (`ssh://user@host:22/run/podman/podman.sock`).
@@ -156,17 +155,10 @@ fn parse_ssh(rest: &str) -> std::result::Result<Endpoint, String> {
     if bad(host) || host.contains(['[', ']']) {
         return Err(format!("the host {host:?} is not valid"));
     }
-    let port = match port {
-        None => None,
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n != 0 => Some(n),
-            _ => return Err(format!("the port {p:?} is not a number from 1 to 65535")),
-        },
-    };
     Ok(Endpoint::Ssh {
         user: user.map(str::to_owned),
         host: host.to_owned(),
-        port,
+        port: port.map(parse_port).transpose()?,
         path: PathBuf::from(path),
     })
 }
@@ -181,11 +173,15 @@ fn parse_tcp(rest: &str) -> std::result::Result<Endpoint, String> {
     if host.is_empty() || host.contains(['/', '@', '?', '#']) {
         return Err(format!("the host {host:?} is not valid"));
     }
+    Ok(Endpoint::Tcp {
+        host: host.to_owned(),
+        port: parse_port(port)?,
+    })
+}
+
+fn parse_port(port: &str) -> std::result::Result<u16, String> {
     match port.parse::<u16>() {
-        Ok(port) if port != 0 => Ok(Endpoint::Tcp {
-            host: host.to_owned(),
-            port,
-        }),
+        Ok(n) if n != 0 => Ok(n),
         _ => Err(format!("the port {port:?} is not a number from 1 to 65535")),
     }
 }

@@ -31,22 +31,18 @@ pub enum PodmanError {
          use unix:///path/to/podman.sock, tcp://host:port or ssh://[user@]host[:port]/path/to/podman.sock"
     )]
     InvalidUrl {
-        /// The URL as given.
         url: String,
         /// Where it came from (`--url`, `CONTAINER_HOST`).
         source_name: String,
-        /// What is wrong with it.
         reason: String,
     },
 
     /// A named connection (`--connection`, `CONTAINER_CONNECTION`) could not be found or read.
     #[error("Podman connection {name:?} (from {source_name}): {reason}")]
     Connection {
-        /// The connection name.
         name: String,
         /// Where the name came from.
         source_name: String,
-        /// What went wrong.
         reason: String,
     },
 
@@ -62,7 +58,6 @@ pub enum PodmanError {
     /// Connecting to the socket failed.
     #[error("cannot connect to the Podman service at {endpoint}: {source}; is the service still running?")]
     Connect {
-        /// The endpoint URL.
         endpoint: Arc<str>,
         /// The OS error.
         #[source]
@@ -75,11 +70,9 @@ pub enum PodmanError {
          the service may have stopped or restarted"
     )]
     Http {
-        /// Request method.
         method: String,
         /// Request path, without the query string.
         path: String,
-        /// The endpoint URL.
         endpoint: Arc<str>,
         /// The hyper error.
         #[source]
@@ -89,17 +82,14 @@ pub enum PodmanError {
     /// Podman answered with an error status.
     #[error("Podman at {endpoint} refused {method} {path} ({status}): {message}")]
     Api {
-        /// HTTP status.
         status: u16,
         /// Podman's `message`, or the raw body when it was not Podman's JSON error.
         message: String,
         /// Podman's `cause` (the innermost error), when given.
         cause: Option<String>,
-        /// Request method.
         method: String,
         /// Request path, without the query string.
         path: String,
-        /// The endpoint URL.
         endpoint: Arc<str>,
     },
 
@@ -109,13 +99,11 @@ pub enum PodmanError {
          the service may speak an unsupported API version"
     )]
     Decode {
-        /// What was decoded.
         what: String,
         /// The serde error, with line and column.
         error: String,
         /// The start of the body, or a note that it was omitted.
         excerpt: String,
-        /// The endpoint URL.
         endpoint: Arc<str>,
     },
 
@@ -133,20 +121,16 @@ pub enum PodmanError {
     Upgrade {
         /// Request path, without the query string.
         path: String,
-        /// The endpoint URL.
         endpoint: Arc<str>,
-        /// What went wrong.
         reason: String,
     },
 
     /// An image build reported an error in its progress stream.
     #[error("building image {tag} at {endpoint} failed: {message}")]
     Build {
-        /// The tag being built.
         tag: String,
         /// The error text from the build stream.
         message: String,
-        /// The endpoint URL.
         endpoint: Arc<str>,
     },
 }

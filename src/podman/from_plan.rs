@@ -48,10 +48,7 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         cap_drop: cap_drop.clone(),
         cap_add: Vec::new(),
         no_new_privileges: *no_new_privileges,
-        userns: match plan.user_namespace {
-            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
-            UserNamespace::Default => None,
-        },
+        userns: userns(plan.user_namespace),
         netns: match plan.network {
             Network::Open => None,
             Network::None | Network::Allowlist => Some(Namespace::new(NsMode::None)),
@@ -77,12 +74,7 @@ pub fn spec_from_plan(plan: &LaunchPlan) -> SpecGenerator {
         log_configuration: Some(LogConfig::none()),
         init: plan.init,
         portmappings: plan.ports.iter().map(port_mapping).collect(),
-        // On an SELinux host the binds are not relabelled (a `:z` relabel would rewrite the
-        // labels of the user's files on the host); the container runs unlabelled instead.
-        selinux_opts: match selinux_label {
-            SelinuxLabel::Disabled => vec!["disable".into()],
-            SelinuxLabel::NotEnabled => vec![],
-        },
+        selinux_opts: selinux_opts(*selinux_label),
         // Set by the launch when it spells `keep-id` out for a local rootless service
         // (`podman::spell_out_keep_id`); otherwise Podman derives them from `userns`.
         idmappings: None,
@@ -263,82 +255,77 @@ pub const KEEPER_SECONDS: u32 = 600;
 /// The keeper of a remote launch's staging volume: a container that is initialised before the
 /// env file and the generated files are uploaded into the volume, so that its tmpfs is mounted,
 /// then started, and keeps it mounted until the agent's container has mounted it too
-/// (docs/remote.md). Its
-/// process is the image's shell waiting on its (open, never written) standard input; it has no
-/// network, no capabilities and no log, and carries the launch's owner labels (so a sweep
-/// removes it after a crash) but not its launch id (it is not the agent's container). Podman
-/// kills it after [`KEEPER_SECONDS`] and removes it (`--rm`), so a keeper of a killed `ags`
-/// does not hold the values in RAM until the next sweep.
+/// (docs/remote.md). Its process is the image's shell waiting on its (open, never written)
+/// standard input. Podman kills it after [`KEEPER_SECONDS`] and removes it (`--rm`), so a keeper
+/// of a killed `ags` does not hold the values in RAM until the next sweep.
 pub fn keeper_spec(plan: &LaunchPlan, name: &str) -> Option<SpecGenerator> {
     let staging = plan.staging.as_ref()?;
-    let mut labels = plan.labels.clone();
-    labels.remove(crate::plan::LABEL_LAUNCH_ID);
+    let volume = NamedVolume {
+        name: staging.volume.clone(),
+        dest: path_str(&staging.mount_point),
+        options: ["ro", "nosuid", "nodev", "noexec"].map(String::from).to_vec(),
+        sub_path: None,
+    };
     Some(SpecGenerator {
-        name: Some(name.to_owned()),
-        image: plan.image.clone(),
-        // The image has /bin/sh when anything is staged (the agent's command is wrapped in it).
-        command: vec!["/bin/sh".into(), "-c".into(), "read _".into()],
         stdin: true,
         remove: true,
         timeout: Some(KEEPER_SECONDS),
-        labels,
-        cap_drop: vec!["ALL".into()],
-        no_new_privileges: true,
-        // The same user namespace as the agent: the archive's owners map the same way.
-        userns: match plan.user_namespace {
-            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
-            UserNamespace::Default => None,
-        },
-        netns: Some(Namespace::new(NsMode::None)),
-        volumes: vec![NamedVolume {
-            name: staging.volume.clone(),
-            dest: path_str(&staging.mount_point),
-            options: ["ro", "nosuid", "nodev", "noexec"].map(String::from).to_vec(),
-            sub_path: None,
-        }],
-        user: plan.user.clone(),
-        log_configuration: Some(LogConfig::none()),
-        selinux_opts: match plan.security.selinux_label {
-            SelinuxLabel::Disabled => vec!["disable".into()],
-            SelinuxLabel::NotEnabled => vec![],
-        },
-        ..SpecGenerator::default()
+        // The image has /bin/sh when anything is staged (the agent's command is wrapped in it).
+        ..volume_holder(plan, name, "read _", volume)
     })
 }
 
 /// The writer of an agent's state volume for `ags login import`: like the keeper above, created
 /// and initialised (never started) with only `volume` mounted at `dest`, so that a file can be
-/// uploaded into the volume; the agent's user and user namespace, so the archive's owners map
-/// as they do for the agent; no network, no capabilities, no log; the launch's owner labels
-/// without its launch id (a sweep removes it after a crash).
+/// uploaded into the volume.
 pub fn volume_writer_spec(plan: &LaunchPlan, volume: &str, dest: &Path, name: &str) -> SpecGenerator {
+    let volume = NamedVolume {
+        name: volume.to_owned(),
+        dest: path_str(dest),
+        options: ["nosuid", "nodev", "noexec"].map(String::from).to_vec(),
+        sub_path: None,
+    };
+    volume_holder(plan, name, "exit 0", volume)
+}
+
+/// A container of the plan's image that holds only `volume` and runs `sh -c script`: the agent's
+/// user and user namespace (the archive's owners map as they do for the agent), no network, no
+/// capabilities and no log; the launch's owner labels (so a sweep removes it after a crash) but
+/// not its launch id (it is not the agent's container).
+fn volume_holder(plan: &LaunchPlan, name: &str, script: &str, volume: NamedVolume) -> SpecGenerator {
     let mut labels = plan.labels.clone();
     labels.remove(crate::plan::LABEL_LAUNCH_ID);
     SpecGenerator {
         name: Some(name.to_owned()),
         image: plan.image.clone(),
-        command: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+        command: vec!["/bin/sh".into(), "-c".into(), script.into()],
         labels,
         cap_drop: vec!["ALL".into()],
         no_new_privileges: true,
-        userns: match plan.user_namespace {
-            UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
-            UserNamespace::Default => None,
-        },
+        userns: userns(plan.user_namespace),
         netns: Some(Namespace::new(NsMode::None)),
-        volumes: vec![NamedVolume {
-            name: volume.to_owned(),
-            dest: path_str(dest),
-            options: ["nosuid", "nodev", "noexec"].map(String::from).to_vec(),
-            sub_path: None,
-        }],
+        volumes: vec![volume],
         user: plan.user.clone(),
         log_configuration: Some(LogConfig::none()),
-        selinux_opts: match plan.security.selinux_label {
-            SelinuxLabel::Disabled => vec!["disable".into()],
-            SelinuxLabel::NotEnabled => vec![],
-        },
+        selinux_opts: selinux_opts(plan.security.selinux_label),
         ..SpecGenerator::default()
+    }
+}
+
+/// `keep-id` as the plan asks; `None` keeps Podman's default.
+fn userns(user_namespace: UserNamespace) -> Option<Namespace> {
+    match user_namespace {
+        UserNamespace::KeepId => Some(Namespace::new(NsMode::KeepId)),
+        UserNamespace::Default => None,
+    }
+}
+
+/// On an SELinux host the binds are not relabelled (a `:z` relabel would rewrite the labels of
+/// the user's files on the host); the container runs unlabelled instead.
+fn selinux_opts(label: SelinuxLabel) -> Vec<String> {
+    match label {
+        SelinuxLabel::Disabled => vec!["disable".into()],
+        SelinuxLabel::NotEnabled => vec![],
     }
 }
 

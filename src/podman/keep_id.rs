@@ -60,15 +60,11 @@ pub fn spell_out_keep_id(client: &Client, spec: &mut SpecGenerator) -> bool {
         return false;
     };
     use std::os::unix::fs::MetadataExt;
-    let (uid, gid) = (meta.uid(), meta.gid());
-    if uid == 0
-        || gid == 0
-        || !is_plain_keep_id(spec)
-        || spec.user.as_deref() != Some(&format!("{uid}:{gid}"))
-    {
+    if !is_plain_keep_id(spec) {
         return false;
     }
-    match KeepId::read_host(uid, gid) {
+    // [`KeepId::apply`] checks that the spec runs as the socket's owner, who is not root.
+    match KeepId::read_host(meta.uid(), meta.gid()) {
         Some(keep_id) => keep_id.apply(spec),
         None => false,
     }

@@ -39,27 +39,18 @@ mod tunnel;
 mod version;
 
 pub use api::local_memory_total;
+pub(crate) use api::retry;
 pub use archive::ContainerFile;
 pub use attach::{AttachInput, AttachOptions, AttachOutput, AttachStream, Demux, StreamKind};
-pub use build::{BuildOptions, BuildOutcome, ImageSummary};
-pub use connections::{Connection, Sources as ConnectionSources};
-pub use discover::{
-    Candidate, CandidateSource, Chosen, PING_TIMEOUT, SYSTEM_SOCKET, Target, candidates, choose, connect,
-    connect_candidates, hint,
-};
+pub use build::BuildOptions;
+pub use discover::{Candidate, CandidateSource, Target, candidates, choose, connect};
 pub use endpoint::Endpoint;
 pub use error::{ExecFailure, PodmanError, Result, RuntimeSetupFailure, Tried};
 pub use from_plan::{KEEPER_SECONDS, keeper_spec, spec_from_plan, volume_writer_spec, workdir_probe_spec};
-pub use keep_id::{KeepId, spell_out_keep_id};
-pub use models::{
-    ContainerConfig, ContainerInspect, ContainerState, ContainerSummary, HostConfig, HostInfo, Info,
-    InfoVersion, InspectMount, OciRuntimeInfo, SecurityInfo, StoreInfo, VersionInfo, Volume, VolumeCreate,
-};
-pub use neighbours::{Neighbour, NeighbourMount, local_running_roots};
-pub use spec::{
-    CpuLimit, IdMap, IdMappings, MemoryLimit, Mount, MountType, NamedVolume, Namespace, NsMode, PidsLimit,
-    ResourceLimits, SpecGenerator,
-};
-pub use transport::{API_PREFIX, Client};
+pub use keep_id::spell_out_keep_id;
+pub use models::{Info, Volume};
+pub use neighbours::{Neighbour, local_running_roots};
+pub use spec::{Mount, NamedVolume, Namespace, NsMode, PidsLimit, ResourceLimits, SpecGenerator};
+pub use transport::Client;
 pub use tunnel::SshProgram;
 pub use version::ServerVersion;

@@ -3,7 +3,7 @@
 //!
 //! Part of stage 4 (`podman`); no I/O. Response models ignore unknown fields (Podman adds fields
 //! between versions), default missing ones and read `null` lists and maps as empty. Podman's
-//! capitalised names are mapped with `#[serde(rename)]`.
+//! capitalised names are mapped with `#[serde(rename_all)]`; only the fields `ags` reads are kept.
 //! Ref: <https://docs.podman.io/en/latest/_static/api.html>
 
 use std::collections::BTreeMap;
@@ -12,250 +12,166 @@ use serde::{Deserialize, Serialize};
 
 /// The body of `POST /libpod/volumes/create`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct VolumeCreate {
-    /// Volume name.
-    #[serde(rename = "Name")]
     pub name: String,
     /// Driver (`local`).
-    #[serde(rename = "Driver")]
     pub driver: String,
-    /// Labels. `Labels` is the preferred field (4.3.1 also accepts the older `Label`).
-    #[serde(rename = "Labels", skip_serializing_if = "BTreeMap::is_empty")]
+    /// `Labels` is the preferred field (4.3.1 also accepts the older `Label`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     /// Driver options, e.g. `{"type": "tmpfs", "device": "tmpfs", "o": "mode=0700"}`.
-    #[serde(rename = "Options", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub options: BTreeMap<String, String>,
 }
 
 /// Response of `POST /libpod/containers/create` (`{"Id", "Warnings"}`; `Warnings` may be null).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 pub(crate) struct CreateResponse {
-    #[serde(rename = "Id")]
     pub(crate) id: String,
-    #[serde(rename = "Warnings", default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub(crate) warnings: Vec<String>,
 }
 
 /// Response of `GET /libpod/containers/{id}/json` (the parts `ags` reads).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct ContainerInspect {
     /// Full container ID.
-    #[serde(rename = "Id")]
     pub id: String,
-    /// Container name.
-    #[serde(rename = "Name")]
     pub name: String,
-    /// Image name as given at create.
-    #[serde(rename = "ImageName")]
-    pub image_name: String,
-    /// Run state.
-    #[serde(rename = "State")]
     pub state: ContainerState,
-    /// Configuration.
-    #[serde(rename = "Config")]
     pub config: ContainerConfig,
     /// Volume and bind mounts (tmpfs mounts are in `HostConfig`, not here).
-    #[serde(rename = "Mounts", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub mounts: Vec<InspectMount>,
-    /// Host configuration (security and resource settings).
-    #[serde(rename = "HostConfig")]
+    /// Security and resource settings.
     pub host_config: HostConfig,
 }
 
 /// `State` of an inspected container.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct ContainerState {
     /// `created`, `initialized`, `running`, `exited`, `stopped`, ...
-    #[serde(rename = "Status")]
     pub status: String,
     /// True while the container's process runs.
-    #[serde(rename = "Running")]
     pub running: bool,
     /// Exit code; meaningful once the container has exited (137 = killed by SIGKILL).
-    #[serde(rename = "ExitCode")]
     pub exit_code: i32,
-    /// Error from the OCI runtime, e.g. when the command could not be started.
-    #[serde(rename = "Error")]
-    pub error: String,
-    /// Host PID of the container's process (0 when not running).
-    #[serde(rename = "Pid")]
-    pub pid: i64,
     /// Killed by the OOM killer.
     #[serde(rename = "OOMKilled")]
     pub oom_killed: bool,
     /// RFC 3339 start time.
-    #[serde(rename = "StartedAt")]
     pub started_at: String,
     /// RFC 3339 finish time.
-    #[serde(rename = "FinishedAt")]
     pub finished_at: String,
 }
 
 /// `Config` of an inspected container.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct ContainerConfig {
-    /// Labels.
-    #[serde(rename = "Labels", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
     /// Annotations (includes Podman's own `io.podman.*`).
-    #[serde(rename = "Annotations", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub annotations: BTreeMap<String, String>,
     /// Environment as `NAME=value`. May hold secrets: never print it.
-    #[serde(rename = "Env", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub env: Vec<String>,
-    /// User.
-    #[serde(rename = "User")]
     pub user: String,
-    /// Working directory.
-    #[serde(rename = "WorkingDir")]
     pub working_dir: String,
-    /// Pseudo-terminal allocated.
-    #[serde(rename = "Tty")]
-    pub tty: bool,
-    /// Stdin kept open.
-    #[serde(rename = "OpenStdin")]
-    pub open_stdin: bool,
-    /// Hostname.
-    #[serde(rename = "Hostname")]
-    pub hostname: String,
 }
 
 /// One entry of an inspected container's `Mounts`.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct InspectMount {
     /// `bind` or `volume`.
     #[serde(rename = "Type")]
     pub kind: String,
     /// Volume name (volumes only).
-    #[serde(rename = "Name")]
     pub name: String,
     /// Host path.
-    #[serde(rename = "Source")]
     pub source: String,
     /// Path inside the container.
-    #[serde(rename = "Destination")]
     pub destination: String,
     /// Writable.
     #[serde(rename = "RW")]
     pub rw: bool,
-    /// Options.
-    #[serde(rename = "Options", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub options: Vec<String>,
 }
 
 /// `HostConfig` of an inspected container (the parts `ags` checks).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct HostConfig {
     /// Dropped capabilities, expanded (`CAP_CHOWN`, ...).
-    #[serde(rename = "CapDrop", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub cap_drop: Vec<String>,
     /// Security options (`no-new-privileges`).
-    #[serde(rename = "SecurityOpt", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub security_opt: Vec<String>,
     /// Process-count limit.
-    #[serde(rename = "PidsLimit")]
     pub pids_limit: i64,
     /// Network mode (`none`, `bridge`, ...).
-    #[serde(rename = "NetworkMode")]
     pub network_mode: String,
-    /// User-namespace mode (empty for the host namespace).
-    #[serde(rename = "UsernsMode")]
-    pub userns_mode: String,
     /// Tmpfs mounts: destination → options.
-    #[serde(rename = "Tmpfs", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub tmpfs: BTreeMap<String, String>,
     /// Remove on exit.
-    #[serde(rename = "AutoRemove")]
     pub auto_remove: bool,
 }
 
 /// One entry of `GET /libpod/containers/json`.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct ContainerSummary {
     /// Full container ID.
-    #[serde(rename = "Id")]
     pub id: String,
     /// Names (one for ordinary containers).
-    #[serde(rename = "Names", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub names: Vec<String>,
-    /// Image.
-    #[serde(rename = "Image")]
-    pub image: String,
     /// `created`, `running`, `exited`, ...
-    #[serde(rename = "State")]
     pub state: String,
-    /// Labels.
-    #[serde(rename = "Labels", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
     /// Exit code, when exited.
-    #[serde(rename = "ExitCode")]
     pub exit_code: i32,
-    /// Has exited.
-    #[serde(rename = "Exited")]
-    pub exited: bool,
     /// When it started, in seconds since the Unix epoch (not positive: never started).
-    #[serde(rename = "StartedAt")]
     pub started_at: i64,
     /// When it exited, in seconds since the Unix epoch.
-    #[serde(rename = "ExitedAt")]
     pub exited_at: i64,
 }
 
 /// A volume, as returned by volume create and list.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct Volume {
-    /// Volume name.
-    #[serde(rename = "Name")]
     pub name: String,
-    /// Driver.
-    #[serde(rename = "Driver")]
-    pub driver: String,
-    /// Host path of the volume's data.
-    #[serde(rename = "Mountpoint")]
-    pub mountpoint: String,
-    /// Labels.
-    #[serde(rename = "Labels", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
     /// Driver options.
-    #[serde(rename = "Options", deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub options: BTreeMap<String, String>,
 }
 
-/// Response of `GET /libpod/version` (the parts `ags` reads).
+/// Response of `GET /libpod/version` (the part `ags` reads).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct VersionInfo {
     /// Podman version (`4.3.1`).
-    #[serde(rename = "Version")]
     pub version: String,
-    /// Docker-compatible API version (`1.41`).
-    #[serde(rename = "ApiVersion")]
-    pub api_version: String,
-    /// Operating system.
-    #[serde(rename = "Os")]
-    pub os: String,
-    /// Architecture.
-    #[serde(rename = "Arch")]
-    pub arch: String,
-    /// Kernel version.
-    #[serde(rename = "KernelVersion")]
-    pub kernel_version: String,
 }
 
 /// Response of `GET /libpod/info` (the parts `ags` reads; the JSON is camelCase here).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Info {
-    /// Host facts.
     pub host: HostInfo,
-    /// Podman version.
     pub version: InfoVersion,
     /// Image storage.
     pub store: StoreInfo,
@@ -283,7 +199,6 @@ pub struct StoreInfo {
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(default)]
 pub struct StoreCount {
-    /// The count.
     pub number: u64,
 }
 
@@ -297,8 +212,6 @@ pub struct HostInfo {
     pub oci_runtime: OciRuntimeInfo,
     /// `v1` or `v2`.
     pub cgroup_version: String,
-    /// `systemd` or `cgroupfs`.
-    pub cgroup_manager: String,
     /// Network backend (`cni`, `netavark`).
     pub network_backend: String,
     /// Total memory of the machine, in bytes.
@@ -316,8 +229,6 @@ pub struct HostInfo {
 pub struct SecurityInfo {
     /// True when the service runs rootless.
     pub rootless: bool,
-    /// Seccomp is enabled.
-    pub seccomp_enabled: bool,
     /// SELinux is enabled.
     pub selinux_enabled: bool,
 }
@@ -326,10 +237,7 @@ pub struct SecurityInfo {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct OciRuntimeInfo {
-    /// Runtime name.
     pub name: String,
-    /// Runtime binary.
-    pub path: String,
     /// Its `--version` output (`runc version 1.1.5+ds1\ncommit: …`).
     pub version: String,
     /// Its distribution package (`runc_1.1.5+ds1-1+deb12u1_amd64`), when Podman knows it.
@@ -338,25 +246,20 @@ pub struct OciRuntimeInfo {
 
 /// `version` of [`Info`].
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "PascalCase")]
 pub struct InfoVersion {
-    /// Podman version.
-    #[serde(rename = "Version")]
     pub version: String,
-    /// libpod API version.
-    #[serde(rename = "APIVersion")]
-    pub api_version: String,
 }
 
 /// Response of `POST /libpod/images/import`.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 pub(crate) struct ImportResponse {
-    #[serde(rename = "Id")]
     pub(crate) id: String,
 }
 
 /// Podman sends `null` for empty lists and maps; read it as empty.
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(super) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Default + Deserialize<'de>,

@@ -103,37 +103,28 @@ impl Client {
     /// that vanished between list and inspect is skipped.
     pub async fn live_neighbours(&self) -> Result<Vec<Neighbour>> {
         let mut out: Vec<Neighbour> = Vec::new();
+        let mut seen = Vec::new();
         for label in AGENT_LABELS {
-            for n in self.live_neighbours_with(label).await? {
-                if !out.iter().any(|o| o.container == n.container) {
-                    out.push(n);
+            for summary in self.list(&[label]).await? {
+                if !LIVE_STATES.contains(&summary.state.as_str()) || seen.contains(&summary.id) {
+                    continue;
                 }
+                seen.push(summary.id.clone());
+                let inspect = match self.inspect(&summary.id).await {
+                    Ok(i) => i,
+                    Err(e) if e.is_vanished_container() => continue,
+                    Err(e) => return Err(e),
+                };
+                out.push(Neighbour {
+                    container: inspect.name.trim_start_matches('/').to_string(),
+                    binds: inspect
+                        .mounts
+                        .iter()
+                        .filter(|m| m.kind == "bind" && !m.source.is_empty())
+                        .map(|m| (PathBuf::from(&m.source), PathBuf::from(&m.destination), m.rw))
+                        .collect(),
+                });
             }
-        }
-        Ok(out)
-    }
-
-    /// Every live container carrying `label` (`key=value`) with its bind mounts.
-    async fn live_neighbours_with(&self, label: &str) -> Result<Vec<Neighbour>> {
-        let mut out = Vec::new();
-        for summary in self.list(&[label]).await? {
-            if !LIVE_STATES.contains(&summary.state.as_str()) {
-                continue;
-            }
-            let inspect = match self.inspect(&summary.id).await {
-                Ok(i) => i,
-                Err(e) if e.is_vanished_container() => continue,
-                Err(e) => return Err(e),
-            };
-            out.push(Neighbour {
-                container: inspect.name.trim_start_matches('/').to_string(),
-                binds: inspect
-                    .mounts
-                    .iter()
-                    .filter(|m| m.kind == "bind" && !m.source.is_empty())
-                    .map(|m| (PathBuf::from(&m.source), PathBuf::from(&m.destination), m.rw))
-                    .collect(),
-            });
         }
         Ok(out)
     }

@@ -155,7 +155,6 @@ fn is_false(b: &bool) -> bool {
 /// A namespace setting (`{"nsmode": "keep-id"}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Namespace {
-    /// The mode.
     pub nsmode: NsMode,
     /// Mode options, e.g. `uid=1000,gid=1000` for `keep-id` on Podman 5.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -169,7 +168,7 @@ impl Namespace {
     }
 }
 
-/// Namespace modes accepted by libpod.
+/// The namespace modes `ags` uses (libpod accepts more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NsMode {
@@ -179,17 +178,9 @@ pub enum NsMode {
     Private,
     /// Network: no network at all (loopback only).
     None,
-    /// Network: the default bridge network.
-    Bridge,
-    /// Network: rootless user-mode networking.
-    Slirp4netns,
-    /// Network: rootless user-mode networking (Podman 5 default).
-    Pasta,
     /// User namespace: map the calling user to the same uid inside (rootless only).
     #[serde(rename = "keep-id")]
     KeepId,
-    /// User namespace: an automatically chosen range.
-    Auto,
 }
 
 /// `idmappings` of the create body (containers/storage `IDMappingOptions`, whose Go field
@@ -267,7 +258,6 @@ impl Mount {
 /// Podman creates the volume if it does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NamedVolume {
-    /// Volume name.
     #[serde(rename = "Name")]
     pub name: String,
     /// Absolute path inside the container.
@@ -288,7 +278,6 @@ pub struct ResourceLimits {
     /// Process-count limit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pids: Option<PidsLimit>,
-    /// Memory limit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryLimit>,
     /// CPU bandwidth limit.
@@ -318,7 +307,6 @@ pub struct CpuLimit {
 /// `{"limit": N}`: the maximum number of processes in the container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PidsLimit {
-    /// The limit.
     pub limit: i64,
 }
 

@@ -11,9 +11,7 @@
 //! Ref: <https://docs.podman.io/en/latest/_static/api.html>
 
 use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode, header};
@@ -23,7 +21,7 @@ use hyper::client::conn::http1;
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpStream, UnixStream};
 
 use super::endpoint::Endpoint;
@@ -34,45 +32,11 @@ use super::version::ServerVersion;
 /// The route prefix for every request: the libpod API, version 4.0.0 (answered by Podman 4 and 5).
 pub const API_PREFIX: &str = "/v4.0.0/libpod";
 
-/// A connected socket of either kind.
-#[derive(Debug)]
-enum Stream {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
+/// A connected socket of either kind (unix or TCP). Its `poll_shutdown` half-closes the socket
+/// (`shutdown(SHUT_WR)`); attach relies on this for stdin EOF.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 
-impl AsyncRead for Stream {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    /// Half-closes the socket (`shutdown(SHUT_WR)`); attach relies on this for stdin EOF.
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-        }
-    }
-}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 /// A query string under construction; keys and values are percent-encoded.
 #[derive(Debug, Default, Clone)]
@@ -274,12 +238,15 @@ impl Client {
         self.endpoint.is_remote()
     }
 
-    async fn connect(&self) -> Result<Stream> {
+    async fn connect(&self) -> Result<Box<dyn Stream>> {
+        fn boxed(s: impl Stream + 'static) -> Box<dyn Stream> {
+            Box::new(s)
+        }
         let stream = match &self.endpoint {
-            Endpoint::Unix(path) => UnixStream::connect(path).await.map(Stream::Unix),
-            Endpoint::Tcp { host, port } => TcpStream::connect((host.as_str(), *port)).await.map(Stream::Tcp),
+            Endpoint::Unix(path) => UnixStream::connect(path).await.map(boxed),
+            Endpoint::Tcp { host, port } => TcpStream::connect((host.as_str(), *port)).await.map(boxed),
             Endpoint::Ssh { .. } => match &self.tunnel {
-                Some(t) => UnixStream::connect(t.socket()).await.map(Stream::Unix),
+                Some(t) => UnixStream::connect(t.socket()).await.map(boxed),
                 None => Err(io::Error::new(
                     io::ErrorKind::NotConnected,
                     "the SSH transport is not running",

@@ -176,20 +176,15 @@ impl Tunnel {
     /// reader thread may not have collected the line yet: wait a bounded moment for a whole new
     /// line (written after the forward was ready). Only called on a failure path.
     pub(crate) async fn ssh_said_after_failure(&self) -> String {
-        let deadline = tokio::time::Instant::now() + SAID_WAIT;
         let before = self.said_when_ready.load(Ordering::Relaxed);
-        loop {
-            let whole = {
-                let buf = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
-                (buf.len() > before && buf.ends_with(b"\n"))
-                    || buf.len() >= STDERR_CAP
-                    || self.stderr_done.load(Ordering::Acquire)
-            };
-            if whole || tokio::time::Instant::now() >= deadline {
-                return self.ssh_said();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for(SAID_WAIT, || {
+            let buf = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+            (buf.len() > before && buf.ends_with(b"\n"))
+                || buf.len() >= STDERR_CAP
+                || self.stderr_done.load(Ordering::Acquire)
+        })
+        .await;
+        self.ssh_said()
     }
 
     fn exited(&self) -> bool {
@@ -209,10 +204,7 @@ impl Tunnel {
             if self.exited() {
                 // The reader thread may not have collected the last words yet (e.g. "Host key
                 // verification failed."): wait, bounded, for the end of the pipe.
-                let until = tokio::time::Instant::now() + LAST_WORDS_WAIT;
-                while !self.stderr_done.load(Ordering::Acquire) && tokio::time::Instant::now() < until {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                wait_for(LAST_WORDS_WAIT, || self.stderr_done.load(Ordering::Acquire)).await;
                 let said = self.ssh_said();
                 return Err(match said.is_empty() {
                     true => "ssh exited before the forward was ready".into(),
@@ -242,6 +234,14 @@ impl Drop for Tunnel {
         if let Some(dir) = self.dir.take() {
             let _ = dir.close();
         }
+    }
+}
+
+/// Check `done` every 10 ms until it holds or `limit` has passed.
+async fn wait_for(limit: Duration, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

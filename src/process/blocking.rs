@@ -142,13 +142,7 @@ pub(crate) fn supervise<A: Copy>(mut running: Running, io: &Io, abort: &Abort<A>
     let status = running.reap();
     drain(&mut s, Instant::now() + io.drain_grace);
     s.chunk.zeroize(); // `op`'s output holds secret values
-    s.lines.finish();
-    if s.err.discarded > 0 {
-        s.lines.emit_raw(&format!(
-            "[ags: {} more bytes of stderr discarded; the limit is {} bytes]",
-            s.err.discarded, io.stderr_cap
-        ));
-    }
+    s.lines.finish(&s.err, io.stderr_cap);
     Finished {
         ending,
         status,
@@ -285,12 +279,7 @@ fn read_chunk(end: &mut End, chunk: &mut Vec<u8>) -> io::Result<Option<usize>> {
 fn read_stdout(s: &mut Streams<'_>) {
     match read_chunk(&mut s.stdout, &mut s.chunk) {
         Ok(Some(n)) if n > 0 => {
-            let out = &mut s.out;
-            out.total += n as u64;
-            let room = s.io.stdout_cap.saturating_sub(out.bytes.len());
-            out.bytes.extend_from_slice(&s.chunk[..n.min(room)]);
-            if n > room {
-                out.overflow = true;
+            if s.out.take(&s.chunk[..n], s.io.stdout_cap) {
                 s.stdout.close(); // reading stops at once: the caller kills
             }
         }
@@ -303,11 +292,7 @@ fn read_stderr(s: &mut Streams<'_>) {
     if let Ok(Some(n)) = read_chunk(&mut s.stderr, &mut s.chunk)
         && n > 0
     {
-        let room = s.io.stderr_cap.saturating_sub(s.err.total as usize);
-        let keep = n.min(room);
-        s.err.total += n as u64;
-        s.err.discarded += (n - keep) as u64;
-        s.lines.push(&s.chunk[..keep]);
+        s.err.forward(&s.chunk[..n], s.io.stderr_cap, &mut s.lines);
     }
 }
 

@@ -53,11 +53,7 @@ pub(super) async fn read_stdout(
         match n {
             Ok(0) => break,
             Ok(n) => {
-                out.total += n as u64;
-                let room = cap.saturating_sub(out.bytes.len());
-                out.bytes.extend_from_slice(&chunk[..n.min(room)]);
-                if n > room {
-                    out.overflow = true;
+                if out.take(&chunk[..n], cap) {
                     break;
                 }
             }
@@ -70,6 +66,18 @@ pub(super) async fn read_stdout(
     }
     chunk.as_mut_slice().zeroize();
     out
+}
+
+impl StdoutCapture {
+    /// Keep what of `read` fits in `cap` bytes; true when it did not fit (`overflow`: reading
+    /// stops at once, the caller kills).
+    pub(super) fn take(&mut self, read: &[u8], cap: usize) -> bool {
+        self.total += read.len() as u64;
+        let room = cap.saturating_sub(self.bytes.len());
+        self.bytes.extend_from_slice(&read[..read.len().min(room)]);
+        self.overflow |= read.len() > room;
+        self.overflow
+    }
 }
 
 /// What was read from stderr.
@@ -105,20 +113,20 @@ pub(super) async fn forward_stderr(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let room = cap.saturating_sub(summary.total as usize);
-        let keep = n.min(room);
-        summary.total += n as u64;
-        summary.discarded += (n - keep) as u64;
-        lines.push(&chunk[..keep]);
+        summary.forward(&chunk[..n], cap, &mut lines);
     }
-    lines.finish();
-    if summary.discarded > 0 {
-        lines.emit_raw(&format!(
-            "[ags: {} more bytes of stderr discarded; the limit is {cap} bytes]",
-            summary.discarded
-        ));
-    }
+    lines.finish(&summary, cap);
     summary
+}
+
+impl StderrSummary {
+    /// Count `read` and forward what of it fits in `cap` bytes.
+    pub(super) fn forward(&mut self, read: &[u8], cap: usize, lines: &mut LineSplitter) {
+        let keep = read.len().min(cap.saturating_sub(self.total as usize));
+        self.total += read.len() as u64;
+        self.discarded += (read.len() - keep) as u64;
+        lines.push(&read[..keep]);
+    }
 }
 
 pub(super) struct LineSplitter {
@@ -154,10 +162,17 @@ impl LineSplitter {
         }
     }
 
-    pub(super) fn finish(&mut self) {
+    /// Emit the partial last line, and say how much of stderr was discarded past `cap`.
+    pub(super) fn finish(&mut self, summary: &StderrSummary, cap: usize) {
         if !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);
             self.emit(&line);
+        }
+        if summary.discarded > 0 {
+            self.emit_raw(&format!(
+                "[ags: {} more bytes of stderr discarded; the limit is {cap} bytes]",
+                summary.discarded
+            ));
         }
     }
 
@@ -165,7 +180,7 @@ impl LineSplitter {
         self.emit_raw(&escape_controls(&String::from_utf8_lossy(line)));
     }
 
-    pub(super) fn emit_raw(&self, text: &str) {
+    fn emit_raw(&self, text: &str) {
         (self.sink)(&format!("{}{text}", self.prefix));
     }
 }
@@ -194,7 +209,7 @@ mod tests {
         s.push(b"one\ntw");
         s.push(b"o\n\x1bx");
         s.push(&vec![b'y'; MAX_LINE]);
-        s.finish();
+        s.finish(&StderrSummary::default(), 0);
         let got = got.lock().unwrap();
         assert_eq!(got[..2], ["[h] one", "[h] two"]);
         assert!(got[2].starts_with("[h] \\u{1b}xyyy"), "{}", got[2]);

@@ -341,7 +341,7 @@ async fn tmpfs_volume_upload_after_init() {
         stderr: true,
         tty: false,
     };
-    let (mut demux, _input) = client.attach(&id, opts).await.unwrap().into_demux();
+    let (mut demux, _input) = client.attach(&id, opts).await.unwrap();
     client.start(&id).await.unwrap();
     let mut out = Vec::new();
     while let Some((_, data)) = demux.read_frame().await.unwrap() {

@@ -54,10 +54,10 @@ async fn stdin_needs_the_spec_flag() {
         stderr: true,
         tty: false,
     };
-    let (mut demux, mut input) = client.attach(&id, opts).await.unwrap().into_demux();
+    let (mut demux, mut input) = client.attach(&id, opts).await.unwrap();
     client.start(&id).await.unwrap();
     let _ = input.write_all(b"dropped\n").await;
-    let _ = input.close().await;
+    let _ = input.shutdown().await;
     let mut out = Vec::new();
     loop {
         match demux.read_frame().await {
@@ -87,9 +87,9 @@ async fn input_closed_before_start_still_arrives() {
         stderr: true,
         tty: false,
     };
-    let (mut demux, mut input) = client.attach(&id, opts).await.unwrap().into_demux();
+    let (mut demux, mut input) = client.attach(&id, opts).await.unwrap();
     input.write_all(b"early\n").await.unwrap();
-    input.close().await.unwrap();
+    input.shutdown().await.unwrap();
     client.start(&id).await.unwrap();
     let mut out = Vec::new();
     while let Some((_, data)) = demux.read_frame().await.unwrap() {

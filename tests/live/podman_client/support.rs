@@ -170,7 +170,7 @@ pub(crate) async fn run(
         stderr: true,
         tty: spec.terminal,
     };
-    let (mut demux, mut stdin) = client.attach(&id, opts).await.expect("attach").into_demux();
+    let (mut demux, mut stdin) = client.attach(&id, opts).await.expect("attach");
     if let Some((h, w)) = size {
         client.resize(&id, h, w).await.expect("resize after attach");
     }
@@ -178,7 +178,7 @@ pub(crate) async fn run(
     let write = async {
         if let Some(data) = input {
             stdin.write_all(data).await.expect("write stdin");
-            stdin.close().await.expect("close stdin");
+            stdin.shutdown().await.expect("close stdin");
         }
     };
     let read = async {
