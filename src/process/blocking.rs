@@ -1,10 +1,9 @@
-//! Supervision on the calling thread: one `poll(2)` loop over the child's three pipes, its pidfd
-//! and an [`Abort`] pipe, with the same rules as the asynchronous supervisor of this module
-//! (stdin written then closed, stdout capped, stderr forwarded line by line and capped, a
-//! timeout, an abort; the whole group SIGKILLed before the child is reaped; pipes drained for at
-//! most the drain grace).
+//! The supervisor, on the calling thread: one `poll(2)` loop over the child's three pipes, its
+//! pidfd and an [`Abort`] pipe (stdin written then closed, stdout capped, stderr forwarded line by
+//! line and capped, a timeout, an abort; the whole group SIGKILLed before the child is reaped;
+//! pipes drained for at most the drain grace). The async `super::run` runs it on the blocking pool.
 //!
-//! Why a second supervisor: the prepare runner starts many short hooks at once. Supervised on the
+//! Why not async: the prepare runner starts many short hooks at once. Supervised on the
 //! runtime thread, each hook cost a hand-off to the blocking pool for the spawn, a thread parked
 //! in `waitid`, three pipe tasks with their epoll registrations and some eight thread wake-ups;
 //! `ags`'s own CPU time per hook was 2–3 times that of the same spawns made by plain threads,
@@ -306,6 +305,12 @@ fn wait_exit(running: &Running, pidfd: Option<&OwnedFd>) {
                 _ => return,
             }
         },
-        None => super::wait_exit(running.pgid),
+        None => loop {
+            let flags = nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT;
+            match nix::sys::wait::waitid(nix::sys::wait::Id::Pid(running.pgid), flags) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                _ => return,
+            }
+        },
     }
 }

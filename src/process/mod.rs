@@ -12,17 +12,16 @@
 //! later `killpg` could hit a stranger. `WNOWAIT` lets us see the exit while the child is still
 //! an unreaped zombie, which keeps its group id reserved until our `killpg` is done.
 //!
-//! Two supervisors share these rules: [`run`] supervises one process from the async runtime
-//! (lifecycle hooks, `op`, the SSH transport), [`supervise_blocking`] supervises it on the
-//! calling thread with one `poll(2)` loop (the prepare runner's worker threads, where the
-//! runtime's hand-offs and wake-ups cost more CPU than the hooks' own spawns; see `blocking`).
+//! One supervisor applies these rules: [`supervise_blocking`], one `poll(2)` loop on the calling
+//! thread (the prepare runner's worker threads, where the runtime's hand-offs and wake-ups cost
+//! more CPU than the hooks' own spawns; see `blocking`). [`run`] is its async entry point (`op`,
+//! `git`): it runs that loop on Tokio's blocking pool and turns an abort future into an [`Abort`].
 //!
 //! A leaf module: it imports only other leaf modules (`procfs`, `text`), so every stage may use it.
 
 use std::ffi::OsString;
 use std::future::Future;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -33,11 +32,6 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
-use tokio::io::AsyncWriteExt;
-use tokio::net::unix::pipe;
-use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
-use tokio::time::{Instant, sleep_until, timeout_at};
 
 mod blocking;
 mod interrupt;
@@ -48,7 +42,6 @@ pub(crate) use blocking::{Abort, supervise as supervise_blocking};
 pub use interrupt::{Interrupt, InterruptHandle, interrupt_channel};
 pub use output::{StderrSink, stderr_to_terminal};
 pub(crate) use output::{StderrSummary, StdoutCapture};
-use output::{forward_stderr, read_stdout};
 
 /// Writing an executable (exclusive) never overlaps a fork (shared). A child forked while a file
 /// is open for writing inherits that descriptor until its own `exec`, and an `exec` of that file
@@ -181,173 +174,53 @@ pub(crate) fn spawn_watchdog(program: &Path, arg: &str) -> io::Result<(Child, Ch
     Ok((child, pipe))
 }
 
-/// Spawn (on the blocking pool) and supervise: the whole life of one process.
-pub(crate) async fn run<A>(spec: Spawn, io: &Io, abort: impl Future<Output = A>) -> io::Result<Finished<A>> {
-    start_and_supervise(move || spawn(&spec), io, abort).await
-}
-
-/// Run `start` (checks, then [`spawn`]) on the blocking pool and supervise what it started. The
-/// blocking task that spawned goes on to wait for the exit: one hand-off to the pool per
-/// process, not one for the spawn and another for the wait.
-pub(crate) async fn start_and_supervise<A, E>(
-    start: impl FnOnce() -> Result<Running, E> + Send + 'static,
-    io: &Io,
-    abort: impl Future<Output = A>,
-) -> Result<Finished<A>, E>
+/// Spawn and supervise on the blocking pool ([`blocking::supervise`]): the whole life of one
+/// process. `abort` is awaited here and fires the supervisor's [`Abort`]; if this future is
+/// dropped midway (the caller was cancelled), the abort fires too and the group is killed.
+pub(crate) async fn run<A>(spec: Spawn, io: &Io, abort: impl Future<Output = A>) -> io::Result<Finished<A>>
 where
-    E: Send + 'static,
+    A: Copy + Send + 'static,
 {
-    let (tx, rx) = oneshot::channel();
-    let exited = tokio::task::spawn_blocking(move || {
-        let started = start();
-        let pid = started.as_ref().ok().map(|r| r.pgid);
-        // The receiver is gone (the caller was cancelled): dropping `running` kills the group.
-        if tx.send(started).is_ok()
-            && let Some(pid) = pid
-        {
-            wait_exit(pid);
-        }
-    });
-    let running = match rx.await {
-        Ok(started) => started?,
-        // `start` panicked: resume it here.
-        Err(_) => {
-            joined_blocking(exited.await);
-            unreachable!("the start task ends only after sending, unless it panicked")
+    let fire = CancelGuard(Arc::new(Abort::new()?));
+    let (io, pipe) = (io.clone(), fire.0.clone());
+    let mut task = tokio::task::spawn_blocking(move || Ok(blocking::supervise(spawn(&spec)?, &io, &pipe)));
+    tokio::pin!(abort);
+    let finished: io::Result<Finished<Option<A>>> = tokio::select! {
+        biased;
+        done = &mut task => joined_blocking(done),
+        reason = &mut abort => {
+            fire.0.fire(Some(reason));
+            joined_blocking(task.await)
         }
     };
-    Ok(supervise(running, exited, io, abort).await)
+    let finished = finished?;
+    let ending = match finished.ending {
+        Ending::Exited => Ending::Exited,
+        Ending::Timeout => Ending::Timeout,
+        Ending::Overflow => Ending::Overflow,
+        Ending::Aborted(reason) => Ending::Aborted(reason.expect("only a dropped `run` fires `None`")),
+    };
+    Ok(Finished {
+        ending,
+        status: finished.status,
+        stdout: finished.stdout,
+        stderr: finished.stderr,
+        write_error: finished.write_error,
+    })
+}
+
+/// Fires `None` when [`run`] is dropped (a reason fired earlier is kept).
+struct CancelGuard<A: Copy>(Arc<Abort<Option<A>>>);
+
+impl<A: Copy> Drop for CancelGuard<A> {
+    fn drop(&mut self) {
+        self.0.fire(None);
+    }
 }
 
 /// Resume a panic of a blocking task in the caller.
 pub(crate) fn joined_blocking<R>(r: Result<R, tokio::task::JoinError>) -> R {
     r.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
-}
-
-/// Feed, read and watch `running` until it exits, times out, overflows stdout or `abort`
-/// completes; then kill its group, reap it and drain its pipes (bounded by the drain grace).
-/// `exited` completes when the process has exited (without reaping it).
-async fn supervise<A>(
-    mut running: Running,
-    mut exited: JoinHandle<()>,
-    io: &Io,
-    abort: impl Future<Output = A>,
-) -> Finished<A> {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let pipes = match running.take_pipes() {
-        Ok(p) => p,
-        Err(source) => return running.abandon(source),
-    };
-    let mut writer = tokio::spawn(write_stdin(pipes.stdin, io.stdin.clone()));
-    let mut stdout = tokio::spawn(read_stdout(pipes.stdout, io.stdout_cap, stop_rx.clone()));
-    let stderr = tokio::spawn(forward_stderr(
-        pipes.stderr,
-        io.stderr_name.clone(),
-        io.stderr_cap,
-        io.stderr_sink.clone(),
-        stop_rx,
-    ));
-    let _helpers = HelperTasks([
-        writer.abort_handle(),
-        stdout.abort_handle(),
-        stderr.abort_handle(),
-    ]);
-    let deadline = Instant::now() + io.timeout;
-    let mut early_stdout = None;
-    tokio::pin!(abort);
-    let ending = loop {
-        tokio::select! {
-            biased;
-            _ = &mut exited => break Ending::Exited,
-            r = &mut stdout, if early_stdout.is_none() => {
-                let capture = joined(r);
-                let overflow = capture.overflow;
-                early_stdout = Some(capture);
-                if overflow {
-                    break Ending::Overflow;
-                }
-            }
-            () = sleep_until(deadline) => break Ending::Timeout,
-            reason = &mut abort => break Ending::Aborted(reason),
-        }
-    };
-    running.kill();
-    if !matches!(ending, Ending::Exited) {
-        let _ = exited.await; // returns promptly: the whole group was just SIGKILLed
-    }
-    let status = running.reap();
-    let drain_until = Instant::now() + io.drain_grace;
-    let write_error = match timeout_at(drain_until, &mut writer).await {
-        Ok(Ok(Err(e))) if e.kind() != io::ErrorKind::BrokenPipe => Some(e),
-        Ok(_) => None,
-        Err(_) => {
-            writer.abort(); // something outside the group still holds stdin open
-            None
-        }
-    };
-    let stdout = match early_stdout {
-        Some(capture) => capture,
-        None => drain(stdout, drain_until, &stop_tx).await,
-    };
-    let stderr = drain(stderr, drain_until, &stop_tx).await;
-    Finished {
-        ending,
-        status,
-        stdout,
-        stderr,
-        write_error,
-    }
-}
-
-/// Stops the pipe tasks if supervision is dropped midway (the caller was cancelled); the
-/// [`Running`] guard kills the processes, this stops the readers and the writer.
-struct HelperTasks([tokio::task::AbortHandle; 3]);
-
-impl Drop for HelperTasks {
-    fn drop(&mut self) {
-        self.0.iter().for_each(tokio::task::AbortHandle::abort);
-    }
-}
-
-/// Wait for a reader until `until`, then tell it to stop and take what it has.
-async fn drain<R: Default>(mut task: JoinHandle<R>, until: Instant, stop: &watch::Sender<bool>) -> R {
-    match timeout_at(until, &mut task).await {
-        Ok(r) => joined(r),
-        Err(_) => {
-            stop.send_replace(true);
-            joined(task.await)
-        }
-    }
-}
-
-fn joined<R: Default>(r: Result<R, tokio::task::JoinError>) -> R {
-    match r {
-        Ok(v) => v,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => R::default(),
-    }
-}
-
-async fn write_stdin(mut stdin: pipe::Sender, bytes: Arc<[u8]>) -> io::Result<()> {
-    stdin.write_all(&bytes).await?;
-    stdin.flush().await
-    // dropping `stdin` closes it: the child sees EOF
-}
-
-/// Block until `pid` has exited, without reaping it.
-fn wait_exit(pid: Pid) {
-    loop {
-        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
-            Err(Errno::EINTR) => continue,
-            _ => return,
-        }
-    }
-}
-
-struct Pipes {
-    stdin: pipe::Sender,
-    stdout: pipe::Receiver,
-    stderr: pipe::Receiver,
 }
 
 /// Owns a started process. Its process group is SIGKILLed before the process is reaped, and on
@@ -368,19 +241,6 @@ impl Running {
             child: Some(child),
             pgid,
         }
-    }
-
-    fn take_pipes(&mut self) -> io::Result<Pipes> {
-        let child = self.child.as_mut().expect("the child is not reaped yet");
-        let missing = || io::Error::other("a standard stream of the child was not piped");
-        let stdin = OwnedFd::from(child.stdin.take().ok_or_else(missing)?);
-        let stdout = OwnedFd::from(child.stdout.take().ok_or_else(missing)?);
-        let stderr = OwnedFd::from(child.stderr.take().ok_or_else(missing)?);
-        Ok(Pipes {
-            stdin: pipe::Sender::from_owned_fd(stdin)?,
-            stdout: pipe::Receiver::from_owned_fd(stdout)?,
-            stderr: pipe::Receiver::from_owned_fd(stderr)?,
-        })
     }
 
     /// The id of the process group the process leads.
@@ -451,3 +311,6 @@ impl Drop for Running {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,14 +1,9 @@
 //! A hook's output streams: stdout captured with a byte cap, stderr forwarded line by line
-//! (escaped, prefixed with the hook name) with its own cap. Both readers stop on EOF or when told
-//! to (a re-grouped daemon may keep a pipe open after the hook is gone).
+//! (escaped, prefixed with the hook name) with its own cap. The supervisor (`blocking`) reads the
+//! pipes and hands the bytes to these.
 
 use std::io;
 use std::sync::Arc;
-
-use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe::Receiver;
-use tokio::sync::watch;
-use zeroize::Zeroize;
 
 use crate::text::escape_controls;
 
@@ -17,7 +12,6 @@ pub type StderrSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Flush a partial stderr line once it is this long, so a hook without newlines is still seen.
 const MAX_LINE: usize = 4096;
-const CHUNK: usize = 16 * 1024;
 
 /// What was read from stdout.
 #[derive(Debug, Default)]
@@ -30,42 +24,6 @@ pub(crate) struct StdoutCapture {
     pub overflow: bool,
     /// Reading failed.
     pub error: Option<io::Error>,
-}
-
-/// Read stdout until EOF, `stop`, or more than `cap` bytes (then stop at once: the caller kills).
-pub(super) async fn read_stdout(
-    mut pipe: Receiver,
-    cap: usize,
-    mut stop: watch::Receiver<bool>,
-) -> StdoutCapture {
-    let mut out = StdoutCapture::default();
-    // Read into spare capacity: no 16 KiB zeroed per hook (it was a sixth of the runner's
-    // instructions), and only what was read is wiped.
-    let mut chunk = Vec::with_capacity(CHUNK);
-    loop {
-        chunk.as_mut_slice().zeroize(); // `op`'s output holds secret values
-        chunk.clear();
-        let n = tokio::select! {
-            biased;
-            r = pipe.read_buf(&mut chunk) => r,
-            _ = stop.wait_for(|s| *s) => break,
-        };
-        match n {
-            Ok(0) => break,
-            Ok(n) => {
-                if out.take(&chunk[..n], cap) {
-                    break;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                out.error = Some(e);
-                break;
-            }
-        }
-    }
-    chunk.as_mut_slice().zeroize();
-    out
 }
 
 impl StdoutCapture {
@@ -87,36 +45,6 @@ pub(crate) struct StderrSummary {
     pub total: u64,
     /// Bytes beyond the cap (read and thrown away so the hook never blocks on a full pipe).
     pub discarded: u64,
-}
-
-/// Forward stderr to `sink` line by line as it arrives; keep at most `cap` bytes, drain the rest.
-pub(super) async fn forward_stderr(
-    mut pipe: Receiver,
-    name: String,
-    cap: usize,
-    sink: StderrSink,
-    mut stop: watch::Receiver<bool>,
-) -> StderrSummary {
-    let mut lines = LineSplitter::new(name, sink);
-    let mut summary = StderrSummary::default();
-    let mut chunk = Vec::with_capacity(CHUNK);
-    loop {
-        chunk.clear();
-        let n = tokio::select! {
-            biased;
-            r = pipe.read_buf(&mut chunk) => r,
-            _ = stop.wait_for(|s| *s) => break,
-        };
-        let n = match n {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        summary.forward(&chunk[..n], cap, &mut lines);
-    }
-    lines.finish(&summary, cap);
-    summary
 }
 
 impl StderrSummary {
