@@ -249,6 +249,9 @@ async fn run_git(
     let stderr = lines.lock().unwrap_or_else(PoisonError::into_inner).join("; ");
     match done.ending {
         Ending::Timeout => return Err(format!("git {} took over {} s", args[0], TIMEOUT.as_secs())),
+        // The exit can be seen before the last read that overflows: the cut output is never
+        // taken for the whole.
+        _ if done.stdout.overflow => return Err(format!("git {} printed over {cap} bytes", args[0])),
         Ending::Overflow => return Err(format!("git {} printed over {cap} bytes", args[0])),
         Ending::Exited | Ending::Aborted(()) => {}
     }
@@ -335,5 +338,34 @@ mod tests {
             .collect();
         assert_eq!(paths, [(new.as_str(), ".vscode/tasks.json")]);
         assert!(!ran.exists(), "core.fsmonitor ran");
+    }
+
+    /// Git's output past the cap is refused even when git exits before the cap is noticed: a
+    /// commit list cut at the cap would leave the commits after the cut unchecked (review of
+    /// session 26). `git version` prints its 19 bytes and exits at once.
+    #[test]
+    fn output_past_the_cap_is_refused_however_fast_git_exits() {
+        let git = crate::workspace::host_programs::resolve(
+            crate::workspace::host_programs::Wanted {
+                name: "git",
+                key: "k",
+                install: "i",
+            },
+            None,
+            std::env::var_os("PATH").as_deref(),
+            &[],
+            nix::unistd::getuid().as_raw(),
+        )
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..20 {
+            let got = rt.block_on(run_git(git.path(), dir.path(), &["version"], Vec::new(), 4));
+            let err = got.expect_err("19 bytes passed a cap of 4");
+            assert!(err.contains("printed over 4 bytes"), "{err}");
+        }
     }
 }
