@@ -313,22 +313,7 @@ mod tests {
             new: Ok(vec![new.clone()]),
             old: vec![old, "0".repeat(40)],
         };
-        let git = crate::workspace::host_programs::resolve(
-            crate::workspace::host_programs::Wanted {
-                name: "git",
-                key: "k",
-                install: "i",
-            },
-            None,
-            std::env::var_os("PATH").as_deref(),
-            &[],
-            nix::unistd::getuid().as_raw(),
-        )
-        .unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let (git, rt) = host_git();
         let found = rt.block_on(read(Ok(git.path()), &[moved], &[]));
         assert!(found.unread.is_empty(), "{:?}", found.unread);
         let paths: Vec<(&str, &str)> = found
@@ -340,11 +325,11 @@ mod tests {
         assert!(!ran.exists(), "core.fsmonitor ran");
     }
 
-    /// Git's output past the cap is refused even when git exits before the cap is noticed: a
-    /// commit list cut at the cap would leave the commits after the cut unchecked (review of
-    /// session 26). `git version` prints its 19 bytes and exits at once.
-    #[test]
-    fn output_past_the_cap_is_refused_however_fast_git_exits() {
+    /// The host's git, resolved as a launch resolves it, and a runtime to run it from.
+    fn host_git() -> (
+        crate::workspace::host_programs::HostProgram,
+        tokio::runtime::Runtime,
+    ) {
         let git = crate::workspace::host_programs::resolve(
             crate::workspace::host_programs::Wanted {
                 name: "git",
@@ -361,6 +346,15 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
+        (git, rt)
+    }
+
+    /// Git's output past the cap is refused even when git exits before the cap is noticed: a
+    /// commit list cut at the cap would leave the commits after the cut unchecked (review of
+    /// session 26). `git version` prints its 19 bytes and exits at once.
+    #[test]
+    fn output_past_the_cap_is_refused_however_fast_git_exits() {
+        let (git, rt) = host_git();
         let dir = tempfile::tempdir().unwrap();
         for _ in 0..20 {
             let got = rt.block_on(run_git(git.path(), dir.path(), &["version"], Vec::new(), 4));
