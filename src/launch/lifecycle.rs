@@ -1,4 +1,4 @@
-//! The lifecycle of one container: create → attach (initialises) → stage → resize → start →
+//! The lifecycle of one container: create → attach (initialises) → resize → stage → start →
 //! session → exit code. Every created resource is recorded in [`Cleanup`] before the next step,
 //! and a termination signal between steps aborts the launch (the caller then cleans up).
 
@@ -59,6 +59,9 @@ pub async fn run(
             None => return Err(LaunchError::from_start(e)),
         },
     };
+    // The window size goes to conmon now, not just before start: conmon applies it when its loop
+    // next reads the control FIFO, and an agent that reads its size at once must find it set.
+    size_window(client, &id, plan.tty).await?;
     if let Some(dir) = &plan.host_stage_dir {
         // Initialised: the read-only binds now hold the files; drop the host copies.
         let _ = std::fs::remove_dir_all(dir);
@@ -69,7 +72,7 @@ pub async fn run(
     }
     // The agent's configuration at rest, before anything it runs could change it.
     super::outside::record(client, &id, plan, record).await;
-    let _raw = enter_terminal(client, &id, plan.tty).await?;
+    let _raw = enter_terminal(plan.tty)?;
     check(signals)?;
     crate::trace::mark("attached");
     // The keeper goes while the agent starts and runs (its removal takes a while and the agent's
@@ -121,17 +124,21 @@ async fn before_create(
     Ok(())
 }
 
-/// With a terminal: raw mode for the launch (restored when the guard drops) and the
-/// container's window at the terminal's size.
-async fn enter_terminal(client: &Client, id: &str, tty: bool) -> Result<Option<RawModeGuard>, LaunchError> {
-    if !tty {
-        return Ok(None);
+/// With a terminal: the container's window at the terminal's size. Podman only writes it to
+/// conmon's control FIFO (as `podman run` does), so the earlier this is sent before start, the
+/// likelier the agent's first look finds it; SIGWINCH tells the agent when it comes later.
+async fn size_window(client: &Client, id: &str, tty: bool) -> Result<(), LaunchError> {
+    match terminal::window_size() {
+        Some((rows, cols)) if tty => Ok(client.resize(id, rows, cols).await?),
+        _ => Ok(()),
     }
-    let raw = RawModeGuard::enter().map_err(LaunchError::Terminal)?;
-    if let Some((rows, cols)) = terminal::window_size() {
-        client.resize(id, rows, cols).await?;
-    }
-    Ok(Some(raw))
+}
+
+/// With a terminal: raw mode for the launch (restored when the guard drops).
+fn enter_terminal(tty: bool) -> Result<Option<RawModeGuard>, LaunchError> {
+    tty.then(RawModeGuard::enter)
+        .transpose()
+        .map_err(LaunchError::Terminal)
 }
 
 /// Remove the staging keeper once it has started; its name when it is gone (the launch's

@@ -1,4 +1,4 @@
-//! Stage 5: the container lifecycle — create → attach (initialises) → stage → resize → start →
+//! Stage 5: the container lifecycle — create → attach (initialises) → resize → stage → start →
 //! session → exit code → cleanup — plus the reconciliation of leftovers (`gc`).
 //!
 //! I/O: the Podman API (through `podman::Client`), the host terminal and signals. Nothing here

@@ -167,7 +167,11 @@ fn stty_flags(slave: &Path) -> Vec<String> {
 #[test]
 fn tty_size_resize_ctrl_c_and_terminal_restored() {
     each_mode(|env| {
-        let script = "stty size; trap 'stty size; echo WINCHED' WINCH; trap 'echo GOT-INT; exit 5' INT; \
+        // Podman hands the size sent before start to conmon's control FIFO and returns, so under
+        // load the agent can start before conmon has set it (as with `podman run -t`): wait until
+        // the window has a size. Without the initial resize it never gets one and READY never comes.
+        let script = "until [ -n \"$(stty size 2>/dev/null)\" ]; do sleep 0.1; done; stty size; \
+                      trap 'stty size; echo WINCHED' WINCH; trap 'echo GOT-INT; exit 5' INT; \
                       echo READY; while :; do sleep 1 & wait $!; done";
         let mut s = env.spawn_pty(launch_args(env, &[], &["sh", "-c", script]), 24, 80);
         let t = Duration::from_secs(60);
