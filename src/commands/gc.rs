@@ -73,10 +73,14 @@ pub fn gc(global: &GlobalArgs, args: &GcArgs) -> Result<u8, Error> {
     })
 }
 
-/// The host's own leftovers swept (prepare-hook exec directories, staging directories), and
-/// what was removed and recovered said.
+/// The host's own leftovers swept (prepare-hook exec directories, staging directories, egress
+/// grants that no longer hold), and what was removed and recovered said.
 fn say_swept(paths: &crate::config::Paths, report: &launch::gc::GcReport, recovered: &[String]) {
     crate::hooks::prepare::sweep_exec_dirs(paths);
+    let grants = crate::egress::grants::sweep(&paths.egress_grants());
+    if grants > 0 {
+        println!("removed {grants} egress grant(s) that no longer hold (expired, or their launch ended)");
+    }
     let host: Vec<_> = paths
         .stage_roots()
         .iter()
@@ -91,7 +95,7 @@ fn say_swept(paths: &crate::config::Paths, report: &launch::gc::GcReport, recove
     for v in &report.volumes {
         println!("removed volume {v}");
     }
-    let removed = host.len() + report.containers.len() + report.volumes.len();
+    let removed = grants + host.len() + report.containers.len() + report.volumes.len();
     if removed == 0 && recovered.is_empty() && report.errors.is_empty() {
         println!("nothing to clean up: no leftovers of ags processes that are gone");
     }

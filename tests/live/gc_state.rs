@@ -3,7 +3,8 @@
 //! exist, not the `shared` ones, not a volume whose name is not the one `ags` gives that project,
 //! not one a container still uses (until it is gone), not outside `--under`; plain `ags gc` never
 //! touches state volumes; without a terminal and `--yes` nothing is removed; a remote service is refused before
-//! any connection. Real volumes, made the way a user makes them (`ags login import`).
+//! any connection. Real volumes, made the way a user makes them (`ags login import`). Plain
+//! `ags gc` also removes the egress grants of launches that ended.
 
 use crate::common;
 
@@ -209,4 +210,30 @@ fn a_remote_service_is_refused_before_any_connection() {
             show(&out)
         );
     }
+}
+
+/// A grant until a launch ends stops holding when that launch's `ags` is gone; `ags gc` removes
+/// its file and says so (before, only the next `ags allow` swept it).
+#[test]
+fn gc_removes_the_grants_of_launches_that_ended() {
+    each_mode(|env| {
+        let mut launch_process = std::process::Command::new("sleep")
+            .arg("120")
+            .spawn()
+            .expect("sleep");
+        let launch = format!("ags-{}-1", launch_process.id());
+        let out = env.run(["allow", "127.0.0.1:9", "--launch", &launch]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        launch_process.kill().expect("kill");
+        launch_process.wait().expect("wait");
+        let out = env.run(["gc"]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert!(
+            stdout(&out).contains("removed 1 egress grant(s) that no longer hold"),
+            "{}",
+            show(&out)
+        );
+        let out = env.run(["gc"]);
+        assert!(!stdout(&out).contains("egress grant"), "{}", show(&out));
+    });
 }
