@@ -63,6 +63,7 @@ pub mod prompt;
 pub mod receipt;
 pub mod safepath;
 pub mod secret;
+pub mod socket_server;
 pub mod ssh_agent;
 pub mod text;
 pub mod time;
