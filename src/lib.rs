@@ -21,12 +21,12 @@
 //!
 //! `commands` is the only module that calls several stages; `error` gathers the stages' errors.
 //! Leaf and data modules (`agents` — the agent table —, `agent_hooks`, `containment`, `exit`,
-//! `fsutil`, `git::model`, `egress::model`, `hardening`, `json`, `limits`, `process`, `procfs`, `prompt`, `safepath`, `text`,
+//! `fsutil`, `git::model`, `egress::model`, `hardening`, `json`, `limits`, `process`, `procfs`, `prompt`, `safepath`, `socket_server`, `text`,
 //! `time`, `trace`) may be used by every stage and use only each other. Process spawning lives in
 //! `process` (and in the `ags-oci-hook` program, `events::oci::record`, which spawns nothing
 //! but runs from Podman); socket I/O lives in `podman::transport` and in the three per-launch
 //! servers of the `ags` process, `egress` (the proxy), `agent_hooks::log` (the agent hook record) and
-//! `ssh_agent` (the filter in front of the forwarded ssh-agent).
+//! `ssh_agent` (the filter in front of the forwarded ssh-agent), which share `socket_server`.
 //! `events::spool` holds what crash recovery needs (docs/lifecycle.md).
 //!
 //! `tests/offline/architecture.rs` checks this shape on every `cargo test`: it reads `src/`, resolves
@@ -63,6 +63,7 @@ pub mod prompt;
 pub mod receipt;
 pub mod safepath;
 pub mod secret;
+pub mod socket_server;
 pub mod ssh_agent;
 pub mod text;
 pub mod time;

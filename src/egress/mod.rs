@@ -20,7 +20,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::egress::plan::{EgressPlan, ProxyPlan};
+use crate::egress::plan::EgressPlan;
+use crate::socket_server::BindError;
 
 /// The statically linked forwarder built by `build.rs`.
 pub const FORWARDER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ags-egress-fwd"));
@@ -44,38 +45,9 @@ pub enum EgressError {
     Listen { path: PathBuf, source: io::Error },
 }
 
-/// How long [`Egress::stop`] lets open connections record themselves.
-const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// A running proxy. Dropping it aborts the proxy; [`Egress::stop`] ends it in order (every open
-/// connection is recorded with its byte counts) and removes the socket directory.
-#[derive(Debug)]
-pub struct Egress {
-    task: tokio::task::JoinHandle<()>,
-    stop: tokio::sync::watch::Sender<bool>,
-    dir: PathBuf,
-}
-
-impl Drop for Egress {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Egress {
-    /// The private socket directory (recorded for cleanup by the caller).
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Stop serving: close open connections (each writes its log record), then remove the
-    /// socket directory.
-    pub async fn stop(mut self) {
-        let _ = self.stop.send(true);
-        let _ = tokio::time::timeout(STOP_GRACE, &mut self.task).await;
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+/// A running proxy: its stop ends every open connection (each recorded with its byte counts)
+/// and removes the socket directory.
+pub type Egress = crate::socket_server::Served;
 
 /// Start the proxy of `plan` (allowlist mode, or open mode substituting the credentials of
 /// `vault`), or do nothing when the plan has no proxy. It records into
@@ -93,16 +65,19 @@ pub fn start(
         return Err(EgressError::Remote { url: url.into() });
     }
     install_forwarder(&proxy.forwarder)?;
-    let listener = listen(proxy)?;
     let policy = policy(plan, vault).with_grants(proxy.grants.clone(), log.launch_id().to_string());
     let policy = Arc::new(policy);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(proxy::serve(listener, policy, log, stopped));
-    Ok(Some(Egress {
-        task,
-        stop,
-        dir: proxy.socket_dir.clone(),
-    }))
+    let (dir, path) = (&proxy.socket_dir, proxy.socket());
+    let served = Egress::start(dir, &path, |listener, stop| {
+        proxy::serve(listener, policy, log, stop)
+    });
+    served.map(Some).map_err(|e| match e {
+        BindError::Dir(source) => EgressError::SocketDir {
+            path: dir.clone(),
+            source,
+        },
+        BindError::Listen(source) => EgressError::Listen { path, source },
+    })
 }
 
 /// The proxy's policy for `plan`, substituting the credentials of `vault`.
@@ -114,20 +89,6 @@ pub fn policy(plan: &EgressPlan, vault: Option<Arc<crate::credentials::Vault>>) 
     policy
         .with_host_ports(plan.host_ports.clone())
         .with_deny(plan.deny.clone())
-}
-
-/// Create the private directory (0700; it must not exist) and listen in it.
-fn listen(proxy: &ProxyPlan) -> Result<tokio::net::UnixListener, EgressError> {
-    let dir = &proxy.socket_dir;
-    crate::fsutil::create_socket_dir(dir).map_err(|source| EgressError::SocketDir {
-        path: dir.clone(),
-        source,
-    })?;
-    let path = proxy.socket();
-    tokio::net::UnixListener::bind(&path).map_err(|source| {
-        let _ = std::fs::remove_dir_all(dir);
-        EgressError::Listen { path, source }
-    })
 }
 
 /// Write the forwarder to `path` unless an identical copy is there (the name carries a hash of

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use zeroize::Zeroizing;
 
@@ -23,62 +22,32 @@ pub use super::policy::{Policy, Refusal};
 pub use super::request::Host;
 pub(super) use super::request::Request;
 use super::request::{parse_head, read_head};
+use crate::socket_server::{accept, stopped};
 
 /// Connections served at once (two descriptors each; the default soft limit is 1024).
 pub const MAX_CONNECTIONS: usize = 256;
+/// How long the stop lets open connections record themselves.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How long a client may take to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long resolving and connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Serve connections until `stop` turns true; then end every open connection, each recording
-/// what it relayed so far, and return.
+/// what it relayed so far (for at most [`STOP_GRACE`]), and return.
 pub async fn serve(
     listener: UnixListener,
     policy: Arc<Policy>,
     log: Arc<EgressLog>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut conns = JoinSet::new();
     let for_conns = stop.clone();
-    // At most MAX_CONNECTIONS at once (more wait to be accepted): the agent cannot use up
-    // `ags`'s descriptors, which its other servers and the checks after the launch need.
-    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let permit = tokio::select! {
-            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-            _ = stopped(&mut stop) => break,
-        };
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let conn = handle(stream, policy.clone(), log.clone(), for_conns.clone());
-                    conns.spawn(async move {
-                        conn.await;
-                        drop(permit);
-                    });
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-            _ = stopped(&mut stop) => break,
-        }
-        while conns.try_join_next().is_some() {}
-    }
+    let mut conns = accept(&listener, MAX_CONNECTIONS, &mut stop, |stream| {
+        handle(stream, policy.clone(), log.clone(), for_conns.clone())
+    })
+    .await;
     drop(listener);
-    while conns.join_next().await.is_some() {}
-}
-
-/// Resolves once the stop flag is set (never, if its sender is gone without setting it).
-async fn stopped(rx: &mut watch::Receiver<bool>) {
-    loop {
-        let set = *rx.borrow_and_update();
-        if set {
-            return;
-        }
-        if rx.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
+    let _ = tokio::time::timeout(STOP_GRACE, conns.join()).await;
 }
 
 async fn handle(

@@ -9,14 +9,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
-use tokio::task::JoinSet;
+use tokio::sync::watch;
 
 use super::protocol::{self as p, FrameError};
 use crate::egress::log::{Decision, EgressLog};
+use crate::socket_server::accept;
 
 /// Connections served at once (more wait to be accepted).
 pub const MAX_CONNECTIONS: usize = 64;
@@ -97,35 +96,15 @@ impl Filter {
 
 /// Serve `listener` until `stop` turns true; then end every connection.
 pub async fn serve(listener: UnixListener, filter: Arc<Filter>, mut stop: watch::Receiver<bool>) {
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let mut conns = JoinSet::new();
-    loop {
-        let permit = tokio::select! {
-            _ = until_stopped(&mut stop) => break,
-            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-        };
-        tokio::select! {
-            _ = until_stopped(&mut stop) => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    conns.spawn(connection(stream, filter.clone(), permit));
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-        }
-        while conns.try_join_next().is_some() {}
-    }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
-}
-
-/// Wait for the stop signal (or the filter being dropped).
-async fn until_stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
+    let conns = accept(&listener, MAX_CONNECTIONS, &mut stop, |stream| {
+        connection(stream, filter.clone())
+    })
+    .await;
+    conns.abort().await;
 }
 
 /// Serve one connection from the container, message by message.
-async fn connection(mut client: UnixStream, filter: Arc<Filter>, _permit: OwnedSemaphorePermit) {
+async fn connection(mut client: UnixStream, filter: Arc<Filter>) {
     let mut upstream: Option<UnixStream> = None;
     loop {
         let msg = match p::read_frame(&mut client).await {

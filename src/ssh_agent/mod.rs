@@ -15,11 +15,12 @@ pub mod filter;
 pub mod protocol;
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::egress::log::EgressLog;
 use crate::git::plan::SshAgentPlan;
+use crate::socket_server::BindError;
 
 /// Errors setting up the filter.
 #[derive(Debug, thiserror::Error)]
@@ -50,33 +51,8 @@ pub enum SshAgentError {
     },
 }
 
-/// The running filter of one launch.
-#[derive(Debug)]
-pub struct SshFilter {
-    task: tokio::task::JoinHandle<()>,
-    stop: tokio::sync::watch::Sender<bool>,
-    dir: PathBuf,
-}
-
-impl Drop for SshFilter {
-    fn drop(&mut self) {
-        self.task.abort();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl SshFilter {
-    /// The private socket directory (recorded for cleanup by the caller).
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Stop serving (open connections are closed) and remove the socket directory.
-    pub async fn stop(mut self) {
-        let _ = self.stop.send(true);
-        let _ = (&mut self.task).await;
-    }
-}
+/// The running filter of one launch; its stop closes open connections.
+pub type SshFilter = crate::socket_server::Served;
 
 /// Start the filter of `plan` (the launch forwards an ssh-agent), recording refusals in `log`.
 /// `remote` is the service URL when it is not a local unix socket.
@@ -89,29 +65,18 @@ pub fn start(
     if let Some(url) = remote {
         return Err(SshAgentError::Remote { url: url.into() });
     }
-    let dir = &plan.filter_dir;
-    crate::fsutil::create_socket_dir(dir).map_err(|source| SshAgentError::SocketDir {
-        path: dir.clone(),
-        source,
-    })?;
-    let socket = plan.filter_socket();
-    let listener = tokio::net::UnixListener::bind(&socket).map_err(|source| {
-        let _ = std::fs::remove_dir_all(dir);
-        SshAgentError::Listen {
-            path: socket.clone(),
-            source,
-        }
-    })?;
     let filter = Arc::new(filter::Filter {
         upstream: plan.host.socket.clone(),
         keys: plan.host.keys.clone(),
         log,
     });
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(filter::serve(listener, filter, stopped));
-    Ok(Some(SshFilter {
-        task,
-        stop,
-        dir: dir.clone(),
-    }))
+    let (dir, path) = (&plan.filter_dir, plan.filter_socket());
+    let served = SshFilter::start(dir, &path, |listener, stop| filter::serve(listener, filter, stop));
+    served.map(Some).map_err(|e| match e {
+        BindError::Dir(source) => SshAgentError::SocketDir {
+            path: dir.clone(),
+            source,
+        },
+        BindError::Listen(source) => SshAgentError::Listen { path, source },
+    })
 }

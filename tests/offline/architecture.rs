@@ -48,6 +48,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("prompt", 0),             // terminal prompts
     ("safepath", 0),           // path validation
     ("secret", 0),             // the secret wrapper
+    ("socket_server", 0),      // the per-launch unix-socket servers' accept loop and handle
     ("text", 0),               // control-character escaping
     ("time", 0),               // RFC 3339 timestamps
     ("trace", 0),              // AGS_TRACE timing

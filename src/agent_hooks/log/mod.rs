@@ -25,6 +25,7 @@ pub use scrub::Scrubber;
 pub use server::{IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_INVALID_BYTES, MAX_RECORD_BYTES, RecordSummary};
 
 use crate::plan::LaunchPlan;
+use crate::socket_server::{BindError, Served};
 
 /// Errors setting up the record socket.
 #[derive(Debug, thiserror::Error)]
@@ -58,17 +59,8 @@ pub enum AgentLogError {
 /// The running record server of one launch.
 #[derive(Debug)]
 pub struct RecordServer {
-    task: tokio::task::JoinHandle<()>,
-    stop: tokio::sync::watch::Sender<bool>,
-    dir: PathBuf,
+    served: Served,
     sink: Arc<server::Sink>,
-}
-
-impl Drop for RecordServer {
-    fn drop(&mut self) {
-        self.task.abort();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 impl RecordServer {
@@ -79,7 +71,7 @@ impl RecordServer {
 
     /// The private socket directory (recorded for cleanup by the caller).
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.served.dir()
     }
 
     /// Record the programs the agent's configuration starts outside tool calls.
@@ -90,10 +82,9 @@ impl RecordServer {
     /// Stop serving once the agent exited with `exit` (`None`: unknown): read open connections
     /// to their end, record what was dropped and what the record lacks, remove the socket
     /// directory. Returns what was dropped and lacking.
-    pub async fn stop(mut self, exit: Option<u8>) -> RecordSummary {
+    pub async fn stop(self, exit: Option<u8>) -> RecordSummary {
         self.sink.set_exit(exit);
-        let _ = self.stop.send(true);
-        let _ = (&mut self.task).await;
+        self.served.stop().await;
         self.sink.summary()
     }
 }
@@ -111,34 +102,23 @@ pub fn start(
     if let Some(url) = remote {
         return Err(AgentLogError::Remote { url: url.into() });
     }
-    let listener = listen(&record.socket_dir, &record.socket())?;
     let sink = Arc::new(server::Sink::new(
         record.log.clone(),
         plan.launch_id.clone(),
         plan.agent.clone(),
         staged,
     ));
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(server::serve(listener, sink.clone(), stopped));
-    Ok(Some(RecordServer {
-        task,
-        stop,
-        dir: record.socket_dir.clone(),
-        sink,
-    }))
-}
-
-/// Create the private directory (0700; it must not exist) and listen in it.
-fn listen(dir: &Path, socket: &Path) -> Result<tokio::net::UnixListener, AgentLogError> {
-    crate::fsutil::create_socket_dir(dir).map_err(|source| AgentLogError::SocketDir {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    tokio::net::UnixListener::bind(socket).map_err(|source| {
-        let _ = std::fs::remove_dir_all(dir);
-        AgentLogError::Listen {
-            path: socket.to_path_buf(),
+    let (dir, path) = (&record.socket_dir, record.socket());
+    let for_server = sink.clone();
+    let served = Served::start(dir, &path, |listener, stop| {
+        server::serve(listener, for_server, stop)
+    });
+    let served = served.map_err(|e| match e {
+        BindError::Dir(source) => AgentLogError::SocketDir {
+            path: dir.clone(),
             source,
-        }
-    })
+        },
+        BindError::Listen(source) => AgentLogError::Listen { path, source },
+    })?;
+    Ok(Some(RecordServer { served, sink }))
 }

@@ -21,8 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
-use tokio::task::JoinSet;
+use tokio::sync::watch;
 
 use super::complete::Completeness;
 use super::scrub::Scrubber;
@@ -34,6 +33,7 @@ use crate::agent_hooks::record::{
     UnguardedKind, parse_line,
 };
 use crate::logfile::{Budget, LaunchLog};
+use crate::socket_server::accept;
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -243,53 +243,33 @@ impl Sink {
 /// Serve `listener` until `stopped` turns true, then serve the connections already queued, read
 /// open connections to their end (for at most a grace period) and record what was dropped.
 pub async fn serve(listener: UnixListener, sink: Arc<Sink>, mut stopped: watch::Receiver<bool>) {
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let mut conns = JoinSet::new();
-    loop {
-        let permit = tokio::select! {
-            _ = until_stopped(&mut stopped) => break,
-            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-        };
-        tokio::select! {
-            _ = until_stopped(&mut stopped) => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    conns.spawn(connection(stream, sink.clone(), permit));
-                }
-                // Out of descriptors, say: try again shortly instead of spinning.
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-        }
-        while conns.try_join_next().is_some() {}
-    }
+    let mut conns = accept(&listener, MAX_CONNECTIONS, &mut stopped, |stream| {
+        connection(stream, sink.clone())
+    })
+    .await;
     // Connections queued when the stop came were made while the agent ran (e.g. the records of
     // its last hook, sent just before it exited; the stop can win the race on a loaded machine):
     // serve them too.
     if let Ok(queued) = listener.into_std() {
         while let Ok((stream, _)) = queued.accept() {
-            let Ok(permit) = permits.clone().try_acquire_owned() else {
-                break;
-            };
-            if let Ok(stream) = stream
+            let Ok(stream) = stream
                 .set_nonblocking(true)
                 .and_then(|()| UnixStream::from_std(stream))
-            {
-                conns.spawn(connection(stream, sink.clone(), permit));
+            else {
+                continue;
+            };
+            if !conns.try_spawn(connection(stream, sink.clone())) {
+                break;
             }
         }
     }
-    let _ = tokio::time::timeout(STOP_GRACE, async { while conns.join_next().await.is_some() {} }).await;
-    conns.abort_all();
+    let _ = tokio::time::timeout(STOP_GRACE, conns.join()).await;
+    conns.abort().await;
     sink.finish();
 }
 
-/// Wait for the stop signal (or the server being dropped).
-async fn until_stopped(stopped: &mut watch::Receiver<bool>) {
-    let _ = stopped.wait_for(|s| *s).await;
-}
-
 /// Read one connection line by line.
-async fn connection(stream: UnixStream, sink: Arc<Sink>, _permit: OwnedSemaphorePermit) {
+async fn connection(stream: UnixStream, sink: Arc<Sink>) {
     let mut reader = BufReader::with_capacity(16 * 1024, stream);
     let mut line: Vec<u8> = Vec::new();
     let mut len = 0usize;
