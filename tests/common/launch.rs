@@ -44,6 +44,15 @@ pub fn run_agent(env: &TestEnv, extra: &[&str], cmd: &[&str]) -> Output {
     env.run(launch_args(env, &all, cmd))
 }
 
+/// [`run_agent`] for a fixed amount of work that takes minutes under load (a flood): `ags
+/// --timeout` and the test's own limit at `limit` (its `--timeout` 10 s before) instead of
+/// [`crate::common::RUN_TIMEOUT`].
+pub fn run_agent_within(env: &TestEnv, limit: std::time::Duration, cmd: &[&str]) -> Output {
+    let timeout = limit.as_secs().saturating_sub(10).to_string();
+    let args = launch_args(env, &["--tty=false", "--timeout", &timeout], cmd);
+    crate::common::run_command(env.cmd(args), None, limit)
+}
+
 /// [`run_agent`] with `stdin` as standard input.
 pub fn run_agent_with_stdin(env: &TestEnv, extra: &[&str], cmd: &[&str], stdin: &[u8]) -> Output {
     let mut all = vec!["--tty=false"];

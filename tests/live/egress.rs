@@ -18,7 +18,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
-use common::launch::{Background, assert_clean, launch_args, run_agent, stdout};
+use common::launch::{Background, assert_clean, launch_args, run_agent, run_agent_within, stdout};
 use common::{Mode, TestEnv, each_mode, show};
 
 /// A server on 127.0.0.1 answering every request with `hello <tag>`; returns its port.
@@ -171,6 +171,10 @@ fn allowlist_reaches_only_the_listed_destination() {
     });
 }
 
+/// How long a flood may take: about a minute on an idle two-core machine, over three under four
+/// busy loops beside another suite (170 s was too short there once).
+const FLOOD_LIMIT: Duration = Duration::from_secs(600);
+
 /// Refused CONNECTs of the flood in [`a_flood_of_refusals_rotates_nothing_away`]: more than
 /// twice the rotation size of log lines before the budget (about 750 bytes each), so without it
 /// the log rotates twice.
@@ -214,7 +218,7 @@ fn a_flood_of_refusals_rotates_nothing_away() {
             through_proxy(&allowed_req)
         );
         let started = std::time::Instant::now();
-        let out = run_agent(env, &["--timeout", "170"], &["sh", "-c", &script]);
+        let out = run_agent_within(env, FLOOD_LIMIT, &["sh", "-c", &script]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         println!("{}: flood of {FLOOD} took {:?}", env.mode(), started.elapsed());
         let listing = env.run(["log", "--egress", "--json", "-n", "100000"]);
@@ -285,7 +289,7 @@ fn failed_connections_cannot_crowd_out_an_upload() {
             "CONNECT 127.0.0.1:{allowed} HTTP/1.1\\r\\n\\r\\nPOST / HTTP/1.0\\r\\nContent-Length: 9\\r\\n\\r\\nexfiltrat"
         );
         let script = format!("{flood} wait; {}", through_proxy(&upload));
-        let out = run_agent(env, &["--timeout", "300"], &["sh", "-c", &script]);
+        let out = run_agent_within(env, FLOOD_LIMIT, &["sh", "-c", &script]);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
         let listing = env.run(["log", "--egress", "--json", "-n", "100000"]);
         let log: Vec<Value> = stdout(&listing)
