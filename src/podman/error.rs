@@ -34,7 +34,8 @@ pub enum PodmanError {
         url: String,
         /// Where it came from (`--url`, `CONTAINER_HOST`).
         source_name: String,
-        reason: String,
+        #[source]
+        reason: super::endpoint::UrlError,
     },
 
     /// A named connection (`--connection`, `CONTAINER_CONNECTION`) could not be found or read.
@@ -43,7 +44,8 @@ pub enum PodmanError {
         name: String,
         /// Where the name came from.
         source_name: String,
-        reason: String,
+        #[source]
+        reason: super::connections::ConnectionError,
     },
 
     /// No candidate socket answered a ping.
