@@ -8,7 +8,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::error::{PodmanError, Result};
+use super::error::{PodmanError, Result, UrlError};
 
 /// Where the Podman API service listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,35 +96,6 @@ impl fmt::Display for Endpoint {
             }
         }
     }
-}
-
-/// Why a Podman URL is refused (the `reason` of [`PodmanError::InvalidUrl`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UrlError {
-    #[error("it contains a NUL byte")]
-    Nul,
-    #[error("it has no scheme")]
-    NoScheme,
-    #[error("the socket path must be absolute (unix:///run/podman/podman.sock)")]
-    RelativeSocket,
-    #[error("the scheme {0:?} is not supported")]
-    Scheme(String),
-    #[error("the remote socket path is missing (ssh://user@host/run/podman/podman.sock)")]
-    NoRemotePath,
-    #[error("the remote socket path {0:?} is not valid")]
-    RemotePath(String),
-    #[error("the user {0:?} is not valid")]
-    User(String),
-    #[error("the host {0:?} is not valid")]
-    Host(String),
-    #[error("the IPv6 address lacks a closing ']'")]
-    Ipv6,
-    #[error("the port is missing")]
-    NoPort,
-    #[error("the port is missing after ':'")]
-    NoPortAfterColon,
-    #[error("the port {0:?} is not a number from 1 to 65535")]
-    Port(String),
 }
 
 type Parsed<T> = std::result::Result<T, UrlError>;
