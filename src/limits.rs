@@ -110,11 +110,34 @@ impl serde::Serialize for Cpus {
 pub const SIZE_SYNTAX: &str =
     "a number of bytes with an optional unit k, m, g or t (powers of 1024), e.g. 512m or 2g";
 
+/// Why a size, memory or CPU limit is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    #[error("{0:?} is not a size; give {SIZE_SYNTAX}")]
+    NotSize(String),
+    #[error("{0:?} is too large a size")]
+    TooLarge(String),
+    #[error("{0}, or none (no limit) or auto")]
+    NotMemory(Box<LimitError>),
+    #[error(
+        "{0:?} is below the smallest memory limit Podman accepts (6m); give at least 6m, or none for no limit"
+    )]
+    MemoryTooSmall(String),
+    #[error("{0:?} is smaller than 1m; give at least 1m")]
+    TmpfsTooSmall(String),
+    #[error("{0:?} is not a number of CPUs; give a decimal number such as 2 or 1.5")]
+    NotCpus(String),
+    #[error("{0:?} has more than three decimals; give a number such as 1.5 or 0.25")]
+    Decimals(String),
+    #[error("{0:?} is out of range; give between 0.01 and 1024 CPUs")]
+    CpusRange(String),
+}
+
 /// Parse a size like `podman run --memory`: a non-negative number (decimals allowed) with an
 /// optional unit `b`, `k`, `m`, `g` or `t` (powers of 1024, any case, optionally followed by
 /// `b` or `ib`: `512MB`, `2GiB`); plain digits are bytes. The result is whole bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let bad = || format!("{s:?} is not a size; give {SIZE_SYNTAX}");
+pub fn parse_size(s: &str) -> Result<u64, LimitError> {
+    let bad = || LimitError::NotSize(s.into());
     let lower = s.trim().to_ascii_lowercase();
     let split = lower
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -140,32 +163,30 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let value: f64 = num.parse().map_err(|_| bad())?;
     let bytes = value * scale as f64;
     if !bytes.is_finite() || bytes >= u64::MAX as f64 / 2.0 {
-        return Err(format!("{s:?} is too large a size"));
+        return Err(LimitError::TooLarge(s.into()));
     }
     Ok(bytes as u64)
 }
 
 /// Parse a memory limit: `none` (no limit), `auto` (the default) or a size of at least 6m.
-pub fn parse_memory(s: &str) -> Result<Memory, String> {
+pub fn parse_memory(s: &str) -> Result<Memory, LimitError> {
     match s.trim().to_ascii_lowercase().as_str() {
         "none" => return Ok(Memory::Unlimited),
         "auto" => return Ok(Memory::Auto),
         _ => {}
     }
-    let bytes = parse_size(s).map_err(|e| format!("{e}, or none (no limit) or auto"))?;
+    let bytes = parse_size(s).map_err(|e| LimitError::NotMemory(Box::new(e)))?;
     if bytes < MIN_MEMORY {
-        return Err(format!(
-            "{s:?} is below the smallest memory limit Podman accepts (6m); give at least 6m, or none for no limit"
-        ));
+        return Err(LimitError::MemoryTooSmall(s.into()));
     }
     Ok(Memory::Bytes(bytes))
 }
 
 /// Parse a tmpfs size: a size of at least 1m.
-pub fn parse_tmpfs_size(s: &str) -> Result<u64, String> {
+pub fn parse_tmpfs_size(s: &str) -> Result<u64, LimitError> {
     let bytes = parse_size(s)?;
     if bytes < MIB {
-        return Err(format!("{s:?} is smaller than 1m; give at least 1m"));
+        return Err(LimitError::TmpfsTooSmall(s.into()));
     }
     Ok(bytes)
 }
@@ -173,25 +194,23 @@ pub fn parse_tmpfs_size(s: &str) -> Result<u64, String> {
 /// Parse a CPU limit like `podman run --cpus`: a positive decimal number of CPUs, at least
 /// 0.01 (the kernel's smallest quota is 1 ms per 100 ms) and at most 1024, with at most three
 /// decimals.
-pub fn parse_cpus(s: &str) -> Result<Cpus, String> {
+pub fn parse_cpus(s: &str) -> Result<Cpus, LimitError> {
     let t = s.trim();
-    let bad = || format!("{s:?} is not a number of CPUs; give a decimal number such as 2 or 1.5");
+    let bad = || LimitError::NotCpus(s.into());
     let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
     let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
     if whole.is_empty() || !digits(whole) || !digits(frac) || (t.contains('.') && frac.is_empty()) {
         return Err(bad());
     }
     if frac.len() > 3 {
-        return Err(format!(
-            "{s:?} has more than three decimals; give a number such as 1.5 or 0.25"
-        ));
+        return Err(LimitError::Decimals(s.into()));
     }
     let whole: u32 = whole.parse().map_err(|_| bad())?;
     let frac: u32 = format!("{frac:0<3}").parse().map_err(|_| bad())?;
     let millis = whole.checked_mul(1000).and_then(|w| w.checked_add(frac));
     match millis {
         Some(m) if (10..=1_024_000).contains(&m) => Ok(Cpus(m)),
-        _ => Err(format!("{s:?} is out of range; give between 0.01 and 1024 CPUs")),
+        _ => Err(LimitError::CpusRange(s.into())),
     }
 }
 
@@ -245,9 +264,9 @@ mod tests {
         assert_eq!(parse_memory("none"), Ok(Memory::Unlimited));
         assert_eq!(parse_memory("Auto"), Ok(Memory::Auto));
         assert_eq!(parse_memory("256m"), Ok(Memory::Bytes(256 * MIB)));
-        let err = parse_memory("1m").unwrap_err();
+        let err = parse_memory("1m").unwrap_err().to_string();
         assert!(err.contains("at least 6m"), "{err}");
-        let err = parse_memory("lots").unwrap_err();
+        let err = parse_memory("lots").unwrap_err().to_string();
         assert!(
             err.contains("\"lots\" is not a size") && err.contains("none"),
             "{err}"

@@ -204,7 +204,7 @@ pub fn resolve(path: &Path, file: Option<&ConfigFile>, paths: &Paths) -> Result<
 /// `[sandbox] memory`, `cpus` and `tmpfs_size`, in the syntax of `--memory` and `--cpus`.
 fn limits(s: &SandboxFile) -> Result<LimitSettings, (String, String)> {
     let mut out = LimitSettings::default();
-    let field = |key: &'static str| move |msg: String| (format!("sandbox.{key}"), msg);
+    let field = |key: &'static str| move |e: limits::LimitError| (format!("sandbox.{key}"), e.to_string());
     if let Some(v) = &s.memory {
         out.memory = limits::parse_memory(&v.text()).map_err(field("memory"))?;
     }

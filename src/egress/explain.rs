@@ -5,6 +5,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
+use super::model::RuleError;
 use super::plan::EgressPlan;
 use super::proxy::{Host, Refusal};
 use crate::config::Network;
@@ -23,12 +24,12 @@ pub type Asked = (String, String);
 
 /// Parse `[METHOD ]HOST[:PORT][/PATH]` (`[v6]:PORT` for IPv6; 443 without a port; `GET` for
 /// a path without a method).
-pub fn parse_request(raw: &str) -> Result<(Host, u16, Option<Asked>), String> {
+pub fn parse_request(raw: &str) -> Result<(Host, u16, Option<Asked>), RuleError> {
     let (method, rest) = match raw.split_once(' ') {
         Some((m, rest)) if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => {
             (Some(m), rest.trim())
         }
-        Some(_) => return Err("a request is METHOD HOST[:PORT]/PATH, the method in capitals".into()),
+        Some(_) => return Err(RuleError::RequestMethod),
         None => (None, raw),
     };
     let from = rest.find(']').map_or(0, |i| i + 1);
@@ -52,12 +53,10 @@ pub fn parse_request(raw: &str) -> Result<(Host, u16, Option<Asked>), String> {
 }
 
 /// Parse `HOST[:PORT]` (`[v6]:PORT` for IPv6; 443 without a port).
-pub fn parse_target(raw: &str) -> Result<(Host, u16), String> {
+pub fn parse_target(raw: &str) -> Result<(Host, u16), RuleError> {
     let (host, port) = match raw.strip_prefix('[') {
         Some(rest) => {
-            let (h, tail) = rest
-                .split_once(']')
-                .ok_or("an IPv6 address needs its closing ']'")?;
+            let (h, tail) = rest.split_once(']').ok_or(RuleError::Ipv6)?;
             (h, tail.strip_prefix(':'))
         }
         None => match raw.rsplit_once(':') {
@@ -71,9 +70,9 @@ pub fn parse_target(raw: &str) -> Result<(Host, u16), String> {
             .parse::<u16>()
             .ok()
             .filter(|p| *p > 0)
-            .ok_or_else(|| format!("port {p:?} must be a number from 1 to 65535"))?,
+            .ok_or_else(|| RuleError::Port(p.into()))?,
     };
-    let host = Host::parse(host).ok_or_else(|| format!("{host:?} is not a host name or IP address"))?;
+    let host = Host::parse(host).ok_or_else(|| RuleError::Host(host.into()))?;
     Ok((host, port))
 }
 

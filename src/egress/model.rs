@@ -182,21 +182,21 @@ impl AllowEntry {
     /// Parse `host`, `*.suffix`, `IP`, `[IPv6]`, `CIDR`, each with an optional `:PORT`
     /// (IPv6 with a port in brackets: `[::1]:8080`), optionally a method before it and a path
     /// after it (`GET github.com/myorg/*`: a method and path rule).
-    pub fn parse(raw: &str) -> Result<Self, String> {
+    pub fn parse(raw: &str) -> Result<Self, RuleError> {
         let s = raw.trim();
         if s.is_empty()
             || s.len() > 1024
             || s.chars()
                 .any(|c| c.is_control() || (c.is_whitespace() && c != ' '))
         {
-            return Err("must be a non-empty host, *.domain, IP or CIDR without spaces".into());
+            return Err(RuleError::Empty);
         }
         let (request, s) = RequestRule::split(s)?;
         if s.len() > 260 {
-            return Err("the destination is longer than 260 characters".into());
+            return Err(RuleError::TooLong);
         }
         if request.is_some() && s.contains('/') {
-            return Err("a method and path rule names a host or an address, not a network".into());
+            return Err(RuleError::RuleOnNetwork);
         }
         let (target, port) = split_port(s)?;
         let target = parse_target(target)?;
@@ -374,18 +374,18 @@ impl Default for EgressSettings {
     }
 }
 
-fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
+fn split_port(s: &str) -> Result<(&str, Option<u16>), RuleError> {
     let port = |p: &str| match p.parse::<u16>() {
         Ok(n) if n > 0 => Ok(Some(n)),
-        _ => Err(format!("port {p:?} must be a number from 1 to 65535")),
+        _ => Err(RuleError::Port(p.into())),
     };
     if let Some(rest) = s.strip_prefix('[') {
-        let (inner, after) = rest.split_once(']').ok_or("a '[' needs its ']'")?;
+        let (inner, after) = rest.split_once(']').ok_or(RuleError::Bracket)?;
         return match after {
             "" => Ok((inner, None)),
             _ => Ok((
                 inner,
-                port(after.strip_prefix(':').ok_or("expected :PORT after ']'")?)?,
+                port(after.strip_prefix(':').ok_or(RuleError::PortAfterBracket)?)?,
             )),
         };
     }
@@ -400,16 +400,17 @@ fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
     }
 }
 
-fn parse_target(t: &str) -> Result<Target, String> {
+fn parse_target(t: &str) -> Result<Target, RuleError> {
     if let Some((addr, prefix)) = t.split_once('/') {
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| format!("{addr:?} is not an IP address"))?;
+        let addr: IpAddr = addr.parse().map_err(|_| RuleError::NotIp(addr.into()))?;
         let prefix: u8 = prefix
             .parse()
             .ok()
             .filter(|p| *p <= full_prefix(&addr))
-            .ok_or_else(|| format!("prefix /{prefix} is not valid for {addr}"))?;
+            .ok_or_else(|| RuleError::Prefix {
+                prefix: prefix.into(),
+                addr,
+            })?;
         return Ok(Target::Net {
             addr: network_of(addr, prefix),
             prefix,
@@ -425,9 +426,7 @@ fn parse_target(t: &str) -> Result<Target, String> {
     if let Some(domain) = name.strip_prefix("*.") {
         check_name(domain)?;
         if !domain.contains('.') {
-            return Err(format!(
-                "*.{domain} is too wide: name at least a second-level domain"
-            ));
+            return Err(RuleError::TooWide(domain.into()));
         }
         return Ok(Target::Suffix(domain.to_string()));
     }
@@ -435,7 +434,7 @@ fn parse_target(t: &str) -> Result<Target, String> {
     Ok(Target::Host(name))
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), RuleError> {
     let ok = !name.is_empty()
         && name.len() <= 253
         && name.split('.').all(|l| {
@@ -449,9 +448,7 @@ fn check_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{name:?} is not a host name (letters, digits, '-', '_' in dot-separated labels; '*.' only as a prefix)"
-        ))
+        Err(RuleError::HostName(name.into()))
     }
 }
 
@@ -467,7 +464,7 @@ pub use resolve::{FieldError, resolve};
 
 #[path = "model_request.rs"]
 mod request;
-pub use request::{OVERRIDES, RequestRule, request_path, shorten};
+pub use request::{OVERRIDES, RequestRule, RuleError, request_path, shorten};
 
 #[path = "model_addr.rs"]
 mod addr;

@@ -3,7 +3,78 @@
 //! path is read before it is compared (decoded, and refused when it could mean two paths).
 //! Pure.
 
+use std::net::IpAddr;
+
 use serde::Serialize;
+
+/// Why an allow or deny entry, or a request `ags explain` is asked about, is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("must be a non-empty host, *.domain, IP or CIDR without spaces")]
+    Empty,
+    #[error("the destination is longer than 260 characters")]
+    TooLong,
+    #[error("a method and path rule names a host or an address, not a network")]
+    RuleOnNetwork,
+    #[error(
+        "write a method rule as METHOD HOST/PATH: one method in capitals (GET), one space, then the destination"
+    )]
+    Method,
+    #[error(
+        "the path {0:?} must start with '/', hold no '%', '?', '#' or '\\', no '.', '..' or empty segment, and '*' only at its end (a prefix)"
+    )]
+    RulePath(String),
+    #[error("port {0:?} must be a number from 1 to 65535")]
+    Port(String),
+    #[error("a '[' needs its ']'")]
+    Bracket,
+    #[error("expected :PORT after ']'")]
+    PortAfterBracket,
+    #[error("{0:?} is not an IP address")]
+    NotIp(String),
+    #[error("prefix /{prefix} is not valid for {addr}")]
+    Prefix { prefix: String, addr: IpAddr },
+    #[error("*.{0} is too wide: name at least a second-level domain")]
+    TooWide(String),
+    #[error(
+        "{0:?} is not a host name (letters, digits, '-', '_' in dot-separated labels; '*.' only as a prefix)"
+    )]
+    HostName(String),
+    #[error("a request is METHOD HOST[:PORT]/PATH, the method in capitals")]
+    RequestMethod,
+    #[error("an IPv6 address needs its closing ']'")]
+    Ipv6,
+    #[error("{0:?} is not a host name or IP address")]
+    Host(String),
+}
+
+/// Why a request's path is refused where method and path rules apply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the request path {path:?} {flaw}; method and path rules read only plain paths")]
+pub struct PathRefused {
+    /// The path, shortened.
+    path: String,
+    flaw: PathFlaw,
+}
+
+/// What is wrong with a request's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathFlaw {
+    #[error("is not an absolute path")]
+    NotAbsolute,
+    #[error("holds a '#'")]
+    Fragment,
+    #[error("encodes a '/' or '\\'")]
+    EncodedSlash,
+    #[error("holds a '%' that is not an escape")]
+    BadEscape,
+    #[error("does not decode to UTF-8")]
+    NotUtf8,
+    #[error("holds a control character, '\\', ';' or a '%' after decoding")]
+    Unsafe,
+    #[error("holds a '.', '..' or empty segment")]
+    Segments,
+}
 
 /// Headers some servers take as the request's method or path instead of its request line
 /// (lowercase): where method and path rules read requests, a request carrying one is refused.
@@ -31,12 +102,12 @@ pub struct RequestRule {
 impl RequestRule {
     /// Split `[METHOD ]DESTINATION[/PATH]` into the request part (none when the entry has no
     /// method and no path) and the destination.
-    pub(super) fn split(raw: &str) -> Result<(Option<Self>, &str), String> {
+    pub(super) fn split(raw: &str) -> Result<(Option<Self>, &str), RuleError> {
         let (method, rest) = match raw.split_once(' ') {
             Some((m, rest)) => {
                 let ok = (1..=20).contains(&m.len()) && m.bytes().all(|b| b.is_ascii_uppercase());
                 if !ok || rest.contains(char::is_whitespace) {
-                    return Err("write a method rule as METHOD HOST/PATH: one method in capitals (GET), one space, then the destination".into());
+                    return Err(RuleError::Method);
                 }
                 (Some(m.to_string()), rest)
             }
@@ -119,15 +190,13 @@ fn path_start(dest: &str) -> Option<usize> {
 
 /// A rule's path: absolute, plain characters, no `%`, `?`, `#`, `*` or `\`, no `.` or `..`
 /// segment, no empty segment.
-fn check_rule_path(path: &str) -> Result<(), String> {
+fn check_rule_path(path: &str) -> Result<(), RuleError> {
     let plain = path.starts_with('/')
         && path
             .bytes()
             .all(|b| b.is_ascii_graphic() && !matches!(b, b'%' | b'?' | b'#' | b'*' | b'\\'));
     if !plain || !segments_ok(path) {
-        return Err(format!(
-            "the path {path:?} must start with '/', hold no '%', '?', '#' or '\\', no '.', '..' or empty segment, and '*' only at its end (a prefix)"
-        ));
+        return Err(RuleError::RulePath(path.into()));
     }
     Ok(())
 }
@@ -145,20 +214,20 @@ fn segments_ok(path: &str) -> bool {
 /// escapes decoded. Refused (the reason) when it could reach another path than it reads:
 /// an encoded `/` or `\`, a `.` or `..` segment, an empty segment, a control character, or
 /// not an absolute path.
-pub fn request_path(target: &str) -> Result<String, String> {
+pub fn request_path(target: &str) -> Result<String, PathRefused> {
     let path = target.split('?').next().unwrap_or_default();
-    let refuse = |what: &str| {
-        Err(format!(
-            "the request path {:?} {what}; method and path rules read only plain paths",
-            shorten(path)
-        ))
+    let refuse = |flaw| {
+        Err(PathRefused {
+            path: shorten(path),
+            flaw,
+        })
     };
     if !path.starts_with('/') {
-        return refuse("is not an absolute path");
+        return refuse(PathFlaw::NotAbsolute);
     }
     // A fragment is never sent; a server may keep a raw '#' in the path (session-22 F6).
     if path.contains('#') {
-        return refuse("holds a '#'");
+        return refuse(PathFlaw::Fragment);
     }
     let mut out = Vec::with_capacity(path.len());
     let bytes = path.as_bytes();
@@ -170,9 +239,9 @@ pub fn request_path(target: &str) -> Result<String, String> {
                 .get(i + 1..i + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok());
             match hex {
-                Some(b'/' | b'\\') => return refuse("encodes a '/' or '\\'"),
+                Some(b'/' | b'\\') => return refuse(PathFlaw::EncodedSlash),
                 Some(d) => out.push(d),
-                None => return refuse("holds a '%' that is not an escape"),
+                None => return refuse(PathFlaw::BadEscape),
             }
             i += 3;
         } else {
@@ -181,15 +250,15 @@ pub fn request_path(target: &str) -> Result<String, String> {
         }
     }
     let Ok(decoded) = String::from_utf8(out) else {
-        return refuse("does not decode to UTF-8");
+        return refuse(PathFlaw::NotUtf8);
     };
     // ';' starts parameters some servers strip (`..;/`), a '%' left after decoding is read as an
     // escape by servers that decode twice (session-22 F7).
     if decoded.contains(|c: char| c.is_control() || matches!(c, '\\' | ';' | '%')) {
-        return refuse("holds a control character, '\\', ';' or a '%' after decoding");
+        return refuse(PathFlaw::Unsafe);
     }
     if !segments_ok(&decoded) {
-        return refuse("holds a '.', '..' or empty segment");
+        return refuse(PathFlaw::Segments);
     }
     Ok(decoded)
 }

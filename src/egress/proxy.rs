@@ -120,6 +120,7 @@ async fn admit(
     let req = match parse_head(head) {
         Ok(r) => r,
         Err(why) => {
+            let why = why.to_string();
             let record = log.record("http", "?", 0, Decision::Invalid, why.clone());
             return refuse(client, log, &record, (400, "Bad Request"), &why).await;
         }

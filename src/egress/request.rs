@@ -97,31 +97,62 @@ fn find_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
 }
 
+/// Why a request head is refused (answered 400 Bad Request).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BadRequest {
+    #[error("the request head is incomplete or longer than {MAX_HEAD} bytes")]
+    Incomplete,
+    #[error("the request line must be METHOD TARGET HTTP/1.x")]
+    RequestLine,
+    #[error("{0} is not passed on: it hands the request back, credentials included")]
+    Echoing(String),
+    #[error("a header folded over several lines (obsolete since RFC 7230) is refused")]
+    Folded,
+    #[error(
+        "a line of the request head holds a control character (a bare CR or LF, or another); lines end in CRLF"
+    )]
+    Control,
+    #[error("a header line must be NAME: value, the name a token")]
+    HeaderLine,
+    #[error("send https:// requests through CONNECT")]
+    Https,
+    #[error("a proxy request needs an absolute http:// URI or CONNECT")]
+    NotAbsolute,
+    #[error("the request's length is ambiguous (several Content-Length, or one with Transfer-Encoding)")]
+    AmbiguousLength,
+    #[error("the Content-Length is not a number")]
+    Length,
+    #[error("credentials in the URI are not accepted")]
+    Credentials,
+    #[error("the port must be 1 to 65535")]
+    Port,
+    #[error("CONNECT needs host:port")]
+    NoPort,
+    #[error("the host is not a valid host name or IP address")]
+    Host,
+}
+
 /// Parse a request head into what to connect to and, for plain HTTP, the head to send on.
-pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
+pub(super) fn parse_head(head: &[u8]) -> Result<Request, BadRequest> {
     if find_end(head).is_none() {
-        return Err(format!(
-            "the request head is incomplete or longer than {MAX_HEAD} bytes"
-        ));
+        return Err(BadRequest::Incomplete);
     }
     let text = String::from_utf8_lossy(head);
     let mut lines = text.split("\r\n");
     let line = lines.next().unwrap_or_default();
     let parts: Vec<&str> = line.split(' ').collect();
     let [method, target, version] = parts[..] else {
-        return Err("the request line must be METHOD TARGET HTTP/1.x".into());
+        return Err(BadRequest::RequestLine);
     };
     if !version.starts_with("HTTP/1.") || method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase())
     {
-        return Err("the request line must be METHOD TARGET HTTP/1.x".into());
+        return Err(BadRequest::RequestLine);
     }
     if matches!(method, "TRACE" | "TRACK") {
-        return Err(format!(
-            "{method} is not passed on: it hands the request back, credentials included"
-        ));
+        return Err(BadRequest::Echoing(method.into()));
     }
     if text.split("\r\n").skip(1).any(|l| l.starts_with([' ', '\t'])) {
-        return Err("a header folded over several lines (obsolete since RFC 7230) is refused".into());
+        return Err(BadRequest::Folded);
     }
     check_framing(&text)?;
     if method == "CONNECT" {
@@ -139,10 +170,10 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
     }
     let lower = target.to_ascii_lowercase();
     if lower.starts_with("https://") {
-        return Err("send https:// requests through CONNECT".into());
+        return Err(BadRequest::Https);
     }
     if !lower.starts_with("http://") {
-        return Err("a proxy request needs an absolute http:// URI or CONNECT".into());
+        return Err(BadRequest::NotAbsolute);
     }
     let after = &target["http://".len()..];
     let split = after.find(['/', '?', '#']).unwrap_or(after.len());
@@ -173,7 +204,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, String> {
 fn upstream_head<'a>(
     mut out: String,
     lines: impl Iterator<Item = &'a str>,
-) -> Result<(String, bool, Option<u64>), String> {
+) -> Result<(String, bool, Option<u64>), BadRequest> {
     let mut overrides = false;
     let (mut lengths, mut encoded) = (Vec::new(), false);
     for h in lines.filter(|l| !l.is_empty()) {
@@ -205,21 +236,21 @@ fn upstream_head<'a>(
 /// Every line ends in CRLF and holds no other control character (a lone LF or CR would end a
 /// line for some servers and not for this reader: a request smuggled past the rules, session-22
 /// attack F1), and every header is `NAME: value` with a token for a name.
-fn check_framing(text: &str) -> Result<(), String> {
+fn check_framing(text: &str) -> Result<(), BadRequest> {
     let body = text.strip_suffix("\r\n\r\n").unwrap_or(text);
     for (i, line) in body.split("\r\n").enumerate() {
         if line
             .chars()
             .any(|c| (c.is_control() && c != '\t') || c == '\u{7f}')
         {
-            return Err("a line of the request head holds a control character (a bare CR or LF, or another); lines end in CRLF".into());
+            return Err(BadRequest::Control);
         }
         let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
         let named = line
             .split_once(':')
             .is_some_and(|(name, _)| !name.is_empty() && name.bytes().all(tchar));
         if i > 0 && !named {
-            return Err("a header line must be NAME: value, the name a token".into());
+            return Err(BadRequest::HeaderLine);
         }
     }
     Ok(())
@@ -228,13 +259,7 @@ fn check_framing(text: &str) -> Result<(), String> {
 /// The body's length from its `Content-Length` headers (0 without one), `None` with a
 /// `Transfer-Encoding`. Two lengths, or one with a `Transfer-Encoding`, are refused: servers
 /// would frame the request differently (RFC 9112, 6.3).
-fn body_length(lengths: &[String], encoded: bool) -> Result<Option<u64>, String> {
-    let refuse = || {
-        Err(
-            "the request's length is ambiguous (several Content-Length, or one with Transfer-Encoding)"
-                .to_string(),
-        )
-    };
+fn body_length(lengths: &[String], encoded: bool) -> Result<Option<u64>, BadRequest> {
     match (lengths, encoded) {
         ([], false) => Ok(Some(0)),
         ([], true) => Ok(None),
@@ -243,29 +268,25 @@ fn body_length(lengths: &[String], encoded: bool) -> Result<Option<u64>, String>
             .ok()
             .filter(|_| one.bytes().all(|b| b.is_ascii_digit()))
             .map(Some)
-            .ok_or_else(|| "the Content-Length is not a number".to_string()),
-        _ => refuse(),
+            .ok_or(BadRequest::Length),
+        _ => Err(BadRequest::AmbiguousLength),
     }
 }
 
 /// `host:port` (IPv6 in brackets); `default` when the port may be left out.
-fn authority(a: &str, default: Option<u16>) -> Result<(Host, u16), String> {
+fn authority(a: &str, default: Option<u16>) -> Result<(Host, u16), BadRequest> {
     if a.contains('@') {
-        return Err("credentials in the URI are not accepted".into());
+        return Err(BadRequest::Credentials);
     }
     let (host, port) = match a.rfind(':') {
         Some(i) if !a[i..].contains(']') => (&a[..i], Some(&a[i + 1..])),
         _ => (a, None),
     };
     let port = match (port, default) {
-        (Some(p), _) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or("the port must be 1 to 65535")?,
+        (Some(p), _) => p.parse::<u16>().ok().filter(|p| *p > 0).ok_or(BadRequest::Port)?,
         (None, Some(d)) => d,
-        (None, None) => return Err("CONNECT needs host:port".into()),
+        (None, None) => return Err(BadRequest::NoPort),
     };
-    let host = Host::parse(host).ok_or("the host is not a valid host name or IP address")?;
+    let host = Host::parse(host).ok_or(BadRequest::Host)?;
     Ok((host, port))
 }

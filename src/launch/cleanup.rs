@@ -29,7 +29,16 @@ pub struct Cleanup {
 pub struct CleanupError {
     /// What was left.
     pub resource: Resource,
-    pub message: String,
+    pub message: RemoveError,
+}
+
+/// Why a resource could not be removed.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveError {
+    #[error(transparent)]
+    Podman(#[from] PodmanError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 impl Cleanup {
@@ -55,19 +64,15 @@ impl Cleanup {
     }
 }
 
-async fn remove(client: &Client, r: &Resource) -> Result<(), String> {
+async fn remove(client: &Client, r: &Resource) -> Result<(), RemoveError> {
     let gone = |e: PodmanError| {
-        if e.is_not_found() {
-            Ok(())
-        } else {
-            Err(e.to_string())
-        }
+        if e.is_not_found() { Ok(()) } else { Err(e.into()) }
     };
     match r {
         Resource::Container(id) => client.delete(id, true, true).await.or_else(gone),
         Resource::Volume(name) => client.volume_delete(name).await.or_else(gone),
         Resource::HostDir(dir) => match std::fs::remove_dir_all(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.to_string()),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
         },
     }

@@ -103,7 +103,7 @@ pub enum LaunchError {
     #[error(
         "preparing the seccomp profile that keeps setuid bits out of the workspace: {0}; install Podman's containers-common (it provides /usr/share/containers/seccomp.json)"
     )]
-    Seccomp(String),
+    Seccomp(seccomp::SeccompError),
     /// A missing piece of a guarded git repository could not be created.
     #[error(transparent)]
     GitGuard(#[from] crate::git::guard::CreateError),

@@ -157,7 +157,7 @@ impl From<&CleanupError> for Leftover {
         Leftover {
             kind,
             name,
-            error: e.message.clone(),
+            error: e.message.to_string(),
         }
     }
 }

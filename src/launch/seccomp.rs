@@ -16,6 +16,25 @@ use serde_json::{Value, json};
 /// The default profile of Podman's `containers-common`.
 pub const BASE_PROFILE: &str = "/usr/share/containers/seccomp.json";
 
+/// Why the profile could not be derived from the base one or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SeccompError {
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("no `syscalls` list")]
+    NoSyscalls,
+    #[error("{0}")]
+    Encode(serde_json::Error),
+    #[error("reading {BASE_PROFILE}: {0}")]
+    Read(std::io::Error),
+    #[error("{BASE_PROFILE}: {0}")]
+    Base(Box<SeccompError>),
+    #[error("creating {}: {error}", path.display())]
+    Create { path: PathBuf, error: std::io::Error },
+    #[error("writing {}: {error}", path.display())]
+    Write { path: PathBuf, error: std::io::Error },
+}
+
 /// The calls that take a mode, and the index of the mode argument.
 const MODE_CALLS: &[(&str, u32)] = &[
     ("chmod", 1),
@@ -32,12 +51,12 @@ const S_ISUID: u64 = 0o4000;
 const S_ISGID: u64 = 0o2000;
 
 /// Derive the profile from `base` (a Podman seccomp profile).
-pub fn no_setuid_profile(base: &[u8]) -> Result<Vec<u8>, String> {
-    let mut profile: Value = serde_json::from_slice(base).map_err(|e| format!("not JSON: {e}"))?;
+pub fn no_setuid_profile(base: &[u8]) -> Result<Vec<u8>, SeccompError> {
+    let mut profile: Value = serde_json::from_slice(base).map_err(SeccompError::NotJson)?;
     let rules = profile
         .get_mut("syscalls")
         .and_then(Value::as_array_mut)
-        .ok_or("no `syscalls` list")?;
+        .ok_or(SeccompError::NoSyscalls)?;
     let ours: Vec<&str> = MODE_CALLS.iter().map(|(n, _)| *n).chain(["openat2"]).collect();
     for rule in rules.iter_mut() {
         if let Some(names) = rule.get_mut("names").and_then(Value::as_array_mut) {
@@ -55,14 +74,14 @@ pub fn no_setuid_profile(base: &[u8]) -> Result<Vec<u8>, String> {
         }
     }
     rules.push(json!({"names": ["openat2"], "action": "SCMP_ACT_ERRNO", "errnoRet": libc::ENOSYS}));
-    serde_json::to_vec_pretty(&profile).map_err(|e| e.to_string())
+    serde_json::to_vec_pretty(&profile).map_err(SeccompError::Encode)
 }
 
 /// Write the profile derived from [`BASE_PROFILE`] to `dir` (content-addressed, atomically) and
 /// return its path.
-pub fn write_profile(dir: &Path) -> Result<PathBuf, String> {
-    let base = std::fs::read(BASE_PROFILE).map_err(|e| format!("reading {BASE_PROFILE}: {e}"))?;
-    let profile = no_setuid_profile(&base).map_err(|e| format!("{BASE_PROFILE}: {e}"))?;
+pub fn write_profile(dir: &Path) -> Result<PathBuf, SeccompError> {
+    let base = std::fs::read(BASE_PROFILE).map_err(SeccompError::Read)?;
+    let profile = no_setuid_profile(&base).map_err(|e| SeccompError::Base(Box::new(e)))?;
     let digest = {
         use sha2::Digest;
         hex::encode(sha2::Sha256::digest(&profile))
@@ -71,9 +90,14 @@ pub fn write_profile(dir: &Path) -> Result<PathBuf, String> {
     if std::fs::read(&path).is_ok_and(|b| b == profile) {
         return Ok(path);
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    crate::fsutil::atomic_write(&path, &profile, 0o644)
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    std::fs::create_dir_all(dir).map_err(|error| SeccompError::Create {
+        path: dir.into(),
+        error,
+    })?;
+    crate::fsutil::atomic_write(&path, &profile, 0o644).map_err(|error| SeccompError::Write {
+        path: path.clone(),
+        error,
+    })?;
     Ok(path)
 }
 

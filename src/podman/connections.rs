@@ -32,6 +32,19 @@ pub struct Connection {
     pub file: PathBuf,
 }
 
+/// Why a named connection could not be found or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error(
+        "no Podman connection named {name:?} (looked in {files}); list them with `podman system connection list`, or give the URL with --url"
+    )]
+    NotFound { name: String, files: String },
+    #[error("reading Podman's connections from {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}: {why}; fix the file or use --url", file.display())]
+    Bad { file: PathBuf, why: String },
+}
+
 /// Where Podman keeps connections, for the environment `env` and effective uid `euid`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sources {
@@ -70,7 +83,7 @@ impl Sources {
     }
 
     /// Find connection `name`: `podman-connections.json` first, then `containers.conf`.
-    pub fn find(&self, name: &str) -> Result<Connection, String> {
+    pub fn find(&self, name: &str) -> Result<Connection, ConnectionError> {
         if let Some(json) = &self.json
             && let Some(found) = read_optional(json)?
             && let Some(c) = from_json(&found, name, json)?
@@ -88,10 +101,10 @@ impl Sources {
         found.ok_or_else(|| {
             let mut files: Vec<String> = self.json.iter().map(|p| p.display().to_string()).collect();
             files.extend(self.confs.iter().map(|p| p.display().to_string()));
-            format!(
-                "no Podman connection named {name:?} (looked in {}); list them with `podman system connection list`, or give the URL with --url",
-                files.join(", ")
-            )
+            ConnectionError::NotFound {
+                name: name.into(),
+                files: files.join(", "),
+            }
         })
     }
 }
@@ -110,18 +123,18 @@ fn dropins(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A file's text, `None` when it does not exist.
-fn read_optional(path: &Path) -> Result<Option<String>, String> {
+fn read_optional(path: &Path) -> Result<Option<String>, ConnectionError> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!(
-            "reading Podman's connections from {}: {e}",
-            path.display()
-        )),
+        Err(source) => Err(ConnectionError::Read {
+            path: path.into(),
+            source,
+        }),
     }
 }
 
-fn from_json(text: &str, name: &str, file: &Path) -> Result<Option<Connection>, String> {
+fn from_json(text: &str, name: &str, file: &Path) -> Result<Option<Connection>, ConnectionError> {
     let root: serde_json::Value =
         serde_json::from_str(text).map_err(|e| bad(file, format!("not valid JSON ({e})")))?;
     let escaped = name.replace('~', "~0").replace('/', "~1");
@@ -133,7 +146,7 @@ fn from_json(text: &str, name: &str, file: &Path) -> Result<Option<Connection>, 
     connection(name, file, (field("URI"), field("Identity")), no_uri).map(Some)
 }
 
-fn from_toml(text: &str, name: &str, file: &Path) -> Result<Option<Connection>, String> {
+fn from_toml(text: &str, name: &str, file: &Path) -> Result<Option<Connection>, ConnectionError> {
     let root: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| bad(file, format!("not valid TOML ({})", e.message())))?;
@@ -156,7 +169,7 @@ fn connection(
     file: &Path,
     (uri, identity): (Option<&str>, Option<&str>),
     no_uri: String,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectionError> {
     Ok(Connection {
         name: name.into(),
         uri: uri.ok_or_else(|| bad(file, no_uri))?.into(),
@@ -165,8 +178,11 @@ fn connection(
     })
 }
 
-fn bad(file: &Path, why: String) -> String {
-    format!("{}: {why}; fix the file or use --url", file.display())
+fn bad(file: &Path, why: String) -> ConnectionError {
+    ConnectionError::Bad {
+        file: file.into(),
+        why,
+    }
 }
 
 #[cfg(test)]
@@ -240,7 +256,7 @@ mod tests {
             (b.uri.as_str(), b.identity.as_deref(), b.file.as_path()),
             ("ssh://h/b.sock", Some(Path::new("/k/b")), c2.as_path())
         );
-        let e = s.find("nope").unwrap_err();
+        let e = s.find("nope").unwrap_err().to_string();
         assert!(
             e.contains("no Podman connection named \"nope\"") && e.contains("podman system connection list"),
             "{e}"
@@ -256,12 +272,12 @@ mod tests {
             json: None,
             confs: vec![conf.clone()],
         };
-        let e = s.find("a").unwrap_err();
+        let e = s.find("a").unwrap_err().to_string();
         assert!(
             e.contains("has no uri") && e.contains(&conf.display().to_string()),
             "{e}"
         );
         std::fs::write(&conf, "[engine\n").unwrap();
-        assert!(s.find("a").unwrap_err().contains("not valid TOML"));
+        assert!(s.find("a").unwrap_err().to_string().contains("not valid TOML"));
     }
 }

@@ -261,7 +261,7 @@ async fn connect_with(
             Endpoint::Ssh { .. } => match super::tunnel::Tunnel::open(&endpoint, identity, ssh).await {
                 Ok(tunnel) => Client::with_tunnel(endpoint, tunnel),
                 Err(why) => {
-                    tried.push(tried_entry(cand, why));
+                    tried.push(tried_entry(cand, why.to_string()));
                     continue;
                 }
             },

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::error::{PodmanError, Result};
+use super::error::{PodmanError, Result, UrlError};
 
 /// Where the Podman API service listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,31 +98,33 @@ impl fmt::Display for Endpoint {
     }
 }
 
-fn parse_url(url: &str) -> std::result::Result<Endpoint, String> {
+type Parsed<T> = std::result::Result<T, UrlError>;
+
+fn parse_url(url: &str) -> Parsed<Endpoint> {
     if url.contains('\0') {
-        return Err("it contains a NUL byte".into());
+        return Err(UrlError::Nul);
     }
     let Some((scheme, rest)) = url.split_once("://") else {
-        return Err("it has no scheme".into());
+        return Err(UrlError::NoScheme);
     };
     match scheme {
         "unix" if rest.starts_with('/') => Ok(Endpoint::Unix(PathBuf::from(rest))),
-        "unix" => Err("the socket path must be absolute (unix:///run/podman/podman.sock)".into()),
+        "unix" => Err(UrlError::RelativeSocket),
         "tcp" => parse_tcp(rest.strip_suffix('/').unwrap_or(rest)),
         "ssh" => parse_ssh(rest),
-        other => Err(format!("the scheme {other:?} is not supported")),
+        other => Err(UrlError::Scheme(other.into())),
     }
 }
 
 /// `[user@]host[:port]/absolute/socket/path`. Names that `ssh` could read as options (a
 /// leading `-`) or that hold spaces or control characters are refused.
-fn parse_ssh(rest: &str) -> std::result::Result<Endpoint, String> {
+fn parse_ssh(rest: &str) -> Parsed<Endpoint> {
     let Some(slash) = rest.find('/') else {
-        return Err("the remote socket path is missing (ssh://user@host/run/podman/podman.sock)".into());
+        return Err(UrlError::NoRemotePath);
     };
     let (authority, path) = rest.split_at(slash);
     if path.contains(['?', '#']) || path.chars().any(char::is_control) || path == "/" {
-        return Err(format!("the remote socket path {path:?} is not valid"));
+        return Err(UrlError::RemotePath(path.into()));
     }
     let (user, hostport) = match authority.rsplit_once('@') {
         Some((user, hostport)) => (Some(user), hostport),
@@ -135,16 +137,13 @@ fn parse_ssh(rest: &str) -> std::result::Result<Endpoint, String> {
                 .any(|c| c.is_whitespace() || c.is_control() || "/@?#'\"\\`$;|&<>(){}*!".contains(c))
     };
     if let Some(user) = user.filter(|u| bad(u)) {
-        return Err(format!("the user {user:?} is not valid"));
+        return Err(UrlError::User(user.into()));
     }
     let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
-        let (host, tail) = v6.split_once(']').ok_or("the IPv6 address lacks a closing ']'")?;
+        let (host, tail) = v6.split_once(']').ok_or(UrlError::Ipv6)?;
         match tail {
             "" => (host, None),
-            t => (
-                host,
-                Some(t.strip_prefix(':').ok_or("the port is missing after ':'")?),
-            ),
+            t => (host, Some(t.strip_prefix(':').ok_or(UrlError::NoPortAfterColon)?)),
         }
     } else {
         match hostport.split_once(':') {
@@ -153,7 +152,7 @@ fn parse_ssh(rest: &str) -> std::result::Result<Endpoint, String> {
         }
     };
     if bad(host) || host.contains(['[', ']']) {
-        return Err(format!("the host {host:?} is not valid"));
+        return Err(UrlError::Host(host.into()));
     }
     Ok(Endpoint::Ssh {
         user: user.map(str::to_owned),
@@ -163,15 +162,15 @@ fn parse_ssh(rest: &str) -> std::result::Result<Endpoint, String> {
     })
 }
 
-fn parse_tcp(rest: &str) -> std::result::Result<Endpoint, String> {
+fn parse_tcp(rest: &str) -> Parsed<Endpoint> {
     let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-        let (host, tail) = v6.split_once(']').ok_or("the IPv6 address lacks a closing ']'")?;
-        (host, tail.strip_prefix(':').ok_or("the port is missing")?)
+        let (host, tail) = v6.split_once(']').ok_or(UrlError::Ipv6)?;
+        (host, tail.strip_prefix(':').ok_or(UrlError::NoPort)?)
     } else {
-        rest.rsplit_once(':').ok_or("the port is missing")?
+        rest.rsplit_once(':').ok_or(UrlError::NoPort)?
     };
     if host.is_empty() || host.contains(['/', '@', '?', '#']) {
-        return Err(format!("the host {host:?} is not valid"));
+        return Err(UrlError::Host(host.into()));
     }
     Ok(Endpoint::Tcp {
         host: host.to_owned(),
@@ -179,10 +178,10 @@ fn parse_tcp(rest: &str) -> std::result::Result<Endpoint, String> {
     })
 }
 
-fn parse_port(port: &str) -> std::result::Result<u16, String> {
+fn parse_port(port: &str) -> Parsed<u16> {
     match port.parse::<u16>() {
         Ok(n) if n != 0 => Ok(n),
-        _ => Err(format!("the port {port:?} is not a number from 1 to 65535")),
+        _ => Err(UrlError::Port(port.into())),
     }
 }
 
@@ -192,7 +191,7 @@ mod tests {
 
     fn reason(url: &str) -> String {
         match Endpoint::parse_from(url, "--url") {
-            Err(PodmanError::InvalidUrl { reason, .. }) => reason,
+            Err(PodmanError::InvalidUrl { reason, .. }) => reason.to_string(),
             other => panic!("expected InvalidUrl for {url}, got {other:?}"),
         }
     }

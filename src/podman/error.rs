@@ -34,7 +34,8 @@ pub enum PodmanError {
         url: String,
         /// Where it came from (`--url`, `CONTAINER_HOST`).
         source_name: String,
-        reason: String,
+        #[source]
+        reason: UrlError,
     },
 
     /// A named connection (`--connection`, `CONTAINER_CONNECTION`) could not be found or read.
@@ -43,7 +44,8 @@ pub enum PodmanError {
         name: String,
         /// Where the name came from.
         source_name: String,
-        reason: String,
+        #[source]
+        reason: super::connections::ConnectionError,
     },
 
     /// No candidate socket answered a ping.
@@ -133,6 +135,35 @@ pub enum PodmanError {
         message: String,
         endpoint: Arc<str>,
     },
+}
+
+/// Why a Podman URL is refused (the `reason` of [`PodmanError::InvalidUrl`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    #[error("it contains a NUL byte")]
+    Nul,
+    #[error("it has no scheme")]
+    NoScheme,
+    #[error("the socket path must be absolute (unix:///run/podman/podman.sock)")]
+    RelativeSocket,
+    #[error("the scheme {0:?} is not supported")]
+    Scheme(String),
+    #[error("the remote socket path is missing (ssh://user@host/run/podman/podman.sock)")]
+    NoRemotePath,
+    #[error("the remote socket path {0:?} is not valid")]
+    RemotePath(String),
+    #[error("the user {0:?} is not valid")]
+    User(String),
+    #[error("the host {0:?} is not valid")]
+    Host(String),
+    #[error("the IPv6 address lacks a closing ']'")]
+    Ipv6,
+    #[error("the port is missing")]
+    NoPort,
+    #[error("the port is missing after ':'")]
+    NoPortAfterColon,
+    #[error("the port {0:?} is not a number from 1 to 65535")]
+    Port(String),
 }
 
 /// Why the OCI runtime could not run the container's command, from a start error's

@@ -72,6 +72,38 @@ const SAID_WAIT: Duration = Duration::from_secs(1);
 /// a descendant such as a `ProxyCommand` still holds the pipe).
 const LAST_WORDS_WAIT: Duration = Duration::from_secs(5);
 
+/// Why the forward could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TunnelError {
+    #[error("not an ssh:// endpoint")]
+    NotSsh,
+    #[error(transparent)]
+    Program(#[from] host_programs::HostProgramError),
+    #[error(
+        "the private socket path {} is too long for a unix socket; set XDG_RUNTIME_DIR (or TMPDIR) to a shorter directory",
+        .0.display()
+    )]
+    SocketTooLong(PathBuf),
+    #[error("starting ssh: {0}")]
+    Start(std::io::Error),
+    #[error("creating a private directory in {}: {source}", base.display())]
+    PrivateDir { base: PathBuf, source: std::io::Error },
+    #[error("{}: {source}", dir.display())]
+    Permissions { dir: PathBuf, source: std::io::Error },
+    #[error("ssh exited before the forward was ready{}", colon(said))]
+    Exited { said: String },
+    #[error("ssh did not set up the forward within {} s{}", OPEN_TIMEOUT.as_secs(), colon(said))]
+    Timeout { said: String },
+}
+
+/// `": said"`, or nothing when `ssh` said nothing.
+fn colon(said: &str) -> String {
+    match said.is_empty() {
+        true => String::new(),
+        false => format!(": {said}"),
+    }
+}
+
 /// A running forward of a remote Podman socket to a private local one.
 pub(crate) struct Tunnel {
     socket: PathBuf,
@@ -100,16 +132,15 @@ impl Tunnel {
         endpoint: &Endpoint,
         identity: Option<&Path>,
         ssh: &SshProgram,
-    ) -> Result<Tunnel, String> {
+    ) -> Result<Tunnel, TunnelError> {
         let Endpoint::Ssh { .. } = endpoint else {
-            return Err("not an ssh:// endpoint".into());
+            return Err(TunnelError::NotSsh);
         };
         let mut writable = ssh.agent_writable.clone();
         writable.extend(super::local_running_roots(None).await);
         let path = std::env::var_os("PATH");
         let euid = nix::unistd::geteuid().as_raw();
-        let found = host_programs::resolve(SSH, ssh.pinned.as_deref(), path.as_deref(), &writable, euid)
-            .map_err(|e| e.to_string())?;
+        let found = host_programs::resolve(SSH, ssh.pinned.as_deref(), path.as_deref(), &writable, euid)?;
         for s in found.skipped() {
             eprintln!("ags: note: passed over {s} on PATH when looking for ssh");
         }
@@ -117,10 +148,7 @@ impl Tunnel {
         let dir = private_dir()?;
         let socket = dir.path().join("s");
         if socket.as_os_str().len() > 100 {
-            return Err(format!(
-                "the private socket path {} is too long for a unix socket; set XDG_RUNTIME_DIR (or TMPDIR) to a shorter directory",
-                socket.display()
-            ));
+            return Err(TunnelError::SocketTooLong(socket));
         }
         let spec = Spawn {
             program,
@@ -133,8 +161,9 @@ impl Tunnel {
         };
         let mut running = tokio::task::spawn_blocking(move || process::spawn(&spec))
             .await
-            .map_err(|e| format!("starting ssh: {e}"))?
-            .map_err(|e| format!("starting ssh: {e}"))?;
+            .map_err(std::io::Error::other)
+            .and_then(|r| r)
+            .map_err(TunnelError::Start)?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let stderr_done = Arc::new(AtomicBool::new(false));
         match running.take_stderr() {
@@ -192,7 +221,7 @@ impl Tunnel {
         guard.as_ref().is_none_or(Running::has_exited)
     }
 
-    async fn wait_ready(&self) -> Result<(), String> {
+    async fn wait_ready(&self) -> Result<(), TunnelError> {
         let deadline = tokio::time::Instant::now() + OPEN_TIMEOUT;
         let mut delay = Duration::from_millis(5);
         loop {
@@ -205,21 +234,14 @@ impl Tunnel {
                 // The reader thread may not have collected the last words yet (e.g. "Host key
                 // verification failed."): wait, bounded, for the end of the pipe.
                 wait_for(LAST_WORDS_WAIT, || self.stderr_done.load(Ordering::Acquire)).await;
-                let said = self.ssh_said();
-                return Err(match said.is_empty() {
-                    true => "ssh exited before the forward was ready".into(),
-                    false => format!("ssh exited before the forward was ready: {said}"),
+                return Err(TunnelError::Exited {
+                    said: self.ssh_said(),
                 });
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(format!(
-                    "ssh did not set up the forward within {} s{}",
-                    OPEN_TIMEOUT.as_secs(),
-                    match self.ssh_said() {
-                        s if s.is_empty() => String::new(),
-                        s => format!(": {s}"),
-                    }
-                ));
+                return Err(TunnelError::Timeout {
+                    said: self.ssh_said(),
+                });
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_millis(100));
@@ -298,14 +320,18 @@ fn ssh_args(endpoint: &Endpoint, identity: Option<&Path>, local: &Path) -> Vec<O
 
 /// A new owner-only directory for the local socket: under `$XDG_RUNTIME_DIR` when set (a
 /// tmpfs of this user's), else the temporary directory.
-fn private_dir() -> Result<tempfile::TempDir, String> {
+fn private_dir() -> Result<tempfile::TempDir, TunnelError> {
     let base = socket_base(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from));
     let dir = tempfile::Builder::new()
         .prefix("ags-ssh-")
         .tempdir_in(&base)
-        .map_err(|e| format!("creating a private directory in {}: {e}", base.display()))?;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| format!("{}: {e}", dir.path().display()))?;
+        .map_err(|source| TunnelError::PrivateDir { base, source })?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(|source| {
+        TunnelError::Permissions {
+            dir: dir.path().into(),
+            source,
+        }
+    })?;
     Ok(dir)
 }
 

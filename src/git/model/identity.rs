@@ -128,12 +128,25 @@ pub fn resolve(lookup: &Lookup<'_>, ssh_agent: bool) -> GitIdentity {
     id
 }
 
+/// Why `user.signingkey` is not a public key that can be forwarded.
+#[derive(Debug, thiserror::Error)]
+enum SigningKeyError {
+    #[error("user.signingkey is a key:: literal that is not a public key")]
+    NotPublicLiteral,
+    #[error("user.signingkey {0} is not an absolute path")]
+    Relative(String),
+    #[error("the public key {} cannot be read ({error})", path.display())]
+    Unreadable { path: PathBuf, error: std::io::Error },
+    #[error("{} does not hold one public key", .0.display())]
+    NotOneKey(PathBuf),
+}
+
 /// `user.signingkey` as a public key literal git accepts (`key::…`).
-fn public_key(value: &str, home: &Path) -> Result<String, String> {
+fn public_key(value: &str, home: &Path) -> Result<String, SigningKeyError> {
     if let Some(rest) = value.strip_prefix("key::") {
         return is_public_key_line(rest)
             .then(|| value.to_string())
-            .ok_or_else(|| "user.signingkey is a key:: literal that is not a public key".into());
+            .ok_or(SigningKeyError::NotPublicLiteral);
     }
     if is_public_key_line(value) {
         return Ok(format!("key::{value}"));
@@ -143,20 +156,24 @@ fn public_key(value: &str, home: &Path) -> Result<String, String> {
         None => PathBuf::from(value),
     };
     if !path.is_absolute() {
-        return Err(format!("user.signingkey {value} is not an absolute path"));
+        return Err(SigningKeyError::Relative(value.into()));
     }
     // A private key file is never read: only `X.pub` (git's `-f X` finds the agent's key).
     let pub_path = match path.extension().is_some_and(|e| e == "pub") {
         true => path,
         false => PathBuf::from(format!("{}.pub", path.display())),
     };
-    let text = crate::fsutil::read_small_text_nofollow(&pub_path, 16 * 1024)
-        .map_err(|e| format!("the public key {} cannot be read ({e})", pub_path.display()))?;
+    let text = crate::fsutil::read_small_text_nofollow(&pub_path, 16 * 1024).map_err(|e| {
+        SigningKeyError::Unreadable {
+            path: pub_path.clone(),
+            error: e,
+        }
+    })?;
     let line = text.trim();
     if is_public_key_line(line) {
         Ok(format!("key::{line}"))
     } else {
-        Err(format!("{} does not hold one public key", pub_path.display()))
+        Err(SigningKeyError::NotOneKey(pub_path))
     }
 }
 
