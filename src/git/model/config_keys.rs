@@ -15,8 +15,16 @@
 /// subsection as written) and its value as git decodes it (`None`: a key without `=`, true).
 pub type Entry = (String, Option<Vec<u8>>);
 
+/// Why a git configuration file cannot be read as git would: the line and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {what}")]
+pub struct ConfigError {
+    line: usize,
+    what: &'static str,
+}
+
 /// The settings of a git configuration file, or why the file cannot be read as git would.
-pub fn entries(text: &[u8]) -> Result<Vec<Entry>, String> {
+pub fn entries(text: &[u8]) -> Result<Vec<Entry>, ConfigError> {
     let mut out = Vec::new();
     Parser::new(text).run(&mut out)?;
     Ok(out)
@@ -285,12 +293,15 @@ impl<'a> Parser<'a> {
         Some(c)
     }
 
-    fn fail<T>(&self, what: &str) -> Result<T, String> {
-        Err(format!("line {}: {what}", self.line))
+    fn fail<T>(&self, what: &'static str) -> Result<T, ConfigError> {
+        Err(ConfigError {
+            line: self.line,
+            what,
+        })
     }
 
     /// The settings from here to the end into `out`, or the first refusal.
-    fn run(&mut self, out: &mut Vec<Entry>) -> Result<(), String> {
+    fn run(&mut self, out: &mut Vec<Entry>) -> Result<(), ConfigError> {
         let mut comment = false;
         while let Some(c) = self.next() {
             match c {
@@ -316,7 +327,7 @@ impl<'a> Parser<'a> {
     }
 
     /// After `[`: `name]`, `name "sub"]` or the old `name.sub]`.
-    fn header(&mut self) -> Result<String, String> {
+    fn header(&mut self) -> Result<String, ConfigError> {
         let mut name = String::new();
         loop {
             match self.next() {
@@ -330,7 +341,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn subsection(&mut self, mut name: String) -> Result<String, String> {
+    fn subsection(&mut self, mut name: String) -> Result<String, ConfigError> {
         let mut c = self.next();
         while c.is_some_and(is_space) {
             c = self.next();
@@ -359,7 +370,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A key starting with `first`, and its value.
-    fn key(&mut self, first: u8) -> Result<(String, Option<Vec<u8>>), String> {
+    fn key(&mut self, first: u8) -> Result<(String, Option<Vec<u8>>), ConfigError> {
         let mut name = String::from(first.to_ascii_lowercase() as char);
         let mut c = self.next();
         while let Some(k) = c.filter(|k| k.is_ascii_alphanumeric() || *k == b'-') {
@@ -380,7 +391,7 @@ impl<'a> Parser<'a> {
     /// inside kept as spaces, trailing ones dropped, quotes removed, the escapes git knows
     /// decoded, a backslash at the end of a line continuing it; a newline inside quotes is an
     /// error.
-    fn value(&mut self) -> Result<Vec<u8>, String> {
+    fn value(&mut self) -> Result<Vec<u8>, ConfigError> {
         let (mut quoted, mut comment, mut space) = (false, false, 0);
         let mut out = Vec::new();
         loop {

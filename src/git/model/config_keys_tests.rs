@@ -1,7 +1,7 @@
 use super::*;
 
 /// The keys of [`entries`].
-fn keys(text: &[u8]) -> Result<Vec<String>, String> {
+fn keys(text: &[u8]) -> Result<Vec<String>, ConfigError> {
     Ok(entries(text)?.into_iter().map(|(k, _)| k).collect())
 }
 

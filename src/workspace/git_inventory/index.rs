@@ -10,10 +10,10 @@
 use std::collections::BTreeSet;
 
 /// Index entries hidden from `git status`, as `"PATH (BIT)"`.
-pub(super) fn hidden(index: &Parsed<'_>) -> Result<BTreeSet<String>, String> {
+pub(super) fn hidden(index: &Parsed<'_>) -> Result<BTreeSet<String>, IndexError> {
     if index.extension(b"link").is_some() {
         // Its entries and their bits are in `sharedindex.*` (session-12 attack F3).
-        return Err("a split index (its entries are in a sharedindex file ags does not read)".into());
+        return Err(IndexError::Split);
     }
     let mut out = BTreeSet::new();
     for e in &index.entries {
@@ -106,6 +106,29 @@ pub(super) struct Entry {
     pub extended: u16,
 }
 
+/// Why an index is not read: `ags` then reports it instead of trusting what it would show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum IndexError {
+    #[error("not a git index")]
+    NotAnIndex,
+    #[error("index version {0}")]
+    Version(u32),
+    #[error("the index ends early")]
+    EndsEarly,
+    #[error("a path prefix longer than the previous path")]
+    Prefix,
+    #[error("a varint too large")]
+    Varint,
+    #[error("a path without its end")]
+    UnendedPath,
+    #[error("an entry whose name length (in its flags) is not its name's")]
+    NameLength,
+    #[error("the index does not end with its checksum")]
+    Checksum,
+    #[error("a split index (its entries are in a sharedindex file ags does not read)")]
+    Split,
+}
+
 /// A whole index file, checked to its trailing checksum.
 pub(super) struct Parsed<'a> {
     pub bytes: &'a [u8],
@@ -118,7 +141,7 @@ pub(super) struct Parsed<'a> {
 
 impl<'a> Parsed<'a> {
     /// The object name's length is not in the header: SHA-1 first, then SHA-256.
-    pub fn new(bytes: &'a [u8]) -> Result<Self, String> {
+    pub fn new(bytes: &'a [u8]) -> Result<Self, IndexError> {
         Self::with_hash(bytes, 20).or_else(|e| Self::with_hash(bytes, 32).map_err(|_| e))
     }
 
@@ -126,14 +149,14 @@ impl<'a> Parsed<'a> {
         self.extensions.iter().find(|(s, _)| s == sig).map(|(_, r)| r)
     }
 
-    fn with_hash(bytes: &'a [u8], hash: usize) -> Result<Self, String> {
+    fn with_hash(bytes: &'a [u8], hash: usize) -> Result<Self, IndexError> {
         let mut r = Reader { bytes, at: 0 };
         if r.take(4)? != b"DIRC" {
-            return Err("not a git index".into());
+            return Err(IndexError::NotAnIndex);
         }
         let version = r.u32()?;
         if !(2..=4).contains(&version) {
-            return Err(format!("index version {version}"));
+            return Err(IndexError::Version(version));
         }
         let count = r.u32()?;
         let mut entries = Vec::new();
@@ -147,10 +170,7 @@ impl<'a> Parsed<'a> {
             let extended = if flags & 0x4000 != 0 { r.u16()? } else { 0 };
             let path = if version == 4 {
                 let strip = r.varint()?;
-                let keep = previous
-                    .len()
-                    .checked_sub(strip)
-                    .ok_or("a path prefix longer than the previous path")?;
+                let keep = previous.len().checked_sub(strip).ok_or(IndexError::Prefix)?;
                 let mut path = previous[..keep].to_vec();
                 path.extend_from_slice(r.until_nul()?);
                 path
@@ -166,7 +186,7 @@ impl<'a> Parsed<'a> {
             // than to this parser (session-15 attack S15-G1).
             let named = usize::from(flags & 0x0FFF);
             if named < 0x0FFF && named != path.len() {
-                return Err("an entry whose name length (in its flags) is not its name's".into());
+                return Err(IndexError::NameLength);
             }
             previous.clone_from(&path);
             entries.push(Entry {
@@ -186,7 +206,7 @@ impl<'a> Parsed<'a> {
             extensions.push(([sig[0], sig[1], sig[2], sig[3]], start..r.at));
         }
         if bytes.len() - r.at != hash {
-            return Err("the index does not end with its checksum".into());
+            return Err(IndexError::Checksum);
         }
         Ok(Parsed {
             bytes,
@@ -203,26 +223,26 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], IndexError> {
         let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len());
-        let end = end.ok_or("the index ends early")?;
+        let end = end.ok_or(IndexError::EndsEarly)?;
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
     }
 
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, IndexError> {
         let b = self.take(4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn u16(&mut self) -> Result<u16, String> {
+    fn u16(&mut self) -> Result<u16, IndexError> {
         let b = self.take(2)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
 
     /// Git's offset varint (`decode_varint`).
-    fn varint(&mut self) -> Result<usize, String> {
+    fn varint(&mut self) -> Result<usize, IndexError> {
         let mut c = self.take(1)?[0];
         let mut value = usize::from(c & 0x7f);
         while c & 0x80 != 0 {
@@ -231,17 +251,14 @@ impl<'a> Reader<'a> {
                 .checked_add(1)
                 .and_then(|v| v.checked_mul(128))
                 .and_then(|v| v.checked_add(usize::from(c & 0x7f)))
-                .ok_or("a varint too large")?;
+                .ok_or(IndexError::Varint)?;
         }
         Ok(value)
     }
 
-    fn until_nul(&mut self) -> Result<&'a [u8], String> {
+    fn until_nul(&mut self) -> Result<&'a [u8], IndexError> {
         let rest = &self.bytes[self.at..];
-        let n = rest
-            .iter()
-            .position(|b| *b == 0)
-            .ok_or("a path without its end")?;
+        let n = rest.iter().position(|b| *b == 0).ok_or(IndexError::UnendedPath)?;
         self.at += n + 1;
         Ok(&rest[..n])
     }

@@ -82,14 +82,14 @@ impl Walk<'_> {
         if was.is_some_and(|w| w.digest == digest && bytes.is_ok()) {
             return;
         }
-        let unreadable = |e| format!("a git index ags cannot read ({e})");
+        let unreadable = |e: &dyn std::fmt::Display| format!("a git index ags cannot read ({e})");
         let bytes = match bytes {
             Ok(b) => b,
-            Err(e) => return self.report(path.into(), unreadable(e)),
+            Err(e) => return self.report(path.into(), unreadable(&e)),
         };
         let index = match Parsed::new(&bytes) {
             Ok(index) => index,
-            Err(e) => return self.report(path.into(), unreadable(e)),
+            Err(e) => return self.report(path.into(), unreadable(&e)),
         };
         let bad = refused(&index);
         if !bad.is_empty() {
