@@ -28,10 +28,15 @@ use super::error::{PodmanError, Result, Tried};
 use super::transport::Client;
 use super::tunnel::SshProgram;
 
-/// How long connecting plus pinging one candidate may take: generous, a busy service (or the
-/// remote end of an SSH forward) on a loaded machine answers late, and a missing one fails at
-/// once (no socket, connection refused).
+/// How long connecting plus pinging one of several candidates may take: generous, a busy service
+/// (or the remote end of an SSH forward) on a loaded machine answers late, and a missing one fails
+/// at once (no socket, connection refused).
 pub const PING_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The same for a lone candidate (a named service, or the only default socket): there is no
+/// other to try, so a service that accepted the connection gets longer to answer. Podman 5 in
+/// the podman-in-podman suite under four busy loops once took more than 10 s.
+pub const LONE_PING_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The rootful service's socket.
 pub const SYSTEM_SOCKET: &str = "/run/podman/podman.sock";
@@ -210,8 +215,9 @@ pub fn hint(euid: u32, explicit: bool, runtime_dir_set: bool) -> String {
 }
 
 /// Find a Podman service: the one `target` or the environment names (see [`choose`]), else
-/// the default sockets; ping each (at most [`PING_TIMEOUT`] apiece, after the SSH forward of
-/// an `ssh://` service is up) and return a client for the first that answers.
+/// the default sockets; ping each (at most [`PING_TIMEOUT`] apiece, [`LONE_PING_TIMEOUT`] when
+/// there is one; after the SSH forward of an `ssh://` service is up) and return a client for the
+/// first that answers.
 ///
 /// Requires a tokio runtime with the time driver enabled.
 pub async fn connect(target: &Target) -> Result<Client> {
@@ -267,10 +273,14 @@ async fn connect_with(
             },
             _ => Client::new(endpoint),
         };
-        let failed = match tokio::time::timeout(PING_TIMEOUT, client.ping()).await {
+        let limit = match list.len() {
+            1 => LONE_PING_TIMEOUT,
+            _ => PING_TIMEOUT,
+        };
+        let failed = match tokio::time::timeout(limit, client.ping()).await {
             Ok(Ok(_)) => return Ok(client),
             Ok(Err(e)) => reason(&e),
-            Err(_) => format!("no answer within {} s", PING_TIMEOUT.as_secs()),
+            Err(_) => format!("no answer within {} s", limit.as_secs()),
         };
         // Through an SSH forward, ssh's own words say why (e.g. the remote socket is missing).
         let said = client.transport_said().await;

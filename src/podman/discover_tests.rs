@@ -200,3 +200,26 @@ async fn refused_socket_has_a_clear_reason() {
     assert_eq!(tried.len(), 1);
     assert!(tried[0].reason.contains("refused"), "{}", tried[0].reason);
 }
+
+/// A service that accepts the connection and never answers: alone it gets a minute, one of
+/// several ten seconds (paused time: the runtime skips ahead while it waits).
+#[tokio::test(start_paused = true)]
+async fn a_silent_service_gets_longer_when_it_is_the_only_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sock");
+    let _listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let one = Candidate {
+        url: format!("unix://{}", path.display()),
+        source: Explicit,
+    };
+    for (list, within) in [(vec![one.clone()], "60 s"), (vec![one.clone(), one], "10 s")] {
+        let e = connect_candidates(&list, 1000).await.unwrap_err();
+        let PodmanError::NoService { tried, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(tried.len(), list.len());
+        for t in tried {
+            assert_eq!(t.reason, format!("no answer within {within}"));
+        }
+    }
+}
