@@ -109,14 +109,25 @@ pub fn open(state_dir: &Path, launch: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Forget the chain heads of `launch` (its receipt holds them now).
+/// Forget the chain heads of `launch` (its receipt holds them now). The directory is renamed
+/// away in one step before it is removed: a record racing this finds either an ended head or no
+/// directory, never an empty one where it would make a fresh head and start a second chain.
 pub fn forget(state_dir: &Path, launch: &str) {
     if valid_launch(launch) {
-        let dir = state_dir.join("chains").join(launch);
+        let chains = state_dir.join("chains");
+        let dir = chains.join(launch);
+        let gone = chains.join(format!("{GONE}{launch}"));
         open_heads().retain(|path, _| !path.starts_with(&dir));
-        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_dir_all(&gone);
+        if std::fs::rename(&dir, &gone).is_ok() {
+            let _ = std::fs::remove_dir_all(gone);
+        }
     }
 }
+
+/// The prefix of a forgotten chain's directory while it is removed (no launch id starts with
+/// `.`); one left by a crash is dropped by the next recovery.
+pub const GONE: &str = ".gone-";
 
 /// the link, when it carries one as its last member; else the line itself.
 pub fn split(line: &[u8]) -> (std::borrow::Cow<'_, [u8]>, Option<Link>) {

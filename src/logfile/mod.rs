@@ -341,4 +341,43 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\nnewer\n");
         assert!(std::fs::read(rotated(&path)).unwrap().starts_with(b"old\n"));
     }
+
+    /// A record racing `forget` (the receipt closing) is never chained again: no new head file
+    /// appears in the chain's directory while it is being removed.
+    #[test]
+    fn a_record_racing_forget_never_starts_a_second_chain() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let path = state.join("x.jsonl");
+        for round in 0..400 {
+            let launch = format!("ags-r{round}");
+            chain::open(&state, &launch).unwrap();
+            append_chained(&path, &launch, b"{\"n\":0}\n").unwrap();
+            end_chain(&path, &launch, b"{\"end\":1}\n").unwrap();
+            let done = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    while !done.load(Ordering::Relaxed) {
+                        append_chained(&path, &launch, b"{\"late\":1}\n").unwrap();
+                    }
+                });
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                chain::forget(&state, &launch);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                done.store(true, Ordering::Relaxed);
+            });
+            let text = std::fs::read_to_string(&path).unwrap();
+            let late = text
+                .lines()
+                .filter(|l| l.contains("late") && l.contains("\"chain\""));
+            assert_eq!(
+                late.count(),
+                0,
+                "round {round}: a record after the end was chained"
+            );
+            assert!(!state.join("chains").join(&launch).exists(), "round {round}");
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
 }

@@ -239,11 +239,15 @@ impl Client {
 
     /// All containers (running or not) carrying every label filter (`key` or `key=value`).
     pub async fn list(&self, labels: &[&str]) -> Result<Vec<ContainerSummary>> {
-        let req = Request::new(Method::GET, "/containers/json")
-            .query("all", "true")
-            .query_json("filters", &label_filter(labels))?;
+        let filters = label_filter(labels);
+        let (_, body) = retry_removal_race(|| async {
+            let req = Request::new(Method::GET, "/containers/json")
+                .query("all", "true")
+                .query_json("filters", &filters)?;
+            self.call(req).await
+        })
+        .await?;
         // Redacted on error: the list carries each container's command line.
-        let (_, body) = self.call(req).await?;
         self.decode(&body, "container list", true)
     }
 
@@ -299,8 +303,12 @@ impl Client {
 
     /// Volumes carrying every label filter (`key` or `key=value`).
     pub async fn volume_list(&self, labels: &[&str]) -> Result<Vec<Volume>> {
-        let req = Request::new(Method::GET, "/volumes/json").query_json("filters", &label_filter(labels))?;
-        self.call_json(req, "volume list").await
+        let filters = label_filter(labels);
+        retry_removal_race(|| async {
+            let req = Request::new(Method::GET, "/volumes/json").query_json("filters", &filters)?;
+            self.call_json(req, "volume list").await
+        })
+        .await
     }
 
     /// True when the image exists locally (204), false when it does not (404).
@@ -337,6 +345,14 @@ where
     Fut: std::future::Future<Output = Result<T>>,
 {
     retry(CONMON_RETRIES, 100, PodmanError::is_conmon_lost, step).await
+}
+
+/// A list, asked again while it races a removal ([`PodmanError::is_removal_race`]).
+async fn retry_removal_race<T, Fut>(step: impl FnMut() -> Fut) -> Result<T>
+where
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    retry(3, 20, PodmanError::is_removal_race, step).await
 }
 
 /// `step`, repeated while it fails with an error `again` accepts, at most `retries` more times

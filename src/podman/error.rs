@@ -323,6 +323,14 @@ impl PodmanError {
             && self.says("/cgroup")
     }
 
+    /// A list raced a removal: Podman 4.3 answers 500 "no volume with name … found in database:
+    /// no such volume" (or "… no such container") when an object it listed is removed before
+    /// it reads it. Asking again lists without it.
+    pub fn is_removal_race(&self) -> bool {
+        matches!(self, PodmanError::Api { status: 500, .. })
+            && (self.says("no such volume") || self.says("no such container"))
+    }
+
     /// A container vanished between list and inspect: 404, or (Podman 4.3, while the removal is
     /// under way) 500 "… does not exist in database: no such container".
     pub fn is_vanished_container(&self) -> bool {

@@ -286,6 +286,18 @@ fn inspect_racing_the_exit() {
 }
 
 #[test]
+fn a_list_racing_a_removal() {
+    // 4.3.1 listing volumes while a launch's staging volume was removed (seen in scripts/test).
+    let volume = api(
+        500,
+        r#"{"cause":"no such volume","message":"no volume with name ags-stage-1 found in database: no such volume","response":500}"#,
+    );
+    assert!(volume.is_removal_race());
+    assert!(!api(404, r#"{"cause":"no such volume","message":"x","response":404}"#).is_removal_race());
+    assert!(!api(500, r#"{"cause":"x","message":"boom","response":500}"#).is_removal_race());
+}
+
+#[test]
 fn runtime_setup_failures() {
     // REFERENCE.md §1: crun on this kernel, and Podman's default rlimits without CAP_SYS_RESOURCE.
     let crun = api(

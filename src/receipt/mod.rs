@@ -286,6 +286,10 @@ fn sweep_heads(paths: &Paths) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(chain::GONE) {
+            let _ = std::fs::remove_dir_all(entry.path());
+            continue;
+        }
         let pid = name.split('-').nth(1).and_then(|p| p.parse::<i32>().ok());
         let gone = pid.is_some_and(|p| {
             rustix::process::test_kill_process(
