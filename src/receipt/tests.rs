@@ -274,9 +274,13 @@ fn heads_without_a_receipt_to_come_are_dropped() {
         open(&p, launch);
         append_chained(&p.hook_log(), launch, line.as_bytes()).unwrap();
     }
+    // A forgotten chain's directory a crash left half removed goes too.
+    let gone = chains.join(format!("{}ags-999999998-1", crate::logfile::chain::GONE));
+    std::fs::create_dir_all(&gone).unwrap();
+    std::fs::write(gone.join("hooks.jsonl"), "{}").unwrap();
     // A killed `ags` without a draft (a plan, a refused launch): its pid is gone.
     assert!(recover(&p).is_empty());
-    assert!(!chains.join("ags-999999999-1").exists());
+    assert!(!chains.join("ags-999999999-1").exists() && !gone.exists());
     assert!(chains.join(&mine).exists(), "its process is alive");
     // The process itself drops its own at its end (`ags plan`, a refused launch)…
     abandon(&p, &mine);
