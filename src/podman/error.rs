@@ -334,8 +334,7 @@ impl PodmanError {
     /// A container vanished between list and inspect: 404, or (Podman 4.3, while the removal is
     /// under way) 500 "… does not exist in database: no such container".
     pub fn is_vanished_container(&self) -> bool {
-        self.is_not_found()
-            || matches!(self, PodmanError::Api { status: 500, .. }) && self.says("no such container")
+        self.is_not_found() || self.is_removal_race() && self.says("no such container")
     }
 }
 

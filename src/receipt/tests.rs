@@ -278,9 +278,16 @@ fn heads_without_a_receipt_to_come_are_dropped() {
     let gone = chains.join(format!("{}ags-999999998-1", crate::logfile::chain::GONE));
     std::fs::create_dir_all(&gone).unwrap();
     std::fs::write(gone.join("hooks.jsonl"), "{}").unwrap();
+    // One that is a symlink goes as a link: what it points at stays.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("keep"), "x").unwrap();
+    let linked = chains.join(format!("{}ags-999999997-1", crate::logfile::chain::GONE));
+    std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
     // A killed `ags` without a draft (a plan, a refused launch): its pid is gone.
     assert!(recover(&p).is_empty());
     assert!(!chains.join("ags-999999999-1").exists() && !gone.exists());
+    assert!(linked.symlink_metadata().is_err() && elsewhere.join("keep").exists());
     assert!(chains.join(&mine).exists(), "its process is alive");
     // The process itself drops its own at its end (`ags plan`, a refused launch)…
     abandon(&p, &mine);
